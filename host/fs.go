@@ -1,0 +1,320 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ErrEscapes is returned for a path that would leave the root, lexically or
+// through a symlink.
+var ErrEscapes = errors.New("path escapes the root")
+
+// FS is every file access rdmaform makes: sysfs, configfs, /proc, /etc and
+// /run. Paths are absolute as on the host ("/sys/class/infiniband"); an
+// implementation maps them under its root.
+type FS interface {
+	// Root is the directory "/" maps to ("/" on a live host).
+	Root() string
+	ReadFile(name string) ([]byte, error)
+	// WriteAttr writes data to an existing kernel attribute in one write(2),
+	// as `echo data > name` would: no create, no truncate, no rename.
+	WriteAttr(name string, data []byte) error
+	// WriteFile replaces a regular file atomically (temporary file, fsync,
+	// rename), creating parent directories.
+	WriteFile(name string, data []byte, perm fs.FileMode) error
+	Mkdir(name string, perm fs.FileMode) error
+	MkdirAll(name string, perm fs.FileMode) error
+	// Remove removes a file, an empty directory or a configfs group (rmdir).
+	Remove(name string) error
+	ReadDir(name string) ([]fs.DirEntry, error)
+	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
+	Readlink(name string) (string, error)
+	Symlink(target, name string) error
+	// Resolve returns the real path of name below the root, following
+	// symlinks inside the root; it never leaves it.
+	Resolve(name string) (string, error)
+}
+
+// RootFS is an FS over a directory of the real filesystem. With root "/" it
+// is the live host; with another root every path, and every symlink met on
+// the way, resolves inside that root (absolute symlink targets are read as
+// relative to it, as in a chroot); a path or symlink climbing above the root
+// is refused with ErrEscapes.
+type RootFS struct {
+	root string
+}
+
+var _ FS = (*RootFS)(nil)
+
+// NewRootFS returns an FS rooted at dir.
+func NewRootFS(dir string) (*RootFS, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if abs != "/" {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+	}
+	return &RootFS{root: abs}, nil
+}
+
+// Root implements FS.
+func (r *RootFS) Root() string { return r.root }
+
+func (r *RootFS) live() bool { return r.root == "/" }
+
+// clean validates name and returns it cleaned, absolute.
+func clean(name string) (string, error) {
+	if !strings.HasPrefix(name, "/") {
+		return "", fmt.Errorf("%q: not an absolute path", name)
+	}
+	if strings.ContainsRune(name, 0) {
+		return "", fmt.Errorf("%q: NUL in path", name)
+	}
+	depth := 0
+	for _, c := range strings.Split(name, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			depth--
+			if depth < 0 {
+				return "", fmt.Errorf("%s: %w", name, ErrEscapes)
+			}
+		default:
+			depth++
+		}
+	}
+	return path.Clean(name), nil
+}
+
+// resolve maps name to a real path. followLast says whether a symlink in
+// the last component is followed (Lstat, Readlink, Remove and Symlink act on
+// the link itself).
+func (r *RootFS) resolve(name string, followLast bool) (string, error) {
+	name, err := clean(name)
+	if err != nil {
+		return "", err
+	}
+	if r.live() {
+		return name, nil
+	}
+	// Walk component by component; cur is a path relative to the root.
+	pending := strings.Split(strings.TrimPrefix(name, "/"), "/")
+	var cur []string
+	links := 0
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(cur) == 0 {
+				return "", fmt.Errorf("%s: %w", name, ErrEscapes)
+			}
+			cur = cur[:len(cur)-1]
+			continue
+		}
+		next := append(append([]string(nil), cur...), c)
+		real := filepath.Join(r.root, filepath.Join(next...))
+		if len(pending) == 0 && !followLast {
+			cur = next
+			break
+		}
+		fi, err := os.Lstat(real)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			// Missing components are fine: the caller's operation reports them.
+			cur = next
+			continue
+		}
+		links++
+		if links > 40 {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", name)
+		}
+		target, err := os.Readlink(real)
+		if err != nil {
+			return "", err
+		}
+		tparts := strings.Split(target, "/")
+		if strings.HasPrefix(target, "/") {
+			cur = nil
+		}
+		pending = append(tparts, pending...)
+	}
+	return filepath.Join(r.root, filepath.Join(cur...)), nil
+}
+
+// Resolve implements FS.
+func (r *RootFS) Resolve(name string) (string, error) { return r.resolve(name, true) }
+
+// ReadFile implements FS.
+func (r *RootFS) ReadFile(name string) ([]byte, error) {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+// WriteAttr implements FS.
+func (r *RootFS) WriteAttr(name string, data []byte) error {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return err
+	}
+	flags := os.O_WRONLY
+	if !r.live() {
+		// A --root tree is plain files: a shorter value must not leave the
+		// tail of a longer one behind.
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(p, flags, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil {
+		return &fs.PathError{Op: "write", Path: name, Err: unwrapPathErr(werr)}
+	}
+	return cerr
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// WriteFile implements FS.
+func (r *RootFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".rdmaform-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// Mkdir implements FS.
+func (r *RootFS) Mkdir(name string, perm fs.FileMode) error {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return err
+	}
+	return os.Mkdir(p, perm)
+}
+
+// MkdirAll implements FS.
+func (r *RootFS) MkdirAll(name string, perm fs.FileMode) error {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return err
+	}
+	return os.MkdirAll(p, perm)
+}
+
+// Remove implements FS.
+func (r *RootFS) Remove(name string) error {
+	p, err := r.resolve(name, false)
+	if err != nil {
+		return err
+	}
+	return os.Remove(p)
+}
+
+// ReadDir implements FS.
+func (r *RootFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadDir(p)
+}
+
+// Stat implements FS.
+func (r *RootFS) Stat(name string) (fs.FileInfo, error) {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(p)
+}
+
+// Lstat implements FS.
+func (r *RootFS) Lstat(name string) (fs.FileInfo, error) {
+	p, err := r.resolve(name, false)
+	if err != nil {
+		return nil, err
+	}
+	return os.Lstat(p)
+}
+
+// Readlink implements FS.
+func (r *RootFS) Readlink(name string) (string, error) {
+	p, err := r.resolve(name, false)
+	if err != nil {
+		return "", err
+	}
+	return os.Readlink(p)
+}
+
+// Symlink implements FS.
+func (r *RootFS) Symlink(target, name string) error {
+	p, err := r.resolve(name, false)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.Symlink(target, p)
+}
+
+// Exists reports whether name exists (following symlinks).
+func Exists(f FS, name string) bool {
+	_, err := f.Stat(name)
+	return err == nil
+}
+
+// ReadAttr reads a kernel attribute and trims the trailing newline and
+// padding sysfs adds.
+func ReadAttr(f FS, name string) (string, error) {
+	b, err := f.ReadFile(name)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), " \n"), nil
+}

@@ -1,0 +1,65 @@
+package host
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// ErrLinkNotFound is returned for a netdev that does not exist.
+var ErrLinkNotFound = errors.New("no such network interface")
+
+// ErrNoRDMA is returned when the kernel has no RDMA netlink (ib_core or the
+// rdma_rxe module is not loaded): RDMA netlink answers EPROTONOSUPPORT.
+var ErrNoRDMA = errors.New("the kernel has no RDMA netlink support (ib_core/rdma_rxe not loaded; install the kernel's rdma_rxe module, e.g. linux-modules-extra, and run modprobe rdma_rxe)")
+
+// ErrNoNetlink is returned by hosts without netlink (a --root tree).
+var ErrNoNetlink = errors.New("netlink is not available on this host (--root)")
+
+// Link is one network interface as netlink reports it.
+type Link struct {
+	Name      string
+	Index     int
+	MTU       int
+	AdminUp   bool   // IFF_UP
+	OperState string // "up", "down", "lowerlayerdown", ...
+	Type      string // "veth", "ipoib", "device", ...
+	HWAddr    string
+}
+
+// Addr is one address on an interface.
+type Addr struct {
+	Prefix netip.Prefix
+	// Global is true for scope global; link-local and host addresses are not.
+	Global bool
+	// Dynamic is true for addresses with a finite lifetime (DHCP, SLAAC) and
+	// addresses the kernel made: rdmaform never removes those.
+	Dynamic bool
+}
+
+// RdmaLink is one RDMA link of a software driver (rxe) and its netdev.
+type RdmaLink struct {
+	Name   string
+	Netdev string
+}
+
+// Net is kernel networking through netlink.
+type Net interface {
+	// LinkByName is equivalent to: ip link show NAME
+	LinkByName(name string) (Link, error)
+	// LinkSetUp is equivalent to: ip link set NAME up (or down)
+	LinkSetUp(name string, up bool) error
+	// LinkSetMTU is equivalent to: ip link set NAME mtu MTU
+	LinkSetMTU(name string, mtu int) error
+	// AddrList is equivalent to: ip addr show dev NAME
+	AddrList(name string) ([]Addr, error)
+	// AddrAdd is equivalent to: ip addr add PREFIX dev NAME
+	AddrAdd(name string, p netip.Prefix) error
+	// AddrDel is equivalent to: ip addr del PREFIX dev NAME
+	AddrDel(name string, p netip.Prefix) error
+	// RdmaLinkList is equivalent to: rdma link show (rxe links only)
+	RdmaLinkList() ([]RdmaLink, error)
+	// RdmaLinkAdd is equivalent to: rdma link add NAME type rxe netdev NETDEV
+	RdmaLinkAdd(name, netdev string) error
+	// RdmaLinkDel is equivalent to: rdma link delete NAME
+	RdmaLinkDel(name string) error
+}
