@@ -1,0 +1,219 @@
+package mlxfmt
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MSTDeviceName is the /dev/mst node name MFT's `mst start` gives a PCI
+// function: mt<PCI device id in decimal>_pciconf<index>, with ".<fn>" when
+// the PCI function is not 0. index counts cards with the same device id.
+// ConnectX-6 (0x101b), first card, function 1 → "mt4123_pciconf0.1".
+func MSTDeviceName(pciDeviceID uint16, index, function int) string {
+	name := fmt.Sprintf("mt%d_pciconf%d", pciDeviceID, index)
+	if function != 0 {
+		name += "." + strconv.Itoa(function)
+	}
+	return name
+}
+
+var mstNameRE = regexp.MustCompile(`^(?:/dev/mst/)?mt(\d+)_pci(?:conf|_cr)(\d+)(?:\.(\d+))?$`)
+
+// ParseMSTDeviceName is the inverse of MSTDeviceName; it accepts the bare
+// name or the /dev/mst/ path, and *_pci_cr* nodes too.
+func ParseMSTDeviceName(name string) (pciDeviceID uint16, index, function int, err error) {
+	m := mstNameRE.FindStringSubmatch(name)
+	if m == nil {
+		return 0, 0, 0, fmt.Errorf("mlxfmt: %q is not an mst device name", name)
+	}
+	id, err := strconv.ParseUint(m[1], 10, 16)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("mlxfmt: %q: device id: %w", name, err)
+	}
+	index, err = strconv.Atoi(m[2])
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("mlxfmt: %q: index: %w", name, err)
+	}
+	if m[3] != "" {
+		if function, err = strconv.Atoi(m[3]); err != nil {
+			return 0, 0, 0, fmt.Errorf("mlxfmt: %q: function: %w", name, err)
+		}
+	}
+	return uint16(id), index, function, nil
+}
+
+// MSTEntry is one device row of `mst status -v`.
+type MSTEntry struct {
+	// DeviceType is e.g. ConnectX6, or NA.
+	DeviceType string
+	// Rev is the chip revision printed as (rev:N), empty when DeviceType is NA.
+	Rev string
+	// MST is the /dev/mst node, or "" when the column shows NA (user-level
+	// mode, modules not loaded).
+	MST string
+	// BDF as printed: "3b:00.0", or "0000:3b:00.0" on hosts with a non-zero
+	// PCI domain.
+	BDF string
+	// RDMA is the RDMA device (mlx5_0); empty on eth-only ConnectX-3 ports.
+	RDMA string
+	// Netdevs without the "net-" prefix, in printed order.
+	Netdevs []string
+	// NUMA node, -1 when unknown.
+	NUMA int
+}
+
+// MSTStatus is the output of `mst status -v`.
+type MSTStatus struct {
+	PCIModuleLoaded     bool // "MST PCI module loaded"
+	PCIConfModuleLoaded bool // "MST PCI configuration module loaded"
+	Devices             []MSTEntry
+}
+
+// RenderMSTStatusVerbose prints `mst status -v` the way MFT does: module
+// lines, then the device table with columns DEVICE_TYPE 24, MST 30 (9 when
+// no MST node is listed), PCI 10 (16 when a full domain is printed), RDMA 16,
+// NET 26 (wider when a NET entry needs it), NUMA; every row is followed by an
+// empty line.
+func RenderMSTStatusVerbose(s MSTStatus) []byte {
+	var b strings.Builder
+	b.WriteString("MST modules:\n------------\n")
+	b.WriteString(moduleLine("MST PCI module", s.PCIModuleLoaded))
+	b.WriteString(moduleLine("MST PCI configuration module", s.PCIConfModuleLoaded))
+	b.WriteString("PCI devices:\n------------\n")
+	mstW, pciW, netW := 9, 10, 26
+	for _, d := range s.Devices {
+		if d.MST != "" {
+			mstW = 30
+		}
+		if len(d.BDF) > 9 {
+			pciW = 16
+		}
+		if n := len(netColumn(d)); n >= netW {
+			netW = 40
+			if n >= netW {
+				netW = n + 1
+			}
+		}
+	}
+	fmt.Fprintf(&b, "%-24s%-*s%-*s%-16s%-*s%s\n", "DEVICE_TYPE", mstW, "MST", pciW, "PCI", "RDMA", netW, "NET", "NUMA")
+	for _, d := range s.Devices {
+		typ := "NA"
+		if d.DeviceType != "" && d.DeviceType != "NA" {
+			typ = d.DeviceType + "(rev:" + d.Rev + ")"
+		}
+		mst := d.MST
+		if mst == "" {
+			mst = "NA"
+		}
+		fmt.Fprintf(&b, "%-24s%-*s%-*s%-16s%-*s%d\n\n", typ, mstW, mst, pciW, d.BDF, d.RDMA, netW, netColumn(d), d.NUMA)
+	}
+	return []byte(b.String())
+}
+
+func moduleLine(name string, loaded bool) string {
+	if loaded {
+		return "    " + name + " loaded\n"
+	}
+	return "    " + name + " is not loaded\n"
+}
+
+func netColumn(d MSTEntry) string {
+	parts := make([]string, len(d.Netdevs))
+	for i, n := range d.Netdevs {
+		parts[i] = "net-" + n
+	}
+	return strings.Join(parts, ",")
+}
+
+var (
+	mstBDFRE  = regexp.MustCompile(`^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+	mstTypeRE = regexp.MustCompile(`^([A-Za-z0-9_-]+)\(rev:([0-9a-fA-F]+)\)$`)
+	mstNUMARE = regexp.MustCompile(`^-?\d+$`)
+	mstRDMARE = regexp.MustCompile(`^[a-z][a-z0-9_]*\d$`)
+)
+
+// ParseMSTStatusVerbose reads `mst status -v`. Tokens of a device row are
+// identified by their shape, not their position, because the RDMA column can
+// be empty and the widths differ between MFT versions: DEVICE_TYPE(rev:N) or
+// NA first, then a /dev/mst/ path or NA, a BDF, an RDMA name, a
+// comma-separated list of net-<ifname>, and the NUMA number. Columns newer
+// releases append (VFIO, FWCTL, STATE) are ignored.
+func ParseMSTStatusVerbose(out []byte) (MSTStatus, error) {
+	var s MSTStatus
+	inTable := false
+	for i, raw := range strings.Split(string(out), "\n") {
+		line := strings.TrimSpace(raw)
+		switch {
+		case line == "":
+			continue
+		case strings.HasPrefix(line, "MST PCI module"):
+			s.PCIModuleLoaded = !strings.Contains(line, "not loaded")
+			continue
+		case strings.HasPrefix(line, "MST PCI configuration module"):
+			s.PCIConfModuleLoaded = !strings.Contains(line, "not loaded")
+			continue
+		case strings.HasPrefix(line, "DEVICE_TYPE"):
+			inTable = true
+			continue
+		}
+		if !inTable {
+			continue
+		}
+		e, err := parseMSTRow(line)
+		if err != nil {
+			return s, fmt.Errorf("mlxfmt: mst status line %d: %w", i+1, err)
+		}
+		s.Devices = append(s.Devices, e)
+	}
+	if !inTable {
+		return s, fmt.Errorf("mlxfmt: mst status: no DEVICE_TYPE table")
+	}
+	return s, nil
+}
+
+func parseMSTRow(line string) (MSTEntry, error) {
+	f := strings.Fields(line)
+	var e MSTEntry
+	if len(f) == 0 {
+		return e, fmt.Errorf("empty row")
+	}
+	if m := mstTypeRE.FindStringSubmatch(f[0]); m != nil {
+		e.DeviceType, e.Rev = m[1], m[2]
+	} else if f[0] == "NA" {
+		e.DeviceType = "NA"
+	} else {
+		return e, fmt.Errorf("row %q: %q is not DEVICE_TYPE(rev:N)", line, f[0])
+	}
+	f = f[1:]
+	if len(f) > 0 && (f[0] == "NA" || strings.HasPrefix(f[0], "/dev/mst/")) {
+		if f[0] != "NA" {
+			e.MST = f[0]
+		}
+		f = f[1:]
+	}
+	haveNUMA := false
+	for _, t := range f {
+		switch {
+		case e.BDF == "" && mstBDFRE.MatchString(t):
+			e.BDF = t
+		case strings.HasPrefix(t, "net-"):
+			for _, n := range strings.Split(t, ",") {
+				e.Netdevs = append(e.Netdevs, strings.TrimPrefix(n, "net-"))
+			}
+		case !haveNUMA && e.BDF != "" && mstNUMARE.MatchString(t):
+			n, err := strconv.Atoi(t)
+			if err != nil {
+				return e, fmt.Errorf("row %q: NUMA %q: %w", line, t, err)
+			}
+			e.NUMA, haveNUMA = n, true
+		case e.RDMA == "" && e.BDF != "" && !haveNUMA && e.Netdevs == nil && mstRDMARE.MatchString(t):
+			e.RDMA = t
+		}
+	}
+	if e.BDF == "" {
+		return e, fmt.Errorf("row %q has no PCI address", line)
+	}
+	return e, nil
+}
