@@ -227,3 +227,5 @@ func TestRenderSetAnswers(t *testing.T) {
 		t.Errorf("set output does not end its table with the prompt: %q", table)
 	}
 }
+
+func readFile(name string) ([]byte, error) { return os.ReadFile(filepath.Join("testdata", name)) }

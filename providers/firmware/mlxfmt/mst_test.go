@@ -1,0 +1,123 @@
+package mlxfmt
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMSTDeviceName(t *testing.T) {
+	tests := []struct {
+		id       uint16
+		index    int
+		function int
+		want     string
+	}{
+		{0x1017, 0, 0, "mt4119_pciconf0"},
+		{0x1017, 0, 1, "mt4119_pciconf0.1"},
+		{0x101b, 1, 0, "mt4123_pciconf1"},
+		{0x101d, 0, 0, "mt4125_pciconf0"},
+		{0xa2d6, 0, 0, "mt41686_pciconf0"},
+		{0xa2dc, 0, 1, "mt41692_pciconf0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := MSTDeviceName(tt.id, tt.index, tt.function); got != tt.want {
+				t.Errorf("got %q", got)
+			}
+			id, idx, fn, err := ParseMSTDeviceName("/dev/mst/" + tt.want)
+			if err != nil || id != tt.id || idx != tt.index || fn != tt.function {
+				t.Errorf("ParseMSTDeviceName = %#x %d %d %v", id, idx, fn, err)
+			}
+		})
+	}
+	for _, bad := range []string{"mlx5_0", "mt_pciconf0", "mt99999999_pciconf0", "/dev/mst/mt4119_pciconf"} {
+		if _, _, _, err := ParseMSTDeviceName(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// The real `mst status -v` captures of reference/formats.md §2.4.
+const mstReal = `MST modules:
+------------
+    MST PCI module is not loaded
+    MST PCI configuration module loaded
+PCI devices:
+------------
+DEVICE_TYPE             MST                           PCI       RDMA            NET                       NUMA
+ConnectX6(rev:0)        /dev/mst/mt4123_pciconf0.1    3b:00.1   mlx5_1          net-enp59s0f1             0
+
+ConnectX6(rev:0)        /dev/mst/mt4123_pciconf0      3b:00.0   mlx5_0          net-enp59s0f0             0
+
+ConnectX5(rev:0)        /dev/mst/mt4119_pciconf0.1    5e:00.1   mlx5_3          net-enp94s0f1             0
+
+ConnectX5(rev:0)        /dev/mst/mt4119_pciconf0      5e:00.0   mlx5_2          net-enp94s0f0             0
+
+`
+
+func TestMSTStatusRealCapture(t *testing.T) {
+	want := MSTStatus{PCIConfModuleLoaded: true, Devices: []MSTEntry{
+		{DeviceType: "ConnectX6", Rev: "0", MST: "/dev/mst/mt4123_pciconf0.1", BDF: "3b:00.1", RDMA: "mlx5_1", Netdevs: []string{"enp59s0f1"}},
+		{DeviceType: "ConnectX6", Rev: "0", MST: "/dev/mst/mt4123_pciconf0", BDF: "3b:00.0", RDMA: "mlx5_0", Netdevs: []string{"enp59s0f0"}},
+		{DeviceType: "ConnectX5", Rev: "0", MST: "/dev/mst/mt4119_pciconf0.1", BDF: "5e:00.1", RDMA: "mlx5_3", Netdevs: []string{"enp94s0f1"}},
+		{DeviceType: "ConnectX5", Rev: "0", MST: "/dev/mst/mt4119_pciconf0", BDF: "5e:00.0", RDMA: "mlx5_2", Netdevs: []string{"enp94s0f0"}},
+	}}
+	got, err := ParseMSTStatusVerbose([]byte(mstReal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parse (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(mstReal, string(RenderMSTStatusVerbose(want))); diff != "" {
+		t.Errorf("render (-want +got):\n%s", diff)
+	}
+}
+
+func TestMSTStatusRows(t *testing.T) {
+	tests := []struct {
+		name string
+		row  string
+		want MSTEntry
+	}{
+		{"empty RDMA column", "ConnectX3Pro(rev:0)     /dev/mst/mt4103_pci_cr3       06:00.0                   net-enp6s0d1,net-enp6s0   -1",
+			MSTEntry{DeviceType: "ConnectX3Pro", Rev: "0", MST: "/dev/mst/mt4103_pci_cr3", BDF: "06:00.0", Netdevs: []string{"enp6s0d1", "enp6s0"}, NUMA: -1}},
+		{"several net entries", "BlueField3(rev:1)       /dev/mst/mt41692_pciconf0.1   03:00.1   mlx5_1          net-p1,net-pf1hpf,net-en3f1pf1sf0       -1",
+			MSTEntry{DeviceType: "BlueField3", Rev: "1", MST: "/dev/mst/mt41692_pciconf0.1", BDF: "03:00.1", RDMA: "mlx5_1", Netdevs: []string{"p1", "pf1hpf", "en3f1pf1sf0"}, NUMA: -1}},
+		{"user-level NA", "ConnectX6DX(rev:0)      NA       17:00.1   mlx5_bond_1     net-bond1                 0",
+			MSTEntry{DeviceType: "ConnectX6DX", Rev: "0", BDF: "17:00.1", RDMA: "mlx5_bond_1", Netdevs: []string{"bond1"}}},
+		{"full domain", "ConnectX7(rev:0)        /dev/mst/mt4129_pciconf0      0001:3b:00.0    mlx5_4          net-ens1np0               1",
+			MSTEntry{DeviceType: "ConnectX7", Rev: "0", MST: "/dev/mst/mt4129_pciconf0", BDF: "0001:3b:00.0", RDMA: "mlx5_4", Netdevs: []string{"ens1np0"}, NUMA: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseMSTStatusVerbose([]byte("DEVICE_TYPE  MST PCI RDMA NET NUMA\n" + tt.row + "\n\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]MSTEntry{tt.want}, got.Devices); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			// and back through the renderer
+			again, err := ParseMSTStatusVerbose(RenderMSTStatusVerbose(got))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func FuzzParseMSTStatus(f *testing.F) {
+	f.Add([]byte(mstReal))
+	f.Add([]byte("DEVICE_TYPE\nNA NA 00:00.0 -1\nX(rev:1) 0000:00:00.0 net-a,net- 1 2 3\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseMSTStatusVerbose(b)
+		if err == nil {
+			_ = RenderMSTStatusVerbose(s)
+		}
+	})
+}
