@@ -113,6 +113,8 @@ func (e *Emulator) Run(tool string, args []string, stdin []byte) (stdout, stderr
 				inv.cmd = "query"
 			case a == "s" || a == "set":
 				inv.cmd = "set"
+			case a == "r" || a == "reset":
+				inv.cmd = "reset"
 			default:
 				return usage("invalid argument: " + a)
 			}
@@ -123,6 +125,8 @@ func (e *Emulator) Run(tool string, args []string, stdin []byte) (stdout, stderr
 		return usage("No command found. For more information please read the help message:")
 	case "set":
 		return e.set(tool, inv, stdin, &out, &errOut, usage)
+	case "reset":
+		return e.reset(tool, inv, stdin, &out, &errOut)
 	}
 	return e.query(tool, inv, &out, &errOut)
 }
@@ -193,6 +197,40 @@ func orNA(s string) string {
 	return s
 }
 
+// reset emulates `r`/`reset` on one device: ask, then set every Next Boot
+// value back to its default. The device is opened only after the answer.
+func (e *Emulator) reset(tool string, inv invocation, stdin []byte, out, errOut *strings.Builder) ([]byte, []byte, int) {
+	if !inv.haveDev {
+		out.WriteString("-E- Failed to get devices.\n")
+		return []byte(out.String()), nil, mlxfmt.ExitError
+	}
+	out.WriteString("\n Reset configuration for device " + inv.dev + "? (y/n) [n] : ")
+	if inv.yes {
+		out.WriteString("y\n")
+	} else if !answeredYes(stdin) {
+		out.WriteString(mlxfmt.AbortedError().Line())
+		return []byte(out.String()), nil, mlxfmt.ExitAborted
+	}
+	out.WriteString("Applying... ")
+	a := e.resolve(tool, inv.dev, errOut)
+	if a == nil {
+		out.WriteString("Failed!\n" + mlxfmt.OpenDeviceError().Line())
+		return []byte(out.String()), []byte(errOut.String()), mlxfmt.ExitError
+	}
+	for i := range a.Params {
+		a.Params[i].Next = a.Params[i].Default
+	}
+	out.WriteString("Done!\n-I- Please reboot machine to load new configurations.\n")
+	return []byte(out.String()), nil, mlxfmt.ExitOK
+}
+
+// answeredYes reads the prompt's answer: the first line of stdin, y or yes
+// in any case.
+func answeredYes(stdin []byte) bool {
+	line, _, _ := strings.Cut(string(stdin), "\n")
+	return strings.EqualFold(line, "y") || strings.EqualFold(line, "yes")
+}
+
 type setting struct {
 	name, value string
 }
@@ -227,9 +265,8 @@ func (e *Emulator) set(tool string, inv invocation, stdin []byte, out, errOut *s
 	r := e.report(a, inv.dev, inv.verbose)
 	answer := mlxfmt.AnswerYesFlag
 	if !inv.yes {
-		line, _, _ := strings.Cut(string(stdin), "\n")
 		answer = mlxfmt.AnswerNo
-		if strings.EqualFold(line, "y") || strings.EqualFold(line, "yes") {
+		if answeredYes(stdin) {
 			answer = mlxfmt.AnswerYes
 		}
 	}

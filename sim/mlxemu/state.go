@@ -179,7 +179,6 @@ func newParam(name string, t ParamType, tlv string, def int64, enum ...EnumValue
 	return Param{Name: name, Type: t, Enum: enum, TLV: tlv, Default: def, Current: def, Next: def}
 }
 
-
 // commonParams are the parameters every ConnectX-4 and later card has
 // (formats.md §1.9), at their factory defaults. ports is 1 or 2.
 func commonParams(ports int) []Param {
