@@ -26,6 +26,9 @@ type Row struct {
 
 // Report is what a query or set prints for one device.
 type Report struct {
+	// Index is N of "Device #N:" (a query without -d lists every device);
+	// 0 prints 1.
+	Index  int
 	Device DeviceInfo
 	// Verbose is -e: show the Default and Current columns.
 	Verbose bool
@@ -120,7 +123,7 @@ func writeTable(b *strings.Builder, l Layout, r Report, withNew bool) bool {
 	info := func(label, value string) {
 		fmt.Fprintf(b, "%-*s%-*s\n", g.info, label, g.info, value)
 	}
-	b.WriteString("\nDevice #1:\n----------\n\n")
+	fmt.Fprintf(b, "\nDevice #%d:\n----------\n\n", max(r.Index, 1))
 	info("Device type:", r.Device.Type)
 	info("Name:", r.Device.Name)
 	info("Description:", r.Device.Description)
