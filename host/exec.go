@@ -71,7 +71,7 @@ func (e *ExitError) Error() string {
 	fmt.Fprintf(&b, "%s: ", e.Cmd)
 	switch {
 	case errors.Is(e.Err, ErrTimeout):
-		fmt.Fprintf(&b, "timed out after %s", e.Cmd.timeout())
+		fmt.Fprintf(&b, "timed out after %s", e.Cmd.EffectiveTimeout())
 	case e.Err != nil:
 		b.WriteString(e.Err.Error())
 	default:
@@ -127,7 +127,8 @@ func dedup(in []string) []string {
 	return out
 }
 
-func (c Cmd) timeout() time.Duration {
+// EffectiveTimeout is the command's timeout, DefaultTimeout when unset.
+func (c Cmd) EffectiveTimeout() time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout
 	}
@@ -148,7 +149,7 @@ func (r *ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	if len(c.Args) == 0 {
 		return Result{}, &ExitError{Cmd: c, Code: -1, Err: errors.New("empty command")}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	ctx, cancel := context.WithTimeout(ctx, c.EffectiveTimeout())
 	defer cancel()
 	path, err := exec.LookPath(c.Args[0])
 	if err != nil {

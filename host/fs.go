@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -317,4 +318,51 @@ func ReadAttr(f FS, name string) (string, error) {
 		return "", err
 	}
 	return strings.TrimRight(string(b), " \n"), nil
+}
+
+// ReadLocalFile reads a file of the operator's own filesystem (a spec, a
+// saved plan), whatever the target host's root is. "-" reads stdin.
+func ReadLocalFile(name string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		r = stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return nil, fmt.Errorf("%s is a directory", name)
+		}
+		r = f
+	}
+	// Read one byte past the limit so an oversized file is recognised.
+	return io.ReadAll(io.LimitReader(r, MaxLocalFile+1))
+}
+
+// MaxLocalFile bounds operator files rdmaform reads.
+const MaxLocalFile = 16 << 20
+
+// WriteLocalFile writes an operator file (a saved plan) with mode perm,
+// atomically.
+func WriteLocalFile(name string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(name)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
 }

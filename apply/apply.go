@@ -1,0 +1,185 @@
+// Package apply carries out a plan: changes in order, dependents of a
+// failed change skipped, independent ones still made, every error kept.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// ErrSkipped marks a change not attempted because one it depends on failed.
+var ErrSkipped = errors.New("skipped")
+
+// ChangeError is the failure of one change: its address and the cause.
+type ChangeError struct {
+	Address string
+	Err     error
+}
+
+func (e *ChangeError) Error() string { return fmt.Sprintf("%s: %v", e.Address, e.Err) }
+func (e *ChangeError) Unwrap() error { return e.Err }
+
+// Outcome is what happened to each change.
+type Outcome struct {
+	Applied []string
+	Failed  []string
+	Skipped []string
+	// Err joins every failure and skip (nil when all applied).
+	Err error
+}
+
+// Options tune a run.
+type Options struct {
+	// Progress receives one line per change ("rdma_cm[mlx5_0/1]: applying...").
+	Progress io.Writer
+	// Before, if set, is called before each change; an error stops the run
+	// (an interrupt between two changes).
+	Before func(c *plan.Change) error
+}
+
+// Run applies the plan's changes in order with their providers.
+func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provider, o Options) Outcome {
+	byName := map[string]plan.Provider{}
+	for _, pr := range providers {
+		byName[pr.Name()] = pr
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	var out Outcome
+	var merr *multierror.Error
+	failed := map[string]bool{}
+	for i, c := range p.Changes {
+		if err := ctx.Err(); err != nil {
+			for _, rest := range p.Changes[i:] {
+				out.Skipped = append(out.Skipped, rest.Address)
+			}
+			merr = multierror.Append(merr, fmt.Errorf("interrupted before %s: %w", c.Address, err))
+			break
+		}
+		if dep := failedDep(c, failed); dep != "" {
+			failed[c.Address] = true
+			out.Skipped = append(out.Skipped, c.Address)
+			fmt.Fprintf(progress, "%s: skipped (depends on %s, which failed)\n", c.Address, dep)
+			merr = multierror.Append(merr, &ChangeError{Address: c.Address, Err: fmt.Errorf("%w: depends on %s, which failed", ErrSkipped, dep)})
+			continue
+		}
+		if o.Before != nil {
+			if err := o.Before(c); err != nil {
+				merr = multierror.Append(merr, err)
+				for _, rest := range p.Changes[i:] {
+					out.Skipped = append(out.Skipped, rest.Address)
+				}
+				break
+			}
+		}
+		pr := byName[c.Provider]
+		if pr == nil {
+			failed[c.Address] = true
+			out.Failed = append(out.Failed, c.Address)
+			merr = multierror.Append(merr, &ChangeError{Address: c.Address, Err: fmt.Errorf("no provider %q", c.Provider)})
+			continue
+		}
+		start := time.Now()
+		fmt.Fprintf(progress, "%s: %s...\n", c.Address, verb(c.Action))
+		if err := pr.Apply(ctx, h, c); err != nil {
+			failed[c.Address] = true
+			out.Failed = append(out.Failed, c.Address)
+			fmt.Fprintf(progress, "%s: failed: %v\n", c.Address, err)
+			merr = multierror.Append(merr, &ChangeError{Address: c.Address, Err: err})
+			continue
+		}
+		out.Applied = append(out.Applied, c.Address)
+		fmt.Fprintf(progress, "%s: %s after %s\n", c.Address, done(c), time.Since(start).Round(time.Millisecond))
+	}
+	if merr != nil {
+		merr.ErrorFormat = listFormat
+		out.Err = merr
+	}
+	return out
+}
+
+func failedDep(c *plan.Change, failed map[string]bool) string {
+	for _, d := range c.DependsOn {
+		if failed[d] {
+			return d
+		}
+	}
+	return ""
+}
+
+func verb(a plan.Action) string {
+	switch a {
+	case plan.Create:
+		return "creating"
+	case plan.Update:
+		return "updating"
+	case plan.Delete:
+		return "deleting"
+	}
+	return "applying"
+}
+
+func done(c *plan.Change) string {
+	s := map[plan.Action]string{plan.Create: "created", plan.Update: "updated", plan.Delete: "deleted"}[c.Action]
+	if c.Activation == plan.NextBoot {
+		s += " (effective after reboot)"
+	}
+	return s
+}
+
+func listFormat(es []error) string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// VerifyError lists what a re-plan after apply still found to change.
+type VerifyError struct {
+	Remaining []*plan.Change
+}
+
+func (e *VerifyError) Error() string {
+	var lines []string
+	for _, c := range e.Remaining {
+		if len(c.Attributes) == 0 {
+			lines = append(lines, fmt.Sprintf("%s: still needs %s after apply", c.Address, c.Action))
+		}
+		for _, a := range c.Attributes {
+			lines = append(lines, fmt.Sprintf("%s: %s is still %q after apply, want %q", c.Address, a.Name, a.Before, a.After))
+		}
+	}
+	return "verification failed:\n" + strings.Join(lines, "\n")
+}
+
+// Verify checks a re-plan made after apply: any change still needed is an
+// error naming the resource and attribute. Changes of resources that
+// failed or were skipped are already reported and are left out.
+func Verify(after *plan.Plan, out Outcome) error {
+	known := map[string]bool{}
+	for _, a := range append(append([]string{}, out.Failed...), out.Skipped...) {
+		known[a] = true
+	}
+	var rem []*plan.Change
+	for _, c := range after.Changes {
+		if !known[c.Address] {
+			rem = append(rem, c)
+		}
+	}
+	if len(rem) == 0 {
+		return nil
+	}
+	return &VerifyError{Remaining: rem}
+}

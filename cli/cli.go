@@ -1,0 +1,161 @@
+// Package cli is rdmaform's command line: subcommands, flags, exit codes.
+// Run is the whole program, so tests drive it exactly as users do.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// Env is everything the program gets from its process.
+type Env struct {
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Environ []string
+	// StdoutTTY / StdinTTY tell whether those are terminals (colour, prompts).
+	StdoutTTY bool
+	StdinTTY  bool
+	// Ctx is cancelled on SIGINT/SIGTERM; nil means context.Background().
+	Ctx context.Context
+}
+
+// OSEnv returns the process's environment.
+func OSEnv() Env {
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return Env{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
+		StdoutTTY: isTTY(os.Stdout), StdinTTY: isTTY(os.Stdin), Ctx: ctx,
+	}
+}
+
+func isTTY(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error // printed unless nil
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func exitCode(code int) error { return &exitError{code: code} }
+
+// app is the state shared by subcommands.
+type app struct {
+	env     Env
+	rootDir string
+	simDir  string
+	sim     *sim.Sim
+}
+
+const exitCodesHelp = `Exit codes (every command):
+  0  the host matches the spec, nothing pending
+  1  error (bad spec, failed change, tool failure)
+  2  changes needed (plan, audit) or drift found
+  3  nothing to do now, but a reboot is needed (firmware staged for next
+     boot) or part of the spec can only be planned after one`
+
+// Run runs rdmaform with args (without the program name) and returns the
+// exit code.
+func Run(args []string, env Env) int {
+	if env.Ctx == nil {
+		env.Ctx = context.Background()
+	}
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
+	}
+	a := &app{env: env}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(env.Stdin)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.ExecuteContext(env.Ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(env.Stderr, "rdmaform: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(env.Stderr, "rdmaform: %v\n", err)
+	return plan.ExitError
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rdmaform",
+		Short: "Configure the RDMA side of Linux hosts from one YAML spec",
+		Long: `rdmaform configures RDMA adapters, firmware, RoCE, IPoIB, Soft-RoCE,
+addresses, modules and services from one YAML spec: plan shows what
+would change, apply changes it and proves it by planning again.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&a.rootDir, "root", "", "read and write sysfs, configfs, /etc and /run under `DIR` (offline rendering, tests)")
+	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")
+	root.MarkFlagsMutuallyExclusive("root", "sim")
+	root.AddCommand(a.validateCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.simCmd())
+	root.SetHelpTemplate(root.HelpTemplate())
+	return root
+}
+
+// host opens the host the global flags name.
+func (a *app) host() (*host.Host, error) {
+	switch {
+	case a.simDir != "":
+		s, err := sim.Open(a.simDir)
+		if err != nil {
+			return nil, err
+		}
+		a.sim = s
+		return s.Host()
+	case a.rootDir != "":
+		return host.NewRooted(a.rootDir, a.env.Environ)
+	}
+	return host.NewLive(a.env.Environ)
+}
+
+// recordSimCalls appends the simulated tools' command lines to the file
+// RDMAFORM_SIM_CALLS names, for scenario tests.
+func (a *app) recordSimCalls() {
+	if a.sim == nil {
+		return
+	}
+	for _, kv := range a.env.Environ {
+		if f, ok := strings.CutPrefix(kv, "RDMAFORM_SIM_CALLS="); ok && f != "" {
+			calls := a.sim.Calls()
+			if len(calls) == 0 {
+				return
+			}
+			old, _ := host.ReadLocalFile(f, nil)
+			_ = host.WriteLocalFile(f, append(old, []byte(strings.Join(calls, "\n")+"\n")...), 0o644)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+func (a *app) build(ctx context.Context, h *host.Host, spec *schema.Spec) (*plan.Result, error) {
+	res, err := plan.Build(ctx, h, spec, providers.All())
+	if err != nil {
+		return nil, &exitError{code: plan.ExitError, err: err}
+	}
+	return res, nil
+}
+
+func (a *app) render(p *plan.Plan, format string) error {
+	switch format {
+	case "json":
+		b, err := p.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = a.env.Stdout.Write(b)
+		return err
+	case "text", "":
+		return plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.env.StdoutTTY && !a.noColor()})
+	}
+	return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown output format %q (text or json)", format)}
+}
+
+func (a *app) noColor() bool {
+	for _, kv := range a.env.Environ {
+		if strings.HasPrefix(kv, "NO_COLOR=") && kv != "NO_COLOR=" {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) planCmd() *cobra.Command {
+	var file, output string
+	cmd := &cobra.Command{
+		Use:   "plan -f SPEC [-o text|json]",
+		Short: "Show what apply would change; changes nothing",
+		Long: `Discover the host, compare it with the spec and print an ordered plan:
++ create, ~ update, - delete, ! staged for next boot (pending a reboot),
+? deferred until a reboot. Host-dependent findings point at the spec line.
+
+` + exitCodesHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := a.loadSpec(file)
+			if err != nil {
+				return err
+			}
+			h, err := a.host()
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			defer a.recordSimCalls()
+			res, err := a.build(cmd.Context(), h, spec)
+			if err != nil {
+				return err
+			}
+			if err := a.render(res.Plan, output); err != nil {
+				return err
+			}
+			return exitCode(res.Plan.ExitCode())
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func (a *app) applyCmd() *cobra.Command {
+	var file string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "apply -f SPEC [--yes]",
+		Short: "Apply the spec, then verify by planning again",
+		Long: `Plan, ask for confirmation (unless --yes), apply every change in order
+with a progress line per change on stderr, skip changes whose
+dependencies failed while carrying on with independent ones, then plan
+again: anything still to change is an error naming the resource and
+attribute. Firmware changes take effect at the next boot and are reported
+as pending, never applied again.
+
+` + exitCodesHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := a.loadSpec(file)
+			if err != nil {
+				return err
+			}
+			h, err := a.host()
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			defer a.recordSimCalls()
+			return a.apply(cmd.Context(), h, spec, yes)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
+	return cmd
+}
+
+func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, yes bool) error {
+	res, err := a.build(ctx, h, spec)
+	if err != nil {
+		return err
+	}
+	p := res.Plan
+	if err := plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.env.StdoutTTY && !a.noColor()}); err != nil {
+		return err
+	}
+	if len(p.Errors) > 0 {
+		return exitCode(plan.ExitError)
+	}
+	if p.Empty() {
+		return exitCode(p.ExitCode())
+	}
+	if !yes {
+		ok, err := a.confirm()
+		if err != nil {
+			return &exitError{code: plan.ExitError, err: err}
+		}
+		if !ok {
+			return &exitError{code: plan.ExitError, err: fmt.Errorf("apply cancelled; nothing was changed")}
+		}
+	}
+	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: a.env.Stderr})
+	after, err := a.build(context.WithoutCancel(ctx), h, spec)
+	if err != nil {
+		return err
+	}
+	verr := apply.Verify(after.Plan, out)
+	fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
+	for _, pe := range after.Plan.Pending {
+		fmt.Fprintf(a.env.Stdout, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+	}
+	for _, d := range after.Plan.Deferred {
+		fmt.Fprintf(a.env.Stdout, "  ? %s %s\n", d.Address, d.Reason)
+	}
+	var msgs []string
+	if out.Err != nil {
+		msgs = append(msgs, out.Err.Error())
+	}
+	if verr != nil {
+		msgs = append(msgs, verr.Error())
+	}
+	for _, f := range after.Plan.Errors {
+		msgs = append(msgs, f.String())
+	}
+	if len(msgs) > 0 {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("apply failed:\n%s", strings.Join(msgs, "\n"))}
+	}
+	if len(after.Plan.Pending) > 0 || len(after.Plan.Deferred) > 0 {
+		fmt.Fprintln(a.env.Stdout, "Reboot required to finish.")
+		return exitCode(plan.ExitReboot)
+	}
+	return nil
+}
+
+// confirm asks the operator; only "yes" proceeds.
+func (a *app) confirm() (bool, error) {
+	fmt.Fprint(a.env.Stderr, "\nDo you want to apply these changes? Only 'yes' will be accepted: ")
+	line, err := bufio.NewReader(a.env.Stdin).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(a.env.Stderr)
+		if !a.env.StdinTTY {
+			return false, fmt.Errorf("no answer on stdin (not a terminal); use --yes to apply without asking")
+		}
+		return false, nil
+	}
+	return strings.TrimSpace(line) == "yes", nil
+}

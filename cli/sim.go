@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+func (a *app) simCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Create and drive simulated hosts",
+		Long: `A simulated host is a directory with the state of a machine with RDMA
+adapters (sim.yaml) and the sysfs/configfs tree rendered from it. Run any
+command against it with --sim DIR.`,
+	}
+	cmd.AddCommand(a.simNewCmd(), a.simRebootCmd(), a.simToolCmd())
+	return cmd
+}
+
+func (a *app) simNewCmd() *cobra.Command {
+	var profile, hostname string
+	var adapters int
+	cmd := &cobra.Command{
+		Use:   "new DIR --profile NAME",
+		Short: "Create a simulated host",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if host.Exists(mustRoot(args[0]), "/"+sim.StateFile) {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("%s already holds a simulated host", args[0])}
+			}
+			st, err := sim.NewState(profile, hostname, adapters)
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			if _, err := sim.Create(args[0], st); err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			fmt.Fprintf(a.env.Stdout, "created simulated host %s (%s) in %s\n", hostname, profile, args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&profile, "profile", "cx5-roce", "host profile: "+fmt.Sprint(sim.ProfileNames()))
+	cmd.Flags().StringVar(&hostname, "hostname", "node1", "hostname of the simulated host")
+	cmd.Flags().IntVar(&adapters, "adapters", 0, "number of dual-port adapters (gpu-node)")
+	return cmd
+}
+
+func mustRoot(dir string) host.FS {
+	f, err := host.NewRootFS(dir)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+func (a *app) simRebootCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reboot DIR",
+		Short: "Reboot a simulated host: Next Boot firmware becomes current, runtime state is lost",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := sim.Open(args[0])
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			if err := s.Reboot(); err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			fmt.Fprintf(a.env.Stdout, "rebooted %s (boot %d)\n", args[0], s.State().Boot)
+			return nil
+		},
+	}
+}
+
+func (a *app) simToolCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "tool DIR -- PROGRAM [ARGS...]",
+		Short: "Run an emulated tool of a simulated host and print what it prints",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := sim.Open(args[0])
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			res, err := s.RunTool(cmd.Context(), args[1:])
+			a.env.Stdout.Write(res.Stdout)
+			a.env.Stderr.Write(res.Stderr)
+			var ee *host.ExitError
+			if errors.As(err, &ee) {
+				if ee.Code < 0 {
+					return &exitError{code: 127, err: err}
+				}
+				a.env.Stdout.Write(ee.Stdout[len(res.Stdout):])
+				return exitCode(ee.Code)
+			}
+			return err
+		},
+	}
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// loadSpec reads and validates a spec; findings go to stderr, exit 1.
+func (a *app) loadSpec(file string) (*schema.Spec, error) {
+	if file == "" {
+		return nil, &exitError{code: plan.ExitError, err: fmt.Errorf("no spec: give -f SPEC (or -f - for stdin)")}
+	}
+	data, err := host.ReadLocalFile(file, a.env.Stdin)
+	if err != nil {
+		return nil, &exitError{code: plan.ExitError, err: fmt.Errorf("reading spec: %w", err)}
+	}
+	name := file
+	if file == "-" {
+		name = "<stdin>"
+	}
+	spec, rep := schema.Parse(name, data)
+	if len(rep) > 0 {
+		for _, f := range rep {
+			fmt.Fprintln(a.env.Stderr, f.String())
+		}
+		return nil, &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %d %s", name, len(rep), plural(len(rep), "error", "errors"))}
+	}
+	return spec, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func (a *app) validateCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "validate -f SPEC",
+		Short: "Check a spec without reading the host",
+		Long: `Check a spec: syntax, unknown keys, types, values, duplicates,
+ownership of netdevs and safety of names. Every finding is reported as
+FILE:LINE:COL: error: PATH: message. The host is never read.
+
+` + exitCodesHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := a.loadSpec(file)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.env.Stdout, "%s: valid (%s)\n", spec.Src.File, describeSpec(spec))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
+	return cmd
+}
+
+func describeSpec(s *schema.Spec) string {
+	return fmt.Sprintf("%d devices, %d ipoib, %d rxe, %d interfaces, %d modules, %d services",
+		len(s.Devices), len(s.IPoIB), len(s.Rxe), len(s.Interfaces), len(s.Modules), len(s.Services))
+}

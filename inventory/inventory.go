@@ -1,0 +1,272 @@
+// Package inventory discovers the RDMA devices of a host from sysfs: each
+// adapter's identity, its ports and their state, and the netdevs that
+// belong to each port. It reads through the host's rooted FS only.
+package inventory
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rdmaform/rdmaform/host"
+)
+
+// Sysfs paths.
+const (
+	ClassInfiniband = "/sys/class/infiniband"
+	ClassNet        = "/sys/class/net"
+	BusPCI          = "/sys/bus/pci/devices"
+)
+
+// Inventory is every RDMA device of a host.
+type Inventory struct {
+	Devices []*Device // sorted by name
+}
+
+// Device is one RDMA device (/sys/class/infiniband/<name>).
+type Device struct {
+	Name     string `json:"name"`                // mlx5_0
+	PCI      string `json:"pci,omitempty"`       // device symlink basename; "" for rxe
+	NodeGUID string `json:"node_guid,omitempty"` // node_guid
+	FWVer    string `json:"fw_ver,omitempty"`    // fw_ver
+	HCAType  string `json:"hca_type,omitempty"`  // hca_type (MT4123)
+	BoardID  string `json:"board_id,omitempty"`  // board_id (PSID)
+	NodeType string `json:"node_type,omitempty"` // node_type ("1: CA")
+	// Parent is the netdev of a software device (rxe's parent file).
+	Parent string  `json:"parent,omitempty"`
+	Ports  []*Port `json:"ports"`
+}
+
+// Port is one port (/sys/class/infiniband/<dev>/ports/<n>).
+type Port struct {
+	Num       int    `json:"port"`
+	State     string `json:"state"`      // state, name part: ACTIVE
+	PhysState string `json:"phys_state"` // phys_state, name part: LinkUp
+	LinkLayer string `json:"link_layer"` // link_layer: InfiniBand, Ethernet
+	Rate      string `json:"rate"`       // rate: "100 Gb/sec (4X EDR)"
+	LID       int    `json:"lid"`        // lid (hex in sysfs)
+	SMLID     int    `json:"sm_lid"`     // sm_lid (hex in sysfs)
+	// Netdevs are the netdevs on this port (IPoIB interfaces, the RoCE
+	// netdev, rxe's parent), sorted.
+	Netdevs []string `json:"netdevs,omitempty"`
+}
+
+// RateGbps returns the rate in Gb/s (2.5 for "2.5 Gb/sec (1X SDR)").
+func (p *Port) RateGbps() float64 {
+	f, _ := strconv.ParseFloat(strings.Fields(p.Rate + " 0")[0], 64)
+	return f
+}
+
+// Port returns port n, or nil.
+func (d *Device) Port(n int) *Port {
+	for _, p := range d.Ports {
+		if p.Num == n {
+			return p
+		}
+	}
+	return nil
+}
+
+// Device returns the device called name, or nil.
+func (inv *Inventory) Device(name string) *Device {
+	for _, d := range inv.Devices {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Find returns the device a spec selector names (pci, name, node_guid or
+// netdev), or nil.
+func (inv *Inventory) Find(kind, value string) *Device {
+	for _, d := range inv.Devices {
+		switch kind {
+		case "pci":
+			if d.PCI == value {
+				return d
+			}
+		case "name":
+			if d.Name == value {
+				return d
+			}
+		case "node_guid":
+			if d.NodeGUID == value {
+				return d
+			}
+		case "netdev":
+			for _, p := range d.Ports {
+				for _, n := range p.Netdevs {
+					if n == value {
+						return d
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// stateName strips the number of "4: ACTIVE" / "5: LinkUp".
+func stateName(s string) string {
+	if _, after, ok := strings.Cut(s, ": "); ok {
+		return strings.TrimSpace(after)
+	}
+	return strings.TrimSpace(s)
+}
+
+func parseHex(s string) int {
+	v, _ := strconv.ParseInt(strings.TrimSpace(s), 0, 32)
+	return int(v)
+}
+
+// Discover reads every RDMA device and netdev mapping. Devices are read in
+// parallel; a device that vanishes while being read is skipped.
+func Discover(ctx context.Context, h *host.Host) (*Inventory, error) {
+	entries, err := h.FS.ReadDir(ClassInfiniband)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Inventory{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]*Device, len(entries))
+	errs := make([]error, len(entries))
+	var wg sync.WaitGroup
+	for i, e := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			devs[i], errs[i] = readDevice(h.FS, e.Name())
+		}()
+	}
+	wg.Wait()
+	inv := &Inventory{}
+	for i, d := range devs {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if d != nil {
+			inv.Devices = append(inv.Devices, d)
+		}
+	}
+	sort.Slice(inv.Devices, func(i, j int) bool { return inv.Devices[i].Name < inv.Devices[j].Name })
+	if err := mapNetdevs(h, inv); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+func readDevice(f host.FS, name string) (*Device, error) {
+	base := path.Join(ClassInfiniband, name)
+	if _, err := f.Stat(base); err != nil {
+		return nil, nil // vanished
+	}
+	attr := func(a string) string {
+		s, _ := host.ReadAttr(f, path.Join(base, a))
+		return s
+	}
+	d := &Device{
+		Name:     name,
+		NodeGUID: attr("node_guid"),
+		FWVer:    attr("fw_ver"),
+		HCAType:  attr("hca_type"),
+		BoardID:  attr("board_id"),
+		NodeType: attr("node_type"),
+		Parent:   attr("parent"),
+	}
+	if link, err := f.Readlink(path.Join(base, "device")); err == nil {
+		d.PCI = path.Base(link)
+	}
+	ports, err := f.ReadDir(path.Join(base, "ports"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, pe := range ports {
+		n, err := strconv.Atoi(pe.Name())
+		if err != nil {
+			continue
+		}
+		pb := path.Join(base, "ports", pe.Name())
+		pa := func(a string) string {
+			s, _ := host.ReadAttr(f, path.Join(pb, a))
+			return s
+		}
+		d.Ports = append(d.Ports, &Port{
+			Num:       n,
+			State:     stateName(pa("state")),
+			PhysState: stateName(pa("phys_state")),
+			LinkLayer: pa("link_layer"),
+			Rate:      pa("rate"),
+			LID:       parseHex(pa("lid")),
+			SMLID:     parseHex(pa("sm_lid")),
+		})
+	}
+	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
+	return d, nil
+}
+
+// mapNetdevs assigns netdevs to ports: a software device's parent; for a
+// PCI device, the netdevs of the PCI function by dev_port (port - 1),
+// which covers IPoIB (including P_Key children) and RoCE netdevs. On a live
+// host rdmamap's answer for each netdev is preferred where it has one.
+func mapNetdevs(h *host.Host, inv *Inventory) error {
+	for _, d := range inv.Devices {
+		if d.Parent != "" && len(d.Ports) > 0 {
+			d.Ports[0].Netdevs = []string{d.Parent}
+		}
+	}
+	entries, err := h.FS.ReadDir(ClassNet)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	byPCI := map[string]*Device{}
+	for _, d := range inv.Devices {
+		if d.PCI != "" {
+			byPCI[d.PCI] = d
+		}
+	}
+	for _, e := range entries {
+		nd := e.Name()
+		base := path.Join(ClassNet, nd)
+		var dev *Device
+		if name, ok := h.RdmaDeviceForNetdev(nd); ok {
+			dev = inv.Device(name)
+		}
+		if dev == nil {
+			link, err := h.FS.Readlink(path.Join(base, "device"))
+			if err != nil {
+				continue // virtual netdev
+			}
+			dev = byPCI[path.Base(link)]
+		}
+		if dev == nil || dev.Parent != "" {
+			continue
+		}
+		portNum := 1
+		if s, err := host.ReadAttr(h.FS, path.Join(base, "dev_port")); err == nil {
+			if v, err := strconv.Atoi(s); err == nil {
+				portNum = v + 1
+			}
+		} else if s, err := host.ReadAttr(h.FS, path.Join(base, "dev_id")); err == nil {
+			portNum = parseHex(s) + 1
+		}
+		if p := dev.Port(portNum); p != nil {
+			p.Netdevs = append(p.Netdevs, nd)
+		}
+	}
+	for _, d := range inv.Devices {
+		for _, p := range d.Ports {
+			sort.Strings(p.Netdevs)
+		}
+	}
+	return nil
+}

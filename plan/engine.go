@@ -1,0 +1,117 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Result is a built plan and what it was built from.
+type Result struct {
+	Plan    *Plan
+	Request *Request
+	// Observed holds each provider's observation, by provider name.
+	Observed map[string]any
+}
+
+// Build discovers the host and plans the spec: one parallel round of
+// discovery, then each provider's pure diff in stage order. It changes
+// nothing on the host. Providers must be given in stage order.
+func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Provider) (*Result, error) {
+	inv, err := inventory.Discover(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("reading RDMA devices from sysfs: %w", err)
+	}
+	req := &Request{Spec: spec, Inv: inv}
+	p := &Plan{}
+	p.Errors = append(p.Errors, resolveDevices(req)...)
+
+	obs := make([]any, len(providers))
+	errs := make([]error, len(providers))
+	var wg sync.WaitGroup
+	for i, pr := range providers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			obs[i], errs[i] = pr.Discover(ctx, h, req)
+		}()
+	}
+	wg.Wait()
+
+	facts := NewFacts()
+	observed := map[string]any{}
+	for i, pr := range providers {
+		if errs[i] != nil {
+			p.Errors = append(p.Errors, schema.Finding{Path: "$", Pos: schema.Pos{File: spec.Src.File}, Message: fmt.Sprintf("%s: %v", pr.Name(), errs[i])})
+			continue
+		}
+		observed[pr.Name()] = obs[i]
+		prop := pr.Diff(req, obs[i], facts)
+		for _, c := range prop.Changes {
+			c.Provider = pr.Name()
+			facts.plan(c)
+		}
+		p.Changes = append(p.Changes, prop.Changes...)
+		p.Pending = append(p.Pending, prop.Pending...)
+		p.Deferred = append(p.Deferred, prop.Deferred...)
+		p.Errors = append(p.Errors, prop.Errors...)
+	}
+	p.Finish()
+	return &Result{Plan: p, Request: req, Observed: observed}, nil
+}
+
+// resolveDevices maps each spec device to an inventory device. A name that
+// an rxe entry of the spec will create is not an error: the providers plan
+// it as a device to come.
+func resolveDevices(req *Request) []schema.Finding {
+	var out []schema.Finding
+	req.Devices = make([]*inventory.Device, len(req.Spec.Devices))
+	for i := range req.Spec.Devices {
+		kind, val := req.Spec.Devices[i].Selector()
+		if kind == "" {
+			continue
+		}
+		if d := req.Inv.Find(kind, val); d != nil {
+			req.Devices[i] = d
+			continue
+		}
+		if kind == "name" && WillCreateRxe(req.Spec, val) {
+			continue
+		}
+		out = append(out, req.Finding(fmt.Sprintf("$.devices[%d].%s", i, kind),
+			"no RDMA device with %s %s on this host (found: %s)", kind, val, describe(req.Inv)))
+	}
+	return out
+}
+
+// WillCreateRxe reports whether the spec asks for an rxe link of that name.
+func WillCreateRxe(spec *schema.Spec, name string) bool {
+	for _, r := range spec.Rxe {
+		if r.Name == name && r.State != "absent" {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(inv *inventory.Inventory) string {
+	if len(inv.Devices) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, d := range inv.Devices {
+		if d.PCI != "" {
+			s = append(s, fmt.Sprintf("%s at %s", d.Name, d.PCI))
+		} else {
+			s = append(s, d.Name)
+		}
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,308 @@
+// Package plan holds rdmaform's plan as plain data (changes, pending
+// reboot items, deferred items, findings), the provider interface, the
+// engine that builds a plan from a spec and a host, and its renderers.
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// FormatVersion is the version of the JSON plan format. It changes only
+// when a field changes meaning or disappears; new fields keep it.
+const FormatVersion = 1
+
+// Action is what a change does to a resource.
+type Action int
+
+// Actions.
+const (
+	Create Action = iota
+	Update
+	Delete
+)
+
+func (a Action) String() string {
+	switch a {
+	case Create:
+		return "create"
+	case Update:
+		return "update"
+	case Delete:
+		return "delete"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Symbol is the one-character mark of the text plan.
+func (a Action) Symbol() string {
+	switch a {
+	case Create:
+		return "+"
+	case Update:
+		return "~"
+	case Delete:
+		return "-"
+	}
+	return "?"
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (a *Action) UnmarshalText(b []byte) error {
+	for _, x := range []Action{Create, Update, Delete} {
+		if x.String() == string(b) {
+			*a = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown action %q", b)
+}
+
+// Activation says when a change takes effect and whether it lasts.
+type Activation int
+
+// Activations.
+const (
+	// Now: persistent and effective now (a NetworkManager profile, a unit).
+	Now Activation = iota
+	// NextBoot: written now, effective after a reboot (firmware).
+	NextBoot
+	// Runtime: effective now, lost at reboot (configfs, sysfs, rxe, netlink).
+	Runtime
+)
+
+func (a Activation) String() string {
+	switch a {
+	case Now:
+		return "now"
+	case NextBoot:
+		return "next-boot"
+	case Runtime:
+		return "runtime"
+	}
+	return fmt.Sprintf("Activation(%d)", int(a))
+}
+
+// Label is the human form used in the text plan.
+func (a Activation) Label() string {
+	switch a {
+	case NextBoot:
+		return "after reboot"
+	case Runtime:
+		return "not persistent"
+	}
+	return ""
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (a Activation) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (a *Activation) UnmarshalText(b []byte) error {
+	for _, x := range []Activation{Now, NextBoot, Runtime} {
+		if x.String() == string(b) {
+			*a = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown activation %q", b)
+}
+
+// Stage orders changes: firmware → modules → mlx4 port type → rxe →
+// netdev → rdma_cm → NetworkManager → services → boot unit.
+type Stage int
+
+// Stages, in apply order.
+const (
+	StageFirmware Stage = iota
+	StageModules
+	StageMlx4Port
+	StageRxe
+	StageNetdev
+	StageRdmaCM
+	StageNetworkManager
+	StageServices
+	StagePersistence
+)
+
+func (s Stage) String() string {
+	switch s {
+	case StageFirmware:
+		return "firmware"
+	case StageModules:
+		return "modules"
+	case StageMlx4Port:
+		return "mlx4_port"
+	case StageRxe:
+		return "rxe"
+	case StageNetdev:
+		return "netdev"
+	case StageRdmaCM:
+		return "rdma_cm"
+	case StageNetworkManager:
+		return "networkmanager"
+	case StageServices:
+		return "services"
+	case StagePersistence:
+		return "persistence"
+	}
+	return fmt.Sprintf("Stage(%d)", int(s))
+}
+
+// Source is where in the spec a change comes from.
+type Source = schema.Pos
+
+// Attr is one attribute a change sets. Before is "" for a create; After is
+// "" for a delete.
+type Attr struct {
+	Name   string `json:"name"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+}
+
+// Change is one resource to create, update or delete.
+type Change struct {
+	Address    string     `json:"address"`
+	Action     Action     `json:"action"`
+	Activation Activation `json:"activation"`
+	Source     *Source    `json:"source,omitempty"`
+	Attributes []Attr     `json:"attributes"`
+	// DependsOn lists the addresses this change needs applied first.
+	DependsOn []string `json:"depends_on,omitempty"`
+
+	Stage Stage `json:"-"`
+	// Provider is the name of the provider that applies the change.
+	Provider string `json:"-"`
+	// Payload is the provider's own data for applying the change.
+	Payload any `json:"-"`
+}
+
+// Pending is a value staged for the next boot but not yet live: never set
+// again, only reported until a reboot makes it current.
+type Pending struct {
+	Address   string  `json:"address"`
+	Attribute string  `json:"attribute"`
+	Current   string  `json:"current"`
+	NextBoot  string  `json:"next_boot"`
+	Source    *Source `json:"source,omitempty"`
+}
+
+// Deferred is part of the spec that can only be planned after a reboot.
+type Deferred struct {
+	Address string  `json:"address"`
+	Reason  string  `json:"reason"`
+	Source  *Source `json:"source,omitempty"`
+}
+
+// Summary counts a plan.
+type Summary struct {
+	Add            int  `json:"add"`
+	Change         int  `json:"change"`
+	Remove         int  `json:"remove"`
+	RebootRequired bool `json:"reboot_required"`
+}
+
+// Plan is everything plan found, as plain data. Text and JSON render the
+// same value.
+type Plan struct {
+	FormatVersion int              `json:"format_version"`
+	Changes       []*Change        `json:"changes"`
+	Pending       []Pending        `json:"pending"`
+	Deferred      []Deferred       `json:"deferred"`
+	Errors        []schema.Finding `json:"errors,omitempty"`
+	Summary       Summary          `json:"summary"`
+}
+
+// Finish sorts every list and computes the summary. Changes are ordered by
+// stage, then address; findings by position.
+func (p *Plan) Finish() {
+	p.FormatVersion = FormatVersion
+	sort.SliceStable(p.Changes, func(i, j int) bool {
+		a, b := p.Changes[i], p.Changes[j]
+		if a.Stage != b.Stage {
+			return a.Stage < b.Stage
+		}
+		return a.Address < b.Address
+	})
+	sort.SliceStable(p.Pending, func(i, j int) bool {
+		if p.Pending[i].Address != p.Pending[j].Address {
+			return p.Pending[i].Address < p.Pending[j].Address
+		}
+		return p.Pending[i].Attribute < p.Pending[j].Attribute
+	})
+	sort.SliceStable(p.Deferred, func(i, j int) bool { return p.Deferred[i].Address < p.Deferred[j].Address })
+	rep := schema.Report(p.Errors)
+	rep.Sort()
+	if p.Changes == nil {
+		p.Changes = []*Change{}
+	}
+	if p.Pending == nil {
+		p.Pending = []Pending{}
+	}
+	if p.Deferred == nil {
+		p.Deferred = []Deferred{}
+	}
+	p.Summary = Summarize(p)
+}
+
+// Summarize is the one place the summary is computed.
+func Summarize(p *Plan) Summary {
+	var s Summary
+	for _, c := range p.Changes {
+		switch c.Action {
+		case Create:
+			s.Add++
+		case Update:
+			s.Change++
+		case Delete:
+			s.Remove++
+		}
+		if c.Activation == NextBoot {
+			s.RebootRequired = true
+		}
+	}
+	if len(p.Pending) > 0 {
+		s.RebootRequired = true
+	}
+	return s
+}
+
+// Exit codes, the same for every command.
+const (
+	ExitOK      = 0 // host matches, nothing pending
+	ExitError   = 1 // error
+	ExitChanges = 2 // changes needed, or drift found
+	ExitReboot  = 3 // nothing to do now, but a reboot is needed
+)
+
+// ExitCode is the plan's exit code: 1 with findings, 2 with changes, 3 with
+// only pending or deferred items, 0 when the host matches.
+func (p *Plan) ExitCode() int {
+	switch {
+	case len(p.Errors) > 0:
+		return ExitError
+	case len(p.Changes) > 0:
+		return ExitChanges
+	case len(p.Pending) > 0 || len(p.Deferred) > 0:
+		return ExitReboot
+	}
+	return ExitOK
+}
+
+// Empty reports whether nothing is to be done now.
+func (p *Plan) Empty() bool { return len(p.Changes) == 0 }
+
+// JSON renders the plan in its stable JSON form.
+func (p *Plan) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,99 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Provider manages one kind of resource through one tool or kernel
+// interface. Discover reads the host (in parallel with other providers);
+// Diff is a pure function of the spec, the observation and the facts
+// earlier stages published; Apply carries out one change.
+type Provider interface {
+	// Name identifies the provider in changes and messages.
+	Name() string
+	// Discover reads what the provider manages for this spec. It returns
+	// nil, nil when the spec has nothing for it. It must leave no trace.
+	Discover(ctx context.Context, h *host.Host, req *Request) (any, error)
+	// Diff compares the spec with the observation. It may read and publish
+	// facts (for later stages) but does not touch the host.
+	Diff(req *Request, observed any, facts *Facts) Proposal
+	// Apply carries out one change this provider proposed.
+	Apply(ctx context.Context, h *host.Host, c *Change) error
+}
+
+// Request is what every provider gets: the spec and the host's RDMA
+// inventory, with each spec device resolved.
+type Request struct {
+	Spec *schema.Spec
+	Inv  *inventory.Inventory
+	// Devices[i] is the inventory device spec.Devices[i] selects, or nil.
+	Devices []*inventory.Device
+}
+
+// Pos returns the spec position of a logical path, for a change's Source.
+func (r *Request) Pos(path string) *Source {
+	p := r.Spec.Src.Lookup(path)
+	if p.Line == 0 {
+		return nil
+	}
+	return &p
+}
+
+// Finding returns a host-dependent finding at a spec path.
+func (r *Request) Finding(path, format string, args ...any) schema.Finding {
+	return schema.Finding{Path: path, Pos: r.Spec.Src.Lookup(path), Message: fmt.Sprintf(format, args...)}
+}
+
+// Proposal is one provider's part of a plan.
+type Proposal struct {
+	Changes  []*Change
+	Pending  []Pending
+	Deferred []Deferred
+	Errors   []schema.Finding
+}
+
+// StagedLink records that a port's link layer will change at the next
+// boot, and why; later stages defer what depends on it.
+type StagedLink struct {
+	Device    string // PCI address
+	Port      int
+	LinkLayer string // after the reboot: InfiniBand or Ethernet
+	Param     string // LINK_TYPE_P1=ETH
+}
+
+// Reason words a deferral on this staged change.
+func (s StagedLink) Reason() string {
+	return fmt.Sprintf("waits for %s on %s (reboot)", s.Param, s.Device)
+}
+
+// Facts are what earlier stages tell later ones during Diff.
+type Facts struct {
+	staged  map[string]StagedLink
+	planned map[string]*Change
+}
+
+// NewFacts returns empty facts.
+func NewFacts() *Facts {
+	return &Facts{staged: map[string]StagedLink{}, planned: map[string]*Change{}}
+}
+
+func portKey(pci string, port int) string { return fmt.Sprintf("%s/%d", pci, port) }
+
+// StageLink publishes a link-layer change that waits for a reboot.
+func (f *Facts) StageLink(s StagedLink) { f.staged[portKey(s.Device, s.Port)] = s }
+
+// Staged returns the staged link-layer change of a port, if any.
+func (f *Facts) Staged(pci string, port int) (StagedLink, bool) {
+	s, ok := f.staged[portKey(pci, port)]
+	return s, ok
+}
+
+// Planned returns the change planned for an address by an earlier stage.
+func (f *Facts) Planned(address string) *Change { return f.planned[address] }
+
+func (f *Facts) plan(c *Change) { f.planned[c.Address] = c }

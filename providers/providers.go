@@ -1,0 +1,15 @@
+// Package providers lists rdmaform's providers in stage order. Adding a
+// provider is one package and one line here.
+package providers
+
+import (
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/rdmacm"
+)
+
+// All returns every provider, in the order their changes apply.
+func All() []plan.Provider {
+	return []plan.Provider{
+		&rdmacm.Provider{},
+	}
+}

@@ -1,0 +1,356 @@
+// Package rdmacm manages the defaults rdma_cm gives new connections on a
+// port: the RoCE version (default_roce_mode) and the type of service
+// (default_roce_tos), through configfs. The values live in the kernel
+// until the device goes away (reboot, driver reload), so they are runtime
+// settings.
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// Root is where configfs shows rdma_cm.
+const Root = "/sys/kernel/config/rdma_cm"
+
+// Kernel strings of the two RoCE versions.
+const (
+	ModeV1 = "IB/RoCE v1"
+	ModeV2 = "RoCE v2"
+)
+
+// KernelMode maps a spec mode (v1, v2) to the kernel string.
+func KernelMode(m string) string {
+	switch m {
+	case "v1":
+		return ModeV1
+	case "v2":
+		return ModeV2
+	}
+	return ""
+}
+
+// SpecMode maps a kernel string to the spec mode; unknown text is kept.
+func SpecMode(k string) string {
+	switch k {
+	case ModeV1:
+		return "v1"
+	case ModeV2:
+		return "v2"
+	}
+	return k
+}
+
+// Provider is the rdma_cm provider.
+type Provider struct{}
+
+var _ plan.Provider = (*Provider)(nil)
+
+// Name implements plan.Provider.
+func (*Provider) Name() string { return "rdma_cm" }
+
+// PortValues is what configfs says of one port.
+type PortValues struct {
+	Mode string // kernel string, e.g. "RoCE v2"
+	Tos  int
+}
+
+// Observed maps "dev/port" to its values.
+type Observed struct {
+	Ports map[string]PortValues
+}
+
+func key(dev string, port int) string { return fmt.Sprintf("%s/%d", dev, port) }
+
+// Address is the plan address of one port's rdma_cm defaults.
+func Address(dev string, port int) string { return fmt.Sprintf("rdma_cm[%s]", key(dev, port)) }
+
+type target struct {
+	dev  string
+	port int
+	// specPath is the spec path of the port's roce block.
+	specPath string
+	devIndex int
+	mode     string // spec form, "" = not managed
+	tos      *int
+}
+
+func targets(req *plan.Request) []target {
+	var out []target
+	for i, d := range req.Spec.Devices {
+		for j, p := range d.Ports {
+			if p.Roce == nil {
+				continue
+			}
+			name := d.Name
+			if req.Devices[i] != nil {
+				name = req.Devices[i].Name
+			}
+			if name == "" {
+				continue // unresolved; the engine reported it
+			}
+			out = append(out, target{
+				dev: name, port: p.Port, devIndex: i,
+				specPath: fmt.Sprintf("$.devices[%d].ports[%d].roce", i, j),
+				mode:     p.Roce.Mode, tos: p.Roce.Tos,
+			})
+		}
+	}
+	return out
+}
+
+// Discover implements plan.Provider. It reads every managed port's values;
+// a device group rdmaform had to create for reading is removed again.
+func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+	ts := targets(req)
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	if err := ensureRdmaCM(ctx, h); err != nil {
+		return nil, err
+	}
+	obs := &Observed{Ports: map[string]PortValues{}}
+	byDev := map[string][]int{}
+	var devs []string
+	for _, t := range ts {
+		if req.Inv.Device(t.dev) == nil {
+			continue // created later in this plan (rxe)
+		}
+		if _, ok := byDev[t.dev]; !ok {
+			devs = append(devs, t.dev)
+		}
+		byDev[t.dev] = append(byDev[t.dev], t.port)
+	}
+	sort.Strings(devs)
+	for _, dev := range devs {
+		err := withGroup(h, dev, func(group string) error {
+			for _, port := range byDev[dev] {
+				v, err := readPort(h, group, port)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // no such port; Diff reports it from the inventory
+				}
+				if err != nil {
+					return err
+				}
+				obs.Ports[key(dev, port)] = v
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return obs, nil
+}
+
+// ensureRdmaCM makes /sys/kernel/config/rdma_cm appear, as an operator
+// does by hand: mount configfs, modprobe rdma_cm.
+func ensureRdmaCM(ctx context.Context, h *host.Host) error {
+	if host.Exists(h.FS, Root) {
+		return nil
+	}
+	if h.Offline() {
+		return fmt.Errorf("%s does not exist in this tree (nothing is mounted or loaded under --root)", Root)
+	}
+	if err := h.Kernel.EnsureConfigfs(); err != nil {
+		return err
+	}
+	if host.Exists(h.FS, Root) {
+		return nil
+	}
+	if err := h.Modprobe(ctx, "rdma_cm"); err != nil {
+		return fmt.Errorf("loading rdma_cm: %w", err)
+	}
+	if !host.Exists(h.FS, Root) {
+		return fmt.Errorf("%s is missing after modprobe rdma_cm: this kernel's rdma_cm has no configfs support (CONFIG_INFINIBAND_ADDR_TRANS_CONFIGFS)", Root)
+	}
+	return nil
+}
+
+// withGroup runs fn with the device's configfs group present, creating it
+// if needed and removing it afterwards only if it was created here: the
+// values stay in the kernel, the directory is only a view.
+//
+// Equivalent to: mkdir /sys/kernel/config/rdma_cm/DEV; ...; rmdir /sys/kernel/config/rdma_cm/DEV
+func withGroup(h *host.Host, dev string, fn func(group string) error) (err error) {
+	group := path.Join(Root, dev)
+	if !host.Exists(h.FS, group) {
+		if err := h.FS.Mkdir(group, 0o755); err != nil {
+			if errors.Is(err, syscall.ENODEV) {
+				return fmt.Errorf("mkdir %s: the kernel has no RDMA device %s", group, dev)
+			}
+			return fmt.Errorf("mkdir %s: %w", group, err)
+		}
+		defer func() {
+			if rerr := h.FS.Remove(group); rerr != nil && err == nil {
+				err = fmt.Errorf("rmdir %s: %w", group, rerr)
+			}
+		}()
+	}
+	return fn(group)
+}
+
+func readPort(h *host.Host, group string, port int) (PortValues, error) {
+	dir := path.Join(group, "ports", strconv.Itoa(port))
+	mode, err := host.ReadAttr(h.FS, path.Join(dir, "default_roce_mode"))
+	if err != nil {
+		return PortValues{}, err
+	}
+	tosS, err := host.ReadAttr(h.FS, path.Join(dir, "default_roce_tos"))
+	if err != nil {
+		return PortValues{}, err
+	}
+	tos, err := strconv.Atoi(strings.TrimSpace(tosS))
+	if err != nil {
+		return PortValues{}, fmt.Errorf("%s/default_roce_tos: %q is not a number", dir, tosS)
+	}
+	return PortValues{Mode: mode, Tos: tos}, nil
+}
+
+// payload is what Apply needs.
+type payload struct {
+	dev  string
+	port int
+	mode string // kernel string or ""
+	tos  *int
+}
+
+// Diff implements plan.Provider.
+func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
+	obs, _ := observed.(*Observed)
+	return diff(req, obs, facts)
+}
+
+func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
+	var prop plan.Proposal
+	for _, t := range targets(req) {
+		addr := Address(t.dev, t.port)
+		dev := req.Inv.Device(t.dev)
+		pl := &payload{dev: t.dev, port: t.port, mode: KernelMode(t.mode), tos: t.tos}
+		if dev == nil {
+			// A device this plan creates (rxe): everything is set after it.
+			rxe := "rxe[" + t.dev + "]"
+			if facts.Planned(rxe) == nil {
+				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "device %s does not exist and nothing in the spec creates it", t.dev))
+				continue
+			}
+			if t.port != 1 {
+				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s is a Soft-RoCE device with one port; there is no port %d", t.dev, t.port))
+				continue
+			}
+			c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
+				Source: req.Pos(t.specPath), DependsOn: []string{rxe}, Payload: pl}
+			if t.mode != "" {
+				c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
+			}
+			if t.tos != nil {
+				c.Attributes = append(c.Attributes, plan.Attr{Name: "tos", After: strconv.Itoa(*t.tos)})
+			}
+			prop.Changes = append(prop.Changes, c)
+			continue
+		}
+		port := dev.Port(t.port)
+		if port == nil {
+			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s has no port %d (ports: %s)", t.dev, t.port, portList(dev)))
+			continue
+		}
+		if staged, ok := facts.Staged(dev.PCI, t.port); ok {
+			if staged.LinkLayer == "Ethernet" && port.LinkLayer != "Ethernet" {
+				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Reason: staged.Reason(), Source: req.Pos(t.specPath)})
+				continue
+			}
+			if staged.LinkLayer != "Ethernet" {
+				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes %s at the next boot (%s); RoCE settings need an Ethernet port", t.port, t.dev, staged.LinkLayer, staged.Param))
+				continue
+			}
+		}
+		if port.LinkLayer != "Ethernet" {
+			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s has link layer %s; RoCE settings need an Ethernet port (a VPI adapter switches with firmware LINK_TYPE_P%d: ETH)", t.port, t.dev, port.LinkLayer, t.port))
+			continue
+		}
+		have, ok := obs.Ports[key(t.dev, t.port)]
+		if !ok {
+			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "configfs shows no port %d for %s", t.port, t.dev))
+			continue
+		}
+		var attrs []plan.Attr
+		if t.mode != "" && KernelMode(t.mode) != have.Mode {
+			attrs = append(attrs, plan.Attr{Name: "mode", Before: SpecMode(have.Mode), After: t.mode})
+		}
+		if t.tos != nil && *t.tos != have.Tos {
+			attrs = append(attrs, plan.Attr{Name: "tos", Before: strconv.Itoa(have.Tos), After: strconv.Itoa(*t.tos)})
+		}
+		if len(attrs) == 0 {
+			continue
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime,
+			Stage: plan.StageRdmaCM, Source: req.Pos(t.specPath), Attributes: attrs, Payload: pl})
+	}
+	return prop
+}
+
+func portList(d *inventory.Device) string {
+	var s []string
+	for _, p := range d.Ports {
+		s = append(s, strconv.Itoa(p.Num))
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// Apply implements plan.Provider: it writes the port's values and reads
+// them back.
+//
+// Equivalent to: echo "RoCE v2" > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_mode
+// and: echo 106 > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_tos
+func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return fmt.Errorf("%s: no rdma_cm payload", c.Address)
+	}
+	if err := ensureRdmaCM(ctx, h); err != nil {
+		return err
+	}
+	return withGroup(h, pl.dev, func(group string) error {
+		dir := path.Join(group, "ports", strconv.Itoa(pl.port))
+		if pl.mode != "" {
+			f := path.Join(dir, "default_roce_mode")
+			if err := h.FS.WriteAttr(f, []byte(pl.mode+"\n")); err != nil {
+				if errors.Is(err, syscall.EINVAL) {
+					return fmt.Errorf("echo %q > %s: the kernel refused it (EINVAL): port %d of %s does not support %s", pl.mode, f, pl.port, pl.dev, pl.mode)
+				}
+				return fmt.Errorf("echo %q > %s: %w", pl.mode, f, err)
+			}
+		}
+		if pl.tos != nil {
+			f := path.Join(dir, "default_roce_tos")
+			if err := h.FS.WriteAttr(f, []byte(strconv.Itoa(*pl.tos)+"\n")); err != nil {
+				return fmt.Errorf("echo %d > %s: %w", *pl.tos, f, err)
+			}
+		}
+		got, err := readPort(h, group, pl.port)
+		if err != nil {
+			return err
+		}
+		if pl.mode != "" && got.Mode != pl.mode {
+			return fmt.Errorf("%s/default_roce_mode reads %q after writing %q", dir, got.Mode, pl.mode)
+		}
+		if pl.tos != nil && got.Tos != *pl.tos {
+			return fmt.Errorf("%s/default_roce_tos reads %d after writing %d", dir, got.Tos, *pl.tos)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,483 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxSpecSize bounds what Load reads; a spec is a few kilobytes, a fleet
+// class with hundreds of connections well under a megabyte.
+const MaxSpecSize = 4 << 20
+
+// maxNodes bounds the YAML nodes visited, so aliases cannot blow a small
+// file up into a huge document.
+const maxNodes = 1 << 20
+
+// Pos is a position in a spec file.
+type Pos struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
+}
+
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// Sources maps logical paths to file positions.
+type Sources struct {
+	File string
+	pos  map[string]Pos
+}
+
+func newSources(file string) *Sources { return &Sources{File: file, pos: map[string]Pos{}} }
+
+func (s *Sources) set(path string, n *yaml.Node) {
+	if n != nil && n.Line > 0 {
+		s.pos[path] = Pos{File: s.File, Line: n.Line, Col: n.Column}
+	}
+}
+
+// Lookup returns the position of path, or of its nearest ancestor that has
+// one (a missing key is reported where its parent mapping starts).
+func (s *Sources) Lookup(path string) Pos {
+	if s == nil {
+		return Pos{}
+	}
+	for p := path; p != ""; p = parentPath(p) {
+		if pos, ok := s.pos[p]; ok {
+			return pos
+		}
+	}
+	return Pos{File: s.File, Line: 1, Col: 1}
+}
+
+// Has reports whether the spec gave a value at exactly path.
+func (s *Sources) Has(path string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.pos[path]
+	return ok
+}
+
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i <= 0 {
+		if p == "$" {
+			return ""
+		}
+		return "$"
+	}
+	return p[:i]
+}
+
+// Finding is one problem in a spec, at a logical path and a position.
+type Finding struct {
+	Path    string `json:"path"`
+	Pos     Pos    `json:"source"`
+	Message string `json:"message"`
+}
+
+// String renders a finding as FILE:LINE:COL: error: PATH: message.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s: error: %s: %s", f.Pos, f.Path, f.Message)
+}
+
+// Report is every finding of a load or validation, in file order.
+type Report []Finding
+
+// Error joins the findings one per line.
+func (r Report) Error() string {
+	lines := make([]string, len(r))
+	for i, f := range r {
+		lines[i] = f.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Sort orders findings by position, then path.
+func (r Report) Sort() {
+	sort.SliceStable(r, func(i, j int) bool {
+		a, b := r[i].Pos, r[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Col != b.Col {
+			return a.Col < b.Col
+		}
+		return r[i].Path < r[j].Path
+	})
+}
+
+type decoder struct {
+	src    *Sources
+	report Report
+	nodes  int
+}
+
+func (d *decoder) errorf(path string, n *yaml.Node, format string, args ...any) {
+	pos := Pos{File: d.src.File, Line: 1, Col: 1}
+	if n != nil && n.Line > 0 {
+		pos = Pos{File: d.src.File, Line: n.Line, Col: n.Column}
+	}
+	d.report = append(d.report, Finding{Path: path, Pos: pos, Message: fmt.Sprintf(format, args...)})
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+
+// Load parses a spec, reporting every structural finding (syntax, unknown
+// keys, wrong types, duplicates) with its position. It never panics,
+// whatever the bytes. Validate adds the semantic findings.
+func Load(file string, data []byte) (*Spec, Report) {
+	d := &decoder{src: newSources(file)}
+	spec := &Spec{Src: d.src}
+	if len(data) > MaxSpecSize {
+		d.errorf("$", nil, "spec is %d bytes, larger than the %d bytes rdmaform reads", len(data), MaxSpecSize)
+		return spec, d.report
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		line := bytes.Count(data[:bytes.IndexByte(data, 0)], []byte("\n")) + 1
+		d.report = append(d.report, Finding{Path: "$", Pos: Pos{File: file, Line: line, Col: 1}, Message: "spec contains a NUL byte; it must be UTF-8 text"})
+		return spec, d.report
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := decodeSafe(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.errorf("$", nil, "spec is empty")
+			return spec, d.report
+		}
+		d.syntaxError(err)
+		return spec, d.report
+	}
+	var extra yaml.Node
+	if err := decodeSafe(dec, &extra); err == nil {
+		d.errorf("$", &extra, "only one YAML document is allowed in a spec")
+	} else if !errors.Is(err, io.EOF) {
+		d.syntaxError(err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		d.errorf("$", root, "a spec is a mapping that starts with version: 1")
+		return spec, d.report
+	}
+	// Version first: a spec of another version is not read further, its keys
+	// would only produce noise.
+	if vn := mappingValue(root, "version"); vn == nil {
+		d.errorf("$.version", root, "missing; a spec starts with version: %d", Version)
+	} else if v, err := strconv.Atoi(vn.Value); vn.Kind != yaml.ScalarNode || err != nil || v != Version {
+		d.errorf("$.version", vn, "unsupported spec version %q; this rdmaform reads version %d", vn.Value, Version)
+		return spec, d.report
+	}
+	d.decode(root, reflect.ValueOf(spec).Elem(), "$")
+	return spec, d.report
+}
+
+// decodeSafe turns a panic inside the YAML library into an error: a spec
+// must never crash rdmaform.
+func decodeSafe(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: cannot parse: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+func (d *decoder) syntaxError(err error) {
+	msg := err.Error()
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			line, _ = strconv.Atoi(m[1])
+		}
+		msg = m[2]
+	}
+	d.report = append(d.report, Finding{Path: "$", Pos: Pos{File: d.src.File, Line: line, Col: 1}, Message: "invalid YAML: " + msg})
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+var (
+	paramsType = reflect.TypeOf(Params(nil))
+	pkeyType   = reflect.TypeOf(PKey{})
+)
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.Tag {
+	case "!!null":
+		return "null"
+	case "!!bool":
+		return "a boolean"
+	case "!!int":
+		return "an integer"
+	case "!!float":
+		return "a number"
+	}
+	return "a string"
+}
+
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	d.nodes++
+	if d.nodes > maxNodes {
+		if d.nodes == maxNodes+1 {
+			d.errorf(path, n, "spec expands to more than %d values (aliases?)", maxNodes)
+		}
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			d.errorf(path, n, "unknown alias")
+			return
+		}
+		d.src.set(path, n)
+		d.decode(n.Alias, v, path)
+		return
+	}
+	d.src.set(path, n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && v.Kind() != reflect.Slice {
+		return // not given
+	}
+	switch v.Type() {
+	case paramsType:
+		d.decodeParams(n, v, path)
+		return
+	case pkeyType:
+		d.decodePKey(n, v, path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		e := reflect.New(v.Type().Elem())
+		d.decode(n, e.Elem(), path)
+		v.Set(e)
+	case reflect.Struct:
+		d.decodeStruct(n, v, path)
+	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return
+		}
+		if n.Kind != yaml.SequenceNode {
+			d.errorf(path, n, "must be a list, not %s", kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			d.errorf(path, n, "must be a string, not %s", kindName(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Int:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			d.errorf(path, n, "must be an integer, not %s", kindName(n))
+			return
+		}
+		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+		if err != nil || i > 1<<31-1 || i < -(1<<31) {
+			d.errorf(path, n, "integer %s is out of range", truncate(n.Value))
+			return
+		}
+		v.SetInt(i)
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			d.errorf(path, n, "must be true or false, not %s", kindName(n))
+			return
+		}
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			d.errorf(path, n, "must be true or false")
+			return
+		}
+		v.SetBool(b)
+	default:
+		d.errorf(path, n, "cannot decode into %s", v.Type())
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// fieldInfo describes a spec field: its key and Go field index.
+type fieldInfo struct {
+	key   string
+	index int
+}
+
+func fieldsOf(t reflect.Type) []fieldInfo {
+	var out []fieldInfo
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" || name == "" || !f.IsExported() {
+			continue
+		}
+		out = append(out, fieldInfo{key: name, index: i})
+	}
+	return out
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(path, n, "must be a mapping, not %s", kindName(n))
+		return
+	}
+	fields := fieldsOf(v.Type())
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(path, k, "keys must be plain strings, not %s", kindName(k))
+			continue
+		}
+		key := k.Value
+		child := path + "." + key
+		if prev, dup := seen[key]; dup {
+			d.errorf(child, k, "duplicate key %q (first at line %d)", key, prev.Line)
+			continue
+		}
+		seen[key] = k
+		var fi *fieldInfo
+		for j := range fields {
+			if fields[j].key == key {
+				fi = &fields[j]
+				break
+			}
+		}
+		if fi == nil {
+			d.errorf(child, k, "unknown key %q%s", truncate(key), suggest(key, fields))
+			continue
+		}
+		d.decode(val, v.Field(fi.index), child)
+	}
+}
+
+// suggest names the closest known key, for typos such as roce_mod.
+func suggest(key string, fields []fieldInfo) string {
+	best, bestD := "", 3
+	for _, f := range fields {
+		if dist := levenshtein(strings.ToLower(key), f.key); dist < bestD {
+			best, bestD = f.key, dist
+		}
+	}
+	known := make([]string, len(fields))
+	for i, f := range fields {
+		known[i] = f.key
+	}
+	if best != "" {
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	return "; known keys: " + strings.Join(known, ", ")
+}
+
+func levenshtein(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func (d *decoder) decodeParams(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(path, n, "must be a mapping of PARAMETER: value, not %s", kindName(n))
+		return
+	}
+	var ps Params
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if val.Kind == yaml.AliasNode && val.Alias != nil {
+			val = val.Alias
+		}
+		child := path + "." + k.Value
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(path, k, "parameter names must be plain strings")
+			continue
+		}
+		if line, dup := seen[strings.ToUpper(k.Value)]; dup {
+			d.errorf(child, k, "duplicate parameter %q (first at line %d)", k.Value, line)
+			continue
+		}
+		seen[strings.ToUpper(k.Value)] = k.Line
+		d.src.set(child, val)
+		if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
+			d.errorf(child, val, "must be a value (IB, ETH, true, 8, ...), not %s", kindName(val))
+			continue
+		}
+		ps = append(ps, Param{Name: k.Value, Value: val.Value})
+	}
+	v.Set(reflect.ValueOf(ps))
+}
+
+func (d *decoder) decodePKey(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!str") {
+		d.errorf(path, n, "must be a P_Key such as 0x8002 or 32770, not %s", kindName(n))
+		return
+	}
+	i, err := strconv.ParseInt(strings.TrimSpace(n.Value), 0, 64)
+	if err != nil {
+		d.errorf(path, n, "P_Key %q is not a number (write 0x8002 or 32770)", truncate(n.Value))
+		return
+	}
+	if i < 0 || i > 0xffff {
+		d.errorf(path, n, "P_Key %s is out of range 0x0001-0xffff", truncate(n.Value))
+		i = 0
+	}
+	v.Set(reflect.ValueOf(PKey{Value: int(i), Text: n.Value}))
+}

@@ -1,0 +1,149 @@
+// Package schema is the rdmaform spec: its types, the loader that keeps
+// every value's file position, and validation that collects every finding.
+// It is a pure library: it never reads the host.
+package schema
+
+// Version is the only spec version this rdmaform understands.
+const Version = 1
+
+// Spec is one host's (or one class of hosts') desired RDMA configuration.
+type Spec struct {
+	Version     int         `yaml:"version" doc:"spec format version; must be 1"`
+	Host        *HostSpec   `yaml:"host,omitempty" doc:"host identity checks"`
+	Devices     []Device    `yaml:"devices,omitempty" doc:"RDMA adapters, each selected by exactly one of pci, name, node_guid, netdev"`
+	IPoIB       []IPoIB     `yaml:"ipoib,omitempty" doc:"NetworkManager connections of type infiniband"`
+	Rxe         []Rxe       `yaml:"rxe,omitempty" doc:"Soft-RoCE links (not persistent)"`
+	Interfaces  []Interface `yaml:"interfaces,omitempty" doc:"plain netlink settings for netdevs NetworkManager does not own"`
+	Modules     []string    `yaml:"modules,omitempty" doc:"kernel modules loaded now and listed in /etc/modules-load.d/rdmaform.conf"`
+	Services    []Service   `yaml:"services,omitempty" doc:"systemd unit states"`
+	Persistence string      `yaml:"persistence,omitempty" enum:"none,boot-unit" doc:"none | boot-unit: re-apply volatile settings at boot"`
+
+	// Src maps logical paths ("$.devices[0].pci") to file positions.
+	Src *Sources `yaml:"-"`
+}
+
+// HostSpec names the host the spec is for.
+type HostSpec struct {
+	Hostname string `yaml:"hostname,omitempty" doc:"expected hostname; audits report a mismatch"`
+}
+
+// Device is one RDMA adapter.
+type Device struct {
+	PCI      string    `yaml:"pci,omitempty" doc:"PCI address, e.g. 0000:81:00.0 (stable across reboots)"`
+	Name     string    `yaml:"name,omitempty" doc:"RDMA device name, e.g. mlx5_0"`
+	NodeGUID string    `yaml:"node_guid,omitempty" doc:"node GUID as in sysfs, e.g. 0002:c903:000c:c89a"`
+	Netdev   string    `yaml:"netdev,omitempty" doc:"a netdev of the adapter, e.g. ens3f0"`
+	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
+	Ports    []Port    `yaml:"ports,omitempty"`
+}
+
+// Selector returns which selector the device uses and its value.
+func (d *Device) Selector() (kind, value string) {
+	switch {
+	case d.PCI != "":
+		return "pci", d.PCI
+	case d.Name != "":
+		return "name", d.Name
+	case d.NodeGUID != "":
+		return "node_guid", d.NodeGUID
+	case d.Netdev != "":
+		return "netdev", d.Netdev
+	}
+	return "", ""
+}
+
+// Firmware is the mlxconfig side of an adapter.
+type Firmware struct {
+	Tool   string `yaml:"tool,omitempty" enum:"auto,mlxconfig,mstconfig" doc:"auto picks what is installed"`
+	Params Params `yaml:"params,omitempty" doc:"mlxconfig parameters: symbolic (IB, ETH, true) or numeric values"`
+}
+
+// Param is one firmware parameter in spec order.
+type Param struct {
+	Name  string
+	Value string // as written: "ETH", "2", "true", "8"
+}
+
+// Params keeps firmware parameters in the order the spec gives them.
+type Params []Param
+
+// Port is one port of an adapter.
+type Port struct {
+	Port      int     `yaml:"port" doc:"port number, from 1"`
+	LinkLayer string  `yaml:"link_layer,omitempty" enum:"InfiniBand,Ethernet" doc:"expected link layer (after a reboot, if firmware changes it)"`
+	Type      string  `yaml:"type,omitempty" enum:"ib,eth,auto" doc:"mlx4 only: sysfs mlx4_portN; effective now"`
+	Roce      *Roce   `yaml:"roce,omitempty" doc:"configfs rdma_cm defaults; Ethernet ports only; not persistent"`
+	Expect    *Expect `yaml:"expect,omitempty" doc:"audit-only assertions, never changed"`
+}
+
+// Roce is the rdma_cm default RoCE version and ToS of a port.
+type Roce struct {
+	Mode string `yaml:"mode,omitempty" enum:"v1,v2" doc:"v1 (\"IB/RoCE v1\") or v2 (\"RoCE v2\")"`
+	Tos  *int   `yaml:"tos,omitempty" min:"0" max:"255" doc:"default type of service, 0-255"`
+}
+
+// Expect holds audit-only assertions about a port.
+type Expect struct {
+	State     string `yaml:"state,omitempty" enum:"NOP,DOWN,INIT,ARMED,ACTIVE,ACTIVE_DEFER" doc:"port state, as in sysfs"`
+	PhysState string `yaml:"phys_state,omitempty" enum:"Sleep,Polling,Disabled,PortConfigurationTraining,LinkUp,LinkErrorRecovery,Phy Test" doc:"physical state, as in sysfs"`
+	MinRate   *int   `yaml:"min_rate,omitempty" min:"1" doc:"minimum rate in Gb/s"`
+}
+
+// IPoIB is one NetworkManager connection of type infiniband.
+type IPoIB struct {
+	Name   string  `yaml:"name" doc:"connection name (connection.id)"`
+	Parent string  `yaml:"parent" doc:"IPoIB netdev, e.g. ib0"`
+	PKey   *PKey   `yaml:"pkey,omitempty" doc:"P_Key (0x8002 or 32770): a child interface parent.8002"`
+	Mode   string  `yaml:"mode,omitempty" enum:"datagram,connected" doc:"transport mode"`
+	MTU    *int    `yaml:"mtu,omitempty" min:"1" max:"65520" doc:"datagram <= IB MTU - 4; connected <= 65520"`
+	IPv4   *IPConf `yaml:"ipv4,omitempty"`
+	IPv6   *IPConf `yaml:"ipv6,omitempty"`
+	State  string  `yaml:"state,omitempty" enum:"up,down,absent" doc:"up (default), down or absent"`
+}
+
+// PKey is an InfiniBand partition key; the value as the spec gives it.
+type PKey struct {
+	Value int    // 1..0xffff, without 0x8000 alone
+	Text  string // as written
+}
+
+// Interface returns the netdev the connection runs on: the parent, or the
+// P_Key child "<parent>.<4 hex digits>" NetworkManager names it.
+func (c *IPoIB) Interface() string {
+	if c.PKey == nil {
+		return c.Parent
+	}
+	return ChildName(c.Parent, c.PKey.Value)
+}
+
+// IPConf is an IPv4 or IPv6 configuration.
+type IPConf struct {
+	Addresses []string `yaml:"addresses,omitempty" doc:"addresses with prefix length"`
+	Gateway   string   `yaml:"gateway,omitempty"`
+	DNS       []string `yaml:"dns,omitempty"`
+}
+
+// Rxe is one Soft-RoCE link.
+type Rxe struct {
+	Name   string `yaml:"name" doc:"RDMA link name, e.g. rxe0"`
+	Netdev string `yaml:"netdev" doc:"Ethernet netdev it runs on"`
+	State  string `yaml:"state,omitempty" enum:"present,absent" doc:"present (default) or absent"`
+}
+
+// Interface is a netdev configured through netlink.
+type Interface struct {
+	Name string `yaml:"name"`
+	// State is the administrative state.
+	State string `yaml:"state,omitempty" enum:"up,down"`
+	MTU   *int   `yaml:"mtu,omitempty" min:"68" max:"65535"`
+	// Addresses is the full set of static global addresses; nil leaves
+	// addresses alone, an empty list removes every static one.
+	Addresses []string `yaml:"addresses" doc:"the full set of static global addresses (CIDR); [] removes them all"`
+}
+
+// Service is a systemd unit's desired state.
+type Service struct {
+	Name    string `yaml:"name" doc:"unit name; .service is added when no suffix is given"`
+	Enabled *bool  `yaml:"enabled,omitempty"`
+	Active  *bool  `yaml:"active,omitempty"`
+}

@@ -1,0 +1,452 @@
+package schema
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Parse loads and validates a spec: the one call commands use. The report
+// holds every finding, each with its position, in file order.
+func Parse(file string, data []byte) (*Spec, Report) {
+	spec, rep := Load(file, data)
+	if len(rep) == 0 || !hasFatal(rep) {
+		rep = append(rep, Validate(spec)...)
+	}
+	rep = dedupFindings(rep)
+	rep.Sort()
+	return spec, rep
+}
+
+// hasFatal is true when the document could not be read as a spec at all;
+// validating the empty result would only add noise.
+func hasFatal(r Report) bool {
+	for _, f := range r {
+		if f.Path == "$" || f.Path == "$.version" {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupFindings(r Report) Report {
+	seen := map[string]bool{}
+	out := r[:0]
+	for _, f := range r {
+		k := f.Path + "\x00" + f.Message
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, f)
+	}
+	return out
+}
+
+type validator struct {
+	spec *Spec
+	rep  Report
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	v.rep = append(v.rep, Finding{Path: path, Pos: v.spec.Src.Lookup(path), Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) check(path, msg string) {
+	if msg != "" {
+		v.add(path, "%s", msg)
+	}
+}
+
+// Validate checks a loaded spec against every rule that does not need the
+// host, and returns every finding with its position.
+func Validate(spec *Spec) Report {
+	v := &validator{spec: spec}
+	v.tags(reflect.ValueOf(spec).Elem(), "$")
+	v.host()
+	v.devices()
+	v.ipoib()
+	v.rxe()
+	v.interfaces()
+	v.modules()
+	v.services()
+	v.ownership()
+	return v.rep
+}
+
+// tags applies the enum/min/max struct tags; the JSON Schema is generated
+// from the same tags, so the editor and rdmaform agree.
+func (v *validator) tags(val reflect.Value, path string) {
+	switch val.Kind() {
+	case reflect.Pointer:
+		if !val.IsNil() {
+			v.tags(val.Elem(), path)
+		}
+	case reflect.Slice:
+		if val.Type() == paramsType {
+			return
+		}
+		for i := 0; i < val.Len(); i++ {
+			v.tags(val.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Struct:
+		t := val.Type()
+		for _, fi := range fieldsOf(t) {
+			f := t.Field(fi.index)
+			fv := val.Field(fi.index)
+			child := path + "." + fi.key
+			if enum := f.Tag.Get("enum"); enum != "" && fv.Kind() == reflect.String && fv.String() != "" {
+				allowed := strings.Split(enum, ",")
+				if !contains(allowed, fv.String()) {
+					v.add(child, "must be %s, not %q", orList(allowed), truncate(fv.String()))
+				}
+			}
+			if iv, ok := intOf(fv); ok {
+				if lo, err := strconv.Atoi(f.Tag.Get("min")); err == nil && iv < lo {
+					v.add(child, "%d is below the minimum %d", iv, lo)
+				}
+				if hi, err := strconv.Atoi(f.Tag.Get("max")); err == nil && iv > hi {
+					v.add(child, "%d is above the maximum %d", iv, hi)
+				}
+			}
+			v.tags(fv, child)
+		}
+	}
+}
+
+func intOf(v reflect.Value) (int, bool) {
+	if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Int {
+		return int(v.Elem().Int()), true
+	}
+	return 0, false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func orList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = x
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+func (v *validator) host() {
+	if v.spec.Host == nil || v.spec.Host.Hostname == "" {
+		return
+	}
+	h := v.spec.Host.Hostname
+	if len(h) > 64 || !hostnameRE.MatchString(h) {
+		v.add("$.host.hostname", "%q is not a valid hostname", truncate(h))
+	}
+}
+
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*$`)
+
+var paramNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*(\[[0-9]+(\.\.[0-9]+)?\])?$`)
+var paramValueRE = regexp.MustCompile(`^[A-Za-z0-9_.()x-]+$`)
+
+func (v *validator) devices() {
+	seen := map[string]string{}
+	for i := range v.spec.Devices {
+		d := &v.spec.Devices[i]
+		p := fmt.Sprintf("$.devices[%d]", i)
+		n := 0
+		for _, s := range []string{d.PCI, d.Name, d.NodeGUID, d.Netdev} {
+			if s != "" {
+				n++
+			}
+		}
+		switch {
+		case n == 0:
+			v.add(p, "select the device by exactly one of pci, name, node_guid or netdev")
+		case n > 1:
+			v.add(p, "select the device by exactly one of pci, name, node_guid or netdev, not %d", n)
+		}
+		if d.PCI != "" {
+			if norm := NormalizePCI(d.PCI); norm == "" {
+				v.add(p+".pci", "%q is not a PCI address (DDDD:BB:DD.F, e.g. 0000:81:00.0)", truncate(d.PCI))
+			} else {
+				d.PCI = norm
+			}
+		}
+		if d.Name != "" {
+			v.check(p+".name", CheckRDMAName(d.Name))
+		}
+		if d.NodeGUID != "" {
+			if g := NormalizeGUID(d.NodeGUID); g == "" {
+				v.add(p+".node_guid", "%q is not a node GUID (xxxx:xxxx:xxxx:xxxx)", truncate(d.NodeGUID))
+			} else {
+				d.NodeGUID = g
+			}
+		}
+		if d.Netdev != "" {
+			v.check(p+".netdev", CheckNetdev(d.Netdev))
+		}
+		if kind, val := d.Selector(); kind != "" && n == 1 {
+			key := kind + "=" + val
+			if prev, dup := seen[key]; dup {
+				v.add(p+"."+kind, "device %s %s is already selected by %s", kind, val, prev)
+			}
+			seen[key] = p
+		}
+		if d.Firmware != nil {
+			v.firmware(d.Firmware, p+".firmware")
+		}
+		ports := map[int]bool{}
+		for j := range d.Ports {
+			pt := &d.Ports[j]
+			pp := fmt.Sprintf("%s.ports[%d]", p, j)
+			if !v.spec.Src.Has(pp + ".port") {
+				v.add(pp, "port: is required (1, 2, ...)")
+			} else if pt.Port < 1 || pt.Port > 255 {
+				v.add(pp+".port", "port must be between 1 and 255, not %d", pt.Port)
+			}
+			if ports[pt.Port] && pt.Port != 0 {
+				v.add(pp+".port", "port %d is listed twice", pt.Port)
+			}
+			ports[pt.Port] = true
+			if pt.Roce != nil {
+				if pt.Roce.Mode == "" && pt.Roce.Tos == nil {
+					v.add(pp+".roce", "give mode, tos or both")
+				}
+				if pt.LinkLayer == "InfiniBand" {
+					v.add(pp+".roce", "RoCE settings need an Ethernet port, but link_layer is InfiniBand")
+				}
+			}
+			if pt.Type != "" && pt.LinkLayer != "" && pt.Type != "auto" {
+				want := map[string]string{"ib": "InfiniBand", "eth": "Ethernet"}[pt.Type]
+				if want != pt.LinkLayer {
+					v.add(pp+".link_layer", "type %s gives link layer %s, not %s", pt.Type, want, pt.LinkLayer)
+				}
+			}
+		}
+	}
+}
+
+func (v *validator) firmware(fw *Firmware, p string) {
+	if len(fw.Params) == 0 && !v.spec.Src.Has(p+".params") {
+		v.add(p, "params: is required (e.g. LINK_TYPE_P1: ETH)")
+	}
+	for _, prm := range fw.Params {
+		pp := p + ".params." + prm.Name
+		if !paramNameRE.MatchString(prm.Name) {
+			v.add(pp, "%q is not an mlxconfig parameter name (upper case, e.g. LINK_TYPE_P1)", truncate(prm.Name))
+		}
+		if !paramValueRE.MatchString(prm.Value) || len(prm.Value) > 64 {
+			v.add(pp, "%q is not a firmware parameter value (a name such as ETH or a number)", truncate(prm.Value))
+		}
+	}
+}
+
+func (v *validator) ipoib() {
+	names := map[string]string{}
+	for i := range v.spec.IPoIB {
+		c := &v.spec.IPoIB[i]
+		p := fmt.Sprintf("$.ipoib[%d]", i)
+		if !v.spec.Src.Has(p + ".name") {
+			v.add(p, "name: is required (the connection name)")
+		} else if m := CheckConnName(c.Name); m != "" {
+			v.add(p+".name", "%s", m)
+		} else if prev, dup := names[c.Name]; dup {
+			v.add(p+".name", "connection %q is already defined at %s", c.Name, prev)
+		} else {
+			names[c.Name] = p
+		}
+		if !v.spec.Src.Has(p + ".parent") {
+			v.add(p, "parent: is required (the IPoIB netdev, e.g. ib0)")
+		} else {
+			v.check(p+".parent", CheckNetdev(c.Parent))
+		}
+		if c.PKey != nil {
+			switch full := FullMember(c.PKey.Value); {
+			case c.PKey.Value == 0 || c.PKey.Value == 0x8000:
+				v.add(p+".pkey", "P_Key %s is invalid (0x0000 and 0x8000 are reserved)", c.PKey.Text)
+			case full == 0xffff:
+				v.add(p+".pkey", "P_Key %s is the default partition; leave pkey out to use %s itself", c.PKey.Text, c.Parent)
+			case c.Parent != "" && CheckNetdev(ChildName(c.Parent, c.PKey.Value)) != "":
+				v.add(p+".pkey", "the child interface name %s is longer than 15 bytes; use a shorter parent name", ChildName(c.Parent, c.PKey.Value))
+			}
+		}
+		if c.MTU != nil && c.Mode != "connected" && *c.MTU > 4092 {
+			v.add(p+".mtu", "datagram MTU %d is above 4092 (the 4K IB MTU - 4); use mode: connected for larger MTUs", *c.MTU)
+		}
+		v.ipconf(c.IPv4, p+".ipv4", 4)
+		v.ipconf(c.IPv6, p+".ipv6", 6)
+	}
+}
+
+func (v *validator) ipconf(ic *IPConf, p string, family int) {
+	if ic == nil {
+		return
+	}
+	seen := map[netip.Prefix]bool{}
+	for j, a := range ic.Addresses {
+		ap := fmt.Sprintf("%s.addresses[%d]", p, j)
+		pre, err := netip.ParsePrefix(a)
+		if err != nil {
+			v.add(ap, "%q is not an address with prefix length (e.g. %s)", truncate(a), map[int]string{4: "192.0.2.1/24", 6: "2001:db8::1/64"}[family])
+			continue
+		}
+		if (family == 4) != pre.Addr().Is4() {
+			v.add(ap, "%s is not an IPv%d address", a, family)
+		}
+		if seen[pre] {
+			v.add(ap, "%s is listed twice", a)
+		}
+		seen[pre] = true
+	}
+	if ic.Gateway != "" {
+		if a, err := netip.ParseAddr(ic.Gateway); err != nil || (family == 4) != a.Is4() {
+			v.add(p+".gateway", "%q is not an IPv%d address", truncate(ic.Gateway), family)
+		} else if len(ic.Addresses) == 0 {
+			v.add(p+".gateway", "a gateway needs addresses")
+		}
+	}
+	for j, d := range ic.DNS {
+		if _, err := netip.ParseAddr(d); err != nil {
+			v.add(fmt.Sprintf("%s.dns[%d]", p, j), "%q is not an IP address", truncate(d))
+		}
+	}
+}
+
+func (v *validator) rxe() {
+	names := map[string]string{}
+	netdevs := map[string]string{}
+	for i, r := range v.spec.Rxe {
+		p := fmt.Sprintf("$.rxe[%d]", i)
+		if !v.spec.Src.Has(p + ".name") {
+			v.add(p, "name: is required (e.g. rxe0)")
+		} else if m := CheckRDMAName(r.Name); m != "" {
+			v.add(p+".name", "%s", m)
+		} else if prev, dup := names[r.Name]; dup {
+			v.add(p+".name", "rxe link %q is already defined at %s", r.Name, prev)
+		} else {
+			names[r.Name] = p
+		}
+		if !v.spec.Src.Has(p + ".netdev") {
+			v.add(p, "netdev: is required (the Ethernet netdev)")
+		} else if m := CheckNetdev(r.Netdev); m != "" {
+			v.add(p+".netdev", "%s", m)
+		} else if prev, dup := netdevs[r.Netdev]; dup && r.State != "absent" {
+			v.add(p+".netdev", "netdev %s already carries the rxe link of %s (one rxe link per netdev)", r.Netdev, prev)
+		} else if r.State != "absent" {
+			netdevs[r.Netdev] = p
+		}
+	}
+}
+
+func (v *validator) interfaces() {
+	for i := range v.spec.Interfaces {
+		it := &v.spec.Interfaces[i]
+		p := fmt.Sprintf("$.interfaces[%d]", i)
+		if !v.spec.Src.Has(p + ".name") {
+			v.add(p, "name: is required")
+		} else {
+			v.check(p+".name", CheckNetdev(it.Name))
+		}
+		seen := map[netip.Prefix]bool{}
+		for j, a := range it.Addresses {
+			ap := fmt.Sprintf("%s.addresses[%d]", p, j)
+			pre, err := netip.ParsePrefix(a)
+			if err != nil {
+				v.add(ap, "%q is not an address with prefix length (e.g. 192.168.21.1/24)", truncate(a))
+				continue
+			}
+			if pre.Addr().IsLinkLocalUnicast() {
+				v.add(ap, "%s is link-local; the kernel owns link-local addresses", a)
+			}
+			if seen[pre] {
+				v.add(ap, "%s is listed twice", a)
+			}
+			seen[pre] = true
+		}
+	}
+}
+
+func (v *validator) modules() {
+	seen := map[string]bool{}
+	for i, m := range v.spec.Modules {
+		p := fmt.Sprintf("$.modules[%d]", i)
+		if msg := CheckModuleName(m); msg != "" {
+			v.add(p, "%s", msg)
+			continue
+		}
+		norm := strings.ReplaceAll(m, "-", "_")
+		if seen[norm] {
+			v.add(p, "module %s is listed twice", m)
+		}
+		seen[norm] = true
+	}
+}
+
+func (v *validator) services() {
+	seen := map[string]bool{}
+	for i, s := range v.spec.Services {
+		p := fmt.Sprintf("$.services[%d]", i)
+		if !v.spec.Src.Has(p + ".name") {
+			v.add(p, "name: is required (e.g. opensm)")
+			continue
+		}
+		if msg := CheckUnitName(s.Name); msg != "" {
+			v.add(p+".name", "%s", msg)
+			continue
+		}
+		if s.Enabled == nil && s.Active == nil {
+			v.add(p, "give enabled, active or both")
+		}
+		u := UnitName(s.Name)
+		if seen[u] {
+			v.add(p+".name", "unit %s is listed twice", u)
+		}
+		seen[u] = true
+	}
+}
+
+// UnitName adds ".service" to a unit name without a type suffix.
+func UnitName(s string) string {
+	for _, suf := range []string{".service", ".socket", ".target", ".timer", ".path", ".mount"} {
+		if strings.HasSuffix(s, suf) {
+			return s
+		}
+	}
+	return s + ".service"
+}
+
+// ownership enforces that one netdev is configured by one section.
+func (v *validator) ownership() {
+	owner := map[string]string{}
+	claim := func(netdev, path, what string) {
+		if netdev == "" || CheckNetdev(netdev) != "" {
+			return
+		}
+		if prev, ok := owner[netdev]; ok {
+			v.add(path, "netdev %s is already configured by %s; one netdev is owned by one section", netdev, prev)
+			return
+		}
+		owner[netdev] = what
+	}
+	for i := range v.spec.IPoIB {
+		c := &v.spec.IPoIB[i]
+		if c.State == "absent" {
+			continue
+		}
+		claim(c.Interface(), fmt.Sprintf("$.ipoib[%d].parent", i), fmt.Sprintf("ipoib[%d] (%s)", i, c.Name))
+	}
+	for i, it := range v.spec.Interfaces {
+		claim(it.Name, fmt.Sprintf("$.interfaces[%d].name", i), fmt.Sprintf("interfaces[%d]", i))
+	}
+}

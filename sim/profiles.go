@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Profiles lists the simulated hosts `rdmaform sim new` can create.
+var Profiles = map[string]string{
+	"cx6-vpi-ib": "dual-port ConnectX-6 VPI, both ports on InfiniBand (HDR), IPoIB ib0/ib1",
+	"cx5-roce":   "dual-port ConnectX-5 Ethernet adapter running RoCE, netdevs ens1f0np0/ens1f1np1",
+	"cx3-mlx4":   "dual-port ConnectX-3 (mlx4) VPI, port types through sysfs",
+	"vm-soft":    "a VM with no RDMA adapter and one virtio NIC, for Soft-RoCE",
+	"gpu-node":   "a GPU node with N dual-port ConnectX-7 adapters (--adapters N)",
+}
+
+// ProfileNames returns the profile names, sorted.
+func ProfileNames() []string {
+	var out []string
+	for k := range Profiles {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var baseModules = []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib"}
+
+var availableModules = []string{"configfs", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_core", "mlx4_en", "mlx4_ib", "mlx5_core", "mlx5_ib", "rdma_cm", "rdma_rxe", "rdma_ucm", "ib_cm"}
+
+func defaultTools() []string {
+	return []string{"mstconfig", "modprobe", "nmcli", "systemctl"}
+}
+
+// NewState returns the state of a simulated host of a profile. adapters is
+// used by gpu-node (0 means 8).
+func NewState(profile, hostname string, adapters int) (*State, error) {
+	st := &State{Hostname: hostname, Tools: defaultTools(), Available: availableModules}
+	switch profile {
+	case "cx6-vpi-ib":
+		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
+		st.Devices = []*Device{
+			cx("mlx5_0", "0000:3b:00.0", "0x101b", "b859:9f03:0022:626e", "20.35.1012", "MT_0000000222", 1, "InfiniBand", "ib0", "ens1f0np0", "200 Gb/sec (4X HDR)"),
+			cx("mlx5_1", "0000:3b:00.1", "0x101b", "b859:9f03:0022:626f", "20.35.1012", "MT_0000000222", 1, "InfiniBand", "ib1", "ens1f1np1", "200 Gb/sec (4X HDR)"),
+		}
+		for i, d := range st.Devices {
+			d.Ports[0].LID, d.Ports[0].SMLID = 0x10+i, 1
+		}
+	case "cx5-roce":
+		st.Modules = baseModules
+		st.Devices = []*Device{
+			cx("mlx5_0", "0000:5e:00.0", "0x1017", "0c42:a103:0065:1d2a", "16.35.2000", "MT_0000000008", 1, "Ethernet", "", "ens1f0np0", "100 Gb/sec (4X EDR)"),
+			cx("mlx5_1", "0000:5e:00.1", "0x1017", "0c42:a103:0065:1d2b", "16.35.2000", "MT_0000000008", 1, "Ethernet", "", "ens1f1np1", "100 Gb/sec (4X EDR)"),
+		}
+	case "cx3-mlx4":
+		st.Modules = []string{"ib_core", "ib_uverbs", "mlx4_core", "mlx4_en", "mlx4_ib", "ib_ipoib"}
+		d := &Device{Name: "mlx4_0", Driver: "mlx4", PCI: "0000:81:00.0", PCIID: "0x1003", NodeGUID: "0002:c903:000c:c89a", FWVer: "2.42.5000", BoardID: "MT_1090120019"}
+		for n := 1; n <= 2; n++ {
+			d.Ports = append(d.Ports, &Port{Num: n, LinkLayer: "InfiniBand", Rate: "40 Gb/sec (4X QDR)", PKeys: []int{0xffff},
+				Mlx4Type: "auto", Mlx4Boot: "auto", NetdevIB: fmt.Sprintf("ib%d", n-1), NetdevEth: fmt.Sprintf("ens2d%d", n-1), LID: n + 2, SMLID: 1})
+		}
+		d.Ports[0].NetdevEth = "ens2"
+		st.Devices = []*Device{d}
+	case "vm-soft":
+		st.Modules = nil
+		st.Netdevs = []*Netdev{{Name: "enp1s0", Kind: "virtio", MTU: 1500, Up: true, MAC: "52:54:00:12:34:56",
+			DynAddrs: []string{"192.168.122.50/24", "fe80::5054:ff:fe12:3456/64"}}}
+	case "gpu-node":
+		if adapters <= 0 {
+			adapters = 8
+		}
+		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
+		for i := 0; i < adapters; i++ {
+			bus := 0x10 + i*0x10
+			if bus > 0xff {
+				return nil, fmt.Errorf("at most %d adapters", (0xff-0x10)/0x10+1)
+			}
+			for f := 0; f < 2; f++ {
+				n := 2*i + f
+				d := cx(fmt.Sprintf("mlx5_%d", n), fmt.Sprintf("0000:%02x:00.%d", bus, f), "0x1021",
+					fmt.Sprintf("a088:c203:00%02x:%04x", i, 0x1a00+f), "28.39.1002", "MT_0000000838", 1, "InfiniBand",
+					fmt.Sprintf("ibp%ds0f%d", bus, f), fmt.Sprintf("enp%ds0f%dnp%d", bus, f, f), "400 Gb/sec (4X NDR)")
+				d.Ports[0].LID, d.Ports[0].SMLID = 0x100+n, 1
+				st.Devices = append(st.Devices, d)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
+	}
+	st.BootModules = append([]string(nil), st.Modules...)
+	st.reconcilePorts()
+	for _, n := range st.Netdevs {
+		if n.Boot == nil {
+			n.Boot = &NetdevBoot{MTU: n.MTU, Up: n.Up, Addrs: append([]string(nil), n.Addrs...)}
+		}
+	}
+	st.sortAll()
+	return st, nil
+}
+
+// cx builds one mlx5 PCI function with one port.
+func cx(name, pci, id, guid, fw, board string, port int, ll, nIB, nEth, rate string) *Device {
+	return &Device{Name: name, Driver: "mlx5", PCI: pci, PCIID: id, NodeGUID: guid, FWVer: fw, BoardID: board, EnhancedIPoIB: true,
+		Ports: []*Port{{Num: port, LinkLayer: ll, Rate: rate, PKeys: []int{0xffff, 0x8002}, NetdevIB: nIB, NetdevEth: nEth}}}
+}

@@ -1,0 +1,348 @@
+package sim
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// gidTableLen is the simulated GID table size per port (real adapters
+// have 128 to 256 slots; every slot has its files, empty or not).
+const gidTableLen = 16
+
+// pkeyTableLen is the simulated P_Key table size per IB port.
+const pkeyTableLen = 16
+
+type tree struct {
+	root string
+	err  error
+}
+
+func (t *tree) path(p string) string { return filepath.Join(t.root, filepath.FromSlash(p)) }
+
+func (t *tree) file(p, content string) {
+	if t.err != nil {
+		return
+	}
+	full := t.path(p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.err = err
+		return
+	}
+	t.err = os.WriteFile(full, []byte(content), 0o644)
+}
+
+func (t *tree) dir(p string) {
+	if t.err == nil {
+		t.err = os.MkdirAll(t.path(p), 0o755)
+	}
+}
+
+// link makes p a symlink to target (relative, as sysfs has them).
+func (t *tree) link(p, target string) {
+	if t.err != nil {
+		return
+	}
+	full := t.path(p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.err = err
+		return
+	}
+	os.Remove(full)
+	t.err = os.Symlink(target, full)
+}
+
+// rel returns the relative symlink target from the directory of link to
+// target, both sysfs paths.
+func rel(link, target string) string {
+	r, _ := filepath.Rel(filepath.Dir(link), target)
+	return filepath.ToSlash(r)
+}
+
+func pciDir(pci string) string { return "/sys/devices/pci0000:00/" + pci }
+
+// devDir is the sysfs directory of an RDMA device.
+func devDir(d *Device) string {
+	if d.PCI == "" {
+		return "/sys/devices/virtual/infiniband/" + d.Name
+	}
+	return pciDir(d.PCI) + "/infiniband/" + d.Name
+}
+
+// netdevDir is the sysfs directory of a netdev.
+func (s *State) netdevDir(n *Netdev) string {
+	if n.Device != "" {
+		if d := s.Device(n.Device); d != nil && d.PCI != "" {
+			return pciDir(d.PCI) + "/net/" + n.Name
+		}
+	}
+	return "/sys/devices/virtual/net/" + n.Name
+}
+
+// renderAll rewrites the whole simulated tree from the state.
+func (s *State) renderAll(root string) error {
+	for _, d := range []string{"sys", "proc"} {
+		if err := os.RemoveAll(filepath.Join(root, d)); err != nil {
+			return err
+		}
+	}
+	t := &tree{root: root}
+	t.dir("/sys/class/infiniband")
+	t.dir("/sys/class/net")
+	t.dir("/sys/bus/pci/devices")
+	t.dir("/sys/kernel/config")
+	for _, d := range s.Devices {
+		s.renderDevice(t, d)
+	}
+	for _, n := range s.Netdevs {
+		s.renderNetdev(t, n)
+	}
+	s.renderProc(t)
+	if t.err != nil {
+		return t.err
+	}
+	return s.renderConfigfs(root)
+}
+
+func (s *State) renderDevice(t *tree, d *Device) {
+	dir := devDir(d)
+	t.link("/sys/class/infiniband/"+d.Name, rel("/sys/class/infiniband/"+d.Name, dir))
+	if d.PCI != "" {
+		pd := pciDir(d.PCI)
+		t.file(pd+"/vendor", "0x15b3\n")
+		t.file(pd+"/device", d.PCIID+"\n")
+		t.link("/sys/bus/pci/devices/"+d.PCI, rel("/sys/bus/pci/devices/"+d.PCI, pd))
+		t.link(dir+"/device", "../../../"+d.PCI)
+		if d.Driver == "mlx4" {
+			for _, p := range d.Ports {
+				t.file(fmt.Sprintf("%s/mlx4_port%d", pd, p.Num), mlx4PortText(p)+"\n")
+			}
+		}
+	}
+	t.file(dir+"/node_type", "1: CA\n")
+	t.file(dir+"/node_guid", d.NodeGUID+"\n")
+	t.file(dir+"/sys_image_guid", d.NodeGUID+"\n")
+	t.file(dir+"/node_desc", fmt.Sprintf("%s %s\n", s.Hostname, d.Name))
+	if d.Driver == "rxe" {
+		t.file(dir+"/parent", d.Parent+"\n")
+		t.file(dir+"/fw_ver", "0.0.0\n")
+	} else {
+		t.file(dir+"/fw_ver", d.FWVer+"\n")
+		if id, err := strconv.ParseInt(d.PCIID, 0, 32); err == nil {
+			t.file(dir+"/hca_type", fmt.Sprintf("MT%d\n", id))
+		}
+		t.file(dir+"/board_id", d.BoardID+"\n")
+		t.file(dir+"/hw_rev", "0\n")
+	}
+	for _, p := range d.Ports {
+		s.renderPort(t, d, p, fmt.Sprintf("%s/ports/%d", dir, p.Num))
+	}
+}
+
+var stateNum = map[string]int{"NOP": 0, "DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4, "ACTIVE_DEFER": 5}
+var physNum = map[string]int{"Sleep": 1, "Polling": 2, "Disabled": 3, "PortConfigurationTraining": 4, "LinkUp": 5, "LinkErrorRecovery": 6, "Phy Test": 7}
+
+func mlx4PortText(p *Port) string {
+	cur := map[string]string{"InfiniBand": "ib", "Ethernet": "eth"}[p.LinkLayer]
+	if p.Mlx4Type == "auto" {
+		return "auto (" + cur + ")"
+	}
+	return cur
+}
+
+func (s *State) renderPort(t *tree, d *Device, p *Port, dir string) {
+	t.file(dir+"/state", fmt.Sprintf("%d: %s\n", stateNum[p.State], p.State))
+	t.file(dir+"/phys_state", fmt.Sprintf("%d: %s\n", physNum[p.PhysState], p.PhysState))
+	t.file(dir+"/link_layer", p.LinkLayer+"\n")
+	t.file(dir+"/rate", p.Rate+"\n")
+	t.file(dir+"/lid", fmt.Sprintf("0x%x\n", p.LID))
+	t.file(dir+"/sm_lid", fmt.Sprintf("0x%x\n", p.SMLID))
+	t.file(dir+"/lid_mask_count", "0\n")
+	t.file(dir+"/sm_sl", "0\n")
+	capMask := "0xa651e848"
+	if p.LinkLayer == "Ethernet" {
+		capMask = "0x00010000"
+	}
+	t.file(dir+"/cap_mask", capMask+"\n")
+	gids := s.gidTable(d, p)
+	for i := 0; i < gidTableLen; i++ {
+		g := gid{}
+		if i < len(gids) {
+			g = gids[i]
+		}
+		t.file(fmt.Sprintf("%s/gids/%d", dir, i), g.text()+"\n")
+		t.file(fmt.Sprintf("%s/gid_attrs/types/%d", dir, i), g.typ+"\n")
+		t.file(fmt.Sprintf("%s/gid_attrs/ndevs/%d", dir, i), g.ndev+"\n")
+	}
+	if p.LinkLayer == "InfiniBand" {
+		for i := 0; i < pkeyTableLen; i++ {
+			k := 0
+			if i < len(p.PKeys) {
+				k = p.PKeys[i]
+			}
+			t.file(fmt.Sprintf("%s/pkeys/%d", dir, i), fmt.Sprintf("0x%04x\n", k))
+		}
+	}
+}
+
+type gid struct {
+	addr [16]byte
+	typ  string
+	ndev string
+}
+
+func (g gid) zero() bool { return g.addr == [16]byte{} }
+
+func (g gid) text() string {
+	var parts []string
+	for i := 0; i < 16; i += 2 {
+		parts = append(parts, fmt.Sprintf("%02x%02x", g.addr[i], g.addr[i+1]))
+	}
+	return strings.Join(parts, ":")
+}
+
+func guidBytes(guid string) []byte {
+	h := strings.ReplaceAll(guid, ":", "")
+	out := make([]byte, 8)
+	for i := 0; i < 8 && 2*i+2 <= len(h); i++ {
+		v, _ := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
+		out[i] = byte(v)
+	}
+	return out
+}
+
+// gidTable is the port's GID table: the link-local GID from the port GUID
+// on InfiniBand; on Ethernet, link-local v1/v2 then one v1/v2 pair per IPv4
+// address of the port's netdev (the order show_gids prints on real hosts).
+func (s *State) gidTable(d *Device, p *Port) []gid {
+	var out []gid
+	ll := gid{}
+	ll.addr[0], ll.addr[1] = 0xfe, 0x80
+	copy(ll.addr[8:], guidBytes(d.NodeGUID))
+	if p.LinkLayer == "InfiniBand" {
+		ll.typ = "IB/RoCE v1"
+		return append(out, ll)
+	}
+	nd := s.portNetdev(d, p)
+	if nd == nil {
+		return nil
+	}
+	for _, typ := range []string{"IB/RoCE v1", "RoCE v2"} {
+		g := ll
+		g.typ, g.ndev = typ, nd.Name
+		out = append(out, g)
+	}
+	for _, a := range append(append([]string{}, nd.Addrs...), nd.DynAddrs...) {
+		pre, err := netip.ParsePrefix(a)
+		if err != nil || !pre.Addr().Is4() {
+			continue
+		}
+		v4 := pre.Addr().As4()
+		for _, typ := range []string{"IB/RoCE v1", "RoCE v2"} {
+			g := gid{typ: typ, ndev: nd.Name}
+			g.addr[10], g.addr[11] = 0xff, 0xff
+			copy(g.addr[12:], v4[:])
+			out = append(out, g)
+		}
+	}
+	if len(out) > gidTableLen {
+		out = out[:gidTableLen]
+	}
+	return out
+}
+
+// portNetdev is the netdev on a port now (rxe: its parent).
+func (s *State) portNetdev(d *Device, p *Port) *Netdev {
+	if d.Driver == "rxe" {
+		return s.Netdev(d.Parent)
+	}
+	for _, n := range s.Netdevs {
+		if n.Device == d.Name && n.Port == p.Num && (n.PKey == 0 || n.PKey == 0xffff) {
+			return n
+		}
+	}
+	return nil
+}
+
+func (s *State) renderNetdev(t *tree, n *Netdev) {
+	dir := s.netdevDir(n)
+	t.link("/sys/class/net/"+n.Name, rel("/sys/class/net/"+n.Name, dir))
+	oper := "down"
+	if n.Up {
+		oper = "up"
+	}
+	t.file(dir+"/operstate", oper+"\n")
+	t.file(dir+"/mtu", fmt.Sprintf("%d\n", n.MTU))
+	t.file(dir+"/address", n.MAC+"\n")
+	carrier := "0"
+	if n.Up {
+		carrier = "1"
+	}
+	t.file(dir+"/carrier", carrier+"\n")
+	if n.Device != "" {
+		if d := s.Device(n.Device); d != nil && d.PCI != "" {
+			t.link(dir+"/device", "../../../"+d.PCI)
+		}
+		t.file(dir+"/dev_port", fmt.Sprintf("%d\n", n.Port-1))
+		t.file(dir+"/dev_id", fmt.Sprintf("0x%x\n", n.Port-1))
+	}
+	if n.Kind == "ipoib" {
+		t.file(dir+"/type", "32\n")
+		t.file(dir+"/mode", n.Mode+"\n")
+		t.file(dir+"/pkey", fmt.Sprintf("0x%04x\n", n.PKey))
+	} else {
+		t.file(dir+"/type", "1\n")
+	}
+}
+
+func (s *State) renderProc(t *tree) {
+	t.file("/proc/sys/kernel/hostname", s.Hostname+"\n")
+	t.file("/proc/sys/kernel/random/boot_id", s.BootID()+"\n")
+	var b strings.Builder
+	mods := append([]string{}, s.Modules...)
+	sort.Strings(mods)
+	for _, m := range mods {
+		fmt.Fprintf(&b, "%s 16384 0 - Live 0x0000000000000000\n", m)
+	}
+	t.file("/proc/modules", b.String())
+	t.file("/proc/mounts", "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\nconfigfs /sys/kernel/config configfs rw,nosuid,nodev,noexec,relatime 0 0\n")
+}
+
+// renderConfigfs renders /sys/kernel/config/rdma_cm: present while the
+// rdma_cm module is loaded, with the device groups that were mkdir'ed.
+func (s *State) renderConfigfs(root string) error {
+	base := filepath.Join(root, "sys/kernel/config/rdma_cm")
+	if err := os.RemoveAll(base); err != nil {
+		return err
+	}
+	if !s.ModuleLoaded("rdma_cm") {
+		return nil
+	}
+	t := &tree{root: root}
+	t.dir("/sys/kernel/config/rdma_cm")
+	for _, g := range s.CMGroups {
+		d := s.Device(g)
+		if d == nil {
+			continue
+		}
+		for _, p := range d.Ports {
+			v := s.roce(d, p)
+			dir := fmt.Sprintf("/sys/kernel/config/rdma_cm/%s/ports/%d", d.Name, p.Num)
+			t.file(dir+"/default_roce_mode", v.Mode+"\n")
+			t.file(dir+"/default_roce_tos", fmt.Sprintf("%d\n", v.Tos))
+		}
+	}
+	return t.err
+}
+
+// roce returns the kernel's current rdma_cm defaults of a port.
+func (s *State) roce(d *Device, p *Port) RoceDefaults {
+	if v, ok := s.RdmaCM[fmt.Sprintf("%s/%d", d.Name, p.Num)]; ok {
+		return v
+	}
+	return initialRoce(p)
+}

@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+)
+
+// toolFunc emulates one program: it gets the arguments after the program
+// name and returns what the program prints and its exit code.
+type toolFunc func(ctx context.Context, s *Sim, args []string, stdin []byte) (stdout, stderr string, code int)
+
+// tools are the programs a simulated host can have on its PATH.
+var tools = map[string]toolFunc{
+	"modprobe":  modprobe,
+	"mlxconfig": firmwareTool("mlxconfig"),
+	"mstconfig": firmwareTool("mstconfig"),
+	"mst":       mstTool,
+	"nmcli":     nmcliTool,
+}
+
+// runner runs emulated programs in-process, with the simulated host's
+// latencies and faults, and the same errors a real runner returns.
+type runner struct {
+	sim *Sim
+}
+
+var _ host.Runner = (*runner)(nil)
+
+// Run implements host.Runner.
+func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
+	if len(c.Args) == 0 {
+		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: fmt.Errorf("empty command")}
+	}
+	name := c.Args[0]
+	r.sim.mu.Lock()
+	r.sim.calls = append(r.sim.calls, c.String())
+	installed := r.sim.state.HasTool(name)
+	latency := time.Duration(r.sim.state.Latency[name])
+	fault := r.sim.state.takeFault(name, c.Args[1:])
+	if fault != nil && fault.Times > 0 {
+		_ = r.sim.save()
+	}
+	r.sim.mu.Unlock()
+	fn := tools[name]
+	if !installed || fn == nil {
+		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: fmt.Errorf("%w on PATH (simulated host)", host.ErrNotFound)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.EffectiveTimeout())
+	defer cancel()
+	if fault != nil && fault.Hang {
+		<-ctx.Done()
+		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.ErrTimeout}
+	}
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.ErrTimeout}
+		}
+	}
+	var stdout, stderr string
+	var code int
+	if fault != nil {
+		stdout, stderr, code = fault.Stdout, fault.Stderr, fault.Exit
+	} else {
+		stdout, stderr, code = fn(ctx, r.sim, c.Args[1:], c.Stdin)
+	}
+	res := host.Result{Stdout: []byte(stdout), Stderr: []byte(stderr)}
+	if code != 0 {
+		return res, &host.ExitError{Cmd: c, Code: code, Stdout: res.Stdout, Stderr: res.Stderr}
+	}
+	return res, nil
+}
+
+// takeFault returns the fault for this run, if any, and counts it down.
+// Callers hold the lock.
+func (st *State) takeFault(tool string, args []string) *Fault {
+	line := strings.Join(args, " ")
+	for i := range st.Faults {
+		f := &st.Faults[i]
+		if f.Tool != tool || (f.Match != "" && !strings.Contains(line, f.Match)) {
+			continue
+		}
+		cp := *f
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				st.Faults = append(st.Faults[:i], st.Faults[i+1:]...)
+			}
+		}
+		return &cp
+	}
+	return nil
+}
+
+// modprobe emulates kmod's modprobe for the modules the host has.
+func modprobe(_ context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
+	var names []string
+	remove := false
+	for _, a := range args {
+		switch {
+		case a == "--":
+		case a == "-r" || a == "--remove":
+			remove = true
+		case strings.HasPrefix(a, "-"):
+		default:
+			names = append(names, strings.ReplaceAll(a, "-", "_"))
+		}
+	}
+	if len(names) == 0 {
+		return "", "modprobe: ERROR: missing parameters. See -h.\n", 1
+	}
+	var errOut string
+	code := 0
+	err := s.mutate(false, func(st *State) error {
+		for _, n := range names {
+			if remove {
+				st.Modules = without(st.Modules, n)
+				continue
+			}
+			if st.ModuleLoaded(n) {
+				continue
+			}
+			if !contains(st.Available, n) {
+				errOut += fmt.Sprintf("modprobe: FATAL: Module %s not found in directory /lib/modules/6.1.0-sim-amd64\n", n)
+				code = 1
+				continue
+			}
+			st.Modules = append(st.Modules, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err.Error() + "\n", 1
+	}
+	return "", errOut, code
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func without(xs []string, s string) []string {
+	var out []string
+	for _, x := range xs {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}

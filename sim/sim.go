@@ -1,0 +1,258 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rdmaform/rdmaform/host"
+)
+
+// Sim is an open simulated host. It is safe for concurrent use by the
+// goroutines of one rdmaform process; two processes on one directory are
+// serialized by rdmaform's own apply lock.
+type Sim struct {
+	Dir string
+
+	mu    sync.Mutex
+	state *State
+	calls []string
+}
+
+// Open opens the simulated host in dir, rendering its tree if it has none.
+func Open(dir string) (*Sim, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(abs, StateFile))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s is not a simulated host (no %s; create one with rdmaform sim new)", dir, StateFile)
+		}
+		return nil, err
+	}
+	st := &State{}
+	if err := yaml.Unmarshal(b, st); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
+	}
+	s := &Sim{Dir: abs, state: st}
+	if _, err := os.Stat(filepath.Join(abs, "sys")); errors.Is(err, os.ErrNotExist) {
+		if err := st.renderAll(abs); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Create writes a new simulated host from a state.
+func Create(dir string, st *State) (*Sim, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sim{Dir: abs, state: st}
+	st.sortAll()
+	if err := s.save(); err != nil {
+		return nil, err
+	}
+	if err := st.renderAll(abs); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// State returns a copy of the current state (for tests and show).
+func (s *Sim) State() *State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, _ := yaml.Marshal(s.state)
+	cp := &State{}
+	_ = yaml.Unmarshal(b, cp)
+	return cp
+}
+
+// Calls returns the tool command lines run so far, in order.
+func (s *Sim) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+// save writes sim.yaml atomically. Callers hold mu.
+func (s *Sim) save() error {
+	b, err := yaml.Marshal(s.state)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(s.Dir, StateFile)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// mutate changes the state under the lock, saves it and re-renders what
+// the change touched (everything unless only configfs changed).
+func (s *Sim) mutate(configfsOnly bool, fn func(st *State) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := fn(s.state); err != nil {
+		return err
+	}
+	s.state.sortAll()
+	if err := s.save(); err != nil {
+		return err
+	}
+	if configfsOnly {
+		return s.state.renderConfigfs(s.Dir)
+	}
+	return s.state.renderAll(s.Dir)
+}
+
+// Host returns a host whose files, commands and netlink are this
+// simulated host's.
+func (s *Sim) Host() (*host.Host, error) {
+	root, err := host.NewRootFS(s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &host.Host{
+		FS:     &simFS{RootFS: root, sim: s},
+		Runner: &runner{sim: s},
+		Net:    &simNet{sim: s},
+		Kernel: simKernel{},
+		Name:   "sim " + s.Dir,
+	}, nil
+}
+
+type simKernel struct{}
+
+// EnsureConfigfs implements host.Kernel: configfs is always mounted on a
+// simulated host.
+func (simKernel) EnsureConfigfs() error { return nil }
+
+// Reboot does to the simulated host what a reboot does: firmware Next Boot
+// values become current (ports come up with the new link layer), runtime
+// state is lost (rdma_cm defaults, rxe links, mlx4 port types written
+// through sysfs, netlink addresses and MTUs), modules are those loaded at
+// boot, and the boot_id changes.
+func (s *Sim) Reboot() error {
+	return s.mutate(false, func(st *State) error {
+		st.Boot++
+		st.RdmaCM = nil
+		st.CMGroups = nil
+		var keep []*Device
+		for _, d := range st.Devices {
+			if d.Driver == "rxe" {
+				continue
+			}
+			keep = append(keep, d)
+		}
+		st.Devices = keep
+		for _, d := range st.Devices {
+			for _, p := range d.Ports {
+				if d.Driver == "mlx4" && p.Mlx4Boot != "" {
+					p.Mlx4Type = p.Mlx4Boot
+					if ll := map[string]string{"ib": "InfiniBand", "eth": "Ethernet"}[p.Mlx4Boot]; ll != "" {
+						p.LinkLayer = ll
+					}
+				}
+			}
+		}
+		for _, n := range st.Netdevs {
+			if n.Boot != nil {
+				n.MTU, n.Up = n.Boot.MTU, n.Boot.Up
+				n.Addrs = append([]string(nil), n.Boot.Addrs...)
+			}
+		}
+		st.Modules = append([]string(nil), st.BootModules...)
+		st.rebootFirmware()
+		st.reconcilePorts()
+		st.rebootNM()
+		return nil
+	})
+}
+
+// reconcilePorts brings port state and netdevs in line with link layers:
+// a port is ACTIVE when its peer speaks the same link layer (or no peer is
+// recorded), and has the IPoIB or Ethernet netdev its link layer gives.
+func (st *State) reconcilePorts() {
+	for _, d := range st.Devices {
+		if d.Driver == "rxe" {
+			continue
+		}
+		for _, p := range d.Ports {
+			if p.Peer == "" || p.Peer == p.LinkLayer {
+				p.State, p.PhysState = "ACTIVE", "LinkUp"
+			} else {
+				p.State, p.PhysState = "DOWN", "Polling"
+			}
+			if p.LinkLayer == "Ethernet" {
+				p.LID, p.SMLID = 0, 0
+			}
+			want, drop := p.NetdevEth, p.NetdevIB
+			kind := "ether"
+			if p.LinkLayer == "InfiniBand" {
+				want, drop, kind = p.NetdevIB, p.NetdevEth, "ipoib"
+			}
+			if drop != "" {
+				st.removeNetdev(drop)
+			}
+			if want != "" && st.Netdev(want) == nil {
+				nd := &Netdev{Name: want, Kind: kind, Device: d.Name, Port: p.Num, Up: true}
+				if kind == "ipoib" {
+					nd.MTU, nd.Mode, nd.PKey = 2044, "datagram", 0xffff
+					nd.MAC = ipoibMAC(d, p)
+				} else {
+					nd.MTU = 1500
+					nd.MAC = ethMAC(d, p)
+				}
+				st.Netdevs = append(st.Netdevs, nd)
+			}
+		}
+	}
+}
+
+func (st *State) removeNetdev(name string) {
+	var keep []*Netdev
+	for _, n := range st.Netdevs {
+		// P_Key children go with their parent.
+		if n.Name == name || (len(n.Name) > len(name) && n.Name[:len(name)+1] == name+".") {
+			continue
+		}
+		keep = append(keep, n)
+	}
+	st.Netdevs = keep
+}
+
+func ipoibMAC(d *Device, p *Port) string {
+	flag := "80"
+	if d.EnhancedIPoIB {
+		flag = "00"
+	}
+	g := guidBytes(d.NodeGUID)
+	return fmt.Sprintf("%s:00:10:49:fe:80:00:00:00:00:00:00:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x",
+		flag, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]+byte(p.Num-1))
+}
+
+func ethMAC(d *Device, p *Port) string {
+	g := guidBytes(d.NodeGUID)
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", g[0]&^1|2, g[1], g[2], g[5], g[6], g[7]+byte(p.Num-1))
+}
+
+// RunTool runs one emulated tool as the simulated host's PATH would, for
+// people who want to see what a tool prints on this host.
+func (s *Sim) RunTool(ctx context.Context, args []string) (host.Result, error) {
+	r := &runner{sim: s}
+	return r.Run(ctx, host.Cmd{Args: args})
+}

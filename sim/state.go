@@ -1,0 +1,253 @@
+// Package sim is rdmaform's simulated host: a directory holding the state
+// of a machine with RDMA adapters (sim.yaml) and the sysfs, configfs and
+// /proc tree rendered from it. Commands run against it through the same
+// providers and parsers as on a real host; only the filesystem root, the
+// command runner and netlink are swapped for emulations that follow the
+// kernel's and the tools' real behaviour.
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rdmaform/rdmaform/sim/mlxemu"
+	"github.com/rdmaform/rdmaform/sim/nmemu"
+	"sort"
+	"time"
+)
+
+// StateFile is the simulated host's state, in its directory.
+const StateFile = "sim.yaml"
+
+// State is everything a simulated host is. sim.yaml holds it; the sysfs
+// tree is rendered from it.
+type State struct {
+	Hostname string `yaml:"hostname"`
+	// Boot counts reboots; the boot_id is derived from it.
+	Boot int `yaml:"boot"`
+	// Tools installed on PATH: mlxconfig, mstconfig, mst, nmcli, modprobe, ...
+	Tools []string `yaml:"tools"`
+
+	Devices []*Device `yaml:"devices,omitempty"`
+	Netdevs []*Netdev `yaml:"netdevs,omitempty"`
+
+	// Modules loaded now; BootModules are loaded at every boot (plus what
+	// /etc/modules-load.d lists).
+	Modules     []string `yaml:"modules,omitempty"`
+	BootModules []string `yaml:"boot_modules,omitempty"`
+	// Available modules modprobe can load (a module not listed is missing).
+	Available []string `yaml:"available_modules,omitempty"`
+
+	// RdmaCM holds the kernel's rdma_cm defaults set through configfs, by
+	// "dev/port"; unset ports have the kernel's initial values.
+	RdmaCM map[string]RoceDefaults `yaml:"rdma_cm,omitempty"`
+	// CMGroups are the configfs device groups that exist now (mkdir'ed).
+	CMGroups []string `yaml:"rdma_cm_groups,omitempty"`
+
+	// Firmware holds the adapters' firmware configuration as the emulated
+	// mlxconfig/mstconfig see it (one entry per PCI function).
+	Firmware []*mlxemu.Adapter `yaml:"firmware,omitempty"`
+	// MSTStarted: `mst start` has run, so /dev/mst names exist (MFT only).
+	MSTStarted bool `yaml:"mst_started,omitempty"`
+	// NM is the emulated NetworkManager; nil when it is not installed.
+	NM *nmemu.State `yaml:"networkmanager,omitempty"`
+
+	// Latency per tool run (emulated tools sleep this long), e.g.
+	// mlxconfig: 1.4s.
+	Latency map[string]Duration `yaml:"latency,omitempty"`
+	// Faults make emulated tools fail, for tests of failure handling.
+	Faults []Fault `yaml:"faults,omitempty"`
+}
+
+// Device is an RDMA device: a PCI adapter function or a software device.
+type Device struct {
+	Name     string `yaml:"name"`              // mlx5_0
+	Driver   string `yaml:"driver"`            // mlx5, mlx4, rxe
+	PCI      string `yaml:"pci,omitempty"`     // 0000:3b:00.0; "" for rxe
+	PCIID    string `yaml:"pci_id,omitempty"`  // 0x101b
+	NodeGUID string `yaml:"node_guid"`         // 0002:c903:000c:c89a
+	FWVer    string `yaml:"fw_ver,omitempty"`  // 20.35.1012
+	BoardID  string `yaml:"board_id,omitempty"`
+	Parent   string `yaml:"parent,omitempty"` // rxe: its netdev
+	// EnhancedIPoIB is true for ConnectX-4 and later: IPoIB runs datagram
+	// only (the hardware address has no connected-mode flag).
+	EnhancedIPoIB bool    `yaml:"enhanced_ipoib,omitempty"`
+	Ports         []*Port `yaml:"ports"`
+}
+
+// Port is one port of a device.
+type Port struct {
+	Num       int    `yaml:"port"`
+	LinkLayer string `yaml:"link_layer"` // InfiniBand, Ethernet
+	State     string `yaml:"state"`      // ACTIVE, DOWN, ...
+	PhysState string `yaml:"phys_state"` // LinkUp, Polling, Disabled, ...
+	Rate      string `yaml:"rate"`       // 200 Gb/sec (4X HDR)
+	LID       int    `yaml:"lid,omitempty"`
+	SMLID     int    `yaml:"sm_lid,omitempty"`
+	PKeys     []int  `yaml:"pkeys,omitempty"`
+	// Mlx4Type is the mlx4 port type setting (ib, eth, auto); mlx4 only.
+	Mlx4Type string `yaml:"mlx4_type,omitempty"`
+	// Mlx4Boot is the port type the driver starts with after a reboot.
+	Mlx4Boot string `yaml:"mlx4_boot,omitempty"`
+	// NetdevIB and NetdevEth name the netdev the port has when its link
+	// layer is InfiniBand or Ethernet.
+	NetdevIB  string `yaml:"netdev_ib,omitempty"`
+	NetdevEth string `yaml:"netdev_eth,omitempty"`
+	// Peer is the link layer of the switch port at the other end of the
+	// cable; a mismatch keeps the port down, as on real fabrics.
+	Peer string `yaml:"peer,omitempty"`
+}
+
+// Netdev is a network interface.
+type Netdev struct {
+	Name  string   `yaml:"name"`
+	Kind  string   `yaml:"kind"` // ether, ipoib, veth, virtio
+	MTU   int      `yaml:"mtu"`
+	Up    bool     `yaml:"up"`
+	MAC   string   `yaml:"mac"`
+	Addrs []string `yaml:"addrs,omitempty"` // static global, CIDR
+	// Dynamic addresses (DHCP) and the kernel's link-local ones.
+	DynAddrs []string `yaml:"dyn_addrs,omitempty"`
+	// Device/Port tie an adapter netdev to its RDMA port.
+	Device string `yaml:"device,omitempty"`
+	Port   int    `yaml:"port,omitempty"`
+	// PKey of an IPoIB interface (0xffff for the parent).
+	PKey int `yaml:"pkey,omitempty"`
+	// Mode of an IPoIB interface: datagram or connected.
+	Mode string `yaml:"mode,omitempty"`
+	// Boot is how the netdev comes up after a reboot (nil: as it is).
+	Boot *NetdevBoot `yaml:"boot,omitempty"`
+}
+
+// NetdevBoot is a netdev's state right after boot.
+type NetdevBoot struct {
+	MTU   int      `yaml:"mtu"`
+	Up    bool     `yaml:"up"`
+	Addrs []string `yaml:"addrs,omitempty"`
+}
+
+// RoceDefaults are the rdma_cm defaults of one port.
+type RoceDefaults struct {
+	Mode string `yaml:"mode"`
+	Tos  int    `yaml:"tos"`
+}
+
+// Fault makes an emulated tool fail: on a run whose arguments contain
+// Match (all of them, if empty), print Stderr/Stdout and exit with Exit, or
+// hang until the caller's timeout.
+type Fault struct {
+	Tool   string `yaml:"tool"`
+	Match  string `yaml:"match,omitempty"`
+	Exit   int    `yaml:"exit,omitempty"`
+	Stdout string `yaml:"stdout,omitempty"`
+	Stderr string `yaml:"stderr,omitempty"`
+	Hang   bool   `yaml:"hang,omitempty"`
+	// Times limits how often it fires (0: always).
+	Times int `yaml:"times,omitempty"`
+}
+
+// Duration is a time.Duration written as "1.4s" in sim.yaml.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Device returns the device called name, or nil.
+func (s *State) Device(name string) *Device {
+	for _, d := range s.Devices {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// DeviceByPCI returns the device at a PCI address, or nil.
+func (s *State) DeviceByPCI(pci string) *Device {
+	for _, d := range s.Devices {
+		if d.PCI == pci {
+			return d
+		}
+	}
+	return nil
+}
+
+// Netdev returns the netdev called name, or nil.
+func (s *State) Netdev(name string) *Netdev {
+	for _, n := range s.Netdevs {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Port returns port n, or nil.
+func (d *Device) Port(n int) *Port {
+	for _, p := range d.Ports {
+		if p.Num == n {
+			return p
+		}
+	}
+	return nil
+}
+
+// HasTool reports whether a tool is on the simulated PATH.
+func (s *State) HasTool(name string) bool {
+	for _, t := range s.Tools {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ModuleLoaded reports whether a module is loaded.
+func (s *State) ModuleLoaded(name string) bool {
+	for _, m := range s.Modules {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+// BootID is the simulated /proc/sys/kernel/random/boot_id.
+func (s *State) BootID() string {
+	h := fnv(fmt.Sprintf("%s/%d", s.Hostname, s.Boot))
+	return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(h), uint16(h>>32), uint16(h>>48)&0xfff, uint16(h>>20)&0xfff, h&0xffffffffffff)
+}
+
+func fnv(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func (s *State) sortAll() {
+	sort.Slice(s.Devices, func(i, j int) bool { return s.Devices[i].Name < s.Devices[j].Name })
+	sort.Slice(s.Netdevs, func(i, j int) bool { return s.Netdevs[i].Name < s.Netdevs[j].Name })
+	sort.Strings(s.Modules)
+	sort.Strings(s.CMGroups)
+}
+
+// initialRoce is the kernel's initial rdma_cm mode of a port: RoCE v2 on
+// Ethernet ports (the preferred GID type), IB/RoCE v1 on InfiniBand ports.
+func initialRoce(p *Port) RoceDefaults {
+	if p.LinkLayer == "Ethernet" {
+		return RoceDefaults{Mode: "RoCE v2"}
+	}
+	return RoceDefaults{Mode: "IB/RoCE v1"}
+}
