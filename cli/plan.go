@@ -84,10 +84,10 @@ func (a *app) planCmd() *cobra.Command {
 }
 
 func (a *app) applyCmd() *cobra.Command {
-	var file string
+	var file, only string
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "apply -f SPEC [--yes]",
+		Use:   "apply -f SPEC [--yes] [--only runtime]",
 		Short: "Apply the spec, then verify by planning again",
 		Long: `Plan, ask for confirmation (unless --yes), apply every change in order
 with a progress line per change on stderr, skip changes whose
@@ -108,16 +108,57 @@ as pending, never applied again.
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
-			return a.apply(cmd.Context(), h, spec, yes)
+			filter, err := onlyFilter(only)
+			if err != nil {
+				return err
+			}
+			return a.apply(cmd.Context(), h, spec, applyOptions{yes: yes, only: filter})
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
+	cmd.Flags().StringVar(&only, "only", "", "apply only changes of one activation: runtime (what a boot loses; the boot unit runs this)")
 	return cmd
 }
 
-func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, yes bool) error {
+// applyOptions tune an apply.
+type applyOptions struct {
+	yes bool
+	// only keeps the changes it returns true for; nil keeps all.
+	only func(*plan.Change) bool
+}
+
+// onlyFilter parses --only.
+func onlyFilter(only string) (func(*plan.Change) bool, error) {
+	switch only {
+	case "":
+		return nil, nil
+	case "runtime":
+		return func(c *plan.Change) bool { return c.Activation == plan.Runtime }, nil
+	}
+	return nil, &exitError{code: plan.ExitError, err: fmt.Errorf("--only %q: the only filter is runtime", only)}
+}
+
+// buildFiltered plans and, with --only, keeps only the selected changes;
+// pending and deferred items are kept: they still describe the host.
+func (a *app) buildFiltered(ctx context.Context, h *host.Host, spec *schema.Spec, only func(*plan.Change) bool) (*plan.Result, error) {
 	res, err := a.build(ctx, h, spec)
+	if err != nil || only == nil {
+		return res, err
+	}
+	var keep []*plan.Change
+	for _, c := range res.Plan.Changes {
+		if only(c) {
+			keep = append(keep, c)
+		}
+	}
+	res.Plan.Changes = keep
+	res.Plan.Finish()
+	return res, nil
+}
+
+func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o applyOptions) error {
+	res, err := a.buildFiltered(ctx, h, spec, o.only)
 	if err != nil {
 		return err
 	}
@@ -131,7 +172,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, yes bo
 	if p.Empty() {
 		return exitCode(p.ExitCode())
 	}
-	if !yes {
+	if !o.yes {
 		ok, err := a.confirm()
 		if err != nil {
 			return &exitError{code: plan.ExitError, err: err}
@@ -141,7 +182,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, yes bo
 		}
 	}
 	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: a.env.Stderr})
-	after, err := a.build(context.WithoutCancel(ctx), h, spec)
+	after, err := a.buildFiltered(context.WithoutCancel(ctx), h, spec, o.only)
 	if err != nil {
 		return err
 	}
