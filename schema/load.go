@@ -304,6 +304,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.SetString(n.Value)
 	case reflect.Int:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && strings.Trim(n.Value, "0123456789+-_") == "" {
+			d.errorf(path, n, "integer %s is out of range", truncate(n.Value))
+			return
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			d.errorf(path, n, "must be an integer, not %s", kindName(n))
 			return
@@ -394,10 +398,18 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 
 // suggest names the closest known key, for typos such as roce_mod.
 func suggest(key string, fields []fieldInfo) string {
+	// Compare the key as written and without a leading "section_" (roce_mod
+	// is a typo of mode inside roce:).
+	forms := []string{strings.ToLower(key)}
+	if _, rest, ok := strings.Cut(forms[0], "_"); ok && rest != "" {
+		forms = append(forms, rest)
+	}
 	best, bestD := "", 3
 	for _, f := range fields {
-		if dist := levenshtein(strings.ToLower(key), f.key); dist < bestD {
-			best, bestD = f.key, dist
+		for _, k := range forms {
+			if dist := levenshtein(k, f.key); dist < bestD {
+				best, bestD = f.key, dist
+			}
 		}
 	}
 	known := make([]string, len(fields))
@@ -477,7 +489,7 @@ func (d *decoder) decodePKey(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if i < 0 || i > 0xffff {
 		d.errorf(path, n, "P_Key %s is out of range 0x0001-0xffff", truncate(n.Value))
-		i = 0
+		return
 	}
 	v.Set(reflect.ValueOf(PKey{Value: int(i), Text: n.Value}))
 }

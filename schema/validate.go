@@ -14,7 +14,17 @@ import (
 func Parse(file string, data []byte) (*Spec, Report) {
 	spec, rep := Load(file, data)
 	if len(rep) == 0 || !hasFatal(rep) {
-		rep = append(rep, Validate(spec)...)
+		// A value that could not be decoded is reported once, by the loader;
+		// the zero value left in its place would only add noise.
+		bad := map[string]bool{}
+		for _, f := range rep {
+			bad[f.Path] = true
+		}
+		for _, f := range Validate(spec) {
+			if !bad[f.Path] {
+				rep = append(rep, f)
+			}
+		}
 	}
 	rep = dedupFindings(rep)
 	rep.Sort()

@@ -1,0 +1,35 @@
+# rdmaform — make help lists the targets.
+GO       ?= go
+BIN      ?= bin/rdmaform
+PKGS     ?= ./...
+FUZZTIME ?= 20s
+
+.PHONY: help build test test-short lint fuzz demo clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/rdmaform
+	$(GO) build -o $(BIN) ./cmd/rdmaform
+
+test: ## run every test (real NetworkManager, netns, systemd when root)
+	$(GO) test -count=1 $(PKGS)
+
+test-short: ## unit tests only, no lab components
+	$(GO) test -count=1 -short $(PKGS)
+
+lint: ## gofmt, go vet, and the OS-boundary check
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run ./internal/lint .
+
+fuzz: ## run each fuzz target for FUZZTIME
+	$(GO) test ./schema -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./providers/firmware/mlxfmt -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
+
+demo: build ## plan and apply examples/roce.yaml on a copy of the simulated host examples/hosts/cx5-roce
+	./examples/demo.sh $(BIN)
+
+clean: ## remove build outputs
+	rm -rf bin

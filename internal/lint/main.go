@@ -1,0 +1,127 @@
+// Command lint enforces rdmaform's one door to the OS: outside host/,
+// sim/ and the test harnesses, no package may import os/exec, netlink or
+// D-Bus, or call os file functions. Tests (_test.go) may use the OS for
+// fixtures. Run by `make lint`; prints offending positions and exits 1.
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// allowed are the directories that are the OS boundary.
+var allowed = []string{"host", "sim", "internal/testlab", "internal/lint", "cmd"}
+
+// forbiddenImports may only be imported at the boundary.
+var forbiddenImports = map[string]bool{
+	"os/exec":                               true,
+	"syscall/exec":                          true,
+	"github.com/vishvananda/netlink":        true,
+	"github.com/vishvananda/netns":          true,
+	"github.com/coreos/go-systemd/v22/dbus": true,
+	"github.com/godbus/dbus/v5":             true,
+	"github.com/Mellanox/rdmamap":           true,
+}
+
+// osFuncs are the os package's file-system and process functions.
+var osFuncs = map[string]bool{
+	"Open": true, "OpenFile": true, "Create": true, "CreateTemp": true, "ReadFile": true, "WriteFile": true,
+	"ReadDir": true, "Mkdir": true, "MkdirAll": true, "MkdirTemp": true, "Remove": true, "RemoveAll": true,
+	"Rename": true, "Stat": true, "Lstat": true, "Readlink": true, "Symlink": true, "Link": true,
+	"Chmod": true, "Chown": true, "Lchown": true, "Truncate": true, "Chdir": true, "DirFS": true,
+	"StartProcess": true, "Chtimes": true,
+}
+
+func isAllowed(dir string) bool {
+	for _, a := range allowed {
+		if dir == a || strings.HasPrefix(dir, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	root := "."
+	if len(os.Args) > 1 {
+		root = os.Args[1]
+	}
+	problems, err := check(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lint:", err)
+		os.Exit(1)
+	}
+	for _, p := range problems {
+		fmt.Println(p)
+	}
+	if len(problems) > 0 {
+		fmt.Printf("lint: %d calls past the OS boundary\n", len(problems))
+		os.Exit(1)
+	}
+}
+
+// check returns every boundary violation below root, sorted.
+func check(root string) ([]string, error) {
+	var problems []string
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		if isAllowed(dir) {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		osName := ""
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if forbiddenImports[p] {
+				problems = append(problems, fmt.Sprintf("%s: imports %s; only host/ and sim/ touch the OS", fset.Position(imp.Pos()), p))
+			}
+			if p == "os" {
+				osName = "os"
+				if imp.Name != nil {
+					osName = imp.Name.Name
+				}
+			}
+		}
+		if osName == "" {
+			return nil
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == osName && osFuncs[sel.Sel.Name] {
+				problems = append(problems, fmt.Sprintf("%s: os.%s; file access goes through host.FS", fset.Position(sel.Pos()), sel.Sel.Name))
+			}
+			return true
+		})
+		return nil
+	})
+	sort.Strings(problems)
+	return problems, err
+}

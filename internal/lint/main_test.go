@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckFindsCallsPastTheBoundary(t *testing.T) {
+	got, err := check("testdata/tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"plan/bad.go:5:2: imports os/exec", "plan/bad.go:9:9: os.ReadFile"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("problem %d = %q, want it to contain %q", i, got[i], w)
+		}
+	}
+}
+
+func TestRepositoryIsClean(t *testing.T) {
+	got, err := check("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) > 0 {
+		t.Errorf("calls past the OS boundary:\n%s", strings.Join(got, "\n"))
+	}
+}
