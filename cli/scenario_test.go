@@ -1,0 +1,113 @@
+package cli_test
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/rdmaform/rdmaform/cli"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected outputs in scenario files")
+
+func TestMain(m *testing.M) {
+	os.Exit(testscript.RunMain(m, map[string]func() int{
+		"rdmaform": func() int { return cli.Run(os.Args[1:], cli.OSEnv()) },
+	}))
+}
+
+// TestScenarios runs every scenario in testdata/scenarios: one readable
+// file each holding the spec, the simulated host, the expected plan, the
+// expected tool calls and the expected state after apply; each ends with
+// "apply, then plan is empty".
+//
+// Commands besides testscript's own:
+//
+//	run CODE PROGRAM ARGS...  run a program, require exit code CODE
+//	tree DIR PATH...       print the files below DIR/PATH with their content
+func TestScenarios(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/scenarios",
+		UpdateScripts: *update,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("RDMAFORM_SIM_CALLS", filepath.Join(env.WorkDir, "calls"))
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"run":  run,
+			"tree": tree,
+		},
+		RequireExplicitExec: true,
+	})
+}
+
+func run(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: run CODE PROGRAM ARGS...")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("run: first argument must be the expected exit code, not %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("run: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s: exit code %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
+
+// tree prints every regular file below DIR/PATH (symlinks as links), in
+// sorted order, so a scenario can compare a host tree after apply.
+func tree(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: tree DIR PATH...")
+	}
+	root := ts.MkAbs(args[0])
+	var lines []string
+	for _, p := range args[1:] {
+		base := filepath.Join(root, p)
+		if _, err := os.Lstat(base); errors.Is(err, os.ErrNotExist) {
+			lines = append(lines, p+": (absent)")
+			continue
+		}
+		ts.Check(filepath.Walk(base, func(path string, fi os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			switch {
+			case fi.Mode()&os.ModeSymlink != 0:
+				target, _ := os.Readlink(path)
+				lines = append(lines, rel+" -> "+target)
+			case fi.Mode().IsRegular():
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				lines = append(lines, rel+": "+strings.TrimSuffix(string(b), "\n"))
+			}
+			return nil
+		}))
+	}
+	sort.Strings(lines)
+	w := ts.Stdout() // even with no lines: an empty tree is an output too
+	for _, l := range lines {
+		w.Write([]byte(l + "\n"))
+	}
+}
