@@ -23,6 +23,8 @@ type Host struct {
 	// Kernel mounts filesystems; nil means offline: under --root nothing is
 	// mounted or loaded, the tree is used as it is.
 	Kernel Kernel
+	// Systemd is the service manager; nil when no systemd runs (or --root).
+	Systemd Systemd
 	// Name says what this host is, for messages: "live", "root DIR", "sim DIR".
 	Name string
 }
@@ -66,7 +68,7 @@ func NewLive(env []string) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Net: NewNetlink(nil), Kernel: liveKernel{fsys}, Name: "live"}, nil
+	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Net: NewNetlink(nil), Kernel: liveKernel{fsys}, Systemd: liveSystemd(), Name: "live"}, nil
 }
 
 // NewRooted returns a host whose files live under dir. Commands still run
