@@ -4,6 +4,7 @@ package providers
 
 import (
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 )
 
@@ -11,5 +12,6 @@ import (
 func All() []plan.Provider {
 	return []plan.Provider{
 		&rdmacm.Provider{},
+		&ipoib.Provider{},
 	}
 }

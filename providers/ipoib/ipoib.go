@@ -1,0 +1,312 @@
+// Package ipoib manages the spec's ipoib section: NetworkManager
+// connections of type infiniband (IPoIB), through nmcli. A connection is
+// identified by its name (connection.id); profiles with other names are
+// never read beyond the list, never changed.
+//
+// What it decides, so operators can rely on it:
+//
+//   - P_Keys are written with the full-membership bit (0x0002 and 0x8002
+//     are the same partition; the interface is parent.8002) and are looked
+//     up in the port's P_Key table by the partition number alone.
+//   - ipv4/ipv6 without a method: manual with addresses, disabled without,
+//     so a declared interface never waits for DHCP.
+//   - state: down saves the profile with autoconnect no (a reboot would
+//     otherwise bring it up again); up sets autoconnect yes.
+//   - Fields the spec leaves out (mode, mtu, ipv4, ipv6) are not enforced
+//     on an existing profile; they take NetworkManager's defaults when the
+//     profile is created.
+//   - NetworkManager applies a modified profile only when it is activated
+//     again, so a modify of an active profile is followed by
+//     `nmcli connection up`, which re-activates it: the interface is
+//     re-configured at once (a short interruption of its traffic). The
+//     plan says so with "state: up -> re-activate". A change of autoconnect
+//     alone does not re-activate.
+package ipoib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Provider is the IPoIB provider.
+type Provider struct{}
+
+var _ plan.Provider = (*Provider)(nil)
+
+// Name implements plan.Provider.
+func (*Provider) Name() string { return "ipoib" }
+
+// Address is the plan address of one connection.
+func Address(name string) string { return "ipoib[" + name + "]" }
+
+// ARPHRDInfiniband is /sys/class/net/X/type of an IPoIB netdev.
+const ARPHRDInfiniband = 32
+
+// Link is what sysfs says of one netdev the spec names.
+type Link struct {
+	Name string
+	Type int    // type: 32 for IPoIB, 1 for Ethernet
+	MTU  int    // mtu
+	Mode string // mode: datagram or connected ("" when not IPoIB)
+	// Flags is the first byte of address: on IPoIB, 0x80 means the
+	// interface can run connected mode; enhanced IPoIB (ConnectX-4 and
+	// later) has 0x00. -1 when unreadable.
+	Flags int
+}
+
+// Enhanced reports whether the IPoIB interface runs enhanced IPoIB
+// (datagram only): its hardware address lacks the connected-mode flag.
+func (l Link) Enhanced() bool { return l.Type == ARPHRDInfiniband && l.Flags >= 0 && l.Flags&0x80 == 0 }
+
+// Observed is what Discover found.
+type Observed struct {
+	// Profiles is every infiniband profile, sorted by name then UUID.
+	Profiles []nmcli.Profile
+	// Links holds the netdevs the spec names as parents, by name; a
+	// missing netdev has no entry.
+	Links map[string]Link
+	// PKeys holds the P_Key table (non-zero entries, sorted) of each port
+	// that carries a parent, by "dev/port": ports/N/pkeys/*.
+	PKeys map[string][]int
+}
+
+func portKey(dev string, port int) string { return fmt.Sprintf("%s/%d", dev, port) }
+
+// nmcliTimeout bounds one nmcli run: `connection up` waits up to 90 s for
+// the activation by default, longer than host.DefaultTimeout.
+const nmcliTimeout = 100 * time.Second
+
+// client returns an nmcli client that runs through the host's runner (the
+// live host passes the caller's environment and LC_ALL=C; the simulator
+// emulates nmcli).
+func client(h *host.Host) *nmcli.Client {
+	return &nmcli.Client{Run: func(ctx context.Context, argv []string) (nmcli.Result, error) {
+		res, err := h.Runner.Run(ctx, host.Cmd{Args: argv, Timeout: nmcliTimeout})
+		r := nmcli.Result{Stdout: res.Stdout, Stderr: res.Stderr}
+		var ee *host.ExitError
+		if errors.As(err, &ee) && ee.Err == nil && ee.Code > 0 {
+			r.Stdout, r.Stderr, r.Exit = ee.Stdout, ee.Stderr, ee.Code
+			return r, nil
+		}
+		if errors.Is(err, host.ErrNotFound) {
+			return r, fmt.Errorf("nmcli is not installed: the ipoib section needs NetworkManager (Debian/Ubuntu: network-manager, RHEL: NetworkManager): %w", err)
+		}
+		return r, err
+	}}
+}
+
+// Discover implements plan.Provider: one `nmcli connection show` and one
+// `nmcli connection show uuid ...` for all infiniband profiles, whatever
+// their number, plus the sysfs files of the parents the spec names and
+// the P_Key tables of their ports.
+func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+	if len(req.Spec.IPoIB) == 0 {
+		return nil, nil
+	}
+	obs := &Observed{Links: map[string]Link{}, PKeys: map[string][]int{}}
+	profiles, err := client(h).List(ctx)
+	if err != nil {
+		if nmcli.IsNotRunning(err) {
+			return nil, fmt.Errorf("NetworkManager is not running; the ipoib section needs it (systemctl start NetworkManager): %w", err)
+		}
+		return nil, fmt.Errorf("listing NetworkManager connections: %w", err)
+	}
+	obs.Profiles = profiles
+	for _, c := range req.Spec.IPoIB {
+		name := c.Parent
+		if schema.CheckNetdev(name) != "" {
+			continue // reported by validation
+		}
+		if _, done := obs.Links[name]; done {
+			continue
+		}
+		l, ok, err := readLink(h.FS, name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		obs.Links[name] = l
+		dev, port := portOf(req.Inv, name)
+		if port == nil || port.LinkLayer != "InfiniBand" {
+			continue
+		}
+		k := portKey(dev.Name, port.Num)
+		if _, done := obs.PKeys[k]; done {
+			continue
+		}
+		keys, err := readPKeys(h.FS, dev.Name, port.Num)
+		if err != nil {
+			return nil, err
+		}
+		obs.PKeys[k] = keys
+	}
+	return obs, nil
+}
+
+// readLink reads the netdev's type, mtu, mode and address flags.
+//
+// Equivalent to: cat /sys/class/net/NAME/{type,mtu,mode,address}
+func readLink(f host.FS, name string) (Link, bool, error) {
+	base := path.Join(inventory.ClassNet, name)
+	if !host.Exists(f, base) {
+		return Link{}, false, nil
+	}
+	l := Link{Name: name, Flags: -1}
+	num := func(attr string) (int, error) {
+		s, err := host.ReadAttr(f, path.Join(base, attr))
+		if err != nil {
+			return 0, fmt.Errorf("reading %s of %s: %w", attr, name, err)
+		}
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s: %q is not a number", base, attr, s)
+		}
+		return v, nil
+	}
+	var err error
+	if l.Type, err = num("type"); err != nil {
+		return l, false, err
+	}
+	if l.MTU, err = num("mtu"); err != nil {
+		return l, false, err
+	}
+	if l.Type != ARPHRDInfiniband {
+		return l, true, nil
+	}
+	if m, err := host.ReadAttr(f, path.Join(base, "mode")); err == nil {
+		l.Mode = m
+	}
+	if a, err := host.ReadAttr(f, path.Join(base, "address")); err == nil {
+		first, _, _ := strings.Cut(a, ":")
+		if v, err := strconv.ParseUint(first, 16, 8); err == nil && len(first) == 2 {
+			l.Flags = int(v)
+		}
+	}
+	return l, true, nil
+}
+
+// readPKeys reads a port's P_Key table, leaving out empty slots.
+//
+// Equivalent to: cat /sys/class/infiniband/DEV/ports/N/pkeys/*
+func readPKeys(f host.FS, dev string, port int) ([]int, error) {
+	dir := path.Join(inventory.ClassInfiniband, dev, "ports", strconv.Itoa(port), "pkeys")
+	entries, err := f.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the P_Key table of port %d of %s: %w", port, dev, err)
+	}
+	seen := map[int]bool{}
+	var keys []int
+	for _, e := range entries {
+		s, err := host.ReadAttr(f, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s/%s: %w", dir, e.Name(), err)
+		}
+		v, err := strconv.ParseInt(s, 0, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %q is not a P_Key", dir, e.Name(), s)
+		}
+		if v&0x7fff == 0 || seen[int(v)] {
+			continue
+		}
+		seen[int(v)] = true
+		keys = append(keys, int(v))
+	}
+	sort.Ints(keys)
+	return keys, nil
+}
+
+// portOf returns the RDMA device and port a netdev belongs to, or nils.
+func portOf(inv *inventory.Inventory, netdev string) (*inventory.Device, *inventory.Port) {
+	if inv == nil {
+		return nil, nil
+	}
+	for _, d := range inv.Devices {
+		for _, p := range d.Ports {
+			for _, n := range p.Netdevs {
+				if n == netdev {
+					return d, p
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Diff implements plan.Provider.
+func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
+	obs, _ := observed.(*Observed)
+	if obs == nil {
+		obs = &Observed{}
+	}
+	return diff(req, obs, facts)
+}
+
+// Apply implements plan.Provider. See the package comment for what each
+// step does on the machine; every nmcli failure is a *ConnError naming the
+// connection, the step, the command and NetworkManager's message.
+func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return fmt.Errorf("%s: no ipoib payload", c.Address)
+	}
+	return pl.apply(ctx, client(h))
+}
+
+// apply carries out one connection's change:
+//
+//	create: nmcli connection add type infiniband con-name NAME ...; nmcli connection up uuid U
+//	update: nmcli connection modify uuid U PROP VALUE ...; nmcli connection up|down uuid U
+//	delete: nmcli connection delete uuid U
+func (pl *payload) apply(ctx context.Context, cl *nmcli.Client) error {
+	fail := func(step Step, uuid string, err error) error {
+		return &ConnError{Name: pl.Name, UUID: uuid, Step: step, Err: err}
+	}
+	switch pl.Op {
+	case opCreate:
+		uuid, err := cl.Add(ctx, pl.Profile)
+		if err != nil {
+			return fail(StepAdd, "", err)
+		}
+		if pl.Up {
+			if err := cl.Up(ctx, uuid); err != nil {
+				return fail(StepUp, uuid, err)
+			}
+		}
+		return nil
+	case opUpdate:
+		if err := cl.Modify(ctx, pl.UUID, pl.Settings); err != nil {
+			return fail(StepModify, pl.UUID, err)
+		}
+		switch {
+		case pl.Up:
+			if err := cl.Up(ctx, pl.UUID); err != nil {
+				return fail(StepUp, pl.UUID, err)
+			}
+		case pl.Down:
+			if err := cl.Down(ctx, pl.UUID); err != nil {
+				return fail(StepDown, pl.UUID, err)
+			}
+		}
+		return nil
+	case opDelete:
+		if err := cl.Delete(ctx, pl.UUID); err != nil {
+			return fail(StepDelete, pl.UUID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: unknown operation %d", Address(pl.Name), pl.Op)
+}
