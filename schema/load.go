@@ -39,6 +39,8 @@ func (p Pos) String() string {
 // Sources maps logical paths to file positions.
 type Sources struct {
 	File string
+	// Data is the bytes the spec was loaded from (the boot unit copies them).
+	Data []byte
 	pos  map[string]Pos
 }
 
@@ -143,6 +145,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 // whatever the bytes. Validate adds the semantic findings.
 func Load(file string, data []byte) (*Spec, Report) {
 	d := &decoder{src: newSources(file)}
+	d.src.Data = data
 	spec := &Spec{Src: d.src}
 	if len(data) > MaxSpecSize {
 		d.errorf("$", nil, "spec is %d bytes, larger than the %d bytes rdmaform reads", len(data), MaxSpecSize)
