@@ -43,7 +43,13 @@ func WriteText(w io.Writer, p *Plan, o TextOptions) error {
 		b.WriteString("\n")
 	}
 	for _, c := range p.Changes {
-		line := fmt.Sprintf("  %s %-*s %-*s", mark(c.Action.Symbol()), addrWidth, c.Address, labelWidth, c.Activation.Label())
+		addr := c.Address
+		if len(addr) < addrWidth {
+			addr += strings.Repeat(" ", addrWidth-len(addr))
+		} else {
+			addr += " "
+		}
+		line := fmt.Sprintf("  %s %s%-*s", mark(c.Action.Symbol()), addr, labelWidth, c.Activation.Label())
 		if c.Source != nil && c.Source.Line > 0 {
 			line += "# " + c.Source.String()
 		}
