@@ -10,6 +10,7 @@ var ErrLinkNotFound = errors.New("no such network interface")
 
 // ErrNoRDMA is returned when the kernel has no RDMA netlink (ib_core or the
 // rdma_rxe module is not loaded): RDMA netlink answers EPROTONOSUPPORT.
+// Errors wrapping it from a real kernel also wrap the errno.
 var ErrNoRDMA = errors.New("the kernel has no RDMA netlink support (ib_core/rdma_rxe not loaded; install the kernel's rdma_rxe module, e.g. linux-modules-extra, and run modprobe rdma_rxe)")
 
 // ErrNoNetlink is returned by hosts without netlink (a --root tree).
@@ -36,11 +37,17 @@ type Addr struct {
 	Dynamic bool
 }
 
-// RdmaLink is one RDMA link of a software driver (rxe) and its netdev.
+// RdmaLink is one RDMA device as `rdma link show` lists it.
 type RdmaLink struct {
-	Name   string
+	Name string
+	// Netdev is the netdev a software link (rxe) is bound to, from
+	// /sys/class/infiniband/NAME/parent; "" for hardware devices, whose
+	// netdevs the inventory maps.
 	Netdev string
 }
+
+// Software reports whether the link is a software (rxe) link.
+func (l RdmaLink) Software() bool { return l.Netdev != "" }
 
 // Net is kernel networking through netlink.
 type Net interface {
@@ -56,7 +63,8 @@ type Net interface {
 	AddrAdd(name string, p netip.Prefix) error
 	// AddrDel is equivalent to: ip addr del PREFIX dev NAME
 	AddrDel(name string, p netip.Prefix) error
-	// RdmaLinkList is equivalent to: rdma link show (rxe links only)
+	// RdmaLinkList is equivalent to: rdma link show, with the netdev of
+	// each software link. Sorted by name. ErrNoRDMA without RDMA netlink.
 	RdmaLinkList() ([]RdmaLink, error)
 	// RdmaLinkAdd is equivalent to: rdma link add NAME type rxe netdev NETDEV
 	RdmaLinkAdd(name, netdev string) error

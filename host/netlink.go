@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sort"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -13,16 +14,26 @@ import (
 // Netlink is Net over a real netlink handle (vishvananda/netlink).
 type Netlink struct {
 	h *netlink.Handle
+	// sysfs is where /sys/class/infiniband/NAME/parent is read; nil means
+	// the live /sys.
+	sysfs FS
 }
 
 var _ Net = (*Netlink)(nil)
 
 // NewNetlink wraps a handle; nil means the current network namespace.
+// Software links' netdevs are read from the live /sys.
 func NewNetlink(h *netlink.Handle) *Netlink {
+	return NewNetlinkSysfs(h, nil)
+}
+
+// NewNetlinkSysfs wraps a handle and reads the netdev of software RDMA
+// links (the rxe "parent" attribute) through sysfs; nil means the live /sys.
+func NewNetlinkSysfs(h *netlink.Handle, sysfs FS) *Netlink {
 	if h == nil {
 		h = &netlink.Handle{}
 	}
-	return &Netlink{h: h}
+	return &Netlink{h: h, sysfs: sysfs}
 }
 
 func (n *Netlink) link(name string) (netlink.Link, error) {
@@ -127,36 +138,69 @@ func (n *Netlink) AddrDel(name string, p netip.Prefix) error {
 	return n.h.AddrDel(l, toNetlinkAddr(p))
 }
 
+// rdmaErr maps the kernel's answer when no RDMA netlink family is
+// registered (no ib_core): socket(AF_NETLINK, NETLINK_RDMA) fails with
+// EPROTONOSUPPORT. The errno stays wrapped for errors.Is.
 func rdmaErr(err error) error {
 	if errors.Is(err, unix.EPROTONOSUPPORT) {
-		return ErrNoRDMA
+		return fmt.Errorf("%w: %w", ErrNoRDMA, err)
 	}
 	return err
 }
 
-// RdmaLinkList implements Net: the rxe devices and the netdev each is bound to.
+func (n *Netlink) fs() (FS, error) {
+	if n.sysfs != nil {
+		return n.sysfs, nil
+	}
+	return NewRootFS("/")
+}
+
+// RdmaLinkList implements Net: every RDMA device, and for software links
+// the netdev each is bound to.
+//
+// Equivalent to: rdma link show; cat /sys/class/infiniband/NAME/parent
 func (n *Netlink) RdmaLinkList() ([]RdmaLink, error) {
 	ls, err := n.h.RdmaLinkList()
 	if err != nil {
 		return nil, rdmaErr(err)
 	}
-	var out []RdmaLink
-	for _, l := range ls {
-		// The netdev of a software link is reported by the "parent" sysfs
-		// file; netlink's device list does not carry it.
-		out = append(out, RdmaLink{Name: l.Attrs.Name})
+	fsys, err := n.fs()
+	if err != nil {
+		return nil, err
 	}
+	out := make([]RdmaLink, 0, len(ls))
+	for _, l := range ls {
+		// The netdev of a software link is the rxe-only "parent" sysfs
+		// attribute; the netlink device message does not carry it. A
+		// hardware device has no such file.
+		parent, _ := ReadAttr(fsys, "/sys/class/infiniband/"+l.Attrs.Name+"/parent")
+		out = append(out, RdmaLink{Name: l.Attrs.Name, Netdev: parent})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// RdmaLinkAdd implements Net.
+// RdmaLinkAdd implements Net. The kernel loads rdma_rxe on demand
+// (request_module("rdma-link-rxe")).
+//
+// Equivalent to: rdma link add NAME type rxe netdev NETDEV
 func (n *Netlink) RdmaLinkAdd(name, netdev string) error {
 	return rdmaErr(n.h.RdmaLinkAdd(name, "rxe", netdev))
 }
 
-// RdmaLinkDel implements Net.
+// RdmaLinkDel implements Net. Equivalent to: rdma link delete NAME
+// A missing link is ENODEV, as the kernel answers for a missing index.
 func (n *Netlink) RdmaLinkDel(name string) error {
-	return rdmaErr(n.h.RdmaLinkDel(name))
+	ls, err := n.h.RdmaLinkList()
+	if err != nil {
+		return rdmaErr(err)
+	}
+	for _, l := range ls {
+		if l.Attrs.Name == name {
+			return rdmaErr(n.h.RdmaLinkDel(name))
+		}
+	}
+	return fmt.Errorf("rdma link delete %s: %w", name, unix.ENODEV)
 }
 
 type netIPNet = net.IPNet

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"net/netip"
+	"sort"
 	"syscall"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -125,18 +126,23 @@ func (n *simNet) AddrDel(name string, p netip.Prefix) error {
 	})
 }
 
-// RdmaLinkList implements host.Net.
+// RdmaLinkList implements host.Net: every RDMA device, sorted, with the
+// netdev of rxe links; ErrNoRDMA (the kernel's EPROTONOSUPPORT) while
+// ib_core is not loaded.
 func (n *simNet) RdmaLinkList() ([]host.RdmaLink, error) {
-	var out []host.RdmaLink
+	out := []host.RdmaLink{}
 	err := n.read(func(st *State) error {
 		if !st.ModuleLoaded("ib_core") {
-			return host.ErrNoRDMA
+			return fmt.Errorf("%w: %w", host.ErrNoRDMA, syscall.EPROTONOSUPPORT)
 		}
 		for _, d := range st.Devices {
+			l := host.RdmaLink{Name: d.Name}
 			if d.Driver == "rxe" {
-				out = append(out, host.RdmaLink{Name: d.Name, Netdev: d.Parent})
+				l.Netdev = d.Parent
 			}
+			out = append(out, l)
 		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 		return nil
 	})
 	return out, err
@@ -148,7 +154,7 @@ func (n *simNet) RdmaLinkList() ([]host.RdmaLink, error) {
 func (n *simNet) RdmaLinkAdd(name, netdev string) error {
 	return n.sim.mutate(false, func(st *State) error {
 		if !st.ModuleLoaded("ib_core") {
-			return host.ErrNoRDMA
+			return fmt.Errorf("%w: %w", host.ErrNoRDMA, syscall.EPROTONOSUPPORT)
 		}
 		if !st.ModuleLoaded("rdma_rxe") {
 			if !contains(st.Available, "rdma_rxe") {
@@ -201,7 +207,7 @@ func rxeGUID(mac string) string {
 func (n *simNet) RdmaLinkDel(name string) error {
 	return n.sim.mutate(false, func(st *State) error {
 		if !st.ModuleLoaded("ib_core") {
-			return host.ErrNoRDMA
+			return fmt.Errorf("%w: %w", host.ErrNoRDMA, syscall.EPROTONOSUPPORT)
 		}
 		for i, d := range st.Devices {
 			if d.Name == name {
