@@ -1,0 +1,275 @@
+// Package modules manages the kernel modules a spec names: each is loaded
+// now (modprobe) and listed in /etc/modules-load.d/rdmaform.conf, the one
+// file rdmaform owns there, so systemd-modules-load loads it at every boot.
+// Modules are never unloaded: a module dropped from the spec only leaves
+// the file.
+package modules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// Files rdmaform reads and writes.
+const (
+	// ConfFile is the modules-load.d file rdmaform owns.
+	ConfFile = "/etc/modules-load.d/rdmaform.conf"
+	// ProcModules lists loaded modules, one a line, name first.
+	ProcModules = "/proc/modules"
+	// OSRelease is `uname -r`.
+	OSRelease = "/proc/sys/kernel/osrelease"
+	// SysModule holds a directory per loaded or built-in module.
+	SysModule = "/sys/module"
+)
+
+// header opens ConfFile.
+const header = "# Managed by rdmaform: kernel modules systemd-modules-load loads at boot.\n" +
+	"# The spec's modules: list is the source; edits here are overwritten.\n"
+
+// Provider is the kernel modules provider.
+type Provider struct{}
+
+var _ plan.Provider = (*Provider)(nil)
+
+// Name implements plan.Provider.
+func (*Provider) Name() string { return "modules" }
+
+// Normalize is a module's canonical name: modprobe treats '-' and '_'
+// alike and /proc/modules shows '_'.
+func Normalize(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+// Address is the plan address of a module.
+func Address(name string) string { return "module[" + Normalize(name) + "]" }
+
+// Observed is what the host says about modules.
+type Observed struct {
+	// Loaded holds modules in /proc/modules.
+	Loaded map[string]bool
+	// Builtin holds modules built into the kernel (modules.builtin, or a
+	// /sys/module directory without a /proc/modules line).
+	Builtin map[string]bool
+	// Listed holds the modules ConfFile lists; nil when it does not exist.
+	Listed map[string]bool
+}
+
+// Discover implements plan.Provider. It reads /proc/modules, the running
+// kernel's modules.builtin, /sys/module/NAME for the spec's modules and
+// ConfFile. It changes nothing.
+func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+	if req.Spec.Modules == nil {
+		return nil, nil
+	}
+	obs := &Observed{Loaded: map[string]bool{}, Builtin: map[string]bool{}}
+	b, err := h.FS.ReadFile(ProcModules)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", ProcModules, err)
+	}
+	obs.Loaded = parseProcModules(string(b))
+	if rel, err := host.ReadAttr(h.FS, OSRelease); err == nil && rel != "" && !strings.Contains(rel, "/") {
+		f := path.Join("/lib/modules", rel, "modules.builtin")
+		b, err := h.FS.ReadFile(f)
+		switch {
+		case err == nil:
+			obs.Builtin = parseBuiltin(string(b))
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("reading %s: %w", f, err)
+		}
+	}
+	for _, m := range req.Spec.Modules {
+		n := Normalize(m)
+		if !obs.Loaded[n] && host.Exists(h.FS, path.Join(SysModule, n)) {
+			obs.Builtin[n] = true
+		}
+	}
+	b, err = h.FS.ReadFile(ConfFile)
+	switch {
+	case err == nil:
+		obs.Listed = parseConf(string(b))
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("reading %s: %w", ConfFile, err)
+	}
+	return obs, nil
+}
+
+// parseProcModules reads /proc/modules: "name size refcount deps state addr".
+func parseProcModules(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range strings.Split(s, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			out[Normalize(f[0])] = true
+		}
+	}
+	return out
+}
+
+// parseBuiltin reads modules.builtin: one path a line,
+// "kernel/drivers/infiniband/core/ib_core.ko".
+func parseBuiltin(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		out[Normalize(strings.TrimSuffix(path.Base(l), ".ko"))] = true
+	}
+	return out
+}
+
+// parseConf reads a modules-load.d file as systemd-modules-load does: one
+// module a line; lines starting with '#' or ';' and blank lines are
+// ignored.
+func parseConf(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l[0] == '#' || l[0] == ';' {
+			continue
+		}
+		out[Normalize(l)] = true
+	}
+	return out
+}
+
+// renderConf is ConfFile's content for a set of modules: the header, then
+// the names sorted.
+func renderConf(set map[string]bool) []byte {
+	names := sortedKeys(set)
+	var b strings.Builder
+	b.WriteString(header)
+	for _, n := range names {
+		b.WriteString(n + "\n")
+	}
+	return []byte(b.String())
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// payload is what Apply needs for one module.
+type payload struct {
+	name string // normalized
+	load bool   // modprobe it
+	// listed: true adds it to ConfFile, false removes it.
+	listed bool
+}
+
+// Attribute names and values.
+const (
+	attrLoaded = "loaded"
+	attrAtBoot = "load_at_boot"
+	yes        = "yes"
+	no         = "no"
+)
+
+// Diff implements plan.Provider.
+func (p *Provider) Diff(req *plan.Request, observed any, _ *plan.Facts) plan.Proposal {
+	obs, _ := observed.(*Observed)
+	return diff(req, obs)
+}
+
+func diff(req *plan.Request, obs *Observed) plan.Proposal {
+	var prop plan.Proposal
+	if req.Spec.Modules == nil || obs == nil {
+		return prop
+	}
+	want := map[string]bool{}
+	for i, m := range req.Spec.Modules {
+		n := Normalize(m)
+		if want[n] {
+			continue // validation reported the duplicate
+		}
+		want[n] = true
+		src := req.Pos(fmt.Sprintf("$.modules[%d]", i))
+		loaded := obs.Loaded[n] || obs.Builtin[n]
+		listed := obs.Listed[n]
+		var attrs []plan.Attr
+		if !loaded {
+			attrs = append(attrs, plan.Attr{Name: attrLoaded, Before: no, After: yes})
+		}
+		if !listed {
+			attrs = append(attrs, plan.Attr{Name: attrAtBoot, Before: no, After: yes})
+		}
+		if len(attrs) == 0 {
+			continue
+		}
+		action := plan.Update
+		if !loaded {
+			action = plan.Create
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{
+			Address: Address(n), Action: action, Activation: plan.Now, Stage: plan.StageModules,
+			Source: src, Attributes: attrs, Payload: &payload{name: n, load: !loaded, listed: true},
+		})
+	}
+	// Modules the file lists that the spec no longer names leave the file;
+	// they stay loaded (unloading under running RDMA users is never safe).
+	for _, n := range sortedKeys(obs.Listed) {
+		if want[n] {
+			continue
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{
+			Address: Address(n), Action: plan.Delete, Activation: plan.Now, Stage: plan.StageModules,
+			Source:     req.Pos("$.modules"),
+			Attributes: []plan.Attr{{Name: attrAtBoot, Before: yes, After: no}},
+			Payload:    &payload{name: n, listed: false},
+		})
+	}
+	return prop
+}
+
+// Apply implements plan.Provider: it loads the module if the change says
+// so, then adds it to (or removes it from) ConfFile.
+//
+// Equivalent to: modprobe -- NAME; echo NAME >> /etc/modules-load.d/rdmaform.conf
+func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return fmt.Errorf("%s: no modules payload", c.Address)
+	}
+	if pl.load {
+		if err := h.Modprobe(ctx, pl.name); err != nil {
+			var ee *host.ExitError
+			if errors.As(err, &ee) && ee.Code > 0 {
+				return fmt.Errorf("loading module %s: %w (is the module installed for the running kernel? some, like rdma_rxe, ship in a separate package such as linux-modules-extra)", pl.name, err)
+			}
+			return fmt.Errorf("loading module %s: %w", pl.name, err)
+		}
+	}
+	set := map[string]bool{}
+	b, err := h.FS.ReadFile(ConfFile)
+	switch {
+	case err == nil:
+		set = parseConf(string(b))
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("reading %s: %w", ConfFile, err)
+	}
+	if set[pl.name] == pl.listed {
+		return nil
+	}
+	if pl.listed {
+		set[pl.name] = true
+	} else {
+		delete(set, pl.name)
+	}
+	if err := h.FS.WriteFile(ConfFile, renderConf(set), 0o644); err != nil {
+		return fmt.Errorf("writing %s for module %s: %w", ConfFile, pl.name, err)
+	}
+	return nil
+}
