@@ -256,3 +256,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestFindingsAreCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\n")
+	for i := 0; i < 500; i++ {
+		b.WriteString("k" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + "_" + strings.Repeat("y", i/26) + ": 1\n")
+	}
+	_, rep := Parse("many.yaml", []byte(b.String()))
+	if len(rep) != MaxFindings+1 || !strings.Contains(rep[MaxFindings].Message, "more findings not shown") {
+		t.Fatalf("got %d findings, last %v; want %d and a count of the rest", len(rep), rep[len(rep)-1], MaxFindings+1)
+	}
+}

@@ -28,8 +28,16 @@ func Parse(file string, data []byte) (*Spec, Report) {
 	}
 	rep = dedupFindings(rep)
 	rep.Sort()
+	if len(rep) > MaxFindings {
+		more := len(rep) - MaxFindings
+		rep = append(rep[:MaxFindings], Finding{Path: "$", Pos: rep[MaxFindings].Pos, Message: fmt.Sprintf("%d more findings not shown", more)})
+	}
 	return spec, rep
 }
+
+// MaxFindings bounds the findings reported for one spec: past a hundred,
+// more lines help nobody fix the file.
+const MaxFindings = 100
 
 // hasFatal is true when the document could not be read as a spec at all;
 // validating the empty result would only add noise.
