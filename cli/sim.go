@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +28,7 @@ command against it with --sim DIR.`,
 func (a *app) simNewCmd() *cobra.Command {
 	var profile, hostname string
 	var adapters int
+	var latency []string
 	cmd := &cobra.Command{
 		Use:   "new DIR --profile NAME",
 		Short: "Create a simulated host",
@@ -38,6 +41,9 @@ func (a *app) simNewCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			if st.Latency, err = parseLatency(latency); err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
 			if _, err := sim.Create(args[0], st); err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
@@ -48,7 +54,28 @@ func (a *app) simNewCmd() *cobra.Command {
 	cmd.Flags().StringVar(&profile, "profile", "cx5-roce", "host profile: "+fmt.Sprint(sim.ProfileNames()))
 	cmd.Flags().StringVar(&hostname, "hostname", "node1", "hostname of the simulated host")
 	cmd.Flags().IntVar(&adapters, "adapters", 0, "number of dual-port adapters (gpu-node)")
+	cmd.Flags().StringArrayVar(&latency, "latency", nil, "emulated run time of a tool, `TOOL=DURATION` (e.g. mlxconfig=1.4s); repeatable")
 	return cmd
+}
+
+// parseLatency reads --latency TOOL=DURATION flags.
+func parseLatency(flags []string) (map[string]sim.Duration, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string]sim.Duration{}
+	for _, f := range flags {
+		tool, d, ok := strings.Cut(f, "=")
+		if !ok || tool == "" {
+			return nil, fmt.Errorf("--latency %q: want TOOL=DURATION, e.g. mlxconfig=1.4s", f)
+		}
+		v, err := time.ParseDuration(d)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("--latency %q: %q is not a duration such as 1.4s", f, d)
+		}
+		out[tool] = sim.Duration(v)
+	}
+	return out, nil
 }
 
 func mustRoot(dir string) host.FS {

@@ -2,6 +2,9 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/rdmaform/rdmaform/sim/mlxemu"
 )
@@ -14,7 +17,9 @@ func firmwareTool(tool string) toolFunc {
 		var code int
 		_ = s.mutate(false, func(st *State) error {
 			e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted && tool == "mlxconfig"}
+			before := snapshot(st.Firmware)
 			stdout, stderr, code = e.Run(tool, args, stdin)
+			shareCardParams(st.Firmware, before)
 			return nil
 		})
 		return string(stdout), string(stderr), code
@@ -34,6 +39,51 @@ func mstTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string
 	return string(stdout), string(stderr), code
 }
 
+// snapshot copies every adapter's parameters.
+func snapshot(as []*mlxemu.Adapter) [][]mlxemu.Param {
+	out := make([][]mlxemu.Param, len(as))
+	for i, a := range as {
+		out[i] = append([]mlxemu.Param(nil), a.Params...)
+	}
+	return out
+}
+
+// shareCardParams gives every PCI function of a card the parameters a set
+// or reset through one of them wrote: firmware configuration lives in the
+// card's flash, so 0000:3b:00.0 and 0000:3b:00.1 show the same values.
+func shareCardParams(as []*mlxemu.Adapter, before [][]mlxemu.Param) {
+	for i, a := range as {
+		if paramsEqual(a.Params, before[i]) {
+			continue
+		}
+		for _, b := range as {
+			if b != a && slotOf(b.BDF) == slotOf(a.BDF) {
+				b.Params = append([]mlxemu.Param(nil), a.Params...)
+			}
+		}
+		return
+	}
+}
+
+func paramsEqual(a, b []mlxemu.Param) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Next != b[i].Next || a[i].Current != b[i].Current {
+			return false
+		}
+	}
+	return true
+}
+
+func slotOf(bdf string) string {
+	if i := strings.LastIndexByte(bdf, '.'); i >= 0 {
+		return strings.ToLower(bdf[:i])
+	}
+	return strings.ToLower(bdf)
+}
+
 // rebootFirmware makes Next Boot values current and gives each port the
 // link layer its LINK_TYPE_Pn now says.
 func (st *State) rebootFirmware() {
@@ -44,7 +94,7 @@ func (st *State) rebootFirmware() {
 			continue
 		}
 		for _, p := range d.Ports {
-			prm := a.Param(linkTypeParam(p.Num))
+			prm := a.Param(linkTypeParam(a.BDF, p.Num, len(d.Ports)))
 			if prm == nil {
 				continue
 			}
@@ -58,13 +108,21 @@ func (st *State) rebootFirmware() {
 	}
 }
 
-// linkTypeParam names the firmware parameter of a port's link type. An
-// mlx5 PCI function has one port; a dual-port adapter's second function
-// carries LINK_TYPE_P2 in the same firmware, but each function's emulated
-// parameter set names its own port's link type as the function's P<n>.
-func linkTypeParam(port int) string {
-	if port == 2 {
-		return "LINK_TYPE_P2"
+// linkTypeParam names the firmware parameter that sets the link type of
+// port `port` of the PCI function bdf, which has `ports` ports. The
+// parameters are the card's: on mlx5 each port is a PCI function with one
+// RDMA port, so function n-1 of the slot is LINK_TYPE_Pn; on mlx4 one
+// function has every port, so port n is LINK_TYPE_Pn. This is the mapping
+// providers/firmware.AffectedPort uses.
+func linkTypeParam(bdf string, port, ports int) string {
+	if ports > 1 {
+		return fmt.Sprintf("LINK_TYPE_P%d", port)
 	}
-	return "LINK_TYPE_P1"
+	fn := 0
+	if i := strings.LastIndexByte(bdf, '.'); i >= 0 {
+		if n, err := strconv.ParseInt(bdf[i+1:], 16, 32); err == nil {
+			fn = int(n)
+		}
+	}
+	return fmt.Sprintf("LINK_TYPE_P%d", fn+1)
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/sim/mlxemu"
 )
 
 // Profiles lists the simulated hosts `rdmaform sim new` can create.
@@ -47,12 +50,18 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		for i, d := range st.Devices {
 			d.Ports[0].LID, d.Ports[0].SMLID = 0x10+i, 1
 		}
+		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
+		st.Tools = []string{"mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
+		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxfmt.G5, st.Devices)
 	case "cx5-roce":
 		st.Modules = baseModules
 		st.Devices = []*Device{
 			cx("mlx5_0", "0000:5e:00.0", "0x1017", "0c42:a103:0065:1d2a", "16.35.2000", "MT_0000000008", 1, "Ethernet", "", "ens1f0np0", "100 Gb/sec (4X EDR)"),
 			cx("mlx5_1", "0000:5e:00.1", "0x1017", "0c42:a103:0065:1d2b", "16.35.2000", "MT_0000000008", 1, "Ethernet", "", "ens1f1np1", "100 Gb/sec (4X EDR)"),
 		}
+		// A distribution's mstflint 4.28 (mstconfig, layout G4); an
+		// Ethernet-only card has no LINK_TYPE parameters.
+		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxfmt.G4, st.Devices)
 	case "cx3-mlx4":
 		st.Modules = []string{"ib_core", "ib_uverbs", "mlx4_core", "mlx4_en", "mlx4_ib", "ib_ipoib"}
 		d := &Device{Name: "mlx4_0", Driver: "mlx4", PCI: "0000:81:00.0", PCIID: "0x1003", NodeGUID: "0002:c903:000c:c89a", FWVer: "2.42.5000", BoardID: "MT_1090120019"}
@@ -86,7 +95,10 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 				d.Ports[0].LID, d.Ports[0].SMLID = 0x100+n, 1
 				st.Devices = append(st.Devices, d)
 			}
+			st.Firmware = append(st.Firmware, card(newConnectX7VPI, mlxfmt.G6, st.Devices[2*i:2*i+2])...)
 		}
+		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
+		st.Tools = []string{"mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
 	}
@@ -99,6 +111,41 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 	}
 	st.sortAll()
 	return st, nil
+}
+
+// card returns the firmware of one card: one emulated adapter per PCI
+// function of devs, all with the same parameters (they live in the card's
+// flash), printed in layout l.
+func card(preset func(bdf, rdmaName string) *mlxemu.Adapter, l mlxfmt.Layout, devs []*Device) []*mlxemu.Adapter {
+	var out []*mlxemu.Adapter
+	for i, d := range devs {
+		a := preset(d.PCI, d.Name)
+		a.Layout = l
+		a.NUMA = 0
+		for _, p := range d.Ports {
+			for _, n := range []string{p.NetdevIB, p.NetdevEth} {
+				if n != "" && (p.LinkLayer == "InfiniBand") == (n == p.NetdevIB) {
+					a.Netdevs = append(a.Netdevs, n)
+				}
+			}
+		}
+		if i > 0 {
+			a.Params = append([]mlxemu.Param(nil), out[0].Params...)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// newConnectX7VPI is a dual-port ConnectX-7 VPI card (PCI id 0x1021), both
+// ports on InfiniBand (NDR) as shipped.
+func newConnectX7VPI(bdf, rdmaName string) *mlxemu.Adapter {
+	a := mlxemu.NewConnectX6VPI(bdf, rdmaName)
+	a.PCIDeviceID = 0x1021
+	a.DeviceType = "ConnectX7"
+	a.Name = "MCX755106AS-HEA_Ax"
+	a.Description = "NVIDIA ConnectX-7 HHHL adapter card; 200GbE / NDR200 IB (default mode); Dual-port QSFP112; PCIe 5.0 x16; Crypto Disabled; Secure Boot Enabled"
+	return a
 }
 
 // cx builds one mlx5 PCI function with one port.
