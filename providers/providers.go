@@ -4,6 +4,7 @@ package providers
 
 import (
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 )
@@ -11,6 +12,7 @@ import (
 // All returns every provider, in the order their changes apply.
 func All() []plan.Provider {
 	return []plan.Provider{
+		&firmware.Provider{},
 		&rdmacm.Provider{},
 		&ipoib.Provider{},
 	}

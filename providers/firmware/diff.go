@@ -1,0 +1,248 @@
+package firmware
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Address is the plan address of one adapter's firmware configuration.
+func Address(pci string) string { return "firmware[" + pci + "]" }
+
+// payload is what Apply needs for one adapter: the tool, the -d argument
+// and the NAME=VALUE arguments in spec order, with their spec positions
+// for error messages.
+type payload struct {
+	tool   string
+	dev    string
+	pci    string
+	sets   []string
+	paths  map[string]string // param name -> spec path
+	source map[string]*plan.Source
+}
+
+var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
+
+// LinkLayerOf returns the link layer a LINK_TYPE value gives a port
+// (InfiniBand for IB/1, Ethernet for ETH/2), or "" for any other value
+// (VPI/3 auto-sensing on ConnectX-3, unknown values).
+func LinkLayerOf(value string) string {
+	switch {
+	case mlxfmt.Equal(value, mlxfmt.Enum("IB", 1)):
+		return "InfiniBand"
+	case mlxfmt.Equal(value, mlxfmt.Enum("ETH", 2)):
+		return "Ethernet"
+	}
+	return ""
+}
+
+// AffectedPort says which RDMA port a LINK_TYPE_Pn parameter of the
+// adapter function at pci sets.
+//
+// Firmware parameters belong to the card, not to one PCI function: every
+// function of a card shows the same LINK_TYPE_P1 and LINK_TYPE_P2. On mlx5
+// (ConnectX-4 and later) each port is its own PCI function with one RDMA
+// port, so LINK_TYPE_Pn is port 1 of function n-1 of the same slot
+// (0000:3b:00.0 for P1, 0000:3b:00.1 for P2). On mlx4 (ConnectX-3) one
+// function carries both ports, so LINK_TYPE_Pn is port n of that function.
+// dev is the inventory device at pci (nil if unknown).
+func AffectedPort(pci string, n int, dev *inventory.Device) (string, int) {
+	if dev != nil && len(dev.Ports) > 1 {
+		return pci, n
+	}
+	i := strings.LastIndexByte(pci, '.')
+	if i < 0 {
+		return pci, n
+	}
+	return pci[:i+1] + strconv.FormatInt(int64(n-1), 16), 1
+}
+
+// target is one spec device with firmware parameters.
+type target struct {
+	index int    // spec device index
+	pci   string // the function -d addresses
+	tool  string // auto, mlxconfig, mstconfig
+	path  string // $.devices[i].firmware
+	names []string
+}
+
+func targets(req *plan.Request) []target {
+	var out []target
+	for i, d := range req.Spec.Devices {
+		if d.Firmware == nil || len(d.Firmware.Params) == 0 {
+			continue
+		}
+		dev := req.Devices[i]
+		if dev == nil || dev.PCI == "" {
+			continue // unresolved (the engine reported it) or software device (Diff reports it)
+		}
+		t := target{index: i, pci: dev.PCI, tool: d.Firmware.Tool, path: fmt.Sprintf("$.devices[%d].firmware", i)}
+		if t.tool == "" {
+			t.tool = "auto"
+		}
+		for _, p := range d.Firmware.Params {
+			t.names = append(t.names, p.Name)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Diff implements plan.Provider.
+func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
+	obs, _ := observed.(*Observed)
+	return diff(req, obs, facts)
+}
+
+// diff compares each adapter's desired parameters with its Next Boot
+// values: a difference is a change (one per adapter, every parameter in
+// it); a value already staged but not yet current is pending, never set
+// again. LINK_TYPE_Pn changes, planned or pending, are published so later
+// stages defer what needs the new link layer.
+func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
+	var prop plan.Proposal
+	for i, d := range req.Spec.Devices {
+		if d.Firmware == nil || len(d.Firmware.Params) == 0 {
+			continue
+		}
+		fwPath := fmt.Sprintf("$.devices[%d].firmware", i)
+		dev := req.Devices[i]
+		if dev == nil {
+			continue // the engine reported the missing device
+		}
+		if dev.PCI == "" {
+			prop.Errors = append(prop.Errors, req.Finding(fwPath, "%s is not a PCI adapter; it has no firmware to configure", dev.Name))
+			continue
+		}
+		var a *AdapterObs
+		if obs != nil {
+			a = obs.Adapters[i]
+		}
+		if a == nil {
+			prop.Errors = append(prop.Errors, req.Finding(fwPath, "firmware of %s was not read", dev.PCI))
+			continue
+		}
+		if a.Err != nil {
+			prop.Errors = append(prop.Errors, req.Finding(fwPath, "reading firmware of %s: %v", dev.PCI, a.Err))
+			continue
+		}
+		addr := Address(dev.PCI)
+		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, paths: map[string]string{}, source: map[string]*plan.Source{}}
+		var attrs []plan.Attr
+		bad := false
+		for _, prm := range d.Firmware.Params {
+			pp := fwPath + ".params." + prm.Name
+			if te := a.Unknown[prm.Name]; te != nil {
+				prop.Errors = append(prop.Errors, req.Finding(pp, "%s does not know parameter %s on %s (%s): -E- %s", a.Tool, prm.Name, dev.PCI, a.deviceType(), te.Message))
+				bad = true
+				continue
+			}
+			have, ok := a.Params[prm.Name]
+			if !ok {
+				prop.Errors = append(prop.Errors, req.Finding(pp, "%s printed no row for %s on %s", a.Tool, prm.Name, dev.PCI))
+				bad = true
+				continue
+			}
+			staged := func() {
+				m := linkTypeRE.FindStringSubmatch(prm.Name)
+				ll := LinkLayerOf(prm.Value)
+				if m == nil || ll == "" {
+					return
+				}
+				n, _ := strconv.Atoi(m[1])
+				fn, port := AffectedPort(dev.PCI, n, dev)
+				facts.StageLink(plan.StagedLink{Device: fn, Port: port, LinkLayer: ll, Param: prm.Name + "=" + prm.Value})
+			}
+			if mlxfmt.Equal(prm.Value, have.NextBoot) {
+				if have.Current.Kind != mlxfmt.KindAbsent && !mlxfmt.Equal(prm.Value, have.Current) {
+					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,
+						Current: have.Current.String(), NextBoot: have.NextBoot.String(), Source: req.Pos(pp)})
+					staged()
+				}
+				continue
+			}
+			if have.ReadOnly {
+				prop.Errors = append(prop.Errors, req.Finding(pp, "%s is read-only on %s (%s marks it RO); it is %s and cannot be set to %s", prm.Name, dev.PCI, a.Tool, have.NextBoot, prm.Value))
+				bad = true
+				continue
+			}
+			arg, err := mlxfmt.SetArg(prm.Value)
+			if err != nil {
+				prop.Errors = append(prop.Errors, req.Finding(pp, "%v", err))
+				bad = true
+				continue
+			}
+			attrs = append(attrs, plan.Attr{Name: prm.Name, Before: have.NextBoot.String(), After: prm.Value})
+			pl.sets = append(pl.sets, prm.Name+"="+arg)
+			pl.paths[prm.Name] = pp
+			pl.source[prm.Name] = req.Pos(pp)
+			staged()
+		}
+		if len(attrs) == 0 || bad {
+			continue
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.NextBoot,
+			Stage: plan.StageFirmware, Source: req.Pos(fwPath), Attributes: attrs, Payload: pl})
+	}
+	prop.Errors = append(prop.Errors, conflicts(req)...)
+	return prop
+}
+
+// conflicts finds a parameter two spec devices on the same card set to
+// different values: the card has one value, so the plan could never settle.
+func conflicts(req *plan.Request) []schema.Finding {
+	type seen struct {
+		value string
+		path  string
+	}
+	bySlot := map[string]map[string]seen{}
+	var out []schema.Finding
+	for i, d := range req.Spec.Devices {
+		if d.Firmware == nil || req.Devices[i] == nil || req.Devices[i].PCI == "" {
+			continue
+		}
+		slot := slotOf(req.Devices[i].PCI)
+		if bySlot[slot] == nil {
+			bySlot[slot] = map[string]seen{}
+		}
+		for _, prm := range d.Firmware.Params {
+			pp := fmt.Sprintf("$.devices[%d].firmware.params.%s", i, prm.Name)
+			if prev, ok := bySlot[slot][prm.Name]; ok {
+				if !sameMeaning(prev.value, prm.Value) {
+					out = append(out, req.Finding(pp, "%s is a setting of the whole card at %s; %s sets it to %s", prm.Name, slot, prev.path, prev.value))
+				}
+				continue
+			}
+			bySlot[slot][prm.Name] = seen{prm.Value, pp}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// sameMeaning compares two spec values in the form the tool would get
+// (ETH(2) and 2 agree, true and True agree). ETH and 2 cannot be compared
+// without the card's enum, so they count as different: the operator should
+// write one value one way.
+func sameMeaning(a, b string) bool {
+	sa, errA := mlxfmt.SetArg(a)
+	sb, errB := mlxfmt.SetArg(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return strings.EqualFold(sa, sb)
+}
+
+func slotOf(pci string) string {
+	if i := strings.LastIndexByte(pci, '.'); i >= 0 {
+		return pci[:i]
+	}
+	return pci
+}
