@@ -127,11 +127,12 @@ func (s *Sim) Host() (*host.Host, error) {
 		return nil, err
 	}
 	return &host.Host{
-		FS:     &simFS{RootFS: root, sim: s},
-		Runner: &runner{sim: s},
-		Net:    &simNet{sim: s},
-		Kernel: simKernel{},
-		Name:   "sim " + s.Dir,
+		FS:      &simFS{RootFS: root, sim: s},
+		Runner:  &runner{sim: s},
+		Net:     &simNet{sim: s},
+		Kernel:  simKernel{},
+		Systemd: s.systemd(),
+		Name:    "sim " + s.Dir,
 	}, nil
 }
 
@@ -179,7 +180,7 @@ func (s *Sim) Reboot() error {
 		st.rebootFirmware()
 		st.reconcilePorts()
 		st.rebootNM()
-		return nil
+		return s.rebootSystemd(st)
 	})
 }
 

@@ -50,6 +50,8 @@ type State struct {
 	MSTStarted bool `yaml:"mst_started,omitempty"`
 	// NM is the emulated NetworkManager; nil when it is not installed.
 	NM *nmemu.State `yaml:"networkmanager,omitempty"`
+	// Systemd is the service manager; nil is one with the stock units.
+	Systemd *SystemdState `yaml:"systemd,omitempty"`
 
 	// Latency per tool run (emulated tools sleep this long), e.g.
 	// mlxconfig: 1.4s.
