@@ -97,3 +97,7 @@ func (f *Facts) Staged(pci string, port int) (StagedLink, bool) {
 func (f *Facts) Planned(address string) *Change { return f.planned[address] }
 
 func (f *Facts) plan(c *Change) { f.planned[c.Address] = c }
+
+// RecordPlanned records a change as planned by an earlier stage, as the
+// engine does between stages; for tests of a provider's Diff.
+func RecordPlanned(f *Facts, c *Change) { f.plan(c) }
