@@ -6,6 +6,7 @@ package inventory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"sort"
@@ -165,7 +166,10 @@ func Discover(ctx context.Context, h *host.Host) (*Inventory, error) {
 func readDevice(f host.FS, name string) (*Device, error) {
 	base := path.Join(ClassInfiniband, name)
 	if _, err := f.Stat(base); err != nil {
-		return nil, nil // vanished
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // vanished while we read
+		}
+		return nil, fmt.Errorf("%s: %w", base, err)
 	}
 	attr := func(a string) string {
 		s, _ := host.ReadAttr(f, path.Join(base, a))
