@@ -6,13 +6,21 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/mlx4port"
+	"github.com/rdmaform/rdmaform/providers/modules"
+	"github.com/rdmaform/rdmaform/providers/netdev"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
+	"github.com/rdmaform/rdmaform/providers/rxe"
 )
 
 // All returns every provider, in the order their changes apply.
 func All() []plan.Provider {
 	return []plan.Provider{
 		&firmware.Provider{},
+		&modules.Provider{},
+		&mlx4port.Provider{},
+		&rxe.Provider{},
+		&netdev.Provider{},
 		&rdmacm.Provider{},
 		&ipoib.Provider{},
 	}
