@@ -1,0 +1,158 @@
+// Package netns gives rdmaform's tests a real kernel network stack that
+// cannot touch the machine they run on: a named network namespace of the
+// test's own with a veth pair in it, and a host.Host whose netlink works
+// in that namespace only and whose files live in a temporary tree.
+//
+// The recipe, as commands:
+//
+//	ip netns add rdmaform-nl-PID-N
+//	ip -n rdmaform-nl-PID-N link add rfa0 type veth peer name rfa1
+//	...                                   # the test
+//	ip netns del rdmaform-nl-PID-N
+//
+// The namespace is made on a thread locked for that purpose and thrown
+// away afterwards, so no goroutine of the test process ever runs in it and
+// the root namespace's links, addresses and routes are never touched.
+// Tests skip (with the reason) when not root, unless RDMAFORM_REQUIRE_LAB=1,
+// in which case they fail.
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/rdmaform/rdmaform/host"
+)
+
+// RequireEnv turns a skip into a failure, for machines that must run the
+// real-kernel tests.
+const RequireEnv = "RDMAFORM_REQUIRE_LAB"
+
+// Veth names of the pair inside the namespace.
+const (
+	Veth0 = "rfa0"
+	Veth1 = "rfa1"
+)
+
+var seq atomic.Int64
+
+// Lab is one network namespace with a veth pair.
+type Lab struct {
+	// Name is the namespace's name (ip -n NAME ...).
+	Name string
+	// Handle is netlink inside the namespace.
+	Handle *netlink.Handle
+	// Host is a host whose Net is netlink in the namespace, whose FS is a
+	// rooted temporary tree and whose Kernel is nil (nothing is mounted or
+	// loaded).
+	Host *host.Host
+	// Root is the directory the host's FS maps "/" to.
+	Root string
+
+	ns netns.NsHandle
+}
+
+// skip skips the test, or fails it when the lab is required.
+func skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s (%s=1)", msg, RequireEnv)
+	}
+	t.Skip(msg)
+}
+
+// New creates the namespace with the veth pair (both ends down) and
+// registers its removal with t.Cleanup.
+func New(t testing.TB) *Lab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skip(t, "needs root to create a network namespace")
+	}
+	name := fmt.Sprintf("rdmaform-nl-%d-%d", os.Getpid(), seq.Add(1))
+	ns, err := newNamed(name)
+	if err != nil {
+		skip(t, "cannot create network namespace %s: %v", name, err)
+	}
+	l := &Lab{Name: name, ns: ns}
+	t.Cleanup(l.close)
+	l.Handle, err = netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatalf("netlink handle in %s: %v", name, err)
+	}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: Veth0}, PeerName: Veth1}
+	if err := l.Handle.LinkAdd(veth); err != nil {
+		t.Fatalf("ip -n %s link add %s type veth peer name %s: %v", name, Veth0, Veth1, err)
+	}
+	l.Root = t.TempDir()
+	fsys, err := host.NewRootFS(l.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Host = &host.Host{
+		FS:     fsys,
+		Runner: &host.ExecRunner{Env: os.Environ()},
+		Net:    host.NewNetlinkSysfs(l.Handle, fsys),
+		Name:   "netns " + name,
+	}
+	return l
+}
+
+// newNamed creates a named namespace (bind-mounted under /var/run/netns,
+// so `ip -n NAME` sees it) from a thread that is locked for it and never
+// unlocked: when the goroutine ends, Go ends that thread, and with it the
+// only thread that ever entered the namespace.
+func newNamed(name string) (netns.NsHandle, error) {
+	type result struct {
+		ns  netns.NsHandle
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		ns, err := netns.NewNamed(name)
+		ch <- result{ns, err}
+	}()
+	r := <-ch
+	return r.ns, r.err
+}
+
+// close removes the namespace; its veth pair goes with it.
+func (l *Lab) close() {
+	if l.Handle != nil {
+		l.Handle.Close()
+	}
+	if l.ns.IsOpen() {
+		l.ns.Close()
+	}
+	_ = netns.DeleteNamed(l.Name)
+}
+
+// IP runs `ip -n NAME ARGS...` and returns what it printed.
+func (l *Lab) IP(t testing.TB, args ...string) string {
+	t.Helper()
+	path, err := exec.LookPath("ip")
+	if err != nil {
+		skip(t, "iproute2's ip is not installed")
+	}
+	cmd := exec.Command(path, append([]string{"-n", l.Name}, args...)...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("ip -n %s %s: exit %d: %s", l.Name, strings.Join(args, " "), ee.ExitCode(), out)
+		}
+		t.Fatalf("ip -n %s %s: %v", l.Name, strings.Join(args, " "), err)
+	}
+	return string(out)
+}
