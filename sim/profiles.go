@@ -71,6 +71,8 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		}
 		d.Ports[0].NetdevEth = "ens2"
 		st.Devices = []*Device{d}
+		// Port types go through sysfs; no firmware tool is installed.
+		st.Tools = []string{"modprobe", "nmcli", "systemctl"}
 	case "vm-soft":
 		// ib_core is loaded (RDMA netlink answers) as on a VM with
 		// rdma-core installed; rdma_rxe is only available.

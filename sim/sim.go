@@ -148,6 +148,10 @@ func (simKernel) EnsureConfigfs() error { return nil }
 // through sysfs, netlink addresses and MTUs), modules are those loaded at
 // boot, and the boot_id changes.
 func (s *Sim) Reboot() error {
+	// /run is a tmpfs: /run/reboot-required and the like are gone.
+	if err := os.RemoveAll(filepath.Join(s.Dir, "run")); err != nil {
+		return err
+	}
 	return s.mutate(false, func(st *State) error {
 		st.Boot++
 		st.RdmaCM = nil
