@@ -28,8 +28,13 @@ fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./providers/firmware/mlxfmt -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 
-demo: build ## plan and apply examples/roce.yaml on a copy of the simulated host examples/hosts/cx5-roce
-	./examples/demo.sh $(BIN)
+DEMO ?= $(or $(TMPDIR),/tmp)/rdmaform-demo
+
+demo: build ## plan, apply, plan again: examples/roce.yaml on a copy of the simulated host examples/hosts/cx5-roce
+	rm -rf $(DEMO) && mkdir -p $(DEMO) && cp examples/hosts/cx5-roce/sim.yaml $(DEMO)/
+	$(BIN) --sim $(DEMO) plan -f examples/roce.yaml; test $$? -eq 2
+	$(BIN) --sim $(DEMO) apply --yes -f examples/roce.yaml
+	$(BIN) --sim $(DEMO) plan -f examples/roce.yaml
 
 clean: ## remove build outputs
 	rm -rf bin
