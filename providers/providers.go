@@ -4,6 +4,7 @@ package providers
 
 import (
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
@@ -11,6 +12,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/netdev"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rxe"
+	"github.com/rdmaform/rdmaform/providers/services"
 )
 
 // All returns every provider, in the order their changes apply.
@@ -23,5 +25,7 @@ func All() []plan.Provider {
 		&netdev.Provider{},
 		&rdmacm.Provider{},
 		&ipoib.Provider{},
+		&services.Provider{},
+		&bootunit.Provider{},
 	}
 }

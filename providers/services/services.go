@@ -1,0 +1,228 @@
+// Package services manages systemd units the RDMA stack needs (opensm,
+// ibacm, srp_daemon, ...): whether each is enabled at boot and whether it
+// runs now, through the service manager's D-Bus API. Both last: an
+// enabled unit stays enabled, and a started unit keeps running, so the
+// changes are effective now and persistent (activation "now"); a unit
+// that is only started and not enabled is stopped by the next boot.
+package services
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Provider is the services provider.
+type Provider struct{}
+
+var _ plan.Provider = (*Provider)(nil)
+
+// Name implements plan.Provider.
+func (*Provider) Name() string { return "services" }
+
+// Address is the plan address of one unit.
+func Address(unit string) string { return "service[" + unit + "]" }
+
+// ErrNoSystemd is the discovery error of a host where no systemd runs.
+var ErrNoSystemd = errors.New("no systemd runs on this host (no /run/systemd/system): services cannot be managed")
+
+// Observed is what the service manager says of the spec's units.
+type Observed struct {
+	// NoSystemd: the host has no service manager.
+	NoSystemd bool
+	// Units maps a unit name (with its suffix) to its state.
+	Units map[string]host.UnitState
+}
+
+// Discover implements plan.Provider: it reads each unit the spec names.
+//
+// Equivalent to: systemctl show -p LoadState,ActiveState,UnitFileState UNIT...
+func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+	if len(req.Spec.Services) == 0 {
+		return nil, nil
+	}
+	if h.Systemd == nil {
+		return &Observed{NoSystemd: true}, nil
+	}
+	obs := &Observed{Units: map[string]host.UnitState{}}
+	for _, s := range req.Spec.Services {
+		if schema.CheckUnitName(s.Name) != "" {
+			continue // validation reported it; never ask about it
+		}
+		u := schema.UnitName(s.Name)
+		st, err := h.Systemd.Unit(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("unit %s: %w", u, err)
+		}
+		obs.Units[u] = st
+	}
+	return obs, nil
+}
+
+// payload is what Apply does to one unit; nil fields are left alone.
+type payload struct {
+	unit   string
+	enable *bool
+	start  *bool
+}
+
+// Diff implements plan.Provider.
+func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
+	obs, _ := observed.(*Observed)
+	return diff(req, obs, facts)
+}
+
+func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
+	var prop plan.Proposal
+	if len(req.Spec.Services) == 0 || obs == nil {
+		return prop
+	}
+	if obs.NoSystemd {
+		prop.Errors = append(prop.Errors, req.Finding("$.services", "%v", ErrNoSystemd))
+		return prop
+	}
+	for i, s := range req.Spec.Services {
+		path := fmt.Sprintf("$.services[%d]", i)
+		u := schema.UnitName(s.Name)
+		have, ok := obs.Units[u]
+		if !ok {
+			continue // an invalid name; validation reported it
+		}
+		switch have.LoadState {
+		case "loaded":
+		case "not-found", "":
+			prop.Errors = append(prop.Errors, req.Finding(path+".name", "unit %s does not exist on this host (LoadState=not-found): install the package that provides it", u))
+			continue
+		case "masked":
+			prop.Errors = append(prop.Errors, req.Finding(path+".name", "unit %s is masked; rdmaform does not unmask units (systemctl unmask %s)", u, u))
+			continue
+		default:
+			prop.Errors = append(prop.Errors, req.Finding(path+".name", "unit %s failed to load (LoadState=%s; see systemctl status %s)", u, have.LoadState, u))
+			continue
+		}
+		if s.Active != nil && *s.Active && isOpenSM(u) {
+			if reason, wait := subnetManagerCheck(req.Inv, facts); reason != "" {
+				if wait {
+					prop.Deferred = append(prop.Deferred, plan.Deferred{Address: Address(u), Reason: reason, Source: req.Pos(path)})
+				} else {
+					prop.Errors = append(prop.Errors, req.Finding(path+".active", "%s", reason))
+				}
+				continue
+			}
+		}
+		pl := &payload{unit: u}
+		var attrs []plan.Attr
+		if s.Enabled != nil {
+			if !have.Toggleable() {
+				prop.Errors = append(prop.Errors, req.Finding(path+".enabled", "unit %s cannot be enabled or disabled (UnitFileState=%s): it has no [Install] section or is not a unit file of its own", u, have.UnitFileState))
+				continue
+			}
+			if *s.Enabled != have.Enabled() {
+				pl.enable = s.Enabled
+				attrs = append(attrs, plan.Attr{Name: "enabled", Before: strconv.FormatBool(have.Enabled()), After: strconv.FormatBool(*s.Enabled)})
+			}
+		}
+		if s.Active != nil && *s.Active != have.Active() {
+			pl.start = s.Active
+			attrs = append(attrs, plan.Attr{Name: "active", Before: strconv.FormatBool(have.Active()), After: strconv.FormatBool(*s.Active)})
+		}
+		if len(attrs) == 0 {
+			continue
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{Address: Address(u), Action: plan.Update, Activation: plan.Now,
+			Stage: plan.StageServices, Source: req.Pos(path), Attributes: attrs, Payload: pl})
+	}
+	return prop
+}
+
+// isOpenSM reports whether a unit runs the OpenSM subnet manager
+// (opensm.service, or an instance such as opensm@mlx5_0.service).
+func isOpenSM(unit string) bool {
+	base := strings.TrimSuffix(unit, ".service")
+	return base == "opensm" || strings.HasPrefix(base, "opensm@")
+}
+
+// subnetManagerCheck says why a subnet manager cannot run here: no port
+// of the host is InfiniBand now. When firmware staged for the next boot
+// turns a port to InfiniBand, the start waits for that reboot (deferred).
+func subnetManagerCheck(inv *inventory.Inventory, facts *plan.Facts) (reason string, deferred bool) {
+	var staged []string
+	for _, d := range inv.Devices {
+		for _, p := range d.Ports {
+			if p.LinkLayer == "InfiniBand" {
+				return "", false
+			}
+			if s, ok := facts.Staged(d.PCI, p.Num); ok && s.LinkLayer == "InfiniBand" {
+				staged = append(staged, s.Reason())
+			}
+		}
+	}
+	if len(staged) > 0 {
+		return staged[0], true
+	}
+	return "opensm is a subnet manager for InfiniBand fabrics, and this host has no InfiniBand port (" + linkLayers(inv) + ")", false
+}
+
+func linkLayers(inv *inventory.Inventory) string {
+	var s []string
+	for _, d := range inv.Devices {
+		for _, p := range d.Ports {
+			s = append(s, fmt.Sprintf("%s/%d: %s", d.Name, p.Num, p.LinkLayer))
+		}
+	}
+	if len(s) == 0 {
+		return "no RDMA devices"
+	}
+	return strings.Join(s, ", ")
+}
+
+// SubnetManagerPresent reports whether a subnet manager answers on an
+// InfiniBand port: the port is ACTIVE (it reaches ACTIVE only once an SM
+// has configured it) and sysfs sm_lid names the SM's LID (non-zero).
+// Ethernet ports have no subnet manager and report false.
+func SubnetManagerPresent(port *inventory.Port) bool {
+	return port != nil && port.LinkLayer == "InfiniBand" && port.State == "ACTIVE" && port.SMLID != 0
+}
+
+// Apply implements plan.Provider: enable (or disable) first, then start
+// (or stop), each confirmed by the manager.
+//
+// Equivalent to: systemctl enable UNIT; systemctl start UNIT
+// (or: systemctl stop UNIT; systemctl disable UNIT)
+func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return fmt.Errorf("%s: no services payload", c.Address)
+	}
+	if h.Systemd == nil {
+		return fmt.Errorf("%s: %w", c.Address, ErrNoSystemd)
+	}
+	stopFirst := pl.start != nil && !*pl.start
+	if stopFirst {
+		if err := h.Systemd.Stop(ctx, pl.unit); err != nil {
+			return err
+		}
+	}
+	if pl.enable != nil {
+		toggle := h.Systemd.Disable
+		if *pl.enable {
+			toggle = h.Systemd.Enable
+		}
+		if err := toggle(ctx, pl.unit); err != nil {
+			return err
+		}
+	}
+	if pl.start != nil && *pl.start {
+		if err := h.Systemd.Start(ctx, pl.unit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
