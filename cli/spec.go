@@ -42,12 +42,15 @@ func plural(n int, one, many string) string {
 
 func (a *app) validateCmd() *cobra.Command {
 	var file string
+	var extraChecks func(*schema.Spec) error
 	cmd := &cobra.Command{
 		Use:   "validate -f SPEC",
 		Short: "Check a spec without reading the host",
 		Long: `Check a spec: syntax, unknown keys, types, values, duplicates,
 ownership of netdevs and safety of names. Every finding is reported as
-FILE:LINE:COL: error: PATH: message. The host is never read.
+FILE:LINE:COL: error: PATH: message. The host is never read; firmware
+parameter names and values are checked against mstflint's parameter
+database when it is installed (--no-param-db skips that).
 
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
@@ -56,11 +59,15 @@ FILE:LINE:COL: error: PATH: message. The host is never read.
 			if err != nil {
 				return err
 			}
+			if err := extraChecks(spec); err != nil {
+				return err
+			}
 			fmt.Fprintf(a.env.Stdout, "%s: valid (%s)\n", spec.Src.File, describeSpec(spec))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
+	extraChecks = a.paramDBCheck(cmd)
 	return cmd
 }
 
