@@ -182,13 +182,13 @@ func TestDiff(t *testing.T) {
 			name:     "several profiles with the name",
 			spec:     storageSpec,
 			profiles: []nmcli.Profile{storage(), func() nmcli.Profile { p := storage(); p.UUID = "u-2"; return p }()},
-			want: outcome{Errors: []string{`$.ipoib[0].name: 2 NetworkManager connections are named "ib0-storage" (uuid u-1, u-2); rdmaform manages one connection per name: delete the extra ones with nmcli connection delete uuid UUID`}},
+			want:     outcome{Errors: []string{`$.ipoib[0].name: 2 NetworkManager connections are named "ib0-storage" (uuid u-1, u-2); rdmaform manages one connection per name: delete the extra ones with nmcli connection delete uuid UUID`}},
 		},
 		{
 			name:     "an unmanaged profile active on the interface",
 			spec:     "ipoib:\n  - name: ib0-base\n    parent: ib0\n",
 			profiles: []nmcli.Profile{other},
-			want: outcome{Errors: []string{`$.ipoib[0]: connection "site-ib" (uuid u-9), which the spec does not manage, is active on ib0; activating "ib0-base" would take the interface from it: delete or deactivate it, or list it in the spec with state: absent`}},
+			want:     outcome{Errors: []string{`$.ipoib[0]: connection "site-ib" (uuid u-9), which the spec does not manage, is active on ib0; activating "ib0-base" would take the interface from it: delete or deactivate it, or list it in the spec with state: absent`}},
 		},
 		{
 			name: "parent missing",
