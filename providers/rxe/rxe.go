@@ -233,10 +233,8 @@ func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error 
 	if h.Net == nil {
 		return fmt.Errorf("rxe link %s: %w", pl.name, host.ErrNoNetlink)
 	}
-	for _, other := range pl.evict {
-		if err := del(h, other); err != nil {
-			return fmt.Errorf("freeing netdev %s for %s: %w", pl.netdev, pl.name, err)
-		}
+	if err := evict(h, pl); err != nil {
+		return err
 	}
 	if pl.netdev == "" || pl.deleteFirst {
 		if err := del(h, pl.name); err != nil {
@@ -247,6 +245,29 @@ func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error 
 		}
 	}
 	return add(h, pl.name, pl.netdev)
+}
+
+// evict deletes the links pl.evict names that are still bound to
+// pl.netdev; one that an earlier change of this plan already deleted, or
+// deleted and created elsewhere, is left alone.
+func evict(h *host.Host, pl *payload) error {
+	if len(pl.evict) == 0 {
+		return nil
+	}
+	links, err := h.Net.RdmaLinkList()
+	if err != nil {
+		return fmt.Errorf("freeing netdev %s for %s: %w", pl.netdev, pl.name, err)
+	}
+	for _, l := range links {
+		for _, other := range pl.evict {
+			if l.Name == other && l.Netdev == pl.netdev {
+				if err := del(h, other); err != nil {
+					return fmt.Errorf("freeing netdev %s for %s: %w", pl.netdev, pl.name, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // del deletes an rxe link. A link that no longer exists is not an error:
