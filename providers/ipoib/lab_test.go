@@ -1,0 +1,267 @@
+package ipoib_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
+	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// labHost is rdmaform's provider on a rooted host whose sysfs is a
+// ConnectX-6 on InfiniBand (ib0, ib1; rendered by the simulator) and
+// whose commands are real: nmcli talks to the lab's NetworkManager.
+type labHost struct {
+	t   *testing.T
+	lab *nmlab.Lab
+	h   *host.Host
+}
+
+func newLabHost(t *testing.T) *labHost {
+	lab := nmlab.Start(t)
+	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "root")
+	if _, err := sim.Create(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.NewRooted(dir, lab.Env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &labHost{t: t, lab: lab, h: h}
+}
+
+var providersUnderTest = []plan.Provider{&ipoib.Provider{}}
+
+func (l *labHost) plan(spec string) *plan.Plan {
+	l.t.Helper()
+	s, rep := schema.Parse("host.yaml", []byte(spec))
+	if len(rep) > 0 {
+		l.t.Fatalf("spec: %v", rep)
+	}
+	res, err := plan.Build(context.Background(), l.h, s, providersUnderTest)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if len(res.Plan.Errors) > 0 {
+		l.t.Fatalf("plan findings: %v", res.Plan.Errors)
+	}
+	return res.Plan
+}
+
+func (l *labHost) apply(p *plan.Plan) apply.Outcome {
+	return apply.Run(context.Background(), l.h, p, providersUnderTest, apply.Options{})
+}
+
+// show reads a profile back with nmcli itself, field by field.
+func (l *labHost) show(name string, fields ...string) (map[string]string, int) {
+	r := l.lab.Nmcli("-t", "-f", strings.Join(fields, ","), "connection", "show", "id", name)
+	got := map[string]string{}
+	for _, line := range strings.Split(string(r.Stdout), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			got[k] = v
+		}
+	}
+	return got, r.Exit
+}
+
+// changes renders a plan's changes as "ACTION ADDRESS name=before->after".
+func changes(p *plan.Plan) []string {
+	var out []string
+	for _, c := range p.Changes {
+		s := c.Action.String() + " " + c.Address
+		for _, a := range c.Attributes {
+			s += " " + a.Name + "=" + a.Before + "->" + a.After
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+const labSpec = `version: 1
+ipoib:
+  - name: ib0-storage
+    parent: ib0
+    pkey: 0x8002
+    mtu: 2000
+    ipv4: {addresses: [192.0.2.1/24], gateway: 192.0.2.254, dns: [192.0.2.253]}
+    ipv6: {addresses: ["2001:db8:1::1/64"]}
+    state: down
+`
+
+func TestRealNetworkManager(t *testing.T) {
+	l := newLabHost(t)
+	if r := l.lab.Nmcli("connection", "add", "type", "infiniband", "con-name", "site-ib1", "ifname", "ib1", "infiniband.mtu", "1800"); r.Exit != 0 {
+		t.Fatalf("adding the unmanaged profile: %s", r.Stderr)
+	}
+	fields := []string{"connection.id", "connection.interface-name", "connection.autoconnect", "infiniband.mtu", "infiniband.transport-mode",
+		"infiniband.p-key", "infiniband.parent", "ipv4.method", "ipv4.addresses", "ipv4.gateway", "ipv4.dns",
+		"ipv6.method", "ipv6.addresses", "ipv6.gateway", "ipv6.dns"}
+	theirs, _ := l.show("site-ib1", fields...)
+
+	// Create: every field reads back as the spec says.
+	p := l.plan(labSpec)
+	if len(p.Changes) != 1 || p.Changes[0].Action != plan.Create {
+		t.Fatalf("plan: %q, want one create", changes(p))
+	}
+	if out := l.apply(p); out.Err != nil {
+		t.Fatalf("apply: %v", out.Err)
+	}
+	want := map[string]string{
+		"connection.id": "ib0-storage", "connection.interface-name": "ib0.8002", "connection.autoconnect": "no",
+		"infiniband.mtu": "2000", "infiniband.transport-mode": "datagram", "infiniband.p-key": "0x8002", "infiniband.parent": "ib0",
+		"ipv4.method": "manual", "ipv4.addresses": "192.0.2.1/24", "ipv4.gateway": "192.0.2.254", "ipv4.dns": "192.0.2.253",
+		"ipv6.method": "manual", "ipv6.addresses": "2001:db8:1::1/64", "ipv6.gateway": "", "ipv6.dns": "",
+	}
+	got, _ := l.show("ib0-storage", fields...)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("profile after create (-want +got):\n%s", diff)
+	}
+	if p := l.plan(labSpec); len(p.Changes) != 0 {
+		t.Errorf("plan after create: %q, want none", changes(p))
+	}
+
+	// Modify: only what differs.
+	spec := strings.Replace(labSpec, "mtu: 2000", "mtu: 1500", 1)
+	spec = strings.Replace(spec, "[192.0.2.1/24]", "[192.0.2.1/24, 192.0.2.2/24]", 1)
+	p = l.plan(spec)
+	if diff := cmp.Diff([]string{"update ipoib[ib0-storage] mtu=2000->1500 ipv4.addresses=192.0.2.1/24->192.0.2.1/24,192.0.2.2/24"}, changes(p)); diff != "" {
+		t.Errorf("modify plan (-want +got):\n%s", diff)
+	}
+	if out := l.apply(p); out.Err != nil {
+		t.Fatalf("apply: %v", out.Err)
+	}
+	want["infiniband.mtu"], want["ipv4.addresses"] = "1500", "192.0.2.1/24, 192.0.2.2/24"
+	got, _ = l.show("ib0-storage", fields...)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("profile after modify (-want +got):\n%s", diff)
+	}
+	if p := l.plan(spec); len(p.Changes) != 0 {
+		t.Errorf("plan after modify: %q, want none", changes(p))
+	}
+
+	// Activation fails here (no IPoIB device): the error names the
+	// connection, the command and NetworkManager's message; the profile
+	// is kept and the next plan says it is not up.
+	up := strings.Replace(spec, "state: down", "state: up", 1) + "  - name: ib1-new\n    parent: ib1\n    state: up\n"
+	p = l.plan(up)
+	if diff := cmp.Diff([]string{
+		"update ipoib[ib0-storage] autoconnect=no->yes state=down->up",
+		"create ipoib[ib1-new] interface=->ib1 mode=->datagram mtu=->auto ipv4.method=->disabled ipv6.method=->disabled state=->up",
+	}, changes(p)); diff != "" {
+		t.Errorf("activation plan (-want +got):\n%s", diff)
+	}
+	out := l.apply(p)
+	if diff := cmp.Diff([]string{"ipoib[ib0-storage]", "ipoib[ib1-new]"}, out.Failed); diff != "" {
+		t.Errorf("failed changes (-want +got):\n%s", diff)
+	}
+	var ce *ipoib.ConnError
+	if !errors.As(out.Err, &ce) || ce.Step != ipoib.StepUp || ce.UUID == "" || !nmcli.IsActivationFailed(ce) {
+		t.Fatalf("error %v: want a *ConnError of a failed activation", out.Err)
+	}
+	for _, w := range []string{`connection "ib0-storage" (uuid `, "activation failed; the saved profile is kept", "nmcli connection up uuid ", "exit 4 (activation failed): Error: Connection activation failed: "} {
+		if !strings.Contains(out.Err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, out.Err)
+		}
+	}
+	for _, name := range []string{"ib0-storage", "ib1-new"} {
+		if _, code := l.show(name, "connection.id"); code != 0 {
+			t.Errorf("profile %s gone after the failed activation (nmcli exit %d)", name, code)
+		}
+	}
+	p = l.plan(up)
+	if diff := cmp.Diff([]string{"update ipoib[ib0-storage] state=down->up", "update ipoib[ib1-new] state=down->up"}, changes(p)); diff != "" {
+		t.Errorf("plan after the failed activation (-want +got):\n%s", diff)
+	}
+
+	// Absent: both go, and the plan after is empty.
+	gone := "version: 1\nipoib:\n  - name: ib0-storage\n    parent: ib0\n    state: absent\n  - name: ib1-new\n    parent: ib1\n    state: absent\n"
+	p = l.plan(gone)
+	if len(p.Changes) != 2 {
+		t.Fatalf("delete plan: %q", changes(p))
+	}
+	if out := l.apply(p); out.Err != nil {
+		t.Fatalf("apply: %v", out.Err)
+	}
+	for _, name := range []string{"ib0-storage", "ib1-new"} {
+		if _, code := l.show(name, "connection.id"); code != 10 {
+			t.Errorf("nmcli connection show id %s: exit %d after delete, want 10", name, code)
+		}
+	}
+	if p := l.plan(gone); len(p.Changes) != 0 {
+		t.Errorf("plan after delete: %q, want none", changes(p))
+	}
+
+	// The profile rdmaform does not manage is as it was.
+	after, code := l.show("site-ib1", fields...)
+	if code != 0 {
+		t.Fatalf("unmanaged profile gone")
+	}
+	if diff := cmp.Diff(theirs, after); diff != "" {
+		t.Errorf("unmanaged profile changed (-before +after):\n%s", diff)
+	}
+	if len(keys(after)) != len(fields) {
+		t.Errorf("unmanaged profile read back %d fields, want %d", len(after), len(fields))
+	}
+}
+
+// TestRealNmcliWithoutNetworkManager runs the real nmcli against a bus
+// where no NetworkManager answers: discovery fails with a clear error.
+func TestRealNmcliWithoutNetworkManager(t *testing.T) {
+	r := &host.ExecRunner{}
+	if _, err := r.Run(context.Background(), host.Cmd{Args: []string{"nmcli", "--version"}}); errors.Is(err, host.ErrNotFound) {
+		if os.Getenv(nmlab.RequireEnv) == "1" {
+			t.Fatalf("nmcli is not installed")
+		}
+		t.Skip("nmcli is not installed (Debian: network-manager)")
+	}
+	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "root")
+	if _, err := sim.Create(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.NewRooted(dir, []string{"PATH=" + os.Getenv("PATH"), "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + filepath.Join(t.TempDir(), "no-bus")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := schema.Parse("host.yaml", []byte(labSpec))
+	res, err := plan.Build(context.Background(), h, s, providersUnderTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Errors) != 1 {
+		t.Fatalf("findings: %v, want one", res.Plan.Errors)
+	}
+	msg := res.Plan.Errors[0].Message
+	for _, w := range []string{"ipoib: listing NetworkManager connections: nmcli -t -f NAME,UUID,TYPE,DEVICE,ACTIVE,STATE connection show: exit 1 (error): "} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("finding lacks %q:\n%s", w, msg)
+		}
+	}
+}
