@@ -17,11 +17,38 @@ import (
 func nmcliTool(_ context.Context, s *Sim, args []string, stdin []byte) (string, string, int) {
 	var stdout, stderr []byte
 	var code int
+	if readOnly(args) {
+		// Reads change nothing on the host: no save, no re-render.
+		s.mu.Lock()
+		stdout, stderr, code = s.state.nmRun(append([]string{"nmcli"}, args...), stdin)
+		s.mu.Unlock()
+		return string(stdout), string(stderr), code
+	}
 	_ = s.mutate(false, func(st *State) error {
 		stdout, stderr, code = st.nmRun(append([]string{"nmcli"}, args...), stdin)
 		return nil
 	})
 	return string(stdout), string(stderr), code
+}
+
+// readOnly reports whether an nmcli command line only reads:
+// `general ...` or `connection show ...`.
+func readOnly(args []string) bool {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if args[0] == "-f" || args[0] == "--fields" {
+			args = args[1:]
+		}
+		if len(args) > 0 {
+			args = args[1:]
+		}
+	}
+	switch {
+	case len(args) >= 1 && args[0] == "general":
+		return true
+	case len(args) >= 2 && args[0] == "connection" && args[1] == "show":
+		return true
+	}
+	return false
 }
 
 // nmRun runs one emulated nmcli command on the state: the host's netdevs
