@@ -42,11 +42,11 @@ func TestScenario(t *testing.T) {
 	header := "# Managed by rdmaform: kernel modules systemd-modules-load loads at boot.\n" +
 		"# The spec's modules: list is the source; edits here are overwritten.\n"
 	steps := []struct {
-		name     string
-		spec     string
-		plan     string // the change lines of the text plan
-		conf     string // after apply, without the header
-		loaded   []string
+		name   string
+		spec   string
+		plan   string // the change lines of the text plan
+		conf   string // after apply, without the header
+		loaded []string
 	}{{
 		name:   "load and list",
 		spec:   "version: 1\nmodules: [rdma_rxe, ib-core, rdma_ucm]\n",
