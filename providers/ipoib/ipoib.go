@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strconv"
@@ -124,6 +125,23 @@ func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request
 		return nil, fmt.Errorf("listing NetworkManager connections: %w", err)
 	}
 	obs.Profiles = profiles
+	// A netdev or port can vanish between listing and reading (driver
+	// reload, hot unplug; a simulated host re-rendering its tree): read
+	// again rather than report a half-read table.
+	for attempt := 1; ; attempt++ {
+		err := readSysfs(h, req, obs)
+		if err == nil {
+			return obs, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 3 {
+			return nil, err
+		}
+	}
+}
+
+// readSysfs fills obs.Links and obs.PKeys for the parents the spec names.
+func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
+	obs.Links, obs.PKeys = map[string]Link{}, map[string][]int{}
 	for _, c := range req.Spec.IPoIB {
 		name := c.Parent
 		if schema.CheckNetdev(name) != "" {
@@ -134,7 +152,7 @@ func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request
 		}
 		l, ok, err := readLink(h.FS, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			continue
@@ -150,11 +168,11 @@ func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request
 		}
 		keys, err := readPKeys(h.FS, dev.Name, port.Num)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		obs.PKeys[k] = keys
 	}
-	return obs, nil
+	return nil
 }
 
 // readLink reads the netdev's type, mtu, mode and address flags.

@@ -3,6 +3,7 @@ package ipoib_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -296,4 +297,29 @@ func TestSimConnectedMode(t *testing.T) {
 			t.Errorf("ib0 after apply: mode %q MTU %d up %v, want connected 65520 true", n.Mode, n.MTU, n.Up)
 		}
 	})
+}
+
+// TestSimWaitsForFirmware: a port on Ethernet whose firmware is staged to
+// InfiniBand defers the connection until the reboot, then creates it.
+func TestSimWaitsForFirmware(t *testing.T) {
+	h := newSim(t, "cx6-vpi-ib")
+	fw := "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: %s\n"
+	h.run(fmt.Sprintf(fw, "ETH"), 3, "apply", "-f", "-", "--yes")
+	h.run("", 0, "sim", "reboot", h.dir)
+	spec := fmt.Sprintf(fw, "IB") + "ipoib:\n  - name: ib0-storage\n    parent: ib0\n    pkey: 0x8002\n"
+	const deferred = "? ipoib[ib0-storage] waits for LINK_TYPE_P1=IB on 0000:3b:00.0 (reboot)"
+	if p := h.plan(spec, 2); !strings.Contains(p, deferred) {
+		t.Errorf("plan lacks %q:\n%s", deferred, p)
+	}
+	if out := h.run(spec, 3, "apply", "-f", "-", "--yes"); !strings.Contains(out, deferred) {
+		t.Errorf("apply lacks %q:\n%s", deferred, out)
+	}
+	h.run("", 0, "sim", "reboot", h.dir)
+	if p := h.plan(spec, 2); !strings.Contains(p, "+ ipoib[ib0-storage]") {
+		t.Errorf("plan after the reboot lacks the connection:\n%s", p)
+	}
+	h.applyThenEmpty(spec)
+	if h.netdev("ib0.8002") == nil {
+		t.Errorf("ib0.8002 missing after apply")
+	}
 }
