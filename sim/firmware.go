@@ -11,31 +11,39 @@ import (
 
 // firmwareTool emulates mlxconfig (MFT) or mstconfig (mstflint) over the
 // simulated adapters; a successful set changes their Next Boot values.
+// Firmware values show in no file until a reboot, so only sim.yaml is
+// saved, and only when a value changed (no tree rendering: a query is
+// cheap, as on a host where mlxconfig only reads the flash).
 func firmwareTool(tool string) toolFunc {
 	return func(_ context.Context, s *Sim, args []string, stdin []byte) (string, string, int) {
-		var stdout, stderr []byte
-		var code int
-		_ = s.mutate(false, func(st *State) error {
-			e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted && tool == "mlxconfig"}
-			before := snapshot(st.Firmware)
-			stdout, stderr, code = e.Run(tool, args, stdin)
-			shareCardParams(st.Firmware, before)
-			return nil
-		})
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.state
+		e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted && tool == "mlxconfig"}
+		before := snapshot(st.Firmware)
+		stdout, stderr, code := e.Run(tool, args, stdin)
+		if shareCardParams(st.Firmware, before) {
+			if err := s.save(); err != nil {
+				return string(stdout), string(stderr) + err.Error() + "\n", 1
+			}
+		}
 		return string(stdout), string(stderr), code
 	}
 }
 
 // mstTool emulates MFT's mst script (start, stop, status -v).
 func mstTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
-	var stdout, stderr []byte
-	var code int
-	_ = s.mutate(false, func(st *State) error {
-		e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted}
-		stdout, stderr, code = e.RunMST(args)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted}
+	stdout, stderr, code := e.RunMST(args)
+	if st.MSTStarted != e.MSTStarted {
 		st.MSTStarted = e.MSTStarted
-		return nil
-	})
+		if err := s.save(); err != nil {
+			return string(stdout), string(stderr) + err.Error() + "\n", 1
+		}
+	}
 	return string(stdout), string(stderr), code
 }
 
@@ -50,8 +58,9 @@ func snapshot(as []*mlxemu.Adapter) [][]mlxemu.Param {
 
 // shareCardParams gives every PCI function of a card the parameters a set
 // or reset through one of them wrote: firmware configuration lives in the
-// card's flash, so 0000:3b:00.0 and 0000:3b:00.1 show the same values.
-func shareCardParams(as []*mlxemu.Adapter, before [][]mlxemu.Param) {
+// card's flash, so 0000:3b:00.0 and 0000:3b:00.1 show the same values. It
+// reports whether anything changed.
+func shareCardParams(as []*mlxemu.Adapter, before [][]mlxemu.Param) bool {
 	for i, a := range as {
 		if paramsEqual(a.Params, before[i]) {
 			continue
@@ -61,8 +70,9 @@ func shareCardParams(as []*mlxemu.Adapter, before [][]mlxemu.Param) {
 				b.Params = append([]mlxemu.Param(nil), a.Params...)
 			}
 		}
-		return
+		return true
 	}
+	return false
 }
 
 func paramsEqual(a, b []mlxemu.Param) bool {

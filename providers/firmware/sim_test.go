@@ -1,0 +1,310 @@
+package firmware_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware"
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// newSim creates a simulated host of a profile, with every firmware
+// adapter printed in layout l and only tool (and mst) installed.
+func newSim(t *testing.T, profile string, adapters int, l mlxfmt.Layout, tool string) (*sim.Sim, *host.Host) {
+	t.Helper()
+	st, err := sim.NewState(profile, "node1", adapters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l != mlxfmt.LayoutUnknown {
+		for _, a := range st.Firmware {
+			a.Layout = l
+		}
+	}
+	if tool != "" {
+		st.Tools = []string{tool, "mst", "modprobe"}
+	}
+	s, err := sim.Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, h
+}
+
+func parse(t *testing.T, y string) *schema.Spec {
+	t.Helper()
+	spec, rep := schema.Parse("host.yaml", []byte(y))
+	if len(rep) > 0 {
+		t.Fatalf("spec: %v", rep)
+	}
+	return spec
+}
+
+func build(t *testing.T, h *host.Host, spec *schema.Spec) *plan.Plan {
+	t.Helper()
+	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{&firmware.Provider{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Plan
+}
+
+// firmwareCalls returns the calls of a firmware tool, without the -v probe.
+func firmwareCalls(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if (strings.HasPrefix(c, "mlxconfig ") || strings.HasPrefix(c, "mstconfig ")) && !strings.HasSuffix(c, " -v") {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+const twoCards = `version: 1
+devices:
+  - pci: "0000:10:00.0"
+    firmware:
+      tool: %s
+      params:
+        LINK_TYPE_P1: ETH
+        LINK_TYPE_P2: eth
+        SRIOV_EN: true
+        NUM_OF_VFS: 8
+  - pci: "0000:20:00.0"
+    firmware:
+      tool: %s
+      params:
+        LINK_TYPE_P1: 2
+        NUM_OF_VFS: 8
+`
+
+// TestProviderOnEveryLayout drives the provider against the emulated tools
+// in every layout family and with both tools: one query per adapter, one
+// set per adapter with all its parameters, pending until a reboot, then an
+// empty plan.
+func TestProviderOnEveryLayout(t *testing.T) {
+	for _, tool := range []string{firmware.MLXConfig, firmware.MSTConfig} {
+		for _, l := range mlxfmt.Layouts() {
+			t.Run(tool+"/"+l.String(), func(t *testing.T) {
+				ctx := context.Background()
+				s, h := newSim(t, "gpu-node", 2, l, tool)
+				spec := parse(t, fmt.Sprintf(twoCards, "auto", "auto"))
+
+				p := build(t, h, spec)
+				wantQueries := []string{
+					tool + " -d 0000:10:00.0 -e q LINK_TYPE_P1 LINK_TYPE_P2 SRIOV_EN NUM_OF_VFS",
+					tool + " -d 0000:20:00.0 -e q LINK_TYPE_P1 NUM_OF_VFS",
+				}
+				if diff := cmp.Diff(wantQueries, firmwareCalls(s.Calls())); diff != "" {
+					t.Errorf("queries (-want +got):\n%s", diff)
+				}
+				var got []string
+				for _, c := range p.Changes {
+					for _, a := range c.Attributes {
+						got = append(got, fmt.Sprintf("%s %s: %s -> %s", c.Address, a.Name, a.Before, a.After))
+					}
+				}
+				want := []string{
+					"firmware[0000:10:00.0] LINK_TYPE_P1: IB(1) -> ETH",
+					"firmware[0000:10:00.0] LINK_TYPE_P2: IB(1) -> eth",
+					"firmware[0000:10:00.0] SRIOV_EN: False(0) -> true",
+					"firmware[0000:10:00.0] NUM_OF_VFS: 0 -> 8",
+					"firmware[0000:20:00.0] LINK_TYPE_P1: IB(1) -> 2",
+					"firmware[0000:20:00.0] NUM_OF_VFS: 0 -> 8",
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("changes (-want +got):\n%s", diff)
+				}
+
+				n := len(s.Calls())
+				out := apply.Run(ctx, h, p, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+				if out.Err != nil {
+					t.Fatal(out.Err)
+				}
+				wantSets := []string{
+					tool + " -d 0000:10:00.0 -y set LINK_TYPE_P1=ETH LINK_TYPE_P2=eth SRIOV_EN=True NUM_OF_VFS=8",
+					tool + " -d 0000:20:00.0 -y set LINK_TYPE_P1=2 NUM_OF_VFS=8",
+				}
+				if diff := cmp.Diff(wantSets, firmwareCalls(s.Calls()[n:])); diff != "" {
+					t.Errorf("sets (-want +got):\n%s", diff)
+				}
+
+				p = build(t, h, spec)
+				if len(p.Changes) != 0 || len(p.Pending) != 6 || p.ExitCode() != plan.ExitReboot {
+					t.Fatalf("after apply: %d changes, %d pending, exit %d; want 0, 6, 3", len(p.Changes), len(p.Pending), p.ExitCode())
+				}
+				if err := s.Reboot(); err != nil {
+					t.Fatal(err)
+				}
+				p = build(t, h, spec)
+				if diff := cmp.Diff(0, p.ExitCode()); diff != "" {
+					t.Errorf("after reboot, exit (-want +got):\n%s\nplan: %+v", diff, p)
+				}
+				st := s.State()
+				var layers []string
+				for _, d := range st.Devices {
+					layers = append(layers, d.PCI+" "+d.Ports[0].LinkLayer)
+				}
+				wantLayers := []string{"0000:10:00.0 Ethernet", "0000:10:00.1 Ethernet", "0000:20:00.0 Ethernet", "0000:20:00.1 InfiniBand"}
+				if diff := cmp.Diff(wantLayers, layers); diff != "" {
+					t.Errorf("link layers after reboot (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestFailedSetOnOneAdapter: the tool refuses one adapter's set; the other
+// adapter is still set, and the failure names the command and the tool's
+// message.
+func TestFailedSetOnOneAdapter(t *testing.T) {
+	ctx := context.Background()
+	st, err := sim.NewState("gpu-node", "node1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Faults = []sim.Fault{{Tool: "mlxconfig", Match: "-d 0000:10:00.0 -y set", Exit: 3,
+		Stdout: "\nApply new Configuration? (y/n) [n] : y\nApplying... Failed!\n-E- Failed to set configuration: Operation not permitted\n"}}
+	s, err := sim.Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := s.Host()
+	spec := parse(t, fmt.Sprintf(twoCards, "mlxconfig", "mlxconfig"))
+	out := apply.Run(ctx, h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
+	if diff := cmp.Diff([]string{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"firmware[0000:10:00.0]"}, out.Failed); diff != "" {
+		t.Errorf("failed (-want +got):\n%s", diff)
+	}
+	wantErr := "firmware[0000:10:00.0]: mlxconfig -d 0000:10:00.0 -y set LINK_TYPE_P1=ETH LINK_TYPE_P2=eth SRIOV_EN=True NUM_OF_VFS=8: -E- Failed to set configuration: Operation not permitted"
+	if diff := cmp.Diff(wantErr, fmt.Sprint(out.Err)); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+	p := build(t, h, spec)
+	var pending, changes []string
+	for _, pe := range p.Pending {
+		pending = append(pending, pe.Address+" "+pe.Attribute)
+	}
+	for _, c := range p.Changes {
+		changes = append(changes, c.Address)
+	}
+	if diff := cmp.Diff([]string{"firmware[0000:20:00.0] LINK_TYPE_P1", "firmware[0000:20:00.0] NUM_OF_VFS"}, pending); diff != "" {
+		t.Errorf("pending (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"firmware[0000:10:00.0]"}, changes); diff != "" {
+		t.Errorf("still to change (-want +got):\n%s", diff)
+	}
+}
+
+// TestSetRefusedNamesSpecLine: a value the tool refuses fails the apply
+// with the parameter's spec position and the tool's -E- message.
+func TestSetRefusedNamesSpecLine(t *testing.T) {
+	s, h := newSim(t, "cx6-vpi-ib", 0, mlxfmt.LayoutUnknown, "")
+	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: VPI\n")
+	p := build(t, h, spec)
+	out := apply.Run(context.Background(), h, p, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+	want := "firmware[0000:3b:00.0]: host.yaml:6:23: LINK_TYPE_P1: mlxconfig -d 0000:3b:00.0 -y set LINK_TYPE_P1=VPI: -E- Unknown value VPI"
+	if diff := cmp.Diff(want, fmt.Sprint(out.Err)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if host.Exists(h.FS, firmware.RebootRequired) {
+		t.Errorf("%s written although nothing was staged", firmware.RebootRequired)
+	}
+	_ = s
+}
+
+// TestUnknownParameters: the tool's refusal of unknown names becomes one
+// finding per name, each at its spec line; the adapter is queried again
+// without them, and nothing is changed.
+func TestUnknownParameters(t *testing.T) {
+	s, h := newSim(t, "cx5-roce", 0, mlxfmt.LayoutUnknown, "")
+	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n        NUM_OF_VFS: 4\n        FOO_BAR: 1\n")
+	p := build(t, h, spec)
+	var got []string
+	for _, f := range p.Errors {
+		got = append(got, f.String())
+	}
+	want := []string{
+		"host.yaml:6:23: error: $.devices[0].firmware.params.LINK_TYPE_P1: mstconfig does not know parameter LINK_TYPE_P1 on 0000:5e:00.0 (ConnectX5): -E- Unknown Parameter: LINK_TYPE_P1",
+		"host.yaml:8:18: error: $.devices[0].firmware.params.FOO_BAR: mstconfig does not know parameter FOO_BAR on 0000:5e:00.0 (ConnectX5): -E- Unknown Parameter: FOO_BAR",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	if len(p.Changes) != 0 {
+		t.Errorf("changes despite findings: %v", p.Changes)
+	}
+	wantCalls := []string{
+		"mstconfig -d 0000:5e:00.0 -e q LINK_TYPE_P1 NUM_OF_VFS FOO_BAR",
+		"mstconfig -d 0000:5e:00.0 -e q NUM_OF_VFS",
+		"mstconfig -d 0000:5e:00.0 -e q NUM_OF_VFS FOO_BAR",
+	}
+	if diff := cmp.Diff(wantCalls, firmwareCalls(s.Calls())); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestNoTool: neither tool installed is a clear error naming both.
+func TestNoTool(t *testing.T) {
+	_, h := newSim(t, "cx6-vpi-ib", 0, mlxfmt.LayoutUnknown, "modprobe")
+	p := build(t, h, parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n"))
+	var got []string
+	for _, f := range p.Errors {
+		got = append(got, f.Message)
+	}
+	want := []string{"reading firmware of 0000:3b:00.0: no firmware configuration tool: neither mlxconfig (NVIDIA MFT) nor mstconfig (package mstflint) is on PATH"}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestMSTFallback: when MFT cannot open the adapter by its PCI address,
+// mst is started once and the /dev/mst node is used for query and set.
+func TestMSTFallback(t *testing.T) {
+	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Faults = []sim.Fault{{Tool: "mlxconfig", Match: "-d 0000:3b:00.0 ", Exit: 3, Stdout: "-E- Failed to open the device\n"}}
+	s, err := sim.Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := s.Host()
+	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n")
+	ctx := context.Background()
+	out := apply.Run(ctx, h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	want := []string{
+		"mlxconfig -v",
+		"mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1",
+		"mst status -v",
+		"mst start",
+		"mst status -v",
+		"mlxconfig -d /dev/mst/mt4123_pciconf0 -e q LINK_TYPE_P1",
+		"mlxconfig -d /dev/mst/mt4123_pciconf0 -y set LINK_TYPE_P1=ETH",
+	}
+	if diff := cmp.Diff(want, s.Calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
