@@ -3,8 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +50,7 @@ func (a *app) noColor() bool {
 }
 
 func (a *app) planCmd() *cobra.Command {
-	var file, output string
+	var file, output, out string
 	cmd := &cobra.Command{
 		Use:   "plan -f SPEC [-o text|json]",
 		Short: "Show what apply would change; changes nothing",
@@ -75,19 +77,26 @@ func (a *app) planCmd() *cobra.Command {
 			if err := a.render(res.Plan, output); err != nil {
 				return err
 			}
+			if out != "" {
+				if err := a.savePlan(h, res, spec, out); err != nil {
+					return err
+				}
+			}
 			return exitCode(res.Plan.ExitCode())
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&out, "out", "", "also save the plan to `PLAN` (mode 0600) for apply PLAN")
 	return cmd
 }
 
 func (a *app) applyCmd() *cobra.Command {
 	var file, only string
 	var yes bool
+	var lockTimeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "apply -f SPEC [--yes] [--only runtime]",
+		Use:   "apply -f SPEC|PLAN [--yes] [--only runtime]",
 		Short: "Apply the spec, then verify by planning again",
 		Long: `Plan, ask for confirmation (unless --yes), apply every change in order
 with a progress line per change on stderr, skip changes whose
@@ -99,7 +108,27 @@ as pending, never applied again.
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := a.loadSpec(file)
+			if file == "" {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("no spec: give -f SPEC or -f PLAN (a plan saved with plan --out)")}
+			}
+			data, err := host.ReadLocalFile(file, a.env.Stdin)
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("reading %s: %w", file, err)}
+			}
+			saved, isPlan, err := plan.LoadSaved(data)
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", file, err)}
+			}
+			var spec *schema.Spec
+			if isPlan {
+				spec, err = a.parseSpec(saved.Spec.File, []byte(saved.Spec.Content))
+			} else {
+				name := file
+				if file == "-" {
+					name = "<stdin>"
+				}
+				spec, err = a.parseSpec(name, data)
+			}
 			if err != nil {
 				return err
 			}
@@ -112,9 +141,15 @@ as pending, never applied again.
 			if err != nil {
 				return err
 			}
-			return a.apply(cmd.Context(), h, spec, applyOptions{yes: yes, only: filter})
+			unlock, err := h.Lock(cmd.Context(), lockTimeout, "rdmaform apply -f "+file)
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			defer unlock()
+			return a.apply(cmd.Context(), h, spec, applyOptions{yes: yes || isPlan, only: filter, saved: saved})
 		},
 	}
+	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 30*time.Second, "how long to wait for another apply on this host to finish")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().StringVar(&only, "only", "", "apply only changes of one activation: runtime (what a boot loses; the boot unit runs this)")
@@ -124,6 +159,9 @@ as pending, never applied again.
 // applyOptions tune an apply.
 type applyOptions struct {
 	yes bool
+	// saved is the plan being applied, when apply was given one: the host
+	// must still be as it was when the plan was made.
+	saved *plan.Saved
 	// only keeps the changes it returns true for; nil keeps all.
 	only func(*plan.Change) bool
 }
@@ -161,6 +199,11 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	res, err := a.buildFiltered(ctx, h, spec, o.only)
 	if err != nil {
 		return err
+	}
+	if o.saved != nil {
+		if err := o.saved.Check(h, res); err != nil {
+			return &exitError{code: plan.ExitError, err: err}
+		}
 	}
 	p := res.Plan
 	if err := plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.env.StdoutTTY && !a.noColor()}); err != nil {
@@ -226,4 +269,19 @@ func (a *app) confirm() (bool, error) {
 		return false, nil
 	}
 	return strings.TrimSpace(line) == "yes", nil
+}
+
+// savePlan writes the plan with its spec and host identity, mode 0600: a
+// plan can hold addresses and names an operator does not want world-readable.
+func (a *app) savePlan(h *host.Host, res *plan.Result, spec *schema.Spec, file string) error {
+	saved := plan.NewSaved(h, res, spec.Src.File, spec.Src.Data)
+	b, err := json.MarshalIndent(saved, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := host.WriteLocalFile(file, append(b, '\n'), 0o600); err != nil {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("saving plan: %w", err)}
+	}
+	fmt.Fprintf(a.env.Stderr, "Saved the plan to %s; apply it with: rdmaform apply -f %s\n", file, file)
+	return nil
 }

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
@@ -10,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected outputs in scenario files")
@@ -21,6 +24,7 @@ var update = flag.Bool("update", false, "rewrite the expected outputs in scenari
 func TestMain(m *testing.M) {
 	os.Exit(testscript.RunMain(m, map[string]func() int{
 		"rdmaform": func() int { return cli.Run(os.Args[1:], cli.OSEnv()) },
+		"holdlock": holdLock,
 	}))
 }
 
@@ -110,4 +114,21 @@ func tree(ts *testscript.TestScript, neg bool, args []string) {
 	for _, l := range lines {
 		w.Write([]byte(l + "\n"))
 	}
+}
+
+// holdLock takes a simulated host's apply lock and holds it until killed:
+// a stand-in for an apply that dies while holding it.
+func holdLock() int {
+	s, err := sim.Open(os.Args[1])
+	if err != nil {
+		return 1
+	}
+	h, err := s.Host()
+	if err != nil {
+		return 1
+	}
+	if _, err := h.Lock(context.Background(), time.Second, "test holder"); err != nil {
+		return 1
+	}
+	select {}
 }

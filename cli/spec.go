@@ -23,6 +23,11 @@ func (a *app) loadSpec(file string) (*schema.Spec, error) {
 	if file == "-" {
 		name = "<stdin>"
 	}
+	return a.parseSpec(name, data)
+}
+
+// parseSpec validates spec bytes; findings go to stderr, exit 1.
+func (a *app) parseSpec(name string, data []byte) (*schema.Spec, error) {
 	spec, rep := schema.Parse(name, data)
 	if len(rep) > 0 {
 		for _, f := range rep {
