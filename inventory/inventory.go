@@ -242,8 +242,13 @@ func mapNetdevs(h *host.Host, inv *Inventory) error {
 		nd := e.Name()
 		base := path.Join(ClassNet, nd)
 		var dev *Device
+		// rdmamap answers the first device whose GID table lists the
+		// netdev; rxe over a RoCE netdev lists it too. A software device's
+		// parent is assigned above, so only a hardware answer is taken.
 		if name, ok := h.RdmaDeviceForNetdev(nd); ok {
-			dev = inv.Device(name)
+			if d := inv.Device(name); d != nil && d.Parent == "" {
+				dev = d
+			}
 		}
 		if dev == nil {
 			link, err := h.FS.Readlink(path.Join(base, "device"))
