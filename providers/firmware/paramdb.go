@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -199,6 +198,6 @@ func (db *ParamDB) Check(spec *schema.Spec) schema.Report {
 			}
 		}
 	}
-	sort.SliceStable(rep, func(i, j int) bool { return rep[i].Path < rep[j].Path })
+	rep.Sort()
 	return rep
 }
