@@ -175,6 +175,11 @@ type Change struct {
 	Attributes []Attr     `json:"attributes"`
 	// DependsOn lists the addresses this change needs applied first.
 	DependsOn []string `json:"depends_on,omitempty"`
+	// Disrupts lists the netdevs this change takes down or re-addresses
+	// (now or at the next boot); apply refuses such a change on the
+	// interface that carries the default route or the operator's SSH
+	// session unless told otherwise.
+	Disrupts []string `json:"disrupts,omitempty"`
 
 	Stage Stage `json:"-"`
 	// Provider is the name of the provider that applies the change.

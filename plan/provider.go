@@ -101,3 +101,11 @@ func (f *Facts) plan(c *Change) { f.planned[c.Address] = c }
 // RecordPlanned records a change as planned by an earlier stage, as the
 // engine does between stages; for tests of a provider's Diff.
 func RecordPlanned(f *Facts, c *Change) { f.plan(c) }
+
+// Reverter is implemented by providers whose changes can be undone, for
+// apply --confirm-timeout: Revert returns the change that puts back what c
+// replaced (nil when nothing needs undoing), built from the before-values
+// the plan recorded.
+type Reverter interface {
+	Revert(c *Change) (*Change, error)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"gopkg.in/yaml.v3"
@@ -181,6 +182,11 @@ func (s *Sim) Reboot() error {
 			}
 		}
 		st.Modules = append([]string(nil), st.BootModules...)
+		for _, m := range s.modulesLoadD() {
+			if !st.ModuleLoaded(m) && contains(st.Available, m) {
+				st.Modules = append(st.Modules, m)
+			}
+		}
 		st.rebootFirmware()
 		st.reconcilePorts()
 		st.rebootNM()
@@ -260,4 +266,25 @@ func ethMAC(d *Device, p *Port) string {
 func (s *Sim) RunTool(ctx context.Context, args []string) (host.Result, error) {
 	r := &runner{sim: s}
 	return r.Run(ctx, host.Cmd{Args: args})
+}
+
+// modulesLoadD lists the modules /etc/modules-load.d/*.conf of the
+// simulated host names, as systemd-modules-load reads them at boot.
+func (s *Sim) modulesLoadD() []string {
+	files, _ := filepath.Glob(filepath.Join(s.Dir, "etc/modules-load.d/*.conf"))
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			l = strings.TrimSpace(l)
+			if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";") {
+				continue
+			}
+			out = append(out, strings.ReplaceAll(l, "-", "_"))
+		}
+	}
+	return out
 }

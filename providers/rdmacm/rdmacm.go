@@ -224,6 +224,9 @@ type payload struct {
 	port int
 	mode string // kernel string or ""
 	tos  *int
+	// before holds the values the change replaces (nil for a device the
+	// plan creates), for Revert.
+	before *PortValues
 }
 
 // Diff implements plan.Provider.
@@ -238,6 +241,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		addr := Address(t.dev, t.port)
 		dev := req.Inv.Device(t.dev)
 		pl := &payload{dev: t.dev, port: t.port, mode: KernelMode(t.mode), tos: t.tos}
+		// A device the plan (re)creates (an rxe link made or moved to
+		// another netdev) starts with the kernel's defaults: everything is
+		// set after it, whatever the old device had.
+		if rc := facts.Planned("rxe[" + t.dev + "]"); rc != nil && rc.Action != plan.Delete {
+			dev = nil
+		}
 		if dev == nil {
 			// A device this plan creates (rxe): everything is set after it.
 			rxe := "rxe[" + t.dev + "]"
@@ -294,6 +303,8 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if len(attrs) == 0 {
 			continue
 		}
+		was := have
+		pl.before = &was
 		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime,
 			Stage: plan.StageRdmaCM, Source: req.Pos(t.specPath), Attributes: attrs, Payload: pl})
 	}
@@ -353,4 +364,31 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 		}
 		return nil
 	})
+}
+
+var _ plan.Reverter = (*Provider)(nil)
+
+// Revert implements plan.Reverter: it writes back the values the change
+// replaced. Settings of a device the plan created go with the device.
+func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return nil, fmt.Errorf("%s: no rdma_cm payload", c.Address)
+	}
+	if pl.before == nil {
+		return nil, nil
+	}
+	back := &payload{dev: pl.dev, port: pl.port, before: &PortValues{}}
+	var attrs []plan.Attr
+	if pl.mode != "" {
+		back.mode = pl.before.Mode
+		attrs = append(attrs, plan.Attr{Name: "mode", Before: SpecMode(pl.mode), After: SpecMode(pl.before.Mode)})
+	}
+	if pl.tos != nil {
+		tos := pl.before.Tos
+		back.tos = &tos
+		attrs = append(attrs, plan.Attr{Name: "tos", Before: strconv.Itoa(*pl.tos), After: strconv.Itoa(tos)})
+	}
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
+		Provider: c.Provider, Attributes: attrs, Payload: back}, nil
 }

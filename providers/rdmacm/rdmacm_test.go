@@ -274,3 +274,22 @@ func TestMissingConfigfsSupportIsClear(t *testing.T) {
 		t.Fatalf("errors = %v; want the modprobe command line and its message", res.Plan.Errors)
 	}
 }
+
+// TestDiffDeviceReplacedByRxe: an rxe link moved to another netdev comes
+// back with the kernel's defaults, so its settings are planned again even
+// when the old link already had them.
+func TestDiffDeviceReplacedByRxe(t *testing.T) {
+	spec := parse(t, "version: 1\nrxe: [{name: rxe0, netdev: enp2s0}]\ndevices:\n  - name: rxe0\n    ports: [{port: 1, roce: {mode: v2}}]\n")
+	inv := &inventory.Inventory{Devices: []*inventory.Device{{Name: "rxe0", Parent: "enp1s0", Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet"}}}}}
+	req := request(t, spec, inv)
+	obs := &Observed{Ports: map[string]PortValues{"rxe0/1": {Mode: ModeV2}}}
+	if prop := (&Provider{}).Diff(req, obs, plan.NewFacts()); len(prop.Changes) != 0 {
+		t.Fatalf("settings already match: %+v", prop.Changes)
+	}
+	facts := plan.NewFacts()
+	plan.RecordPlanned(facts, &plan.Change{Address: "rxe[rxe0]", Action: plan.Update})
+	prop := (&Provider{}).Diff(req, obs, facts)
+	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []string{"rxe[rxe0]"}) {
+		t.Fatalf("want the settings planned after the replaced link, got %+v", prop.Changes)
+	}
+}
