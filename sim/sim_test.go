@@ -24,6 +24,7 @@ func TestRebootLoadsModulesLoadD(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.Dir, "etc/modules-load.d/rdmaform.conf"), []byte("# rdmaform\nrdma-rxe\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	bootID := s.State().BootID()
 	if err := s.Reboot(); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestRebootLoadsModulesLoadD(t *testing.T) {
 	if !after.ModuleLoaded("rdma_rxe") || after.ModuleLoaded("rdma_ucm") {
 		t.Errorf("modules after reboot = %v; want rdma_rxe (listed) and not rdma_ucm (loaded by hand)", after.Modules)
 	}
-	if after.Boot != 1 || after.BootID() == st.BootID() {
+	if after.Boot != 1 || after.BootID() == bootID {
 		t.Errorf("boot %d, boot_id %s: a reboot changes the boot_id", after.Boot, after.BootID())
 	}
 }
