@@ -1,0 +1,212 @@
+package mlx4port_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/mlx4port"
+	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+func TestParseState(t *testing.T) {
+	tests := []struct {
+		in   string
+		want mlx4port.State
+	}{
+		{"ib\n", mlx4port.State{Setting: "ib", Effective: "ib"}},
+		{"eth\n", mlx4port.State{Setting: "eth", Effective: "eth"}},
+		{"auto (ib)\n", mlx4port.State{Setting: "auto", Effective: "ib"}},
+		{"auto (eth)\n", mlx4port.State{Setting: "auto", Effective: "eth"}},
+		{"not detected\n", mlx4port.State{Setting: "auto"}},
+		{"auto (not detected)\n", mlx4port.State{Setting: "auto"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimSpace(tt.in), func(t *testing.T) {
+			got, err := mlx4port.ParseState(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := mlx4port.ParseState("infiniband"); err == nil {
+		t.Error("unknown text accepted")
+	}
+}
+
+func setup(t *testing.T, profile string) (*sim.Sim, *host.Host) {
+	t.Helper()
+	st, err := sim.NewState(profile, "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, h
+}
+
+func build(t *testing.T, h *host.Host, y string) *plan.Plan {
+	t.Helper()
+	spec, rep := schema.Parse("host.yaml", []byte(y))
+	if len(rep) > 0 {
+		t.Fatalf("spec: %v", rep)
+	}
+	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{&mlx4port.Provider{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Plan
+}
+
+func lines(p *plan.Plan) []string {
+	var out []string
+	for _, c := range p.Changes {
+		for _, a := range c.Attributes {
+			out = append(out, fmt.Sprintf("%s %s %s: %s -> %s", c.Address, c.Activation, a.Name, a.Before, a.After))
+		}
+	}
+	for _, f := range p.Errors {
+		out = append(out, f.String())
+	}
+	return out
+}
+
+func portFiles(t *testing.T, h *host.Host) []string {
+	var out []string
+	for n := 1; n <= 2; n++ {
+		s, err := host.ReadAttr(h.FS, mlx4port.File("0000:81:00.0", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+const bothEth = `version: 1
+devices:
+  - name: mlx4_0
+    ports:
+      - port: 1
+        type: eth
+      - port: 2
+        type: eth
+`
+
+// TestIBToEthBothPorts switches both ports of a ConnectX-3 to Ethernet:
+// the driver refuses port 1 eth while port 2 is ib, so port 2 goes first.
+// Apply, then plan is empty; a reboot brings back the boot type.
+func TestIBToEthBothPorts(t *testing.T) {
+	s, h := setup(t, "cx3-mlx4")
+	p := build(t, h, bothEth)
+	want := []string{
+		"mlx4_port[0000:81:00.0/1] runtime type: auto (ib) -> eth",
+		"mlx4_port[0000:81:00.0/2] runtime type: auto (ib) -> eth",
+	}
+	if diff := cmp.Diff(want, lines(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	out := apply.Run(context.Background(), h, p, []plan.Provider{&mlx4port.Provider{}}, apply.Options{})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if diff := cmp.Diff([]string{"eth", "eth"}, portFiles(t, h)); diff != "" {
+		t.Errorf("mlx4_portN (-want +got):\n%s", diff)
+	}
+	var layers []string
+	for _, pt := range s.State().Devices[0].Ports {
+		layers = append(layers, pt.LinkLayer)
+	}
+	if diff := cmp.Diff([]string{"Ethernet", "Ethernet"}, layers); diff != "" {
+		t.Errorf("link layers (-want +got):\n%s", diff)
+	}
+	if p := build(t, h, bothEth); !p.Empty() || p.ExitCode() != 0 {
+		t.Errorf("plan after apply not empty: %v", lines(p))
+	}
+	if err := s.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, f := range portFiles(t, h) {
+		st, err := mlx4port.ParseState(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, st.Setting)
+	}
+	if diff := cmp.Diff([]string{"auto", "auto"}, types); diff != "" {
+		t.Errorf("after reboot (-want +got):\n%s", diff)
+	}
+	if p := build(t, h, bothEth); len(p.Changes) != 2 {
+		t.Errorf("after reboot the runtime setting is gone, want 2 changes: %v", lines(p))
+	}
+}
+
+// TestEthToIBBothPorts goes back: port 1 first this time.
+func TestEthToIBBothPorts(t *testing.T) {
+	_, h := setup(t, "cx3-mlx4")
+	ctx := context.Background()
+	prov := []plan.Provider{&mlx4port.Provider{}}
+	if out := apply.Run(ctx, h, build(t, h, bothEth), prov, apply.Options{}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	bothIB := strings.ReplaceAll(bothEth, "type: eth", "type: ib")
+	if out := apply.Run(ctx, h, build(t, h, bothIB), prov, apply.Options{}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if diff := cmp.Diff([]string{"ib", "ib"}, portFiles(t, h)); diff != "" {
+		t.Errorf("mlx4_portN (-want +got):\n%s", diff)
+	}
+	if p := build(t, h, bothIB); !p.Empty() {
+		t.Errorf("plan after apply not empty: %v", lines(p))
+	}
+}
+
+func TestFindings(t *testing.T) {
+	tests := []struct {
+		name    string
+		profile string
+		spec    string
+		want    []string
+	}{
+		{
+			name: "port 1 eth with port 2 ib is refused by the driver", profile: "cx3-mlx4",
+			spec: "version: 1\ndevices:\n  - name: mlx4_0\n    ports:\n      - port: 1\n        type: eth\n      - port: 2\n        type: ib\n",
+			want: []string{
+				"host.yaml:6:15: error: $.devices[0].ports[0].type: mlx4_0 would have port 1 eth and port 2 ib, which mlx4_core refuses; make port 2 eth too",
+				"host.yaml:8:15: error: $.devices[0].ports[1].type: mlx4_0 would have port 1 eth and port 2 ib, which mlx4_core refuses; make port 2 eth too",
+			},
+		},
+		{
+			name: "mlx5 has no mlx4 port type", profile: "cx6-vpi-ib",
+			spec: "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        type: eth\n",
+			want: []string{
+				"host.yaml:6:15: error: $.devices[0].ports[0].type: mlx5_0 has no /sys/bus/pci/devices/0000:3b:00.0/mlx4_port1: type applies to mlx4 (ConnectX-3) ports only; on ConnectX-4 and later set firmware LINK_TYPE_P1",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, h := setup(t, tt.profile)
+			if diff := cmp.Diff(tt.want, lines(build(t, h, tt.spec))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
