@@ -12,7 +12,8 @@
 // machine, the unified one on v2), and only then execs systemd, which
 // keeps the launcher's PID. If any step fails the launcher exits without
 // starting systemd. The launcher runs in a private mount namespace, where
-// it mounts a tmpfs over /run/systemd to tell the user manager it may run.
+// it mounts a tmpfs over /run/systemd to tell the user manager it may run
+// and binds the lab's log file over /dev/console, where the manager logs.
 // Cleanup stops the manager by PID, kills what is left
 // in the lab's cgroup (processes the manager started, nothing else can be
 // there) and removes the cgroup.
@@ -36,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -43,6 +45,7 @@ import (
 const (
 	envLaunch  = "RDMAFORM_SYSTEMDLAB_LAUNCH"  // the systemd binary to exec
 	envCgroups = "RDMAFORM_SYSTEMDLAB_CGROUPS" // cgroup directories, ':'-separated
+	envLog     = "RDMAFORM_SYSTEMDLAB_LOG"     // the lab's log file
 )
 
 // RequireEnv makes missing prerequisites fail the test instead of skipping.
@@ -75,9 +78,16 @@ func init() {
 		fmt.Fprintf(os.Stderr, "systemdlab launcher: %v; not starting systemd\n", err)
 		os.Exit(113)
 	}
+	// The manager logs to /dev/console whatever its stderr is; in this
+	// namespace /dev/console is the lab's log file, so the machine's
+	// console never sees it.
+	if err := syscall.Mount(os.Getenv(envLog), "/dev/console", "", syscall.MS_BIND, ""); err != nil {
+		fmt.Fprintf(os.Stderr, "systemdlab launcher: binding the log over /dev/console: %v; not starting systemd\n", err)
+		os.Exit(113)
+	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, envLaunch+"=") && !strings.HasPrefix(kv, envCgroups+"=") {
+		if !strings.HasPrefix(kv, envLaunch+"=") && !strings.HasPrefix(kv, envCgroups+"=") && !strings.HasPrefix(kv, envLog+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -199,6 +209,7 @@ func Start(t testing.TB) *Lab {
 	cmd.Env = []string{
 		envLaunch + "=" + bin,
 		envCgroups + "=" + strings.Join(l.cgroups, ":"),
+		envLog + "=" + l.log,
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + filepath.Join(dir, "home"),
 		"XDG_RUNTIME_DIR=" + runtime,
@@ -290,12 +301,12 @@ func (l *Lab) AddUnit(t testing.TB, name, content string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := l.conn(ctx)
+	c, err := sdbus.NewConnection(func() (*dbus.Conn, error) { return l.conn(ctx) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1").CallWithContext(ctx, "org.freedesktop.systemd1.Manager.Reload", 0).Err; err != nil {
+	if err := c.ReloadContext(ctx); err != nil {
 		t.Fatalf("daemon-reload: %v", err)
 	}
 }
