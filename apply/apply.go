@@ -30,6 +30,8 @@ func (e *ChangeError) Unwrap() error { return e.Err }
 
 // Outcome is what happened to each change.
 type Outcome struct {
+	// Done holds the changes applied, in order (for a rollback).
+	Done    []*plan.Change
 	Applied []string
 	Failed  []string
 	Skipped []string
@@ -100,6 +102,7 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 			continue
 		}
 		out.Applied = append(out.Applied, c.Address)
+		out.Done = append(out.Done, c)
 		fmt.Fprintf(progress, "%s: %s after %s\n", c.Address, done(c), time.Since(start).Round(time.Millisecond))
 	}
 	if merr != nil {
@@ -182,4 +185,58 @@ func Verify(after *plan.Plan, out Outcome) error {
 		return nil
 	}
 	return &VerifyError{Remaining: rem}
+}
+
+// NotRevertible lists the changes of p whose provider cannot undo them.
+func NotRevertible(p *plan.Plan, providers []plan.Provider) []string {
+	rev := map[string]bool{}
+	for _, pr := range providers {
+		if _, ok := pr.(plan.Reverter); ok {
+			rev[pr.Name()] = true
+		}
+	}
+	var out []string
+	for _, c := range p.Changes {
+		if !rev[c.Provider] {
+			out = append(out, c.Address)
+		}
+	}
+	return out
+}
+
+// Revert undoes applied changes, last first. A change whose undo fails is
+// reported; the others are still undone.
+func Revert(ctx context.Context, h *host.Host, done []*plan.Change, providers []plan.Provider, o Options) Outcome {
+	var undo []*plan.Change
+	var errs *multierror.Error
+	byName := map[string]plan.Provider{}
+	for _, pr := range providers {
+		byName[pr.Name()] = pr
+	}
+	for i := len(done) - 1; i >= 0; i-- {
+		c := done[i]
+		r, ok := byName[c.Provider].(plan.Reverter)
+		if !ok {
+			errs = multierror.Append(errs, &ChangeError{Address: c.Address, Err: errors.New("cannot be reverted")})
+			continue
+		}
+		inv, err := r.Revert(c)
+		if err != nil {
+			errs = multierror.Append(errs, &ChangeError{Address: c.Address, Err: fmt.Errorf("revert: %w", err)})
+			continue
+		}
+		if inv != nil {
+			inv.Provider = c.Provider
+			undo = append(undo, inv)
+		}
+	}
+	out := Run(ctx, h, &plan.Plan{Changes: undo}, providers, o)
+	if errs != nil {
+		if out.Err != nil {
+			errs = multierror.Append(errs, out.Err)
+		}
+		errs.ErrorFormat = listFormat
+		out.Err = errs
+	}
+	return out
 }

@@ -121,7 +121,7 @@ would change, apply changes it and proves it by planning again.
 	root.PersistentFlags().StringVar(&a.rootDir, "root", "", "read and write sysfs, configfs, /etc and /run under `DIR` (offline rendering, tests)")
 	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")
 	root.MarkFlagsMutuallyExclusive("root", "sim")
-	root.AddCommand(a.validateCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.simCmd(), a.statusCmd())
+	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.simCmd(), a.statusCmd())
 	root.SetHelpTemplate(root.HelpTemplate())
 	return root
 }

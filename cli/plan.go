@@ -94,7 +94,8 @@ func (a *app) planCmd() *cobra.Command {
 func (a *app) applyCmd() *cobra.Command {
 	var file, only string
 	var yes bool
-	var lockTimeout time.Duration
+	var lockTimeout, confirmTimeout time.Duration
+	var allowFirmware, allowMgmt bool
 	cmd := &cobra.Command{
 		Use:   "apply -f SPEC|PLAN [--yes] [--only runtime]",
 		Short: "Apply the spec, then verify by planning again",
@@ -146,10 +147,14 @@ as pending, never applied again.
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer unlock()
-			return a.apply(cmd.Context(), h, spec, applyOptions{yes: yes || isPlan, only: filter, saved: saved})
+			return a.apply(cmd.Context(), h, spec, applyOptions{yes: yes || isPlan, only: filter, saved: saved,
+				confirmTimeout: confirmTimeout, allowFirmware: allowFirmware, allowMgmt: allowMgmt})
 		},
 	}
 	cmd.Flags().DurationVar(&lockTimeout, "lock-timeout", 30*time.Second, "how long to wait for another apply on this host to finish")
+	cmd.Flags().DurationVar(&confirmTimeout, "confirm-timeout", 0, "keep the changes only if 'rdmaform confirm' runs within `D`; otherwise revert them")
+	cmd.Flags().BoolVar(&allowFirmware, "allow-firmware", false, "with --confirm-timeout: also stage firmware changes (a reboot cannot be taken back)")
+	cmd.Flags().BoolVar(&allowMgmt, "allow-mgmt", false, "allow changes that take down or re-address the interface of the default route or of this SSH session")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().StringVar(&only, "only", "", "apply only changes of one activation: runtime (what a boot loses; the boot unit runs this)")
@@ -162,6 +167,11 @@ type applyOptions struct {
 	// saved is the plan being applied, when apply was given one: the host
 	// must still be as it was when the plan was made.
 	saved *plan.Saved
+	// confirmTimeout > 0: keep the changes only if `rdmaform confirm` runs
+	// in time, otherwise revert them.
+	confirmTimeout time.Duration
+	allowFirmware  bool
+	allowMgmt      bool
 	// only keeps the changes it returns true for; nil keeps all.
 	only func(*plan.Change) bool
 }
@@ -215,6 +225,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	if p.Empty() {
 		return exitCode(p.ExitCode())
 	}
+	if err := a.guard(h, p, o); err != nil {
+		return err
+	}
 	if !o.yes {
 		ok, err := a.confirm()
 		if err != nil {
@@ -246,6 +259,11 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	}
 	for _, f := range after.Plan.Errors {
 		msgs = append(msgs, f.String())
+	}
+	if o.confirmTimeout > 0 {
+		if err := a.awaitConfirm(ctx, h, out, o.confirmTimeout, len(msgs) > 0); err != nil {
+			return err
+		}
 	}
 	if len(msgs) > 0 {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("apply failed:\n%s", strings.Join(msgs, "\n"))}

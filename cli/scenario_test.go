@@ -47,8 +47,9 @@ func TestScenarios(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"run":  run,
-			"tree": tree,
+			"run":      run,
+			"tree":     tree,
+			"waitfile": waitFile,
 		},
 		RequireExplicitExec: true,
 	})
@@ -131,4 +132,20 @@ func holdLock() int {
 		return 1
 	}
 	select {}
+}
+
+// waitfile PATH waits up to 20 s for a file to appear (a background
+// command reaching a point).
+func waitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitfile PATH")
+	}
+	p := ts.MkAbs(args[0])
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(p); (err == nil) != neg {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("waitfile %s: timed out", args[0])
 }

@@ -77,6 +77,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		// ib_core is loaded (RDMA netlink answers) as on a VM with
 		// rdma-core installed; rdma_rxe is only available.
 		st.Modules = []string{"ib_core"}
+		st.DefaultRoute = "enp1s0"
 		st.Netdevs = []*Netdev{{Name: "enp1s0", Kind: "virtio", MTU: 1500, Up: true, MAC: "52:54:00:12:34:56",
 			DynAddrs: []string{"192.168.122.50/24", "fe80::5054:ff:fe12:3456/64"}}}
 	case "gpu-node":

@@ -30,6 +30,10 @@ type State struct {
 	Devices []*Device `yaml:"devices,omitempty"`
 	Netdevs []*Netdev `yaml:"netdevs,omitempty"`
 
+	// DefaultRoute names the netdev the default route leaves through (the
+	// management network).
+	DefaultRoute string `yaml:"default_route,omitempty"`
+
 	// Modules loaded now; BootModules are loaded at every boot (plus what
 	// /etc/modules-load.d lists).
 	Modules     []string `yaml:"modules,omitempty"`
