@@ -432,3 +432,21 @@ func removeCgroup(cg string) error {
 	}
 	return nil
 }
+
+// Verify runs `systemd-analyze verify` on unit files, which needs no
+// running manager, and fails the test with its messages unless it exits
+// 0 and prints nothing. It skips (or fails, with RDMAFORM_REQUIRE_LAB=1)
+// when systemd-analyze is not installed.
+func Verify(t testing.TB, files ...string) {
+	t.Helper()
+	bin, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		skipOrFail(t, "no systemd-analyze (apt-get install -y --no-install-recommends systemd)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append([]string{"verify", "--man=no"}, files...)...).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify %s: %v\n%s", strings.Join(files, " "), err, out)
+	}
+}
