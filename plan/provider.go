@@ -109,3 +109,20 @@ func RecordPlanned(f *Facts, c *Change) { f.plan(c) }
 type Reverter interface {
 	Revert(c *Change) (*Change, error)
 }
+
+// Capturer is implemented by providers that can describe what the host
+// has in spec form, for `rdmaform show`: Capture adds the provider's part
+// to spec, whose Devices already hold one entry per inventory device (in
+// inventory order, selected by PCI address, or by name for software
+// devices) with its ports. What Capture writes must plan nothing when
+// applied to the same host.
+type Capturer interface {
+	Capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) error
+}
+
+// CaptureOptions tune show.
+type CaptureOptions struct {
+	// FirmwareParams are the mlxconfig parameters to capture; empty means
+	// the firmware provider's default set.
+	FirmwareParams []string
+}
