@@ -274,6 +274,26 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s has no port %d (ports: %s)", t.dev, t.port, portList(dev)))
 			continue
 		}
+		// An mlx4 port type written in this plan changes the link layer now;
+		// the port's RDMA device comes back with the kernel's defaults.
+		if mc := facts.Planned(fmt.Sprintf("mlx4_port[%s/%d]", dev.PCI, t.port)); mc != nil {
+			if mlx4Type(mc) != "eth" {
+				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes InfiniBand in this plan (%s); RoCE settings need an Ethernet port", t.port, t.dev, mc.Address))
+				continue
+			}
+			if port.LinkLayer != "Ethernet" {
+				c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
+					Source: req.Pos(t.specPath), DependsOn: []string{mc.Address}, Payload: pl}
+				if t.mode != "" {
+					c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
+				}
+				if t.tos != nil {
+					c.Attributes = append(c.Attributes, plan.Attr{Name: "tos", After: strconv.Itoa(*t.tos)})
+				}
+				prop.Changes = append(prop.Changes, c)
+				continue
+			}
+		}
 		if staged, ok := facts.Staged(dev.PCI, t.port); ok {
 			if staged.LinkLayer == "Ethernet" && port.LinkLayer != "Ethernet" {
 				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Reason: staged.Reason(), Source: req.Pos(t.specPath)})
@@ -391,4 +411,14 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	}
 	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
 		Provider: c.Provider, Attributes: attrs, Payload: back}, nil
+}
+
+// mlx4Type is the port type an mlx4_port change writes.
+func mlx4Type(c *plan.Change) string {
+	for _, a := range c.Attributes {
+		if a.Name == "type" {
+			return a.After
+		}
+	}
+	return ""
 }
