@@ -95,6 +95,15 @@ func (v Value) String() string {
 	return v.Text
 }
 
+// Display is the value for people: the name of an enum value without its
+// number (IB, True, ROCE_ENABLE), otherwise as the tool prints it.
+func (v Value) Display() string {
+	if v.Kind == KindEnum {
+		return v.Text
+	}
+	return v.String()
+}
+
 // Num returns a bare-number value.
 func Num(n int64) Value { return Value{Kind: KindNumber, Num: n} }
 
