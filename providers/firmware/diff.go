@@ -163,7 +163,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			if mlxfmt.Equal(prm.Value, have.NextBoot) {
 				if have.Current.Kind != mlxfmt.KindAbsent && !mlxfmt.Equal(prm.Value, have.Current) {
 					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,
-						Current: have.Current.String(), NextBoot: have.NextBoot.String(), Source: req.Pos(pp)})
+						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp)})
 					staged()
 				}
 				continue
@@ -179,7 +179,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				bad = true
 				continue
 			}
-			attrs = append(attrs, plan.Attr{Name: prm.Name, Before: have.NextBoot.String(), After: prm.Value})
+			attrs = append(attrs, plan.Attr{Name: prm.Name, Before: have.NextBoot.Display(), After: prm.Value})
 			pl.sets = append(pl.sets, prm.Name+"="+arg)
 			pl.paths[prm.Name] = pp
 			pl.source[prm.Name] = req.Pos(pp)

@@ -109,7 +109,7 @@ func TestDiff(t *testing.T) {
 			name: "IB to ETH is a next-boot change that stages the link",
 			spec: spec1("LINK_TYPE_P1", "ETH"), obs: observed(row("LINK_TYPE_P1", "IB(1)", "IB(1)")),
 			want: summary{
-				Changes: []string{"firmware[0000:3b:00.0] next-boot LINK_TYPE_P1: IB(1) -> ETH"},
+				Changes: []string{"firmware[0000:3b:00.0] next-boot LINK_TYPE_P1: IB -> ETH"},
 				Sets:    []string{"LINK_TYPE_P1=ETH"},
 				Staged:  []string{"0000:3b:00.0/1 Ethernet waits for LINK_TYPE_P1=ETH on 0000:3b:00.0 (reboot)"},
 			},
@@ -118,7 +118,7 @@ func TestDiff(t *testing.T) {
 			name: "LINK_TYPE_P2 is port 1 of the second function",
 			spec: spec1("LINK_TYPE_P2", "2"), obs: observed(row("LINK_TYPE_P2", "IB(1)", "IB(1)")),
 			want: summary{
-				Changes: []string{"firmware[0000:3b:00.0] next-boot LINK_TYPE_P2: IB(1) -> 2"},
+				Changes: []string{"firmware[0000:3b:00.0] next-boot LINK_TYPE_P2: IB -> 2"},
 				Sets:    []string{"LINK_TYPE_P2=2"},
 				Staged:  []string{"0000:3b:00.1/1 Ethernet waits for LINK_TYPE_P2=2 on 0000:3b:00.1 (reboot)"},
 			},
@@ -127,7 +127,7 @@ func TestDiff(t *testing.T) {
 			name: "staged but not current is pending, never set again",
 			spec: spec1("LINK_TYPE_P1", "eth"), obs: observed(row("LINK_TYPE_P1", "IB(1)", "ETH(2)")),
 			want: summary{
-				Pending: []string{"firmware[0000:3b:00.0] LINK_TYPE_P1 IB(1) -> ETH(2)"},
+				Pending: []string{"firmware[0000:3b:00.0] LINK_TYPE_P1 IB -> ETH"},
 				Staged:  []string{"0000:3b:00.0/1 Ethernet waits for LINK_TYPE_P1=eth on 0000:3b:00.0 (reboot)"},
 			},
 		},
@@ -140,7 +140,7 @@ func TestDiff(t *testing.T) {
 			name: "true is passed as True",
 			spec: spec1("SRIOV_EN", "true"), obs: observed(row("SRIOV_EN", "False(0)", "False(0)")),
 			want: summary{
-				Changes: []string{"firmware[0000:3b:00.0] next-boot SRIOV_EN: False(0) -> true"},
+				Changes: []string{"firmware[0000:3b:00.0] next-boot SRIOV_EN: False -> true"},
 				Sets:    []string{"SRIOV_EN=True"},
 			},
 		},
@@ -150,7 +150,7 @@ func TestDiff(t *testing.T) {
 			obs:  observed(row("SRIOV_EN", "False(0)", "False(0)"), row("NUM_OF_VFS", "0", "0"), row("LINK_TYPE_P1", "IB(1)", "IB(1)")),
 			want: summary{
 				Changes: []string{
-					"firmware[0000:3b:00.0] next-boot SRIOV_EN: False(0) -> true",
+					"firmware[0000:3b:00.0] next-boot SRIOV_EN: False -> true",
 					"firmware[0000:3b:00.0] next-boot NUM_OF_VFS: 0 -> 8",
 				},
 				Sets: []string{"SRIOV_EN=True NUM_OF_VFS=8"},
@@ -195,7 +195,7 @@ func TestDiff(t *testing.T) {
 				return o
 			}(),
 			want: summary{
-				Changes:  []string{"firmware[0000:3b:00.1] next-boot SRIOV_EN: True(1) -> false"},
+				Changes:  []string{"firmware[0000:3b:00.1] next-boot SRIOV_EN: True -> false"},
 				Sets:     []string{"SRIOV_EN=False"},
 				Findings: []string{"$.devices[1].firmware.params.SRIOV_EN"},
 			},

@@ -67,7 +67,7 @@ devices:
 	sd := "--sim=" + hostDir
 
 	out := step(t, plan.ExitChanges, []string{
-		"  ~ firmware[0000:3b:00.0]                       after reboot   # " + spec + ":5:7\n      LINK_TYPE_P1: IB(1) -> ETH\n",
+		"  ~ firmware[0000:3b:00.0]                       after reboot   # " + spec + ":5:7\n      LINK_TYPE_P1: IB -> ETH\n",
 		"  ? rdma_cm[mlx5_0/1] waits for LINK_TYPE_P1=ETH on 0000:3b:00.0 (reboot)\n",
 		"Plan: 0 to add, 1 to change, 0 to remove. Reboot required.",
 	}, sd, "plan", "-f", spec)
@@ -76,7 +76,7 @@ devices:
 	}
 	step(t, plan.ExitReboot, []string{"Reboot required to finish."}, sd, "apply", "-f", spec, "--yes")
 	out = step(t, plan.ExitReboot, []string{
-		"  ! firmware[0000:3b:00.0] LINK_TYPE_P1 staged for next boot (current IB(1), next ETH(2))",
+		"  ! firmware[0000:3b:00.0] LINK_TYPE_P1 staged for next boot (current IB, next ETH)",
 		"  ? rdma_cm[mlx5_0/1] waits for LINK_TYPE_P1=ETH on 0000:3b:00.0 (reboot)",
 	}, sd, "plan", "-f", spec)
 	if strings.Contains(out, "  ~ ") {

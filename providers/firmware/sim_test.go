@@ -121,11 +121,11 @@ func TestProviderOnEveryLayout(t *testing.T) {
 					}
 				}
 				want := []string{
-					"firmware[0000:10:00.0] LINK_TYPE_P1: IB(1) -> ETH",
-					"firmware[0000:10:00.0] LINK_TYPE_P2: IB(1) -> eth",
-					"firmware[0000:10:00.0] SRIOV_EN: False(0) -> true",
+					"firmware[0000:10:00.0] LINK_TYPE_P1: IB -> ETH",
+					"firmware[0000:10:00.0] LINK_TYPE_P2: IB -> eth",
+					"firmware[0000:10:00.0] SRIOV_EN: False -> true",
 					"firmware[0000:10:00.0] NUM_OF_VFS: 0 -> 8",
-					"firmware[0000:20:00.0] LINK_TYPE_P1: IB(1) -> 2",
+					"firmware[0000:20:00.0] LINK_TYPE_P1: IB -> 2",
 					"firmware[0000:20:00.0] NUM_OF_VFS: 0 -> 8",
 				}
 				if diff := cmp.Diff(want, got); diff != "" {
