@@ -66,12 +66,12 @@ type State struct {
 
 // Device is an RDMA device: a PCI adapter function or a software device.
 type Device struct {
-	Name     string `yaml:"name"`              // mlx5_0
-	Driver   string `yaml:"driver"`            // mlx5, mlx4, rxe
-	PCI      string `yaml:"pci,omitempty"`     // 0000:3b:00.0; "" for rxe
-	PCIID    string `yaml:"pci_id,omitempty"`  // 0x101b
-	NodeGUID string `yaml:"node_guid"`         // 0002:c903:000c:c89a
-	FWVer    string `yaml:"fw_ver,omitempty"`  // 20.35.1012
+	Name     string `yaml:"name"`             // mlx5_0
+	Driver   string `yaml:"driver"`           // mlx5, mlx4, rxe
+	PCI      string `yaml:"pci,omitempty"`    // 0000:3b:00.0; "" for rxe
+	PCIID    string `yaml:"pci_id,omitempty"` // 0x101b
+	NodeGUID string `yaml:"node_guid"`        // 0002:c903:000c:c89a
+	FWVer    string `yaml:"fw_ver,omitempty"` // 20.35.1012
 	BoardID  string `yaml:"board_id,omitempty"`
 	Parent   string `yaml:"parent,omitempty"` // rxe: its netdev
 	// EnhancedIPoIB is true for ConnectX-4 and later: IPoIB runs datagram
