@@ -38,3 +38,13 @@ demo: build ## plan, apply, plan again: examples/roce.yaml on a copy of the simu
 
 clean: ## remove build outputs
 	rm -rf bin
+
+.PHONY: ansible schema
+
+ANSIBLE_LIBRARY_DIR ?= build/ansible/library
+
+ansible: ## build the Ansible module, static: build/ansible/library/rdmaform
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(ANSIBLE_LIBRARY_DIR)/rdmaform ./cmd/rdmaform-ansible
+
+schema: ## regenerate schema/rdmaform.schema.json from the spec's Go types
+	$(GO) test ./schema -count=1 -run '^TestJSONSchemaFile$$' -update

@@ -1,0 +1,274 @@
+// Package ansible is rdmaform as an Ansible binary module: Ansible copies
+// the binary to the target, runs it with the path of a JSON arguments
+// file and reads one JSON object from its stdout.
+//
+// The module drives rdmaform through cli.Run in-process, exactly as an
+// operator runs it: "plan -o json" for the plan as data (the stable,
+// versioned JSON contract), "apply --yes" to apply. So the module is
+// rdmaform apply, with its host lock, verification by re-planning and
+// exit codes, and never a second apply flow that could drift from it.
+package ansible
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// Result is the JSON object the module prints. Changed, Failed and Msg
+// are Ansible's; the rest is rdmaform's, for playbooks to branch on
+// (reboot only where reboot_required).
+type Result struct {
+	Changed bool   `json:"changed"`
+	Failed  bool   `json:"failed"`
+	Msg     string `json:"msg"`
+	// RebootRequired: firmware is staged for the next boot, or part of the
+	// spec can only be planned after one (rdmaform's exit code 3).
+	RebootRequired bool `json:"reboot_required"`
+	// RC is rdmaform's exit code: 0 matches, 1 error, 2 changes, 3 reboot.
+	RC int `json:"rc"`
+	// Plan is the plan made before acting: what was (or, in check mode,
+	// would be) done, in rdmaform's JSON plan format.
+	Plan *plan.Plan `json:"plan,omitempty"`
+	// Pending and Deferred describe the host after the run.
+	Pending  []plan.Pending  `json:"pending"`
+	Deferred []plan.Deferred `json:"deferred"`
+	// Diff is one before/after per changed resource, with --diff.
+	Diff []DiffItem `json:"diff,omitempty"`
+	// StdoutLines and StderrLines are what rdmaform apply printed: the
+	// plan and summary, the progress lines.
+	StdoutLines []string `json:"stdout_lines,omitempty"`
+	StderrLines []string `json:"stderr_lines,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// ErrConfirmTimeout: rdmaform apply has no confirmation timeout yet, so a
+// playbook asking for one is refused rather than silently ignored.
+var ErrConfirmTimeout = errors.New("confirm_timeout is not supported yet: rdmaform apply has no confirmation timeout to pass it to; remove it")
+
+// Main runs the module. args[0] is the arguments file. It prints one JSON
+// object on env.Stdout and returns 1 when the result is failed, else 0.
+func Main(args []string, env cli.Env) int {
+	res := Run(args, env)
+	b, err := encode(res)
+	if err != nil {
+		b, _ = encode(Result{Failed: true, RC: plan.ExitError, Msg: fmt.Sprintf("rdmaform module: encoding the result: %v", err)})
+	}
+	if _, err := env.Stdout.Write(b); err != nil || res.Failed {
+		return 1
+	}
+	return 0
+}
+
+// encode writes the result as one line of JSON, "<stdin>" unescaped.
+func encode(r Result) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(r)
+	return b.Bytes(), err
+}
+
+// Run runs the module and returns its result.
+func Run(args []string, env cli.Env) Result {
+	if len(args) != 1 {
+		return failed(plan.ExitError, "usage: rdmaform ARGS_FILE (Ansible runs this binary with the path of a JSON arguments file)")
+	}
+	data, err := host.ReadLocalFile(args[0], nil)
+	if err != nil {
+		return failed(plan.ExitError, fmt.Sprintf("reading module arguments: %v", err))
+	}
+	a, err := ParseArgs(data)
+	if err != nil {
+		return failed(plan.ExitError, err.Error())
+	}
+	return (&module{args: a, env: env}).run()
+}
+
+func failed(rc int, msg string) Result {
+	return Result{Failed: true, RC: rc, Msg: msg, Pending: []plan.Pending{}, Deferred: []plan.Deferred{}}
+}
+
+type module struct {
+	args Args
+	env  cli.Env
+}
+
+// output is one in-process rdmaform run.
+type output struct {
+	code           int
+	stdout, stderr string
+}
+
+// rdmaform runs the CLI in-process on the spec the arguments name.
+//
+// Equivalent to: rdmaform [--sim DIR|--root DIR] CMD -f SPEC ARGS...
+// (or -f - with the content on stdin).
+func (m *module) rdmaform(cmd string, extra ...string) output {
+	var argv []string
+	if m.args.Sim != "" {
+		argv = append(argv, "--sim", m.args.Sim)
+	}
+	if m.args.Root != "" {
+		argv = append(argv, "--root", m.args.Root)
+	}
+	argv = append(argv, cmd)
+	var stdin *strings.Reader
+	if m.args.Spec != "" {
+		argv = append(argv, "-f", m.args.Spec)
+		stdin = strings.NewReader("")
+	} else {
+		argv = append(argv, "-f", "-")
+		stdin = strings.NewReader(m.args.Content)
+	}
+	argv = append(argv, extra...)
+	var stdout, stderr bytes.Buffer
+	code := cli.Run(argv, cli.Env{Stdin: stdin, Stdout: &stdout, Stderr: &stderr, Environ: m.env.Environ, Ctx: m.env.Ctx})
+	return output{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// plan runs rdmaform plan -o json. A plan with findings (exit 1) is
+// returned with them; a failure before any plan (a bad spec, a host that
+// cannot be read) returns the error rdmaform printed: positioned findings.
+func (m *module) plan() (*plan.Plan, int, error) {
+	out := m.rdmaform("plan", "-o", "json")
+	var p plan.Plan
+	if strings.TrimSpace(out.stdout) == "" || json.Unmarshal([]byte(out.stdout), &p) != nil {
+		msg := strings.TrimSpace(out.stderr)
+		if msg == "" {
+			msg = fmt.Sprintf("rdmaform plan exited %d without a plan", out.code)
+		}
+		return nil, out.code, errors.New(msg)
+	}
+	return &p, out.code, nil
+}
+
+func (m *module) run() Result {
+	p, code, err := m.plan()
+	if err != nil {
+		return failed(code, err.Error())
+	}
+	res := Result{RC: code, Plan: p, Pending: p.Pending, Deferred: p.Deferred, RebootRequired: rebootRequired(p)}
+	if m.args.Diff {
+		res.Diff = Diff(p)
+	}
+	if len(p.Errors) > 0 {
+		res.Failed = true
+		res.Msg = findings(p)
+		return res
+	}
+	fw := firmwareChanges(p)
+	applying := m.args.State == Applied
+	if applying && m.args.ConfirmTimeout > 0 {
+		res.Failed, res.RC, res.Msg = true, plan.ExitError, ErrConfirmTimeout.Error()
+		return res
+	}
+	if applying && len(fw) > 0 && !m.args.AllowFirmware {
+		res.Failed, res.RC = true, plan.ExitError
+		res.Msg = "refusing to stage firmware changes without allow_firmware: true (they take effect at the next boot): " + strings.Join(fw, "; ")
+		return res
+	}
+	// Check mode and state planned report what apply would do.
+	if !applying || m.args.CheckMode || p.Empty() {
+		res.Changed = !p.Empty()
+		res.Msg = plan.SummaryLine(p)
+		return res
+	}
+
+	out := m.rdmaform("apply", "--yes")
+	res.RC = out.code
+	res.StdoutLines, res.StderrLines = lines(out.stdout), lines(out.stderr)
+	after, _, perr := m.plan()
+	if perr != nil {
+		res.Failed = true
+		res.Changed = true // apply ran; what it did cannot be told
+		res.Msg = joinNonEmpty(strings.TrimSpace(out.stderr), "planning after apply: "+perr.Error())
+		return res
+	}
+	res.Pending, res.Deferred, res.RebootRequired = after.Pending, after.Deferred, rebootRequired(after)
+	switch out.code {
+	case plan.ExitOK, plan.ExitReboot:
+		res.Changed = true
+		res.Msg = fmt.Sprintf("applied %d %s", len(p.Changes), plural(len(p.Changes), "change", "changes"))
+		if res.RebootRequired {
+			res.Msg += "; reboot required to finish"
+		}
+	default:
+		res.Failed = true
+		res.Changed = !reflect.DeepEqual(comparable(p), comparable(after))
+		res.Msg = strings.TrimSpace(out.stderr)
+	}
+	return res
+}
+
+// rebootRequired is exit code 3's condition: firmware staged or to be
+// staged, or part of the spec waiting for a reboot.
+func rebootRequired(p *plan.Plan) bool {
+	return p.Summary.RebootRequired || len(p.Pending) > 0 || len(p.Deferred) > 0
+}
+
+// firmwareChanges lists the changes that take effect at the next boot
+// (firmware parameters), one "address: NAME before -> after" each.
+func firmwareChanges(p *plan.Plan) []string {
+	var out []string
+	for _, c := range p.Changes {
+		if c.Activation != plan.NextBoot {
+			continue
+		}
+		var attrs []string
+		for _, a := range c.Attributes {
+			attrs = append(attrs, fmt.Sprintf("%s %s -> %s", a.Name, a.Before, a.After))
+		}
+		out = append(out, fmt.Sprintf("%s: %s", c.Address, strings.Join(attrs, ", ")))
+	}
+	return out
+}
+
+func findings(p *plan.Plan) string {
+	ls := make([]string, len(p.Errors))
+	for i, f := range p.Errors {
+		ls[i] = f.String()
+	}
+	return strings.Join(ls, "\n")
+}
+
+// comparable is what tells whether a failed apply changed anything: the
+// plan's changes and pending items.
+func comparable(p *plan.Plan) any {
+	return struct {
+		C []*plan.Change
+		P []plan.Pending
+	}{p.Changes, p.Pending}
+}
+
+func lines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func joinNonEmpty(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
