@@ -69,7 +69,7 @@ type Params []Param
 
 // Port is one port of an adapter.
 type Port struct {
-	Port      int     `yaml:"port" doc:"port number, from 1"`
+	Port      int     `yaml:"port" min:"1" max:"255" doc:"port number, from 1"`
 	LinkLayer string  `yaml:"link_layer,omitempty" enum:"InfiniBand,Ethernet" doc:"expected link layer (after a reboot, if firmware changes it)"`
 	Type      string  `yaml:"type,omitempty" enum:"ib,eth,auto" doc:"mlx4 only: sysfs mlx4_portN; effective now"`
 	Roce      *Roce   `yaml:"roce,omitempty" doc:"configfs rdma_cm defaults; Ethernet ports only; not persistent"`

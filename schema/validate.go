@@ -122,7 +122,10 @@ func (v *validator) tags(val reflect.Value, path string) {
 					v.add(child, "must be %s, not %q", orList(allowed), truncate(fv.String()))
 				}
 			}
-			if iv, ok := intOf(fv); ok {
+			if iv, ok := intOf(fv); ok || (fv.Kind() == reflect.Int && v.spec.Src.Has(child)) {
+				if !ok {
+					iv = int(fv.Int())
+				}
 				if lo, err := strconv.Atoi(f.Tag.Get("min")); err == nil && iv < lo {
 					v.add(child, "%d is below the minimum %d", iv, lo)
 				}
@@ -230,8 +233,6 @@ func (v *validator) devices() {
 			pp := fmt.Sprintf("%s.ports[%d]", p, j)
 			if !v.spec.Src.Has(pp + ".port") {
 				v.add(pp, "port: is required (1, 2, ...)")
-			} else if pt.Port < 1 || pt.Port > 255 {
-				v.add(pp+".port", "port must be between 1 and 255, not %d", pt.Port)
 			}
 			if ports[pt.Port] && pt.Port != 0 {
 				v.add(pp+".port", "port %d is listed twice", pt.Port)
