@@ -74,6 +74,15 @@ type Port struct {
 	Type      string  `yaml:"type,omitempty" enum:"ib,eth,auto" doc:"mlx4 only: sysfs mlx4_portN; effective now"`
 	Roce      *Roce   `yaml:"roce,omitempty" doc:"configfs rdma_cm defaults; Ethernet ports only; not persistent"`
 	Expect    *Expect `yaml:"expect,omitempty" doc:"audit-only assertions, never changed"`
+	Peer      *Peer   `yaml:"peer,omitempty" doc:"lint-only: the port at the other end of the cable; rdmaform lint compares the link layers of both ends"`
+}
+
+// Peer names the port at the other end of a port's cable, another host of
+// the fleet, for rdmaform lint.
+type Peer struct {
+	Host   string `yaml:"host" doc:"the peer host: its host.hostname, or its spec file name without extension"`
+	Device string `yaml:"device" doc:"the peer device: PCI address or RDMA device name"`
+	Port   int    `yaml:"port" min:"1" max:"255" doc:"the peer port number"`
 }
 
 // Roce is the rdma_cm default RoCE version and ToS of a port.
