@@ -24,6 +24,9 @@ import (
 // Root is where configfs shows rdma_cm.
 const Root = "/sys/kernel/config/rdma_cm"
 
+// notLoaded is the before-value of a setting rdma_cm cannot show yet.
+const notLoaded = "(rdma_cm not loaded)"
+
 // Kernel strings of the two RoCE versions.
 const (
 	ModeV1 = "IB/RoCE v1"
@@ -69,6 +72,10 @@ type PortValues struct {
 // Observed maps "dev/port" to its values.
 type Observed struct {
 	Ports map[string]PortValues
+	// NotLoaded: rdma_cm's configfs directory is absent (module not loaded
+	// or configfs not mounted). Discovery does not load or mount anything,
+	// so a plan leaves no trace; apply does, as an operator would.
+	NotLoaded bool `json:",omitempty"`
 }
 
 func key(dev string, port int) string { return fmt.Sprintf("%s/%d", dev, port) }
@@ -117,10 +124,14 @@ func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	if err := ensureRdmaCM(ctx, h); err != nil {
-		return nil, err
-	}
 	obs := &Observed{Ports: map[string]PortValues{}}
+	if !host.Exists(h.FS, Root) {
+		if h.Offline() {
+			return nil, fmt.Errorf("%s does not exist in this tree (nothing is mounted or loaded under --root)", Root)
+		}
+		obs.NotLoaded = true
+		return obs, nil
+	}
 	byDev := map[string][]int{}
 	var devs []string
 	for _, t := range ts {
@@ -308,6 +319,20 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s has link layer %s; RoCE settings need an Ethernet port (a VPI adapter switches with firmware LINK_TYPE_P%d: ETH)", t.port, t.dev, port.LinkLayer, t.port))
 			continue
 		}
+		if obs.NotLoaded {
+			// Nothing to read until rdma_cm is loaded: every managed value is
+			// set by apply, which loads it first.
+			c := &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
+				Source: req.Pos(t.specPath), Payload: pl}
+			if t.mode != "" {
+				c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", Before: notLoaded, After: t.mode})
+			}
+			if t.tos != nil {
+				c.Attributes = append(c.Attributes, plan.Attr{Name: "tos", Before: notLoaded, After: strconv.Itoa(*t.tos)})
+			}
+			prop.Changes = append(prop.Changes, c)
+			continue
+		}
 		have, ok := obs.Ports[key(t.dev, t.port)]
 		if !ok {
 			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "configfs shows no port %d for %s", t.port, t.dev))
@@ -357,6 +382,13 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 	}
 	return withGroup(h, pl.dev, func(group string) error {
 		dir := path.Join(group, "ports", strconv.Itoa(pl.port))
+		if pl.before == nil {
+			// The plan could not read them (rdma_cm was not loaded, or the
+			// device is new): record what this write replaces, for Revert.
+			if cur, err := readPort(h, group, pl.port); err == nil {
+				pl.before = &cur
+			}
+		}
 		if pl.mode != "" {
 			f := path.Join(dir, "default_roce_mode")
 			if err := h.FS.WriteAttr(f, []byte(pl.mode+"\n")); err != nil {

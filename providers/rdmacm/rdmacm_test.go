@@ -259,6 +259,8 @@ func TestApplyRefusedByKernelNamesTheFile(t *testing.T) {
 
 func TestMissingConfigfsSupportIsClear(t *testing.T) {
 	st, _ := sim.NewState("cx5-roce", "n", 0)
+	st.Modules = nil
+	st.BootModules = nil
 	st.Available = nil // rdma_cm cannot be loaded
 	s, err := sim.Create(t.TempDir(), st)
 	if err != nil {
@@ -266,12 +268,25 @@ func TestMissingConfigfsSupportIsClear(t *testing.T) {
 	}
 	h, _ := s.Host()
 	spec := parse(t, v2spec)
+	before := snapshot(t, s.Dir)
 	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{&Provider{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Plan.Errors) != 1 || !strings.Contains(res.Plan.Errors[0].Message, "modprobe -- rdma_cm") || !strings.Contains(res.Plan.Errors[0].Message, "Module rdma_cm not found") {
-		t.Fatalf("errors = %v; want the modprobe command line and its message", res.Plan.Errors)
+	// Plan loads nothing: no tool runs, the tree is untouched, and the
+	// values it cannot read yet are shown as such.
+	if calls := s.Calls(); len(calls) != 0 {
+		t.Errorf("plan ran %v; it must not load modules", calls)
+	}
+	if diff := cmp.Diff(before, snapshot(t, s.Dir)); diff != "" {
+		t.Errorf("plan changed the host (-before +after):\n%s", diff)
+	}
+	if len(res.Plan.Changes) != 1 || res.Plan.Changes[0].Attributes[0].Before != notLoaded {
+		t.Fatalf("plan = %+v; want one change from %q", res.Plan.Changes, notLoaded)
+	}
+	err = (&Provider{}).Apply(context.Background(), h, res.Plan.Changes[0])
+	if err == nil || !strings.Contains(err.Error(), "modprobe -- rdma_cm") || !strings.Contains(err.Error(), "Module rdma_cm not found") {
+		t.Fatalf("apply err = %v; want the modprobe command line and its message", err)
 	}
 }
 
