@@ -85,16 +85,25 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			adapters = 8
 		}
 		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
+		if adapters > 64 {
+			// Beyond, netdev names such as enP10p112s0f0np0 pass the
+			// kernel's 15 bytes.
+			return nil, fmt.Errorf("at most 64 adapters")
+		}
 		for i := 0; i < adapters; i++ {
-			bus := 0x10 + i*0x10
-			if bus > 0xff {
-				return nil, fmt.Errorf("at most %d adapters", (0xff-0x10)/0x10+1)
+			// Buses 0x10, 0x20, ... 0xf0 of PCI domain 0, then of domain
+			// 1, 2, ... as on hosts with many root complexes; systemd
+			// names a netdev of domain N with a "P<N>" prefix (enP1p16s0f0np0).
+			domain, bus := i/15, 0x10+(i%15)*0x10
+			prefix := ""
+			if domain > 0 {
+				prefix = fmt.Sprintf("P%d", domain)
 			}
 			for f := 0; f < 2; f++ {
 				n := 2*i + f
-				d := cx(fmt.Sprintf("mlx5_%d", n), fmt.Sprintf("0000:%02x:00.%d", bus, f), "0x1021",
+				d := cx(fmt.Sprintf("mlx5_%d", n), fmt.Sprintf("%04x:%02x:00.%d", domain, bus, f), "0x1021",
 					fmt.Sprintf("a088:c203:00%02x:%04x", i, 0x1a00+f), "28.39.1002", "MT_0000000838", 1, "InfiniBand",
-					fmt.Sprintf("ibp%ds0f%d", bus, f), fmt.Sprintf("enp%ds0f%dnp%d", bus, f, f), "400 Gb/sec (4X NDR)")
+					fmt.Sprintf("ib%sp%ds0f%d", prefix, bus, f), fmt.Sprintf("en%sp%ds0f%dnp%d", prefix, bus, f, f), "400 Gb/sec (4X NDR)")
 				d.Ports[0].LID, d.Ports[0].SMLID = 0x100+n, 1
 				st.Devices = append(st.Devices, d)
 			}
