@@ -121,13 +121,27 @@ would change, apply changes it and proves it by planning again.
 	root.PersistentFlags().StringVar(&a.rootDir, "root", "", "read and write sysfs, configfs, /etc and /run under `DIR` (offline rendering, tests)")
 	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")
 	root.MarkFlagsMutuallyExclusive("root", "sim")
-	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.simCmd(), a.statusCmd())
+	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.simCmd(), a.statusCmd())
 	root.SetHelpTemplate(root.HelpTemplate())
 	return root
 }
 
-// host opens the host the global flags name.
+// host opens the host the global flags name, with every command's
+// timeout capped by RDMAFORM_COMMAND_TIMEOUT when it is set.
 func (a *app) host() (*host.Host, error) {
+	h, err := a.openHost()
+	if err != nil {
+		return nil, err
+	}
+	max, err := host.TimeoutFromEnv(a.env.Environ)
+	if err != nil {
+		return nil, err
+	}
+	h.Runner = host.CapTimeout(h.Runner, max)
+	return h, nil
+}
+
+func (a *app) openHost() (*host.Host, error) {
 	switch {
 	case a.simDir != "":
 		s, err := sim.Open(a.simDir)

@@ -22,6 +22,7 @@ adapters (sim.yaml) and the sysfs/configfs tree rendered from it. Run any
 command against it with --sim DIR.`,
 	}
 	cmd.AddCommand(a.simNewCmd(), a.simRebootCmd(), a.simToolCmd())
+	cmd.AddCommand(a.simFaultCmd())
 	return cmd
 }
 

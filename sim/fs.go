@@ -42,6 +42,9 @@ func cleanPath(name string) string { return path.Clean(name) }
 // Mkdir implements host.FS; in rdma_cm it creates a device group.
 func (f *simFS) Mkdir(name string, perm fs.FileMode) error {
 	name = cleanPath(name)
+	if err := f.sim.inject(faultWrite, name, "mkdir"); err != nil {
+		return err
+	}
 	if m := cmGroupRE.FindStringSubmatch(name); m != nil {
 		return f.sim.mutate(true, func(st *State) error {
 			if !st.ModuleLoaded("rdma_cm") {
@@ -105,6 +108,9 @@ func (f *simFS) ReadFile(name string) ([]byte, error) {
 // WriteAttr implements host.FS with the kernel's parsing of each attribute.
 func (f *simFS) WriteAttr(name string, data []byte) error {
 	name = cleanPath(name)
+	if err := f.sim.inject(faultWrite, name, "write"); err != nil {
+		return err
+	}
 	if m := cmAttrRE.FindStringSubmatch(name); m != nil {
 		port, _ := strconv.Atoi(m[2])
 		return f.sim.mutate(true, func(st *State) error { return st.writeRdmaCM(name, m[1], port, m[3], string(data)) })
@@ -120,6 +126,14 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 		return perr("write", name, syscall.EACCES)
 	}
 	return f.RootFS.WriteAttr(name, data)
+}
+
+// WriteFile implements host.FS; only faults make it differ from a file.
+func (f *simFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := f.sim.inject(faultWrite, cleanPath(name), "write"); err != nil {
+		return err
+	}
+	return f.RootFS.WriteFile(name, data, perm)
 }
 
 // writeRdmaCM stores a configfs rdma_cm attribute as cma_configfs.c does:

@@ -56,11 +56,21 @@ func (n *simNet) change(name string, fn func(st *State, nd *Netdev) error) error
 
 // LinkSetUp implements host.Net.
 func (n *simNet) LinkSetUp(name string, up bool) error {
+	op := "LinkSetDown"
+	if up {
+		op = "LinkSetUp"
+	}
+	if err := n.sim.inject(faultNetlink, op, name); err != nil {
+		return err
+	}
 	return n.change(name, func(_ *State, nd *Netdev) error { nd.Up = up; return nil })
 }
 
 // LinkSetMTU implements host.Net.
 func (n *simNet) LinkSetMTU(name string, mtu int) error {
+	if err := n.sim.inject(faultNetlink, "LinkSetMTU", name); err != nil {
+		return err
+	}
 	return n.change(name, func(_ *State, nd *Netdev) error {
 		max := 9216
 		if nd.Kind == "ipoib" {
@@ -102,6 +112,9 @@ func (n *simNet) AddrList(name string) ([]host.Addr, error) {
 
 // AddrAdd implements host.Net.
 func (n *simNet) AddrAdd(name string, p netip.Prefix) error {
+	if err := n.sim.inject(faultNetlink, "AddrAdd", name+" "+p.String()); err != nil {
+		return err
+	}
 	return n.change(name, func(_ *State, nd *Netdev) error {
 		for _, a := range append(append([]string{}, nd.Addrs...), nd.DynAddrs...) {
 			if q, err := netip.ParsePrefix(a); err == nil && q.Addr() == p.Addr() {
@@ -115,6 +128,9 @@ func (n *simNet) AddrAdd(name string, p netip.Prefix) error {
 
 // AddrDel implements host.Net.
 func (n *simNet) AddrDel(name string, p netip.Prefix) error {
+	if err := n.sim.inject(faultNetlink, "AddrDel", name+" "+p.String()); err != nil {
+		return err
+	}
 	return n.change(name, func(_ *State, nd *Netdev) error {
 		for i, a := range nd.Addrs {
 			if q, err := netip.ParsePrefix(a); err == nil && q == p {
@@ -152,6 +168,9 @@ func (n *simNet) RdmaLinkList() ([]host.RdmaLink, error) {
 // missing netdev, EEXIST for a netdev that has an rxe link, ENFILE for a
 // name in use, EINVAL without the rdma_rxe module.
 func (n *simNet) RdmaLinkAdd(name, netdev string) error {
+	if err := n.sim.inject(faultNetlink, "RdmaLinkAdd", name+" "+netdev); err != nil {
+		return err
+	}
 	return n.sim.mutate(false, func(st *State) error {
 		if !st.ModuleLoaded("ib_core") {
 			return fmt.Errorf("%w: %w", host.ErrNoRDMA, syscall.EPROTONOSUPPORT)
@@ -205,6 +224,9 @@ func rxeGUID(mac string) string {
 
 // RdmaLinkDel implements host.Net.
 func (n *simNet) RdmaLinkDel(name string) error {
+	if err := n.sim.inject(faultNetlink, "RdmaLinkDel", name); err != nil {
+		return err
+	}
 	return n.sim.mutate(false, func(st *State) error {
 		if !st.ModuleLoaded("ib_core") {
 			return fmt.Errorf("%w: %w", host.ErrNoRDMA, syscall.EPROTONOSUPPORT)

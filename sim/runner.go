@@ -40,10 +40,7 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 	r.sim.calls = append(r.sim.calls, c.String())
 	installed := r.sim.state.HasTool(name)
 	latency := time.Duration(r.sim.state.Latency[name])
-	fault := r.sim.state.takeFault(name, c.Args[1:])
-	if fault != nil && fault.Times > 0 {
-		_ = r.sim.save()
-	}
+	fault := r.sim.takeLocked(faultTool, name, strings.Join(c.Args[1:], " "))
 	r.sim.mu.Unlock()
 	fn := tools[name]
 	if !installed || fn == nil {
@@ -76,27 +73,6 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 		return res, &host.ExitError{Cmd: c, Code: code, Stdout: res.Stdout, Stderr: res.Stderr}
 	}
 	return res, nil
-}
-
-// takeFault returns the fault for this run, if any, and counts it down.
-// Callers hold the lock.
-func (st *State) takeFault(tool string, args []string) *Fault {
-	line := strings.Join(args, " ")
-	for i := range st.Faults {
-		f := &st.Faults[i]
-		if f.Tool != tool || (f.Match != "" && !strings.Contains(line, f.Match)) {
-			continue
-		}
-		cp := *f
-		if f.Times > 0 {
-			f.Times--
-			if f.Times == 0 {
-				st.Faults = append(st.Faults[:i], st.Faults[i+1:]...)
-			}
-		}
-		return &cp
-	}
-	return nil
 }
 
 // modprobe emulates kmod's modprobe for the modules the host has.

@@ -137,11 +137,20 @@ type RoceDefaults struct {
 	Tos  int    `yaml:"tos"`
 }
 
-// Fault makes an emulated tool fail: on a run whose arguments contain
-// Match (all of them, if empty), print Stderr/Stdout and exit with Exit, or
-// hang until the caller's timeout.
+// Fault makes the simulated host fail one kind of operation (see
+// faults.go): a tool run (Tool; on a run whose arguments contain Match, or
+// all, print Stderr/Stdout and exit with Exit, or hang until the caller's
+// timeout), a sysfs/configfs/file write (Write), a netlink operation
+// (Netlink) or a service manager call (Systemd). Kill instead SIGKILLs the
+// process running against the host when the operation is reached.
 type Fault struct {
-	Tool   string `yaml:"tool"`
+	Tool    string `yaml:"tool,omitempty"`
+	Write   string `yaml:"write,omitempty"`
+	Netlink string `yaml:"netlink,omitempty"`
+	Systemd string `yaml:"systemd,omitempty"`
+	// Errno fails a write, netlink or systemd operation (EIO if empty).
+	Errno  string `yaml:"errno,omitempty"`
+	Kill   bool   `yaml:"kill,omitempty"`
 	Match  string `yaml:"match,omitempty"`
 	Exit   int    `yaml:"exit,omitempty"`
 	Stdout string `yaml:"stdout,omitempty"`

@@ -215,6 +215,9 @@ func (m *simSystemd) toggle(name string, enable bool) error {
 		op = "EnableUnitFiles"
 	}
 	m.record(op + " " + name)
+	if err := m.sim.inject(faultSystemd, op, name); err != nil {
+		return err
+	}
 	uf, err := m.sim.readUnitFile(name)
 	if err != nil {
 		return err
@@ -283,6 +286,9 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 		op, verb = "StartUnit", "start"
 	}
 	m.record(op + " " + name + " replace")
+	if err := m.sim.inject(faultSystemd, op, name); err != nil {
+		return err
+	}
 	st, err := m.Unit(ctx, name)
 	if err != nil {
 		return err
@@ -317,7 +323,7 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 // when asked, so there is nothing to re-read.
 func (m *simSystemd) Reload(context.Context) error {
 	m.record("Reload")
-	return nil
+	return m.sim.inject(faultSystemd, "Reload", "")
 }
 
 // rebootSystemd does to the service manager what a boot does: enabled

@@ -163,6 +163,9 @@ type payload struct {
 	// link: the wants symlink exists now with another target and must be
 	// replaced.
 	relink bool
+	// before is what was installed when the plan was made, for Revert;
+	// restore (a revert) puts exactly that back.
+	before, restore *Observed
 }
 
 // Diff implements plan.Provider.
@@ -214,7 +217,7 @@ func diff(req *plan.Request, obs *Observed, binary string) plan.Proposal {
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: Address, Action: action, Activation: plan.Now,
 			Stage: plan.StagePersistence, Source: src, Attributes: attrs,
-			Payload: &payload{unit: want, spec: spec, relink: obs.Link != "" && !obs.Enabled}})
+			Payload: &payload{unit: want, spec: spec, relink: obs.Link != "" && !obs.Enabled, before: obs}})
 	case "none":
 		if obs.Unit != nil && !bytes.HasPrefix(obs.Unit, []byte(Marker+"\n")) {
 			prop.Errors = append(prop.Errors, req.Finding("$.persistence", "%s was not written by rdmaform (no %q first line); persistence: none leaves it alone: remove it by hand if it is rdmaform's", UnitPath, "# Written by rdmaform"))
@@ -234,7 +237,7 @@ func diff(req *plan.Request, obs *Observed, binary string) plan.Proposal {
 			return prop
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: Address, Action: plan.Delete, Activation: plan.Now,
-			Stage: plan.StagePersistence, Source: src, Attributes: attrs, Payload: &payload{remove: true}})
+			Stage: plan.StagePersistence, Source: src, Attributes: attrs, Payload: &payload{remove: true, before: obs}})
 	}
 	return prop
 }
@@ -251,6 +254,9 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 	pl, ok := c.Payload.(*payload)
 	if !ok {
 		return fmt.Errorf("%s: no boot unit payload", c.Address)
+	}
+	if pl.restore != nil {
+		return restore(ctx, h, pl.restore)
 	}
 	if pl.remove {
 		return remove(ctx, h)

@@ -136,6 +136,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		addr := Address(dev.PCI)
 		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, paths: map[string]string{}, source: map[string]*plan.Source{}}
 		var attrs []plan.Attr
+		var disrupts []string
 		bad := false
 		for _, prm := range d.Firmware.Params {
 			pp := fwPath + ".params." + prm.Name
@@ -180,6 +181,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				continue
 			}
 			attrs = append(attrs, plan.Attr{Name: prm.Name, Before: have.NextBoot.Display(), After: prm.Value})
+			disrupts = append(disrupts, linkNetdevs(req, dev, prm.Name, prm.Value, have)...)
 			pl.sets = append(pl.sets, prm.Name+"="+arg)
 			pl.paths[prm.Name] = pp
 			pl.source[prm.Name] = req.Pos(pp)
@@ -189,7 +191,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.NextBoot,
-			Stage: plan.StageFirmware, Source: req.Pos(fwPath), Attributes: attrs, Payload: pl})
+			Stage: plan.StageFirmware, Source: req.Pos(fwPath), Attributes: attrs, Payload: pl, Disrupts: sortedSet(disrupts)})
 	}
 	prop.Errors = append(prop.Errors, conflicts(req)...)
 	return prop

@@ -72,6 +72,9 @@ type payload struct {
 	Settings []nmcli.Setting // update: only what differs
 	Up       bool            // create/update: activate (or re-activate) afterwards
 	Down     bool            // update: deactivate afterwards
+	// Was is the profile before an update or delete, for Revert; a
+	// create records the UUID NetworkManager gave it in UUID.
+	Was *nmcli.Profile
 }
 
 // attrName is the plan's name of an nmcli property: the spec's word
@@ -148,7 +151,8 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 					Address: addr, Action: plan.Delete, Activation: plan.Now, Stage: plan.StageNetworkManager,
 					Source:     req.Pos(path),
 					Attributes: []plan.Attr{{Name: "uuid", Before: cur.UUID}},
-					Payload:    &payload{Op: opDelete, Name: c.Name, UUID: cur.UUID},
+					Payload:    &payload{Op: opDelete, Name: c.Name, UUID: cur.UUID, Was: cur},
+					Disrupts:   activeIface(*cur),
 				})
 			}
 			continue
@@ -217,7 +221,8 @@ func updateChange(req *plan.Request, c *schema.IPoIB, path string, want, have nm
 			reconfigure = true
 		}
 	}
-	pl := &payload{Op: opUpdate, Name: c.Name, UUID: have.UUID, Settings: settings}
+	was := have
+	pl := &payload{Op: opUpdate, Name: c.Name, UUID: have.UUID, Settings: settings, Was: &was}
 	switch state := WantState(c); {
 	case state == StateUp && !have.Active:
 		pl.Up = true
@@ -232,9 +237,15 @@ func updateChange(req *plan.Request, c *schema.IPoIB, path string, want, have nm
 	if len(attrs) == 0 {
 		return nil
 	}
+	var disrupts []string
+	if pl.Down || (pl.Up && have.Active) {
+		// Taken down, or re-activated with new settings (addresses, MTU,
+		// mode): its traffic stops for a moment and addresses may change.
+		disrupts = activeIface(have)
+	}
 	return &plan.Change{
 		Address: Address(c.Name), Action: plan.Update, Activation: plan.Now, Stage: plan.StageNetworkManager,
-		Source: req.Pos(path), Attributes: attrs, Payload: pl,
+		Source: req.Pos(path), Attributes: attrs, Payload: pl, Disrupts: disrupts,
 	}
 }
 

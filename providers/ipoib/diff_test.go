@@ -296,6 +296,8 @@ func replace(s, old, repl string) string {
 	panic("replace: " + old + " not in spec")
 }
 
+func was(p nmcli.Profile) *nmcli.Profile { return &p }
+
 // TestDiffPayload checks what Apply will run for each kind of change.
 func TestDiffPayload(t *testing.T) {
 	tests := []struct {
@@ -314,19 +316,19 @@ func TestDiffPayload(t *testing.T) {
 			name:     "update: only the changed property, then re-activate",
 			spec:     replace(storageSpec, "mtu: 2000", "mtu: 1500"),
 			profiles: []nmcli.Profile{storage()},
-			want:     &payload{Op: opUpdate, Name: "ib0-storage", UUID: "u-1", Settings: []nmcli.Setting{{Name: "infiniband.mtu", Value: "1500"}}, Up: true},
+			want:     &payload{Op: opUpdate, Name: "ib0-storage", UUID: "u-1", Settings: []nmcli.Setting{{Name: "infiniband.mtu", Value: "1500"}}, Up: true, Was: was(storage())},
 		},
 		{
 			name:     "down",
 			spec:     storageSpec + "    state: down\n",
 			profiles: []nmcli.Profile{storage()},
-			want:     &payload{Op: opUpdate, Name: "ib0-storage", UUID: "u-1", Settings: []nmcli.Setting{{Name: "connection.autoconnect", Value: "no"}}, Down: true},
+			want:     &payload{Op: opUpdate, Name: "ib0-storage", UUID: "u-1", Settings: []nmcli.Setting{{Name: "connection.autoconnect", Value: "no"}}, Down: true, Was: was(storage())},
 		},
 		{
 			name:     "delete",
 			spec:     storageSpec + "    state: absent\n",
 			profiles: []nmcli.Profile{storage()},
-			want:     &payload{Op: opDelete, Name: "ib0-storage", UUID: "u-1"},
+			want:     &payload{Op: opDelete, Name: "ib0-storage", UUID: "u-1", Was: was(storage())},
 		},
 	}
 	for _, tt := range tests {

@@ -299,6 +299,7 @@ func (pl *payload) apply(ctx context.Context, cl *nmcli.Client) error {
 		if err != nil {
 			return fail(StepAdd, "", err)
 		}
+		pl.UUID = uuid // what a revert deletes
 		if pl.Up {
 			if err := cl.Up(ctx, uuid); err != nil {
 				return fail(StepUp, uuid, err)

@@ -139,6 +139,13 @@ type payload struct {
 	port  int
 	want  string
 	other string // the other port's desired setting in this plan, "" if unchanged
+	// was is the port's setting now and otherWas the other port's when
+	// this plan changes it too, wasEff and otherWasEff the types they
+	// run: for Revert.
+	was, otherWas, wasEff, otherWasEff string
+	// via, with otherVia for the other port, is a type written before
+	// want (a revert to auto first restores the type auto had detected).
+	via, otherVia string
 }
 
 // Diff implements plan.Provider.
@@ -187,14 +194,22 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 		if have.Setting == t.want {
 			continue
 		}
-		other := want[key(t.pci, 3-t.port)]
-		if o, ok := obs.Ports[key(t.pci, 3-t.port)]; ok && o.Setting == other {
-			other = ""
+		other, otherWas, otherWasEff := want[key(t.pci, 3-t.port)], "", ""
+		if o, ok := obs.Ports[key(t.pci, 3-t.port)]; ok {
+			otherWas, otherWasEff = o.Setting, o.Effective
+			if o.Setting == other {
+				other = ""
+			}
+		}
+		if other == "" {
+			otherWas, otherWasEff = "", ""
 		}
 		changes = append(changes, &plan.Change{Address: Address(t.pci, t.port), Action: plan.Update, Activation: plan.Runtime,
 			Stage: plan.StageMlx4Port, Source: req.Pos(t.specPath),
 			Attributes: []plan.Attr{{Name: "type", Before: describe(have), After: t.want}},
-			Payload:    &payload{pci: t.pci, port: t.port, want: t.want, other: other}})
+			Disrupts:   portNetdevs(req, t.dev, t.port, have, t.want),
+			Payload: &payload{pci: t.pci, port: t.port, want: t.want, other: other,
+				was: have.Setting, otherWas: otherWas, wasEff: have.Effective, otherWasEff: otherWasEff}})
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Address < changes[j].Address })
 	prop.Changes = changes
@@ -234,6 +249,18 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 	if !ok {
 		return fmt.Errorf("%s: no mlx4_port payload", c.Address)
 	}
+	if pl.via != "" {
+		step := *pl
+		step.want, step.other, step.via = pl.via, pl.otherVia, ""
+		if err := set(ctx, h, &step); err != nil {
+			return err
+		}
+	}
+	return set(ctx, h, pl)
+}
+
+// set writes pl.want, the other port first when the driver needs it.
+func set(ctx context.Context, h *host.Host, pl *payload) error {
 	have, err := read(h, pl.pci, pl.port)
 	if err != nil {
 		return err

@@ -168,6 +168,9 @@ type payload struct {
 	load bool   // modprobe it
 	// listed: true adds it to ConfFile, false removes it.
 	listed bool
+	// unload (a revert of a load) runs modprobe -r; skipFile leaves
+	// ConfFile alone.
+	unload, skipFile bool
 }
 
 // Attribute names and values.
@@ -242,6 +245,14 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 	pl, ok := c.Payload.(*payload)
 	if !ok {
 		return fmt.Errorf("%s: no modules payload", c.Address)
+	}
+	if pl.unload {
+		if err := unload(ctx, h, pl.name); err != nil {
+			return err
+		}
+	}
+	if pl.skipFile {
+		return nil
 	}
 	if pl.load {
 		if err := h.Modprobe(ctx, pl.name); err != nil {

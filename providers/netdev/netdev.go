@@ -110,6 +110,9 @@ type payload struct {
 	addrs []netip.Prefix
 	// manageAddrs is set when the addresses change.
 	manageAddrs bool
+	// before is what the netdev had, for Revert; nil for a netdev this
+	// plan makes appear (a module load).
+	before *before
 }
 
 // Diff implements plan.Provider.
@@ -146,7 +149,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			}
 			continue
 		}
-		pl := &payload{name: it.Name}
+		pl := &payload{name: it.Name, before: beforeOf(ifc)}
 		var attrs []plan.Attr
 		if it.State != "" {
 			up := it.State == "up"
@@ -175,7 +178,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{
 			Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Stage: plan.StageNetdev,
-			Source: req.Pos(path), Attributes: attrs, Payload: pl,
+			Source: req.Pos(path), Attributes: attrs, Payload: pl, Disrupts: disrupts(pl),
 		})
 	}
 	return prop

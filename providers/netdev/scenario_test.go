@@ -67,7 +67,9 @@ func TestSimScenario(t *testing.T) {
 					t.Errorf("plan lacks %q:\n%s", want, out)
 				}
 			}
-			if code, out := rf(t, "--sim", dir, "apply", "-f", f, "--yes"); code != 0 {
+			// enp1s0 carries the VM's default route: replacing its address
+			// or taking it down needs --allow-mgmt (cli mgmt_guard.txtar).
+			if code, out := rf(t, "--sim", dir, "apply", "-f", f, "--yes", "--allow-mgmt"); code != 0 {
 				t.Fatalf("apply: exit %d\n%s", code, out)
 			}
 			if code, out := rf(t, "--sim", dir, "plan", "-f", f); code != 0 {

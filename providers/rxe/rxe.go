@@ -124,6 +124,11 @@ type payload struct {
 	// now: they are deleted first (the kernel allows one rxe link per
 	// netdev), whatever order their own changes run in.
 	evict []string
+	// was is the netdev the link is bound to now ("" when it does not
+	// exist), and wasTaken the spec's links that this plan binds to that
+	// netdev: for Revert.
+	was      string
+	wasTaken []string
 }
 
 // Diff implements plan.Provider.
@@ -171,7 +176,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Changes = append(prop.Changes, &plan.Change{
 					Address: addr, Action: plan.Delete, Activation: plan.Runtime, Stage: plan.StageRxe,
 					Source: req.Pos(p), Attributes: []plan.Attr{{Name: "netdev", Before: have.Netdev}},
-					Payload: &payload{name: r.Name},
+					Payload: &payload{name: r.Name, was: have.Netdev, wasTaken: takers(wantNetdev, have.Netdev, r.Name)},
 				})
 			}
 			continue
@@ -196,7 +201,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(p, "cannot create Soft-RoCE link %s: %v", r.Name, obs.NoRDMA))
 			continue
 		}
-		pl := &payload{name: r.Name, netdev: r.Netdev, deleteFirst: exists}
+		pl := &payload{name: r.Name, netdev: r.Netdev, deleteFirst: exists, was: have.Netdev, wasTaken: takers(wantNetdev, have.Netdev, r.Name)}
 		if other, busy := holder[r.Netdev]; busy && other != r.Name {
 			w, managed := wantNetdev[other]
 			if !managed || w == r.Netdev {

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// simFaultCmd stores a fault in a simulated host's sim.yaml, for tests of
+// failure handling: the next matching operation fails, hangs, or kills
+// the rdmaform process running against the host.
+func (a *app) simFaultCmd() *cobra.Command {
+	var f sim.Fault
+	var message string
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL) [--match M] [--exit N|--errno E|--hang|--kill] [--message M] [--times N]",
+		Short: "Make an operation of a simulated host fail, hang or kill rdmaform",
+		Long: `Store a fault in the simulated host's sim.yaml. It breaks the first
+matching operation of every later command (or the next N with --times):
+
+  --tool T       a run of the emulated tool T (mlxconfig, mstconfig, nmcli,
+                 modprobe, mst) whose arguments contain --match: it exits
+                 with --exit and prints --message on stderr, or --hang
+                 until the command's timeout
+  --write PATH   a write (sysfs/configfs attribute, file, configfs mkdir)
+                 to a path containing PATH; --match write|mkdir
+  --netlink OP   a netlink operation (` + fmt.Sprint(sim.NetlinkOps) + ` or *)
+                 on the netdev or link --match names
+  --systemd CALL a service manager call (` + fmt.Sprint(sim.SystemdOps) + ` or *)
+                 on the unit --match names
+
+Writes, netlink and systemd fail with --errno (EIO by default) and
+--message. --kill instead SIGKILLs the rdmaform process when the operation
+is reached, before it is carried out. --clear removes every fault.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := sim.Open(args[0])
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			if clear {
+				n, err := s.ClearFaults()
+				if err != nil {
+					return &exitError{code: plan.ExitError, err: err}
+				}
+				fmt.Fprintf(a.env.Stdout, "cleared %d faults of %s\n", n, args[0])
+				return nil
+			}
+			if message != "" {
+				f.Stderr = message + "\n"
+			}
+			if f.Tool != "" && f.Exit == 0 && !f.Hang && !f.Kill {
+				f.Exit = 1
+			}
+			if err := s.AddFault(f); err != nil {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("sim fault: %w", err)}
+			}
+			fmt.Fprintf(a.env.Stdout, "added a fault to %s\n", args[0])
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.Tool, "tool", "", "break runs of emulated `TOOL`")
+	fl.StringVar(&f.Write, "write", "", "break writes to paths containing `PATH`")
+	fl.StringVar(&f.Netlink, "netlink", "", "break the netlink operation `OP`")
+	fl.StringVar(&f.Systemd, "systemd", "", "break the service manager call `CALL`")
+	fl.StringVar(&f.Match, "match", "", "only operations matching `M` (tool arguments, write|mkdir, netdev or link, unit)")
+	fl.IntVar(&f.Exit, "exit", 0, "exit code of the broken tool run (default 1)")
+	fl.StringVar(&f.Errno, "errno", "", "errno of a broken write, netlink or systemd operation (default EIO)")
+	fl.StringVar(&message, "message", "", "the tool's stderr, or the kernel's or manager's message")
+	fl.BoolVar(&f.Hang, "hang", false, "the tool hangs until the command's timeout")
+	fl.BoolVar(&f.Kill, "kill", false, "SIGKILL the rdmaform process when the operation is reached")
+	fl.IntVar(&f.Times, "times", 0, "fire this many times, then disappear (0: always)")
+	fl.BoolVar(&clear, "clear", false, "remove every fault")
+	return cmd
+}

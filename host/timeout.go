@@ -1,0 +1,53 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// TimeoutEnv caps the timeout of every external command rdmaform runs
+// (mlxconfig, nmcli, modprobe, ...), as a Go duration: 2s, 500ms. It is
+// for tests of hung tools and for hosts where a stuck tool must fail fast;
+// unset, each command keeps its own timeout (DefaultTimeout, or longer
+// where a tool needs it, such as nmcli connection up).
+const TimeoutEnv = "RDMAFORM_COMMAND_TIMEOUT"
+
+// TimeoutFromEnv reads TimeoutEnv from environ; 0 when it is not set.
+func TimeoutFromEnv(environ []string) (time.Duration, error) {
+	for _, kv := range environ {
+		v, ok := strings.CutPrefix(kv, TimeoutEnv+"=")
+		if !ok || v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("%s=%q: want a positive duration such as 2s", TimeoutEnv, v)
+		}
+		return d, nil
+	}
+	return 0, nil
+}
+
+// CapTimeout returns a runner that runs every command through r with a
+// timeout of at most max; max <= 0 returns r itself.
+func CapTimeout(r Runner, max time.Duration) Runner {
+	if max <= 0 {
+		return r
+	}
+	return &cappedRunner{r: r, max: max}
+}
+
+type cappedRunner struct {
+	r   Runner
+	max time.Duration
+}
+
+// Run implements Runner.
+func (c *cappedRunner) Run(ctx context.Context, cmd Cmd) (Result, error) {
+	if cmd.EffectiveTimeout() > c.max {
+		cmd.Timeout = c.max
+	}
+	return c.r.Run(ctx, cmd)
+}

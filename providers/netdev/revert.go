@@ -1,0 +1,96 @@
+package netdev
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// before is what a netdev had when the plan was made: the values Revert
+// puts back.
+type before struct {
+	up  bool
+	mtu int
+	// addrs are the static global addresses (not dynamic, not
+	// link-local), sorted; nil when the spec leaves addresses alone.
+	addrs []netip.Prefix
+}
+
+// beforeOf records what an existing netdev has.
+func beforeOf(ifc *Iface) *before {
+	b := &before{up: ifc.Link.AdminUp, mtu: ifc.Link.MTU}
+	for _, a := range ifc.Addrs {
+		if a.Global && !a.Dynamic {
+			b.addrs = append(b.addrs, a.Prefix)
+		}
+	}
+	sortPrefixes(b.addrs)
+	return b
+}
+
+// disrupts names the netdev when the change cuts its traffic or takes an
+// address away: taking it down, or removing (or replacing) a static
+// address. Adding an address, bringing it up and an MTU change leave
+// existing connections alone.
+func disrupts(pl *payload) []string {
+	if pl.before == nil {
+		return nil
+	}
+	if pl.up != nil && !*pl.up && pl.before.up {
+		return []string{pl.name}
+	}
+	if pl.manageAddrs {
+		keep := map[netip.Prefix]bool{}
+		for _, p := range pl.addrs {
+			keep[p] = true
+		}
+		for _, p := range pl.before.addrs {
+			if !keep[p] {
+				return []string{pl.name}
+			}
+		}
+	}
+	return nil
+}
+
+var _ plan.Reverter = (*Provider)(nil)
+
+// Revert implements plan.Reverter: it puts back the state, MTU and static
+// addresses the change replaced. A netdev the plan made appear (through a
+// module load) has nothing to put back: it goes with the module.
+func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return nil, fmt.Errorf("%s: no interface payload", c.Address)
+	}
+	if pl.before == nil {
+		return nil, nil
+	}
+	b := pl.before
+	back := &payload{name: pl.name}
+	// The reverse change's own before-values are what the change set, so
+	// reverting a revert gives the change again.
+	after := &before{up: b.up, mtu: b.mtu, addrs: pl.addrs}
+	var attrs []plan.Attr
+	if pl.up != nil {
+		up := b.up
+		back.up = &up
+		after.up = *pl.up
+		attrs = append(attrs, plan.Attr{Name: "state", Before: stateWord(*pl.up), After: stateWord(b.up)})
+	}
+	if pl.mtu != nil {
+		mtu := b.mtu
+		back.mtu = &mtu
+		after.mtu = *pl.mtu
+		attrs = append(attrs, plan.Attr{Name: "mtu", Before: strconv.Itoa(*pl.mtu), After: strconv.Itoa(b.mtu)})
+	}
+	if pl.manageAddrs {
+		back.addrs, back.manageAddrs = append([]netip.Prefix(nil), b.addrs...), true
+		attrs = append(attrs, plan.Attr{Name: "addresses", Before: joinPrefixes(pl.addrs), After: joinPrefixes(b.addrs)})
+	}
+	back.before = after
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
+		Provider: c.Provider, Attributes: attrs, Payload: back, Disrupts: disrupts(back)}, nil
+}

@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// What a fault can break, besides tools (Fault.Tool):
+//
+//   - Write: a write under the simulated tree whose path contains the
+//     string: a sysfs or configfs attribute (WriteAttr), a file
+//     (WriteFile), a configfs group (Mkdir). Match, if set, is the
+//     operation: write or mkdir.
+//   - Netlink: one netlink operation (NetlinkOps, or * for all), on the
+//     netdev or link Match names (any, if empty).
+//   - Systemd: one service manager call (SystemdOps, or *), on the unit
+//     Match names (any, if empty).
+//
+// Each fails with Errno (EIO when empty) and Stderr as the kernel's or the
+// manager's message, or, with Kill, SIGKILLs the process running against
+// the simulated host just before the operation: what a crash, an OOM kill
+// or a lost power supply does to rdmaform between two changes. Times
+// counts down in sim.yaml before the kill, so a Times: 1 kill fires once.
+
+// NetlinkOps are the netlink operations a fault can fail.
+var NetlinkOps = []string{"LinkSetUp", "LinkSetDown", "LinkSetMTU", "AddrAdd", "AddrDel", "RdmaLinkAdd", "RdmaLinkDel"}
+
+// SystemdOps are the service manager calls a fault can fail.
+var SystemdOps = []string{"StartUnit", "StopUnit", "EnableUnitFiles", "DisableUnitFiles", "Reload"}
+
+type faultKind int
+
+const (
+	faultTool faultKind = iota
+	faultWrite
+	faultNetlink
+	faultSystemd
+)
+
+func (k faultKind) String() string {
+	switch k {
+	case faultTool:
+		return "tool"
+	case faultWrite:
+		return "write"
+	case faultNetlink:
+		return "netlink"
+	case faultSystemd:
+		return "systemd"
+	}
+	return fmt.Sprintf("faultKind(%d)", int(k))
+}
+
+// kind is what a fault breaks; Validate has checked exactly one is set.
+func (f *Fault) kind() faultKind {
+	switch {
+	case f.Write != "":
+		return faultWrite
+	case f.Netlink != "":
+		return faultNetlink
+	case f.Systemd != "":
+		return faultSystemd
+	}
+	return faultTool
+}
+
+// matches reports whether the fault breaks this operation. name is the
+// tool, path, netlink operation or systemd call; detail is the tool's
+// argument line, the write operation, or the netdev/link/unit names.
+func (f *Fault) matches(k faultKind, name, detail string) bool {
+	if f.kind() != k {
+		return false
+	}
+	switch k {
+	case faultTool:
+		return f.Tool == name && (f.Match == "" || strings.Contains(detail, f.Match))
+	case faultWrite:
+		return strings.Contains(name, f.Write) && (f.Match == "" || f.Match == detail)
+	case faultNetlink:
+		return (f.Netlink == "*" || f.Netlink == name) && (f.Match == "" || slices.Contains(strings.Fields(detail), f.Match))
+	case faultSystemd:
+		return (f.Systemd == "*" || f.Systemd == name) && (f.Match == "" || f.Match == detail)
+	}
+	return false
+}
+
+// Validate checks a fault before it is stored.
+func (f *Fault) Validate() error {
+	n := 0
+	for _, s := range []string{f.Tool, f.Write, f.Netlink, f.Systemd} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("a fault breaks exactly one of: a tool, a write, a netlink operation, a systemd call")
+	}
+	if f.Netlink != "" && f.Netlink != "*" && !slices.Contains(NetlinkOps, f.Netlink) {
+		return fmt.Errorf("unknown netlink operation %q (known: %s, *)", f.Netlink, strings.Join(NetlinkOps, ", "))
+	}
+	if f.Systemd != "" && f.Systemd != "*" && !slices.Contains(SystemdOps, f.Systemd) {
+		return fmt.Errorf("unknown systemd call %q (known: %s, *)", f.Systemd, strings.Join(SystemdOps, ", "))
+	}
+	if f.Write != "" && f.Match != "" && f.Match != "write" && f.Match != "mkdir" {
+		return fmt.Errorf("a write fault matches the operation write or mkdir, not %q", f.Match)
+	}
+	if f.Errno != "" {
+		if f.Tool != "" {
+			return fmt.Errorf("a tool fault exits with a code; errno %s is for writes, netlink and systemd", f.Errno)
+		}
+		if _, err := errnoOf(f.Errno); err != nil {
+			return err
+		}
+	}
+	if f.Hang && f.Tool == "" {
+		return fmt.Errorf("only a tool can hang")
+	}
+	if f.Times < 0 {
+		return fmt.Errorf("times must be 0 (always) or more")
+	}
+	return nil
+}
+
+// errnoOf maps EIO, EBUSY, ... to the errno.
+func errnoOf(name string) (syscall.Errno, error) {
+	if name == "" {
+		return syscall.EIO, nil
+	}
+	for e := syscall.Errno(1); e < 256; e++ {
+		if unix.ErrnoName(e) == name {
+			return e, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown errno %q (EIO, EBUSY, EINVAL, EPERM, ...)", name)
+}
+
+// AddFault stores a fault in sim.yaml; faults fire in the order added.
+func (s *Sim) AddFault(f Fault) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state.Faults = append(s.state.Faults, f)
+	return s.save()
+}
+
+// ClearFaults removes every fault and returns how many there were.
+func (s *Sim) ClearFaults() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.state.Faults)
+	s.state.Faults = nil
+	return n, s.save()
+}
+
+// takeLocked returns a copy of the first fault that breaks this operation,
+// counting it down (and saving sim.yaml when it has a count). A kill fault
+// kills the process here, after the save. Callers hold s.mu.
+func (s *Sim) takeLocked(k faultKind, name, detail string) *Fault {
+	st := s.state
+	for i := range st.Faults {
+		f := &st.Faults[i]
+		if !f.matches(k, name, detail) {
+			continue
+		}
+		cp := *f
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				st.Faults = append(st.Faults[:i], st.Faults[i+1:]...)
+			}
+			_ = s.save()
+		}
+		if cp.Kill {
+			killSelf()
+		}
+		return &cp
+	}
+	return nil
+}
+
+// killSelf is SIGKILL to the process running against the simulated host:
+// no deferred function, no lock release by the program, no flush. The
+// kernel still closes its files (and so releases its flock).
+func killSelf() {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal is delivered asynchronously; never go on
+}
+
+// inject returns the injected error for an operation, or nil.
+func (s *Sim) inject(k faultKind, name, detail string) error {
+	s.mu.Lock()
+	f := s.takeLocked(k, name, detail)
+	s.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	errno, _ := errnoOf(f.Errno)
+	var err error = errno
+	if f.Stderr != "" {
+		err = &faultError{msg: strings.TrimSpace(f.Stderr), errno: errno}
+	}
+	switch k {
+	case faultWrite:
+		return &fs.PathError{Op: detail, Path: name, Err: err}
+	case faultNetlink:
+		return fmt.Errorf("netlink %s %s: %w", name, detail, err)
+	}
+	return fmt.Errorf("%s %s: %w", name, detail, err)
+}
+
+// faultError is an injected errno with a message of its own.
+type faultError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *faultError) Error() string { return e.msg + " (" + unix.ErrnoName(e.errno) + ")" }
+func (e *faultError) Unwrap() error { return e.errno }
