@@ -27,6 +27,12 @@ fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./providers/firmware/mlxfmt -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./providers/firmware/mlxfmt -run '^$$' -fuzz '^FuzzParseMSTStatus$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./providers/ipoib/nmcli -run '^$$' -fuzz '^FuzzSplitTabular$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./providers/ipoib/nmcli -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./providers/ipoib/nmcli -run '^$$' -fuzz '^FuzzParseProfiles$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./providers/ipoib/nmcli -run '^$$' -fuzz '^FuzzParseAdded$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./inventory -run '^$$' -fuzz '^FuzzDiscoverPort$$' -fuzztime $(FUZZTIME)
 
 DEMO ?= $(or $(TMPDIR),/tmp)/rdmaform-demo
 
