@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,147 +10,210 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/providers/firmware"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 func (a *app) showCmd() *cobra.Command {
 	var output string
+	var fwParams []string
 	cmd := &cobra.Command{
-		Use:   "show [-o yaml|json]",
+		Use:   "show [-o yaml|json] [--firmware P1,P2]",
 		Short: "Print the host as a spec (capture a golden config)",
-		Long: `Print the discovered RDMA adapters as a spec-shaped YAML document:
-each adapter by PCI address (name, node GUID, firmware version in a
-comment), each port with its link layer and, under expect, its state and
-physical state (rate and netdevs in a comment). -o json prints the full
-inventory. Read-only.
+		Long: `Print the host as a complete spec of every section rdmaform manages, so
+that 'rdmaform show > golden.yaml' captures a golden config and
+'rdmaform plan -f golden.yaml' on the same host plans nothing (exit 0;
+3 while firmware values wait for a reboot):
+
+  host         the hostname
+  devices      every RDMA device, PCI adapters by PCI address and software
+               devices by name (name, node GUID, firmware version, HCA type
+               in a comment); firmware parameters (--firmware, default
+               ` + strings.Join(firmware.CaptureParams, ", ") + ` where the
+               card has them; Next Boot values); each port's link layer,
+               mlx4 port type, RoCE mode and ToS (Ethernet ports, when the
+               rdma_cm module is loaded), and under expect its state,
+               physical state and rate
+  ipoib        every NetworkManager connection of type infiniband
+  rxe          every Soft-RoCE link
+  interfaces   the netdevs of RDMA ports and of Soft-RoCE links (not the
+               management NIC, bridges or container interfaces): state,
+               MTU and static addresses, unless an ipoib connection owns them
+  modules      what /etc/modules-load.d/rdmaform.conf lists
+  services     the RDMA stack's units that are installed (opensm, ibacm,
+               srp_daemon, rdma-ndd, iwpmd)
+
+persistence is left out: the boot unit holds a copy of the spec it was
+installed with, which no captured spec matches byte for byte.
+
+Read-only: nothing is loaded, mounted or written; reading rdma_cm creates
+a device's configfs group and removes it again. -o json prints the same
+spec as JSON (which validate and plan read too).
 
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "yaml" && output != "json" {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown output format %q (yaml or json)", output)}
+			}
 			h, err := a.host()
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			inv, err := inventory.Discover(cmd.Context(), h)
+			defer a.recordSimCalls()
+			c, err := audit.Capture(cmd.Context(), h, providers.All(), plan.CaptureOptions{FirmwareParams: fwParams})
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			hostname, _ := h.Hostname()
-			switch output {
-			case "json":
-				b, err := json.MarshalIndent(map[string]any{"hostname": hostname, "devices": nonNil(inv.Devices)}, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(a.env.Stdout, "%s\n", b)
-				return err
-			case "yaml", "":
-				b, err := showYAML(hostname, inv)
-				if err != nil {
-					return err
-				}
-				_, err = a.env.Stdout.Write(b)
-				return err
+			var b []byte
+			if output == "json" {
+				b, err = showJSON(c.Spec)
+			} else {
+				b, err = showYAML(c)
 			}
-			return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown output format %q (yaml or json)", output)}
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			_, err = a.env.Stdout.Write(b)
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().StringSliceVar(&fwParams, "firmware", nil, "firmware parameters to capture, comma-separated (`P1,P2`); every adapter must know them")
 	return cmd
 }
 
-func nonNil(d []*inventory.Device) []*inventory.Device {
-	if d == nil {
-		return []*inventory.Device{}
-	}
-	return d
-}
-
-func scalar(v string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Value: v}
-}
-
-func quoted(v string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Value: v, Style: yaml.DoubleQuotedStyle}
-}
-
-func mapping(kv ...any) *yaml.Node {
-	m := &yaml.Node{Kind: yaml.MappingNode}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m.Content = append(m.Content, scalar(kv[i].(string)), kv[i+1].(*yaml.Node))
-	}
-	return m
-}
-
-// showYAML renders the inventory as a spec. Devices are selected by PCI
-// address (stable across reboots), software devices by name; the rest of
-// each identity goes in comments so the document validates as a spec.
-func showYAML(hostname string, inv *inventory.Inventory) ([]byte, error) {
-	devs := &yaml.Node{Kind: yaml.SequenceNode}
-	for _, d := range inv.Devices {
-		var dev *yaml.Node
-		if d.PCI != "" {
-			dev = mapping("pci", quoted(d.PCI))
-		} else {
-			dev = mapping("name", scalar(d.Name))
-		}
-		var info []string
-		info = append(info, d.Name)
-		if d.NodeGUID != "" {
-			info = append(info, "node_guid "+d.NodeGUID)
-		}
-		if d.FWVer != "" {
-			info = append(info, "fw "+d.FWVer)
-		}
-		if d.HCAType != "" {
-			info = append(info, d.HCAType)
-		}
-		if d.Parent != "" {
-			info = append(info, "netdev "+d.Parent)
-		}
-		dev.Content[0].LineComment = strings.Join(info, ", ")
-		ports := &yaml.Node{Kind: yaml.SequenceNode}
-		for _, p := range d.Ports {
-			pn := mapping("port", scalar(strconv.Itoa(p.Num)))
-			var pinfo []string
-			if p.Rate != "" {
-				pinfo = append(pinfo, "rate "+p.Rate)
-			}
-			if len(p.Netdevs) > 0 {
-				pinfo = append(pinfo, "netdev "+strings.Join(p.Netdevs, " "))
-			}
-			if p.LinkLayer == "InfiniBand" {
-				pinfo = append(pinfo, fmt.Sprintf("lid 0x%x, sm_lid 0x%x", p.LID, p.SMLID))
-			}
-			pn.Content[0].LineComment = strings.Join(pinfo, ", ")
-			if p.LinkLayer == "InfiniBand" || p.LinkLayer == "Ethernet" {
-				pn.Content = append(pn.Content, scalar("link_layer"), scalar(p.LinkLayer))
-			}
-			exp := mapping()
-			if p.State != "" {
-				exp.Content = append(exp.Content, scalar("state"), scalar(p.State))
-			}
-			if p.PhysState != "" {
-				exp.Content = append(exp.Content, scalar("phys_state"), scalar(p.PhysState))
-			}
-			if len(exp.Content) > 0 {
-				pn.Content = append(pn.Content, scalar("expect"), exp)
-			}
-			ports.Content = append(ports.Content, pn)
-		}
-		if len(ports.Content) > 0 {
-			dev.Content = append(dev.Content, scalar("ports"), ports)
-		}
-		devs.Content = append(devs.Content, dev)
-	}
-	doc := mapping("version", scalar("1"))
-	if hostname != "" {
-		doc.Content = append(doc.Content, scalar("host"), mapping("hostname", scalar(hostname)))
-	}
-	if len(devs.Content) > 0 {
-		doc.Content = append(doc.Content, scalar("devices"), devs)
-	}
+// showYAML renders the captured spec with each device's identity and each
+// port's live details in comments, which a spec ignores.
+func showYAML(c *audit.Captured) ([]byte, error) {
+	doc := schema.Node(c.Spec)
 	doc.HeadComment = "Captured by rdmaform show."
-	return yaml.Marshal(doc)
+	if devs := schema.MappingValue(doc, "devices"); devs != nil {
+		for i, dn := range devs.Content {
+			if i >= len(c.Inv.Devices) || len(dn.Content) == 0 {
+				break
+			}
+			d := c.Inv.Devices[i]
+			dn.Content[0].LineComment = deviceComment(d)
+			ports := schema.MappingValue(dn, "ports")
+			if ports == nil {
+				continue
+			}
+			for j, pn := range ports.Content {
+				if j < len(d.Ports) && len(pn.Content) > 0 {
+					pn.Content[0].LineComment = portComment(d.Ports[j])
+				}
+			}
+		}
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func deviceComment(d *inventory.Device) string {
+	info := []string{d.Name}
+	if d.NodeGUID != "" {
+		info = append(info, "node_guid "+d.NodeGUID)
+	}
+	if d.FWVer != "" {
+		info = append(info, "fw "+d.FWVer)
+	}
+	if d.HCAType != "" {
+		info = append(info, d.HCAType)
+	}
+	if d.BoardID != "" {
+		info = append(info, "board "+d.BoardID)
+	}
+	if d.Parent != "" {
+		info = append(info, "netdev "+d.Parent)
+	}
+	return strings.Join(info, ", ")
+}
+
+func portComment(p *inventory.Port) string {
+	var info []string
+	if p.Rate != "" {
+		info = append(info, "rate "+p.Rate)
+	}
+	if len(p.Netdevs) > 0 {
+		info = append(info, "netdev "+strings.Join(p.Netdevs, " "))
+	}
+	if p.LinkLayer == "InfiniBand" {
+		info = append(info, fmt.Sprintf("lid 0x%x, sm_lid 0x%x", p.LID, p.SMLID))
+	}
+	return strings.Join(info, ", ")
+}
+
+// showJSON renders the spec as JSON, keys in spec order. Numbers and
+// booleans the spec types hold stay numbers and booleans; firmware values
+// and P_Keys (0x8002) are strings, which the spec loader reads alike.
+func showJSON(s *schema.Spec) ([]byte, error) {
+	var b bytes.Buffer
+	if err := writeJSON(&b, schema.Node(s)); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			b.Write(k)
+			b.WriteByte(':')
+			if err := writeJSON(b, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSON(b, c); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!int":
+			if _, err := strconv.Atoi(n.Value); err == nil {
+				b.WriteString(n.Value)
+				return nil
+			}
+		case "!!bool":
+			b.WriteString(n.Value)
+			return nil
+		}
+		v, _ := json.Marshal(n.Value)
+		b.Write(v)
+	default:
+		return fmt.Errorf("cannot render YAML node kind %d as JSON", n.Kind)
+	}
+	return nil
 }

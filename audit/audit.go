@@ -1,0 +1,808 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/firmware"
+	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/mlx4port"
+	"github.com/rdmaform/rdmaform/providers/modules"
+	"github.com/rdmaform/rdmaform/providers/netdev"
+	"github.com/rdmaform/rdmaform/providers/rdmacm"
+	"github.com/rdmaform/rdmaform/providers/rxe"
+	"github.com/rdmaform/rdmaform/providers/services"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// FormatVersion is the version of the JSON audit report. It changes only
+// when a field changes meaning or disappears; new fields keep it.
+const FormatVersion = 1
+
+// Status is the outcome of one check.
+type Status int
+
+// Statuses.
+const (
+	// Pass: the host is as the golden spec says.
+	Pass Status = iota
+	// Fail: drift, a failed health check, or a host-dependent finding.
+	Fail
+	// Pending: the host will match after a reboot (firmware staged for the
+	// next boot, or part of the spec that can only be planned after it).
+	Pending
+	// Waived: it failed or is pending, but a current waiver covers it.
+	Waived
+)
+
+func (s Status) String() string {
+	switch s {
+	case Pass:
+		return "pass"
+	case Fail:
+		return "fail"
+	case Pending:
+		return "pending"
+	case Waived:
+		return "waived"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Status) UnmarshalText(b []byte) error {
+	for _, x := range []Status{Pass, Fail, Pending, Waived} {
+		if x.String() == string(b) {
+			*s = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown status %q", b)
+}
+
+// Checks, by the name reports and waivers use.
+const (
+	// CheckDrift: plan would change the resource.
+	CheckDrift = "drift"
+	// CheckPendingReboot: the resource waits for a reboot.
+	CheckPendingReboot = "pending_reboot"
+	// CheckFinding: a host-dependent problem plan reports at a spec line
+	// (a device that is not there, RoCE on an InfiniBand port, ...).
+	CheckFinding = "finding"
+	// Port health.
+	CheckState         = "state"
+	CheckPhysState     = "phys_state"
+	CheckLinkLayer     = "link_layer"
+	CheckRate          = "rate"
+	CheckSubnetManager = "subnet_manager"
+	CheckRoCEv2GID     = "roce_v2_gid"
+	// CheckPKey: an IPoIB connection's P_Key is in its port's table.
+	CheckPKey = "pkey"
+	// CheckHostname: the host is the one the spec is for.
+	CheckHostname = "hostname"
+)
+
+// checkOrder orders a resource's checks in reports.
+var checkOrder = []string{CheckHostname, CheckDrift, CheckPendingReboot, CheckFinding, CheckLinkLayer,
+	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckPKey}
+
+func checkRank(c string) int {
+	for i, x := range checkOrder {
+		if x == c {
+			return i
+		}
+	}
+	return len(checkOrder)
+}
+
+// IsHealth reports whether a check is a health check (not drift and not a
+// pending reboot).
+func IsHealth(check string) bool { return check != CheckDrift && check != CheckPendingReboot }
+
+// Result is one check of one resource.
+type Result struct {
+	Resource string      `json:"resource"`
+	Check    string      `json:"check"`
+	Status   Status      `json:"status"`
+	Message  string      `json:"message,omitempty"`
+	Source   *schema.Pos `json:"source,omitempty"`
+	// Waiver is the waiver that matched, current or expired.
+	Waiver *AppliedWaiver `json:"waiver,omitempty"`
+
+	// path is the spec path the check is about; a plan finding at the
+	// same path is the same problem, reported once.
+	path string
+}
+
+// AppliedWaiver is a waiver as a result reports it.
+type AppliedWaiver struct {
+	Reason  string `json:"reason"`
+	Expires string `json:"expires"`
+	Expired bool   `json:"expired"`
+}
+
+// Summary counts a report.
+type Summary struct {
+	Checks  int `json:"checks"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Pending int `json:"pending"`
+	Waived  int `json:"waived"`
+	Errors  int `json:"errors"`
+	// Compliant: nothing failed, nothing is pending, no errors.
+	Compliant bool `json:"compliant"`
+}
+
+// Report is an audit of one host against one golden spec, as plain data:
+// every format renders the same value.
+type Report struct {
+	FormatVersion int    `json:"format_version"`
+	Host          string `json:"host"`
+	Spec          string `json:"spec"`
+	// Time is when the audit ran (UTC), whole seconds.
+	Time   time.Time `json:"time"`
+	Checks []Result  `json:"checks"`
+	// Errors are problems that kept part of the audit from being made (a
+	// tool that failed, a service manager that did not answer).
+	Errors []schema.Finding `json:"errors,omitempty"`
+	// Warnings are remarks that change no outcome (a waiver that matched
+	// nothing).
+	Warnings []string `json:"warnings,omitempty"`
+	Summary  Summary  `json:"summary"`
+}
+
+// Exit codes of an audit, the same as plan's: 1 errors, 2 failed checks
+// (drift, health, findings), 3 only pending reboots, 0 compliant.
+func (r *Report) ExitCode() int {
+	switch {
+	case len(r.Errors) > 0:
+		return plan.ExitError
+	case r.Summary.Failed > 0:
+		return plan.ExitChanges
+	case r.Summary.Pending > 0:
+		return plan.ExitReboot
+	}
+	return plan.ExitOK
+}
+
+// JSON renders the report in its stable JSON form.
+// Messages keep "->" and "<" as they are (no HTML escaping).
+func (r *Report) JSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Options tune an audit.
+type Options struct {
+	// Waivers are known exceptions.
+	Waivers []Waiver
+	// Now is the time of the audit: waivers expire against its date, and
+	// reports carry it. Tests set it; the command line takes the clock.
+	Now time.Time
+}
+
+// Run audits the host against a golden spec: it builds the plan with the
+// engine (never applying it) and reads the host's health, then applies
+// waivers. The host is left as it was.
+func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.Provider, o Options) (*Report, error) {
+	res, err := plan.Build(ctx, h, spec, providers)
+	if err != nil {
+		return nil, err
+	}
+	hostname, _ := h.Hostname()
+	r := &Report{FormatVersion: FormatVersion, Host: hostname, Spec: spec.Src.File, Time: o.Now.UTC().Truncate(time.Second)}
+	a := &auditor{h: h, req: res.Request, plan: res.Plan, hostname: hostname}
+	r.Checks = append(r.Checks, a.hostCheck()...)
+	r.Checks = append(r.Checks, a.resourceChecks()...)
+	r.Checks = append(r.Checks, a.portChecks()...)
+	r.Checks = append(r.Checks, a.pkeyChecks()...)
+	checks, errs := a.findings(r.Checks)
+	r.Checks = append(r.Checks, checks...)
+	r.Errors = errs
+	r.Warnings = applyWaivers(r.Checks, o.Waivers, o.Now)
+	sort.SliceStable(r.Checks, func(i, j int) bool {
+		x, y := r.Checks[i], r.Checks[j]
+		if x.Resource != y.Resource {
+			return x.Resource < y.Resource
+		}
+		if checkRank(x.Check) != checkRank(y.Check) {
+			return checkRank(x.Check) < checkRank(y.Check)
+		}
+		return x.Message < y.Message
+	})
+	if r.Checks == nil {
+		r.Checks = []Result{}
+	}
+	r.Summary = summarize(r)
+	return r, nil
+}
+
+func summarize(r *Report) Summary {
+	s := Summary{Checks: len(r.Checks), Errors: len(r.Errors)}
+	for _, c := range r.Checks {
+		switch c.Status {
+		case Pass:
+			s.Passed++
+		case Fail:
+			s.Failed++
+		case Pending:
+			s.Pending++
+		case Waived:
+			s.Waived++
+		}
+	}
+	s.Compliant = s.Failed == 0 && s.Pending == 0 && s.Errors == 0
+	return s
+}
+
+type auditor struct {
+	h        *host.Host
+	req      *plan.Request
+	plan     *plan.Plan
+	hostname string
+}
+
+func (a *auditor) pos(path string) *schema.Pos { return a.req.Pos(path) }
+
+// hostCheck compares the hostname with host.hostname: equal, or equal to
+// the first label of a fully qualified kernel hostname.
+func (a *auditor) hostCheck() []Result {
+	s := a.req.Spec
+	if s.Host == nil || s.Host.Hostname == "" {
+		return nil
+	}
+	want := s.Host.Hostname
+	r := Result{Resource: "host", Check: CheckHostname, Source: a.pos("$.host.hostname"), path: "$.host.hostname"}
+	short, _, _ := strings.Cut(a.hostname, ".")
+	if strings.EqualFold(a.hostname, want) || strings.EqualFold(short, want) {
+		return []Result{r}
+	}
+	r.Status = Fail
+	r.Message = fmt.Sprintf("this host is %q; the spec is for %q", a.hostname, want)
+	return []Result{r}
+}
+
+// resourceChecks gives every resource the spec manages (and every one the
+// plan touches) a drift and a pending_reboot check.
+func (a *auditor) resourceChecks() []Result {
+	type res struct {
+		source  *schema.Pos
+		changes []*plan.Change
+		pending []string
+	}
+	all := map[string]*res{}
+	get := func(addr string, src *schema.Pos) *res {
+		r, ok := all[addr]
+		if !ok {
+			r = &res{source: src}
+			all[addr] = r
+		}
+		if r.source == nil {
+			r.source = src
+		}
+		return r
+	}
+	for _, m := range a.managed() {
+		get(m.address, a.pos(m.path))
+	}
+	for _, c := range a.plan.Changes {
+		r := get(c.Address, c.Source)
+		r.changes = append(r.changes, c)
+	}
+	for _, p := range a.plan.Pending {
+		r := get(p.Address, p.Source)
+		r.pending = append(r.pending, fmt.Sprintf("%s staged for next boot (current %s, next %s)", p.Attribute, p.Current, p.NextBoot))
+	}
+	for _, d := range a.plan.Deferred {
+		r := get(d.Address, d.Source)
+		r.pending = append(r.pending, d.Reason)
+	}
+	var out []Result
+	for _, addr := range sortedKeys(all) {
+		r := all[addr]
+		drift := Result{Resource: addr, Check: CheckDrift, Source: r.source}
+		if len(r.changes) > 0 {
+			drift.Status = Fail
+			var parts []string
+			for _, c := range r.changes {
+				parts = append(parts, describeChange(c))
+			}
+			drift.Message = strings.Join(parts, "; ")
+		}
+		pend := Result{Resource: addr, Check: CheckPendingReboot, Source: r.source}
+		if len(r.pending) > 0 {
+			pend.Status = Pending
+			pend.Message = strings.Join(r.pending, "; ")
+		}
+		out = append(out, drift, pend)
+	}
+	return out
+}
+
+// describeChange words a change as the text plan does: "mode: v1 -> v2".
+func describeChange(c *plan.Change) string {
+	var attrs []string
+	for _, at := range c.Attributes {
+		switch {
+		case c.Action == plan.Create || at.Before == "":
+			attrs = append(attrs, fmt.Sprintf("%s: %s", at.Name, at.After))
+		case c.Action == plan.Delete || at.After == "":
+			attrs = append(attrs, fmt.Sprintf("%s: %s -> (none)", at.Name, at.Before))
+		default:
+			attrs = append(attrs, fmt.Sprintf("%s: %s -> %s", at.Name, at.Before, at.After))
+		}
+	}
+	s := c.Action.String()
+	if len(attrs) > 0 {
+		s += " (" + strings.Join(attrs, ", ") + ")"
+	}
+	return s
+}
+
+type managedRes struct {
+	address string
+	path    string
+}
+
+// managed lists the addresses of what the spec manages, with the spec path
+// each comes from.
+func (a *auditor) managed() []managedRes {
+	s := a.req.Spec
+	var out []managedRes
+	for i, d := range s.Devices {
+		dev := a.req.Devices[i]
+		p := fmt.Sprintf("$.devices[%d]", i)
+		if d.Firmware != nil && len(d.Firmware.Params) > 0 && dev != nil && dev.PCI != "" {
+			out = append(out, managedRes{firmware.Address(dev.PCI), p + ".firmware"})
+		}
+		name := d.Name
+		if dev != nil {
+			name = dev.Name
+		}
+		for j, pt := range d.Ports {
+			pp := fmt.Sprintf("%s.ports[%d]", p, j)
+			if pt.Type != "" && dev != nil && dev.PCI != "" {
+				out = append(out, managedRes{mlx4port.Address(dev.PCI, pt.Port), pp + ".type"})
+			}
+			if pt.Roce != nil && name != "" {
+				out = append(out, managedRes{rdmacm.Address(name, pt.Port), pp + ".roce"})
+			}
+		}
+	}
+	for i, m := range s.Modules {
+		out = append(out, managedRes{modules.Address(m), fmt.Sprintf("$.modules[%d]", i)})
+	}
+	for i, r := range s.Rxe {
+		out = append(out, managedRes{rxe.Address(r.Name), fmt.Sprintf("$.rxe[%d]", i)})
+	}
+	for i, it := range s.Interfaces {
+		out = append(out, managedRes{netdev.Address(it.Name), fmt.Sprintf("$.interfaces[%d]", i)})
+	}
+	for i, c := range s.IPoIB {
+		out = append(out, managedRes{ipoib.Address(c.Name), fmt.Sprintf("$.ipoib[%d]", i)})
+	}
+	for i, sv := range s.Services {
+		out = append(out, managedRes{services.Address(schema.UnitName(sv.Name)), fmt.Sprintf("$.services[%d]", i)})
+	}
+	if s.Persistence != "" {
+		out = append(out, managedRes{bootunit.Address, "$.persistence"})
+	}
+	return out
+}
+
+// PortAddress is the resource name of a port's health checks.
+func PortAddress(dev string, port int) string { return fmt.Sprintf("port[%s/%d]", dev, port) }
+
+var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
+
+// nextLink is a link layer a port gets at the next boot, and how.
+type nextLink struct {
+	linkLayer string
+	// staged: already written to firmware (pending); otherwise the plan
+	// would write it (drift).
+	staged bool
+	param  string // LINK_TYPE_P1=ETH
+}
+
+// nextLinks reads, from the plan, the link layer each port gets at the
+// next boot: firmware values staged (pending) or to be set (changes).
+func (a *auditor) nextLinks() map[string]nextLink {
+	out := map[string]nextLink{}
+	byPCI := map[string]*inventory.Device{}
+	for _, d := range a.req.Inv.Devices {
+		if d.PCI != "" {
+			byPCI[d.PCI] = d
+		}
+	}
+	add := func(addr, attr, value string, staged bool) {
+		pci, ok := strings.CutPrefix(addr, "firmware[")
+		if !ok {
+			return
+		}
+		pci = strings.TrimSuffix(pci, "]")
+		m := linkTypeRE.FindStringSubmatch(attr)
+		ll := firmware.LinkLayerOf(value)
+		if m == nil || ll == "" {
+			return
+		}
+		n, _ := strconv.Atoi(m[1])
+		fn, port := firmware.AffectedPort(pci, n, byPCI[pci])
+		if d := byPCI[fn]; d != nil {
+			out[PortAddress(d.Name, port)] = nextLink{linkLayer: ll, staged: staged, param: attr + "=" + value}
+		}
+	}
+	for _, p := range a.plan.Pending {
+		add(p.Address, p.Attribute, p.NextBoot, true)
+	}
+	for _, c := range a.plan.Changes {
+		for _, at := range c.Attributes {
+			add(c.Address, at.Name, at.After, false)
+		}
+	}
+	return out
+}
+
+// Diagnosis of seed 000: two ends that speak different link layers both
+// stay down.
+const linkMismatchHint = "both ends down because one is InfiniBand and the other Ethernet: check LINK_TYPE on this port and the switch port"
+
+// portChecks are the health checks of every spec port on a device the
+// host has.
+func (a *auditor) portChecks() []Result {
+	var out []Result
+	next := a.nextLinks()
+	for i, d := range a.req.Spec.Devices {
+		dev := a.req.Devices[i]
+		if dev == nil {
+			continue // plan reported the missing device
+		}
+		for j, sp := range d.Ports {
+			pp := fmt.Sprintf("$.devices[%d].ports[%d]", i, j)
+			out = append(out, a.portHealth(dev, sp, pp, next)...)
+		}
+	}
+	return out
+}
+
+func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, next map[string]nextLink) []Result {
+	addr := PortAddress(dev.Name, sp.Port)
+	src := a.pos(pp)
+	res := func(check string) Result { return Result{Resource: addr, Check: check, Source: src} }
+	ip := dev.Port(sp.Port)
+	if ip == nil {
+		r := res(CheckState)
+		r.Status, r.Message = Fail, fmt.Sprintf("%s has no port %d", dev.Name, sp.Port)
+		r.path = pp + ".port"
+		return []Result{r}
+	}
+	var out []Result
+	nl, changing := next[addr]
+	mismatch := false
+	if want := sp.LinkLayer; want != "" {
+		r := res(CheckLinkLayer)
+		r.path = pp + ".link_layer"
+		r.Source = a.pos(r.path)
+		switch {
+		case ip.LinkLayer == want:
+			if changing && nl.linkLayer != want {
+				r.Status = Fail
+				r.Message = fmt.Sprintf("%s now, but becomes %s at the next boot (%s)", ip.LinkLayer, nl.linkLayer, nl.param)
+			}
+		case changing && nl.linkLayer == want && nl.staged:
+			r.Status = Pending
+			r.Message = fmt.Sprintf("%s now, %s after the reboot (%s staged for next boot)", ip.LinkLayer, want, nl.param)
+		case changing && nl.linkLayer == want:
+			r.Status = Fail
+			r.Message = fmt.Sprintf("%s, expected %s; firmware is not set yet (%s, then a reboot)", ip.LinkLayer, want, nl.param)
+			mismatch = true
+		default:
+			r.Status = Fail
+			r.Message = fmt.Sprintf("%s, expected %s", ip.LinkLayer, want)
+			mismatch = true
+		}
+		out = append(out, r)
+	}
+	// Seed 000: a port that does not come up while its link layer is not
+	// the one expected, or is about to change, is most likely cabled to a
+	// port that speaks the other one.
+	hint := ""
+	if (ip.PhysState == "Polling" || ip.PhysState == "Disabled") && (mismatch || (changing && nl.linkLayer != ip.LinkLayer)) {
+		hint = "; " + linkMismatchHint
+	}
+	exp := sp.Expect
+	if exp == nil {
+		exp = &schema.Expect{}
+	}
+	wantPhys := exp.PhysState
+	if wantPhys == "" {
+		wantPhys = "LinkUp"
+	}
+	r := res(CheckPhysState)
+	if ip.PhysState != wantPhys {
+		r.Status = Fail
+		r.Message = fmt.Sprintf("%s, expected %s%s", ip.PhysState, wantPhys, hint)
+	}
+	out = append(out, r)
+	wantState := exp.State
+	if wantState == "" {
+		wantState = "ACTIVE"
+	}
+	r = res(CheckState)
+	if ip.State != wantState {
+		r.Status = Fail
+		r.Message = fmt.Sprintf("%s (physical state %s), expected %s%s", ip.State, ip.PhysState, wantState, hint)
+		if hint == "" && ip.LinkLayer == "InfiniBand" && ip.PhysState == "LinkUp" && ip.SMLID == 0 {
+			r.Message += "; the link is up but no subnet manager has configured the port: run opensm on one node of the fabric"
+		}
+	}
+	out = append(out, r)
+	if exp.MinRate != nil {
+		r := res(CheckRate)
+		if got := ip.RateGbps(); got < float64(*exp.MinRate) {
+			r.Status = Fail
+			r.Message = fmt.Sprintf("%q, expected at least %d Gb/s", ip.Rate, *exp.MinRate)
+		}
+		out = append(out, r)
+	}
+	if ip.LinkLayer == "InfiniBand" && ip.PhysState == "LinkUp" {
+		r := res(CheckSubnetManager)
+		if !services.SubnetManagerPresent(ip) {
+			r.Status = Fail
+			r.Message = fmt.Sprintf("no subnet manager answers on this port (state %s, sm_lid 0x%x): run opensm on one node of the fabric", ip.State, ip.SMLID)
+		}
+		out = append(out, r)
+	}
+	if sp.Roce != nil && sp.Roce.Mode == "v2" && ip.LinkLayer == "Ethernet" {
+		r := res(CheckRoCEv2GID)
+		r.path = pp + ".roce"
+		r.Source = a.pos(r.path)
+		types, err := gidTypes(a.h.FS, dev.Name, sp.Port)
+		switch {
+		case err != nil:
+			r.Status, r.Message = Fail, err.Error()
+		case !types["RoCE v2"]:
+			r.Status = Fail
+			r.Message = fmt.Sprintf("no RoCE v2 GID in the port's GID table (types: %s): RoCE v2 needs an IP address on the port's netdev (%s)",
+				joinKeys(types), strings.Join(ip.Netdevs, ", "))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// gidTypes reads the types of a port's filled GID slots; reading an empty
+// slot fails with EINVAL on a real kernel (an empty file elsewhere).
+//
+// Equivalent to: cat /sys/class/infiniband/DEV/ports/N/gid_attrs/types/*
+func gidTypes(f host.FS, dev string, port int) (map[string]bool, error) {
+	dir := path.Join(inventory.ClassInfiniband, dev, "ports", strconv.Itoa(port), "gid_attrs", "types")
+	entries, err := f.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the GID types of port %d of %s: %w", port, dev, err)
+	}
+	out := map[string]bool{}
+	for _, e := range entries {
+		s, err := host.ReadAttr(f, path.Join(dir, e.Name()))
+		if errors.Is(err, syscall.EINVAL) || (err == nil && s == "") {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s/%s: %w", dir, e.Name(), err)
+		}
+		out[s] = true
+	}
+	return out, nil
+}
+
+func joinKeys(m map[string]bool) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedKeys(m), ", ")
+}
+
+// pkeyChecks check that each IPoIB connection's P_Key is in the P_Key
+// table of its parent's port: the subnet manager made the port a member.
+func (a *auditor) pkeyChecks() []Result {
+	var out []Result
+	for i, c := range a.req.Spec.IPoIB {
+		if c.PKey == nil || c.State == "absent" {
+			continue
+		}
+		dev, port := portOfNetdev(a.req.Inv, c.Parent)
+		if port == nil || port.LinkLayer != "InfiniBand" {
+			continue // plan reports a parent that is missing or not IPoIB
+		}
+		p := fmt.Sprintf("$.ipoib[%d].pkey", i)
+		r := Result{Resource: ipoib.Address(c.Name), Check: CheckPKey, Source: a.pos(p), path: p}
+		want := schema.FullMember(c.PKey.Value)
+		table, err := readPKeys(a.h.FS, dev.Name, port.Num)
+		switch {
+		case err != nil:
+			r.Status, r.Message = Fail, err.Error()
+		case !hasPKey(table, want):
+			r.Status = Fail
+			r.Message = fmt.Sprintf("P_Key 0x%04x is not in the P_Key table of port %d of %s (%s): the subnet manager has not made this port a member of the partition",
+				want, port.Num, dev.Name, formatPKeys(table))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func portOfNetdev(inv *inventory.Inventory, netdev string) (*inventory.Device, *inventory.Port) {
+	for _, d := range inv.Devices {
+		for _, p := range d.Ports {
+			for _, n := range p.Netdevs {
+				if n == netdev {
+					return d, p
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// readPKeys reads a port's P_Key table without empty slots, sorted.
+//
+// Equivalent to: cat /sys/class/infiniband/DEV/ports/N/pkeys/*
+func readPKeys(f host.FS, dev string, port int) ([]int, error) {
+	dir := path.Join(inventory.ClassInfiniband, dev, "ports", strconv.Itoa(port), "pkeys")
+	entries, err := f.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the P_Key table of port %d of %s: %w", port, dev, err)
+	}
+	var keys []int
+	for _, e := range entries {
+		s, err := host.ReadAttr(f, path.Join(dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s/%s: %w", dir, e.Name(), err)
+		}
+		if v, err := strconv.ParseInt(s, 0, 32); err == nil && v&0x7fff != 0 {
+			keys = append(keys, int(v))
+		}
+	}
+	sort.Ints(keys)
+	return keys, nil
+}
+
+func hasPKey(table []int, want int) bool {
+	for _, k := range table {
+		if k|0x8000 == want {
+			return true
+		}
+	}
+	return false
+}
+
+func formatPKeys(table []int) string {
+	if len(table) == 0 {
+		return "empty"
+	}
+	s := make([]string, len(table))
+	for i, k := range table {
+		s[i] = fmt.Sprintf("0x%04x", k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// findings turns the plan's findings into failed checks of the resource
+// their spec path names; a finding at a path a health check covers is
+// that check's problem, reported once. Findings with no spec path (a tool
+// or service that failed) are errors: that part of the host could not be
+// audited.
+func (a *auditor) findings(have []Result) ([]Result, []schema.Finding) {
+	covered := map[string]bool{}
+	for _, r := range have {
+		if r.path != "" && r.Status != Pass {
+			covered[r.path] = true
+		}
+	}
+	var out []Result
+	var errs []schema.Finding
+	for _, f := range a.plan.Errors {
+		if f.Path == "$" {
+			errs = append(errs, f)
+			continue
+		}
+		if covered[f.Path] {
+			continue
+		}
+		pos := f.Pos
+		out = append(out, Result{Resource: a.resourceOf(f.Path), Check: CheckFinding, Status: Fail, Message: f.Message, Source: &pos})
+	}
+	return out, errs
+}
+
+var indexRE = regexp.MustCompile(`^\$\.(devices|ipoib|rxe|interfaces|modules|services)\[(\d+)\](?:\.ports\[(\d+)\])?`)
+
+// resourceOf names the resource a spec path belongs to.
+func (a *auditor) resourceOf(p string) string {
+	s := a.req.Spec
+	m := indexRE.FindStringSubmatch(p)
+	if m == nil {
+		if p == "$.persistence" {
+			return bootunit.Address
+		}
+		return "spec"
+	}
+	i, _ := strconv.Atoi(m[2])
+	switch m[1] {
+	case "devices":
+		name := s.Devices[i].Name
+		if d := a.req.Devices[i]; d != nil {
+			name = d.Name
+		}
+		if name == "" {
+			_, v := s.Devices[i].Selector()
+			return "device[" + v + "]"
+		}
+		pci := ""
+		if d := a.req.Devices[i]; d != nil {
+			pci = d.PCI
+		}
+		rest := p[len(m[0]):]
+		switch {
+		case m[3] != "":
+			j, _ := strconv.Atoi(m[3])
+			port := s.Devices[i].Ports[j].Port
+			switch {
+			case strings.HasPrefix(rest, ".roce"):
+				return rdmacm.Address(name, port)
+			case strings.HasPrefix(rest, ".type") && pci != "":
+				return mlx4port.Address(pci, port)
+			}
+			return PortAddress(name, port)
+		case strings.HasPrefix(rest, ".firmware") && pci != "":
+			return firmware.Address(pci)
+		}
+		return "device[" + name + "]"
+	case "ipoib":
+		return ipoib.Address(s.IPoIB[i].Name)
+	case "rxe":
+		return rxe.Address(s.Rxe[i].Name)
+	case "interfaces":
+		return netdev.Address(s.Interfaces[i].Name)
+	case "modules":
+		return modules.Address(s.Modules[i])
+	case "services":
+		return services.Address(schema.UnitName(s.Services[i].Name))
+	}
+	return "spec"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

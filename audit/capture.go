@@ -1,0 +1,116 @@
+// Package audit is the read-only side of rdmaform: Capture describes a
+// host as a spec (rdmaform show, the golden config), and Run compares a
+// host with a golden spec (rdmaform audit) and reports, per resource,
+// drift, pending reboots and health checks, with waivers for known
+// exceptions. Nothing here changes the host: plans are built, never
+// applied.
+package audit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Captured is a host described as a spec, and the inventory it was made
+// from (show prints each adapter's identity from it).
+type Captured struct {
+	Spec *schema.Spec
+	Inv  *inventory.Inventory
+}
+
+// Capture describes the host as a spec: its hostname and one device per
+// RDMA device (PCI adapters by PCI address, software devices by name) with
+// its ports, their link layer and, under expect, their state, physical
+// state and rate; then each provider that implements plan.Capturer adds
+// its part, in stage order (firmware first: a staged link type sets the
+// link layer RoCE capture reads). Applying the result to the same host
+// plans nothing, pending reboots aside.
+//
+// Two sections claim one netdev only once: an interface NetworkManager
+// runs an IPoIB connection on is left to the ipoib section.
+func Capture(ctx context.Context, h *host.Host, providers []plan.Provider, o plan.CaptureOptions) (*Captured, error) {
+	inv, err := inventory.Discover(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("reading RDMA devices from sysfs: %w", err)
+	}
+	spec := &schema.Spec{Version: schema.Version}
+	if name, err := h.Hostname(); err == nil && name != "" {
+		spec.Host = &schema.HostSpec{Hostname: name}
+	}
+	req := &plan.Request{Spec: spec, Inv: inv}
+	for _, d := range inv.Devices {
+		dev := schema.Device{PCI: d.PCI}
+		if d.PCI == "" {
+			dev.Name = d.Name
+		}
+		for _, p := range d.Ports {
+			dev.Ports = append(dev.Ports, capturePort(p))
+		}
+		spec.Devices = append(spec.Devices, dev)
+		req.Devices = append(req.Devices, d)
+	}
+	for _, pr := range providers {
+		c, ok := pr.(plan.Capturer)
+		if !ok {
+			continue
+		}
+		if err := c.Capture(ctx, h, req, spec, o); err != nil {
+			return nil, fmt.Errorf("%s: %w", pr.Name(), err)
+		}
+	}
+	spec.Interfaces = unclaimed(spec)
+	return &Captured{Spec: spec, Inv: inv}, nil
+}
+
+// Port states and physical states a spec's expect block accepts.
+var (
+	states     = map[string]bool{"NOP": true, "DOWN": true, "INIT": true, "ARMED": true, "ACTIVE": true, "ACTIVE_DEFER": true}
+	physStates = map[string]bool{"Sleep": true, "Polling": true, "Disabled": true, "PortConfigurationTraining": true,
+		"LinkUp": true, "LinkErrorRecovery": true, "Phy Test": true}
+)
+
+// capturePort is a port as sysfs shows it: link layer, and under expect
+// its state, physical state and rate (whole Gb/s, rounded down).
+func capturePort(p *inventory.Port) schema.Port {
+	sp := schema.Port{Port: p.Num}
+	if p.LinkLayer == "InfiniBand" || p.LinkLayer == "Ethernet" {
+		sp.LinkLayer = p.LinkLayer
+	}
+	e := &schema.Expect{}
+	if states[p.State] {
+		e.State = p.State
+	}
+	if physStates[p.PhysState] {
+		e.PhysState = p.PhysState
+	}
+	if r := int(p.RateGbps()); r >= 1 {
+		e.MinRate = &r
+	}
+	if *e != (schema.Expect{}) {
+		sp.Expect = e
+	}
+	return sp
+}
+
+// unclaimed returns the spec's interfaces without those an ipoib entry
+// owns (one netdev is configured by one section).
+func unclaimed(spec *schema.Spec) []schema.Interface {
+	owned := map[string]bool{}
+	for i := range spec.IPoIB {
+		if spec.IPoIB[i].State != "absent" {
+			owned[spec.IPoIB[i].Interface()] = true
+		}
+	}
+	var out []schema.Interface
+	for _, it := range spec.Interfaces {
+		if !owned[it.Name] {
+			out = append(out, it)
+		}
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+package audit
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Formats an audit report is rendered in.
+var Formats = []string{"text", "json", "junit", "prometheus"}
+
+// Render writes the report in one of Formats.
+func Render(w io.Writer, r *Report, format string) error {
+	var b []byte
+	var err error
+	switch format {
+	case "text", "":
+		b = []byte(Text(r))
+	case "json":
+		b, err = r.JSON()
+	case "junit":
+		b, err = JUnit(r)
+	case "prometheus":
+		b = []byte(Prometheus(r))
+	default:
+		return fmt.Errorf("unknown format %q (%s)", format, strings.Join(Formats, ", "))
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// Text renders the report for people: errors, then every check that did
+// not pass (with its spec line), then the summary line.
+func Text(r *Report) string {
+	var b strings.Builder
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "%s\n", e.String())
+	}
+	if len(r.Errors) > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Audit of %s against %s (%s):\n", r.Host, r.Spec, r.Time.Format("2006-01-02 15:04:05 UTC"))
+	for _, c := range r.Checks {
+		if c.Status == Pass {
+			continue
+		}
+		line := fmt.Sprintf("  %-7s %s %s", strings.ToUpper(c.Status.String()), c.Resource, c.Check)
+		if c.Message != "" {
+			line += ": " + c.Message
+		}
+		if c.Waiver != nil {
+			if c.Waiver.Expired {
+				line += fmt.Sprintf(" (waiver expired %s: %s)", c.Waiver.Expires, c.Waiver.Reason)
+			} else {
+				line += fmt.Sprintf(" (waived until %s: %s)", c.Waiver.Expires, c.Waiver.Reason)
+			}
+		}
+		if c.Source != nil && c.Source.Line > 0 {
+			line += " # " + c.Source.String()
+		}
+		b.WriteString(line + "\n")
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", w)
+	}
+	b.WriteString("\n" + SummaryLine(r) + "\n")
+	return b.String()
+}
+
+// SummaryLine is the one function that words an audit's summary.
+func SummaryLine(r *Report) string {
+	s := r.Summary
+	line := fmt.Sprintf("Audit: %d checks, %d passed, %d failed, %d pending a reboot, %d waived.", s.Checks, s.Passed, s.Failed, s.Pending, s.Waived)
+	switch {
+	case s.Errors > 0:
+		line += fmt.Sprintf(" %d %s: the audit is incomplete.", s.Errors, pl(s.Errors, "error", "errors"))
+	case s.Compliant:
+		line += " The host matches the golden spec."
+	case s.Failed == 0:
+		line += " The host matches the golden spec after a reboot."
+	default:
+		line += " The host does not match the golden spec."
+	}
+	return line
+}
+
+func pl(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// JUnit XML, as CI systems (Jenkins, GitLab, GitHub test reporters) read
+// it: one testsuite per audit, one testcase per check (classname the
+// resource, name the check), failed and pending checks as <failure>,
+// waived ones as <skipped> with the waiver's reason, errors as a testcase
+// with <error>. Every attribute the Ant JUnit schema requires is present.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Hostname   string          `xml:"hostname,attr"`
+	ID         int             `xml:"id,attr"`
+	Package    string          `xml:"package,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out"`
+	SystemErr  string          `xml:"system-err"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure"`
+	Error     *junitProblem `xml:"error"`
+	Skipped   *junitSkipped `xml:"skipped"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// JUnit renders the report as JUnit XML.
+func JUnit(r *Report) ([]byte, error) {
+	host := r.Host
+	if host == "" {
+		host = "localhost"
+	}
+	s := junitSuite{Name: "rdmaform audit " + host, Time: "0", Timestamp: r.Time.Format("2006-01-02T15:04:05"), Hostname: host,
+		Package: "rdmaform", Properties: []junitProperty{{Name: "spec", Value: r.Spec}, {Name: "format_version", Value: strconv.Itoa(FormatVersion)}}}
+	for _, c := range r.Checks {
+		tc := junitCase{Name: c.Check, Classname: c.Resource, Time: "0"}
+		detail := c.Message
+		if c.Source != nil && c.Source.Line > 0 {
+			detail += "\nspec: " + c.Source.String()
+		}
+		switch c.Status {
+		case Fail:
+			msg := c.Message
+			if c.Waiver != nil {
+				msg += fmt.Sprintf(" (waiver expired %s: %s)", c.Waiver.Expires, c.Waiver.Reason)
+			}
+			tc.Failure = &junitProblem{Message: msg, Type: c.Check, Text: detail}
+			s.Failures++
+		case Pending:
+			tc.Failure = &junitProblem{Message: "pending a reboot: " + c.Message, Type: "pending_reboot", Text: detail}
+			s.Failures++
+		case Waived:
+			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("waived until %s: %s", c.Waiver.Expires, c.Waiver.Reason)}
+			s.Skipped++
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	for _, e := range r.Errors {
+		s.Cases = append(s.Cases, junitCase{Name: "error", Classname: "audit", Time: "0",
+			Error: &junitProblem{Message: e.Message, Type: "error", Text: e.String()}})
+		s.Errors++
+	}
+	s.Tests = len(s.Cases)
+	all := junitSuites{Name: "rdmaform audit", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Skipped: s.Skipped, Time: "0", Suites: []junitSuite{s}}
+	b, err := xml.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(xml.Header), b...), '\n'), nil
+}
+
+// Prometheus renders the report in the Prometheus text exposition format,
+// for node_exporter's textfile collector. Gauges show the effective
+// status: a waived failure counts as passing (alerts stay quiet for known
+// exceptions) and is listed in rdmaform_waived.
+//
+//	rdmaform_drift{resource}              1 when plan would change the resource
+//	rdmaform_pending_reboot{resource}     1 when the resource waits for a reboot
+//	rdmaform_health{resource,check}       1 when the check passes
+//	rdmaform_waived{resource,check}       1 for each waived check
+//	rdmaform_audit_errors                 parts of the host that could not be audited
+//	rdmaform_audit_timestamp_seconds      when the audit ran
+func Prometheus(r *Report) string {
+	type family struct {
+		name, help string
+		lines      []string
+	}
+	drift := &family{name: "rdmaform_drift", help: "Whether plan would change the resource to match the golden spec (1) or not (0); waived drift is 0."}
+	pending := &family{name: "rdmaform_pending_reboot", help: "Whether the resource waits for a reboot to match the golden spec (1) or not (0); waived is 0."}
+	health := &family{name: "rdmaform_health", help: "Whether a health check passes (1) or fails (0); a waived failure is 1."}
+	waived := &family{name: "rdmaform_waived", help: "Checks a current waiver covers (1)."}
+	bad := func(c Result) int {
+		if c.Status == Fail || c.Status == Pending {
+			return 1
+		}
+		return 0
+	}
+	for _, c := range r.Checks {
+		res := `resource="` + escapeLabel(c.Resource) + `"`
+		rc := res + `,check="` + escapeLabel(c.Check) + `"`
+		switch c.Check {
+		case CheckDrift:
+			drift.lines = append(drift.lines, fmt.Sprintf("rdmaform_drift{%s} %d", res, bad(c)))
+		case CheckPendingReboot:
+			pending.lines = append(pending.lines, fmt.Sprintf("rdmaform_pending_reboot{%s} %d", res, bad(c)))
+		default:
+			health.lines = append(health.lines, fmt.Sprintf("rdmaform_health{%s} %d", rc, 1-bad(c)))
+		}
+		if c.Status == Waived {
+			waived.lines = append(waived.lines, fmt.Sprintf("rdmaform_waived{%s} 1", rc))
+		}
+	}
+	var b strings.Builder
+	for _, f := range []*family{drift, pending, health, waived} {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
+		sort.Strings(f.lines)
+		for _, l := range f.lines {
+			b.WriteString(l + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "# HELP rdmaform_audit_errors Parts of the host the audit could not read (a failed tool or service).\n# TYPE rdmaform_audit_errors gauge\nrdmaform_audit_errors %d\n", len(r.Errors))
+	fmt.Fprintf(&b, "# HELP rdmaform_audit_timestamp_seconds When the audit ran, in seconds since the epoch.\n# TYPE rdmaform_audit_timestamp_seconds gauge\nrdmaform_audit_timestamp_seconds %d\n", r.Time.Unix())
+	return b.String()
+}
+
+// escapeLabel escapes a label value as the exposition format requires:
+// backslash, double quote and line feed.
+func escapeLabel(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}

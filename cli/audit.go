@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/audit"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers"
+)
+
+// nowEnv names the environment variable that sets the audit's clock
+// (RFC 3339 or YYYY-MM-DD), so tests and replays do not depend on the
+// wall clock.
+const nowEnv = "RDMAFORM_NOW"
+
+func (a *app) auditCmd() *cobra.Command {
+	var file, format, output, waiverFile string
+	cmd := &cobra.Command{
+		Use:   "audit -f GOLDEN [--format text|json|junit|prometheus] [--output FILE] [--waivers FILE]",
+		Short: "Compare the host with a golden spec: drift, pending reboots, health",
+		Long: `Audit the host against a golden spec (for example one 'rdmaform show'
+captured) without changing anything: the plan is built, never applied.
+Each resource is reported with these checks:
+
+  drift           plan would change it (the attributes that differ)
+  pending_reboot  it waits for a reboot (firmware staged for next boot)
+  finding         a host-dependent problem at a spec line (a device that
+                  is not there, RoCE on an InfiniBand port, ...)
+  port health     link_layer (as the spec expects), phys_state (LinkUp or
+                  expect.phys_state), state (ACTIVE or expect.state), rate
+                  (at least expect.min_rate), subnet_manager (InfiniBand:
+                  sm_lid set and the port ACTIVE), roce_v2_gid (roce.mode
+                  v2: a RoCE v2 GID in the port's table)
+  pkey            an IPoIB connection's P_Key is in its port's table
+  hostname        the host is host.hostname
+
+A port that stays down (Polling, Disabled) while its link layer is not
+the expected one, or while firmware changes it at the next boot, gets the
+diagnosis: both ends down because one is InfiniBand and the other
+Ethernet.
+
+Formats: text (what did not pass), json (every check, stable and
+versioned), junit (one testcase per check; waived checks are skipped),
+prometheus (text exposition for node_exporter's textfile collector:
+rdmaform_drift, rdmaform_pending_reboot, rdmaform_health,
+rdmaform_waived, rdmaform_audit_errors, rdmaform_audit_timestamp_seconds).
+--output writes the report to FILE atomically (temporary file, rename)
+instead of stdout.
+
+--waivers FILE lists known exceptions, each waived until its date:
+  - {resource: "rdma_cm[mlx5_0/1]", check: drift, reason: "...", expires: 2027-01-31}
+A waived check does not fail the audit; once the date has passed it fails
+again. ` + nowEnv + ` (RFC 3339 or YYYY-MM-DD) sets the audit's clock.
+
+Exit codes: 0 compliant; 1 error (bad spec or waivers, a tool or service
+that could not be read); 2 drift, a failed health check or a finding;
+3 only pending reboots.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !contains(audit.Formats, format) {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown format %q (%s)", format, strings.Join(audit.Formats, ", "))}
+			}
+			now, err := a.now()
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			var waivers []audit.Waiver
+			if waiverFile != "" {
+				data, err := host.ReadLocalFile(waiverFile, a.env.Stdin)
+				if err != nil {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("reading waivers: %w", err)}
+				}
+				ws, rep := audit.LoadWaivers(waiverFile, data)
+				if len(rep) > 0 {
+					for _, f := range rep {
+						fmt.Fprintln(a.env.Stderr, f.String())
+					}
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %d %s", waiverFile, len(rep), plural(len(rep), "error", "errors"))}
+				}
+				waivers = ws
+			}
+			spec, err := a.loadSpec(file)
+			if err != nil {
+				return err
+			}
+			h, err := a.host()
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			defer a.recordSimCalls()
+			r, err := audit.Run(cmd.Context(), h, spec, providers.All(), audit.Options{Waivers: waivers, Now: now})
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			var b bytes.Buffer
+			if err := audit.Render(&b, r, format); err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			if output == "" {
+				if _, err := a.env.Stdout.Write(b.Bytes()); err != nil {
+					return err
+				}
+			} else {
+				if err := host.WriteLocalFile(output, b.Bytes(), 0o644); err != nil {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("writing %s: %w", output, err)}
+				}
+				fmt.Fprintln(a.env.Stderr, audit.SummaryLine(r))
+			}
+			return exitCode(r.ExitCode())
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "golden spec `FILE` (- for stdin)")
+	cmd.Flags().StringVar(&format, "format", "text", "report format: text, json, junit or prometheus")
+	cmd.Flags().StringVar(&output, "output", "", "write the report to `FILE` atomically instead of stdout")
+	cmd.Flags().StringVar(&waiverFile, "waivers", "", "known exceptions, YAML `FILE`")
+	return cmd
+}
+
+// now is the time of an audit: RDMAFORM_NOW when set, else the clock.
+func (a *app) now() (time.Time, error) {
+	for _, kv := range a.env.Environ {
+		v, ok := strings.CutPrefix(kv, nowEnv+"=")
+		if !ok || v == "" {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339, v); err == nil {
+			return t, nil
+		}
+		if t, err := time.Parse("2006-01-02", v); err == nil {
+			return t, nil
+		}
+		return time.Time{}, fmt.Errorf("%s=%q is neither RFC 3339 nor YYYY-MM-DD", nowEnv, v)
+	}
+	return time.Now(), nil
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

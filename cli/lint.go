@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/fleet"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+func (a *app) lintCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lint SPEC...",
+		Short: "Check host specs against each other; never reads a host",
+		Long: `Check the specs of several hosts against each other, for what no single
+host's plan can see:
+
+  - RoCE versions that cannot connect: a host whose ports use RoCE v2
+    cannot reach one that uses RoCE v1 (a v2 client cannot connect to a v1
+    server; v1 to v2 works). Hosts are compared when their interfaces
+    sections share an IPv4 subnet; a host with no interface address is
+    compared with every other.
+  - IPoIB connections on one IPv4 subnet with different P_Key, transport
+    mode or MTU.
+  - An address given to two hosts (or two sections of one).
+  - Cables whose ends expect different link layers, where a port names
+    its peer (peer: {host: node2, device: "0000:3b:00.0", port: 1}; host
+    is the peer's host.hostname or spec file name without extension):
+    InfiniBand on one end and Ethernet on the other keeps both down.
+
+Each spec is validated first. Findings are printed on stdout as
+FILE:LINE:COL: error: PATH: message, sorted by file and position.
+
+Exit codes: 0 no findings; 1 findings (lint findings are errors in the
+specs, like validate's) or a spec that cannot be read.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var hosts []*fleet.Host
+			var rep schema.Report
+			for _, file := range args {
+				data, err := host.ReadLocalFile(file, a.env.Stdin)
+				if err != nil {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("reading spec: %w", err)}
+				}
+				name := file
+				if file == "-" {
+					name = "<stdin>"
+				}
+				spec, r := schema.Parse(name, data)
+				rep = append(rep, r...)
+				if len(r) == 0 {
+					hosts = append(hosts, fleet.NewHost(spec))
+				}
+			}
+			rep = append(rep, fleet.Lint(hosts)...)
+			for _, f := range rep {
+				fmt.Fprintln(a.env.Stdout, f.String())
+			}
+			if len(rep) > 0 {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(rep), plural(len(rep), "finding", "findings"), len(args))}
+			}
+			fmt.Fprintf(a.env.Stdout, "lint: %d specs, no findings\n", len(args))
+			return nil
+		},
+	}
+	return cmd
+}

@@ -1,0 +1,145 @@
+package fleet
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+func hosts(t *testing.T, files map[string]string, order ...string) []*Host {
+	t.Helper()
+	var out []*Host
+	for _, name := range order {
+		spec, rep := schema.Parse(name, []byte(files[name]))
+		if len(rep) > 0 {
+			t.Fatalf("%s: %v", name, rep)
+		}
+		out = append(out, NewHost(spec))
+	}
+	return out
+}
+
+func TestLint(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{
+			name: "seed 001: a RoCE v2 client cannot reach a RoCE v1 server on the same subnet",
+			files: map[string]string{
+				"client.yaml": "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {mode: v2}}]\ninterfaces:\n  - {name: ens1f0np0, addresses: [10.0.0.1/24]}\n",
+				"server.yaml": "version: 1\ndevices:\n  - name: mlx4_0\n    ports: [{port: 1, roce: {mode: v1}}]\ninterfaces:\n  - {name: ens2, addresses: [10.0.0.2/24]}\n",
+			},
+			want: []string{
+				"client.yaml:4:36: error: $.devices[0].ports[0].roce.mode: client (mlx5_0 port 1) uses RoCE v2 and server (mlx4_0 port 1 at server.yaml:4:36) uses RoCE v1 (both on 10.0.0.0/24): a RoCE v2 client cannot connect to a RoCE v1 server, so client cannot reach server; use v1 on both, or v2 on both if server's adapter supports it",
+			},
+		},
+		{
+			name: "different subnets do not meet",
+			files: map[string]string{
+				"client.yaml": "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {mode: v2}}]\ninterfaces:\n  - {name: ens1f0np0, addresses: [10.0.0.1/24]}\n",
+				"server.yaml": "version: 1\ndevices:\n  - name: mlx4_0\n    ports: [{port: 1, roce: {mode: v1}}]\ninterfaces:\n  - {name: ens2, addresses: [10.0.1.2/24]}\n",
+			},
+		},
+		{
+			name: "no addresses: assumed to meet; same mode is fine",
+			files: map[string]string{
+				"client.yaml": "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {mode: v2}}]\n",
+				"server.yaml": "version: 1\ndevices:\n  - name: mlx4_0\n    ports: [{port: 1, roce: {mode: v2, tos: 106}}]\n",
+			},
+		},
+		{
+			name: "IPoIB on one subnet: P_Key, mode and MTU must agree",
+			files: map[string]string{
+				"client.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x8002, mode: datagram, mtu: 2044, ipv4: {addresses: [192.0.2.1/24]}}\n",
+				"server.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x0003, mode: connected, mtu: 65520, ipv4: {addresses: [192.0.2.2/24]}}\n",
+			},
+			want: []string{
+				"server.yaml:3:35: error: $.ipoib[0].pkey: IPoIB connection st on 192.0.2.0/24 uses P_Key 0x8003, but client (st at client.yaml:3:5) uses 0x8002: hosts of one IPoIB subnet must be in one partition",
+				"server.yaml:3:49: error: $.ipoib[0].mode: IPoIB connection st on 192.0.2.0/24 uses connected mode, but client (st at client.yaml:3:5) uses datagram mode",
+				"server.yaml:3:65: error: $.ipoib[0].mtu: IPoIB connection st on 192.0.2.0/24 has MTU 65520, but client (st at client.yaml:3:5) has MTU 2044: one subnet needs one MTU",
+			},
+		},
+		{
+			name: "an address on two hosts, and on two sections of one",
+			files: map[string]string{
+				"client.yaml": "version: 1\nhost: {hostname: node1}\ninterfaces:\n  - {name: ens3, addresses: [10.0.0.1/24]}\nipoib:\n  - {name: st, parent: ib0, ipv4: {addresses: [10.0.0.1/16]}}\n",
+				"server.yaml": "version: 1\nhost: {hostname: node2}\ninterfaces:\n  - {name: ens3, addresses: [10.0.0.1/24]}\n",
+			},
+			want: []string{
+				"client.yaml:6:48: error: $.ipoib[0].ipv4.addresses[0]: address 10.0.0.1 is also given to node1 at client.yaml:4:30; an address belongs to one interface of one host",
+				"server.yaml:4:30: error: $.interfaces[0].addresses[0]: address 10.0.0.1 is also given to node1 at client.yaml:4:30; an address belongs to one interface of one host",
+			},
+		},
+		{
+			name: "seed 000: a cable with InfiniBand on one end and Ethernet on the other",
+			files: map[string]string{
+				"client.yaml": `version: 1
+host: {hostname: node1}
+devices:
+  - pci: "0000:3b:00.0"
+    ports:
+      - port: 1
+        link_layer: InfiniBand
+        peer: {host: node2, device: mlx5_0, port: 1}
+`,
+				"server.yaml": `version: 1
+host: {hostname: node2}
+devices:
+  - name: mlx5_0
+    ports:
+      - port: 1
+        roce: {mode: v2}
+        peer: {host: node1, device: "0000:3b:00.0", port: 1}
+`,
+			},
+			want: []string{
+				"client.yaml:7:21: error: $.devices[0].ports[0].link_layer: this end of the cable is InfiniBand and the other end, node2 mlx5_0 port 1 (server.yaml:6:9), is Ethernet: both ends would stay down; use one link layer on both (firmware LINK_TYPE or mlx4 type)",
+			},
+		},
+		{
+			name: "peers that do not exist or do not name each other",
+			files: map[string]string{
+				"client.yaml": `version: 1
+host: {hostname: node1}
+devices:
+  - name: mlx5_0
+    ports:
+      - {port: 1, peer: {host: node2, device: mlx5_9, port: 1}}
+      - {port: 2, peer: {host: node2, device: mlx5_0, port: 7}}
+      - {port: 3, peer: {host: node2, device: mlx5_0, port: 1}}
+      - {port: 4, peer: {host: switch1, device: Eth1/1, port: 1}}
+      - {port: 5, peer: {host: node2}}
+`,
+				"server.yaml": `version: 1
+host: {hostname: node2}
+devices:
+  - name: mlx5_0
+    ports:
+      - {port: 1, peer: {host: node1, device: mlx5_0, port: 2}}
+`,
+			},
+			want: []string{
+				"client.yaml:6:47: error: $.devices[0].ports[0].peer.device: node2's spec (server.yaml) has no device mlx5_9",
+				"client.yaml:7:61: error: $.devices[0].ports[1].peer.port: node2's spec (server.yaml) lists no port 7 of mlx5_0",
+				"client.yaml:8:25: error: $.devices[0].ports[2].peer: the peer node2 mlx5_0 port 1 names node1 mlx5_0 port 2 as its own peer (server.yaml:6:25), not this port",
+				"client.yaml:10:25: error: $.devices[0].ports[4].peer: a peer needs host, device and port",
+				"server.yaml:6:25: error: $.devices[0].ports[0].peer: the peer node1 mlx5_0 port 2 names node2 mlx5_0 port 7 as its own peer (client.yaml:7:25), not this port",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range Lint(hosts(t, tt.files, "client.yaml", "server.yaml")) {
+				got = append(got, f.String())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package firmware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// CaptureParams are the parameters show captures when not told which: the
+// link types of both ports and SR-IOV. A card that does not know one (an
+// Ethernet-only ConnectX-5 has no LINK_TYPE_Pn) simply has no row for it.
+var CaptureParams = []string{"LINK_TYPE_P1", "LINK_TYPE_P2", "SRIOV_EN", "NUM_OF_VFS"}
+
+var _ plan.Capturer = (*Provider)(nil)
+
+// Capture implements plan.Capturer. It queries only the named parameters
+// (o.FirmwareParams, or CaptureParams) of one PCI function per card —
+// every function of a card shows the same values — in parallel, and
+// writes each parameter's Next Boot value: what the card will run, so a
+// value staged for the next boot is reported as pending by plan, never
+// set again. A LINK_TYPE_Pn staged for the next boot also sets the
+// link_layer of the port it affects to the coming one, as a spec states
+// it ("expected after a reboot").
+//
+// A host without mlxconfig or mstconfig has nothing captured unless
+// parameters were asked for by name (then it is an error).
+//
+// Equivalent to: mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1 LINK_TYPE_P2 SRIOV_EN NUM_OF_VFS
+func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
+	names, explicit := o.FirmwareParams, len(o.FirmwareParams) > 0
+	if !explicit {
+		names = CaptureParams
+	}
+	var idx []int
+	seen := map[string]bool{}
+	for i, d := range req.Devices {
+		if d == nil || d.PCI == "" || seen[slotOf(d.PCI)] {
+			continue
+		}
+		seen[slotOf(d.PCI)] = true
+		idx = append(idx, i)
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	tools := &ToolPicker{}
+	if _, err := tools.Pick(ctx, h, "auto"); err != nil {
+		if errors.Is(err, ErrNoTool) && !explicit {
+			return nil
+		}
+		return err
+	}
+	mst := &MSTMap{}
+	obs := make([]*AdapterObs, len(idx))
+	var wg sync.WaitGroup
+	for k, i := range idx {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			obs[k] = ReadAdapter(ctx, h, tools, mst, "auto", req.Devices[i].PCI, names)
+		}()
+	}
+	wg.Wait()
+	for k, i := range idx {
+		a, dev := obs[k], req.Devices[i]
+		if a.Err != nil {
+			return fmt.Errorf("reading firmware of %s: %w", dev.PCI, a.Err)
+		}
+		fw := &schema.Firmware{}
+		for _, name := range names {
+			if te := a.Unknown[name]; te != nil {
+				if explicit {
+					return fmt.Errorf("%s does not know parameter %s on %s (%s): -E- %s", a.Tool, name, dev.PCI, a.deviceType(), te.Message)
+				}
+				continue
+			}
+			prm, ok := a.Params[name]
+			if !ok {
+				continue
+			}
+			v := SpecValue(prm.NextBoot)
+			if v == "" {
+				continue // N/A, an array summary: nothing a spec can hold
+			}
+			fw.Params = append(fw.Params, schema.Param{Name: name, Value: v})
+			if m := linkTypeRE.FindStringSubmatch(name); m != nil {
+				if ll := LinkLayerOf(v); ll != "" {
+					n, _ := strconv.Atoi(m[1])
+					fn, port := AffectedPort(dev.PCI, n, dev)
+					setLinkLayer(req, spec, fn, port, ll)
+				}
+			}
+		}
+		if len(fw.Params) > 0 {
+			spec.Devices[i].Firmware = fw
+		}
+	}
+	return nil
+}
+
+// setLinkLayer sets the spec link layer of one port, if the spec lists it.
+func setLinkLayer(req *plan.Request, spec *schema.Spec, pci string, port int, ll string) {
+	for i, d := range req.Devices {
+		if d == nil || d.PCI != pci {
+			continue
+		}
+		for j := range spec.Devices[i].Ports {
+			if spec.Devices[i].Ports[j].Port == port {
+				spec.Devices[i].Ports[j].LinkLayer = ll
+			}
+		}
+	}
+}
+
+var specValueRE = regexp.MustCompile(`^[A-Za-z0-9_.x-]+$`)
+
+// SpecValue is a table value as an operator writes it in a spec: the enum
+// name (ETH), true/false for True(1)/False(0), or the number; "" for what
+// a spec cannot hold (N/A, Array[0..15], absent).
+func SpecValue(v mlxfmt.Value) string {
+	switch v.Kind {
+	case mlxfmt.KindEnum:
+		switch {
+		case strings.EqualFold(v.Text, "true"), strings.EqualFold(v.Text, "false"):
+			return strings.ToLower(v.Text)
+		case specValueRE.MatchString(v.Text):
+			return v.Text
+		}
+		return strconv.FormatInt(v.Num, 10)
+	case mlxfmt.KindNumber:
+		return strconv.FormatInt(v.Num, 10)
+	case mlxfmt.KindHex, mlxfmt.KindText:
+		if specValueRE.MatchString(v.Text) {
+			return v.Text
+		}
+	}
+	return ""
+}
