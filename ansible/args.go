@@ -11,13 +11,17 @@ import (
 	"time"
 )
 
-// State is what a run does: plan only, or apply.
+// State is what a run does: apply, plan only, or confirm an apply that
+// waits for confirmation.
 type State int
 
 // States.
 const (
 	Applied State = iota // the default
 	Planned
+	// Confirmed keeps the changes of an apply run with confirm_timeout:
+	// rdmaform confirm. It needs no spec.
+	Confirmed
 )
 
 func (s State) String() string {
@@ -26,6 +30,8 @@ func (s State) String() string {
 		return "applied"
 	case Planned:
 		return "planned"
+	case Confirmed:
+		return "confirmed"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -36,7 +42,9 @@ type Args struct {
 	Spec    string
 	Content string
 	State   State
-	// ConfirmTimeout is zero when not given (or given as 0).
+	// ConfirmTimeout is zero when not given (or given as 0). With state
+	// applied, the apply runs in the background and reverts its changes
+	// unless a run with state confirmed comes within it.
 	ConfirmTimeout time.Duration
 	// AllowFirmware lets an applied run stage firmware changes (next boot).
 	AllowFirmware bool
@@ -80,8 +88,10 @@ func ParseArgs(data []byte) (Args, error) {
 					a.State = Applied
 				case "planned":
 					a.State = Planned
+				case "confirmed":
+					a.State = Confirmed
 				default:
-					err = fmt.Errorf("must be applied or planned, not %q", s)
+					err = fmt.Errorf("must be applied, planned or confirmed, not %q", s)
 				}
 			}
 		case "confirm_timeout":
@@ -110,6 +120,9 @@ func ParseArgs(data []byte) (Args, error) {
 		errs = append(errs, fmt.Errorf("unsupported parameters: %s (supported: %s)", strings.Join(unknown, ", "), strings.Join(params, ", ")))
 	}
 	switch {
+	case a.State == Confirmed:
+		// rdmaform confirm reads no spec; one given (arguments shared with
+		// the apply task) is not read.
 	case a.Spec == "" && a.Content == "":
 		errs = append(errs, errors.New("give spec (a path on the target) or content (the spec itself)"))
 	case a.Spec != "" && a.Content != "":

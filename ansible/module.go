@@ -4,7 +4,9 @@
 //
 // The module drives rdmaform through cli.Run in-process, exactly as an
 // operator runs it: "plan -o json" for the plan as data (the stable,
-// versioned JSON contract), "apply --yes" to apply. So the module is
+// versioned JSON contract), "apply --yes" to apply (with confirm_timeout,
+// "apply --yes --confirm-timeout D" in a background process of its own:
+// see confirm.go), "confirm" for state confirmed. So the module is
 // rdmaform apply, with its host lock, verification by re-planning and
 // exit codes, and never a second apply flow that could drift from it.
 package ansible
@@ -14,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 
@@ -32,7 +35,8 @@ type Result struct {
 	// RebootRequired: firmware is staged for the next boot, or part of the
 	// spec can only be planned after one (rdmaform's exit code 3).
 	RebootRequired bool `json:"reboot_required"`
-	// RC is rdmaform's exit code: 0 matches, 1 error, 2 changes, 3 reboot.
+	// RC is rdmaform's exit code: 0 matches, 1 error, 2 changes, 3 reboot;
+	// 0 while an apply with confirm_timeout waits for confirmation.
 	RC int `json:"rc"`
 	// Plan is the plan made before acting: what was (or, in check mode,
 	// would be) done, in rdmaform's JSON plan format.
@@ -40,6 +44,9 @@ type Result struct {
 	// Pending and Deferred describe the host after the run.
 	Pending  []plan.Pending  `json:"pending"`
 	Deferred []plan.Deferred `json:"deferred"`
+	// Confirm is the apply of a run with confirm_timeout, waiting in the
+	// background for a run with state confirmed.
+	Confirm *Confirm `json:"confirm,omitempty"`
 	// Diff is one before/after per changed resource, with --diff.
 	Diff []DiffItem `json:"diff,omitempty"`
 	// StdoutLines and StderrLines are what rdmaform apply printed: the
@@ -49,13 +56,15 @@ type Result struct {
 	Warnings    []string `json:"warnings,omitempty"`
 }
 
-// ErrConfirmTimeout: rdmaform apply has no confirmation timeout yet, so a
-// playbook asking for one is refused rather than silently ignored.
-var ErrConfirmTimeout = errors.New("confirm_timeout is not supported yet: rdmaform apply has no confirmation timeout to pass it to; remove it")
-
 // Main runs the module. args[0] is the arguments file. It prints one JSON
 // object on env.Stdout and returns 1 when the result is failed, else 0.
+//
+// Started by the module itself with BackgroundArg, it is the background
+// apply of confirm_timeout instead: see Background.
 func Main(args []string, env cli.Env) int {
+	if len(args) == 1 && args[0] == BackgroundArg {
+		return Background(env)
+	}
 	res := Run(args, env)
 	b, err := encode(res)
 	if err != nil {
@@ -89,7 +98,11 @@ func Run(args []string, env cli.Env) Result {
 	if err != nil {
 		return failed(plan.ExitError, err.Error())
 	}
-	return (&module{args: a, env: env}).run()
+	m := &module{args: a, env: env}
+	if a.State == Confirmed {
+		return m.confirm()
+	}
+	return m.run()
 }
 
 func failed(rc int, msg string) Result {
@@ -112,14 +125,14 @@ type output struct {
 // Equivalent to: rdmaform [--sim DIR|--root DIR] CMD -f SPEC ARGS...
 // (or -f - with the content on stdin).
 func (m *module) rdmaform(cmd string, extra ...string) output {
-	var argv []string
-	if m.args.Sim != "" {
-		argv = append(argv, "--sim", m.args.Sim)
-	}
-	if m.args.Root != "" {
-		argv = append(argv, "--root", m.args.Root)
-	}
-	argv = append(argv, cmd)
+	var stdout, stderr bytes.Buffer
+	code := m.rdmaformTo(&stdout, &stderr, cmd, extra...)
+	return output{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// rdmaformTo is rdmaform writing to stdout and stderr as it goes.
+func (m *module) rdmaformTo(stdout, stderr io.Writer, cmd string, extra ...string) int {
+	argv := append(m.hostArgs(), cmd)
 	var stdin *strings.Reader
 	if m.args.Spec != "" {
 		argv = append(argv, "-f", m.args.Spec)
@@ -129,9 +142,19 @@ func (m *module) rdmaform(cmd string, extra ...string) output {
 		stdin = strings.NewReader(m.args.Content)
 	}
 	argv = append(argv, extra...)
-	var stdout, stderr bytes.Buffer
-	code := cli.Run(argv, cli.Env{Stdin: stdin, Stdout: &stdout, Stderr: &stderr, Environ: m.env.Environ, Ctx: m.env.Ctx})
-	return output{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return cli.Run(argv, cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Environ: m.env.Environ, Ctx: m.env.Ctx})
+}
+
+// hostArgs are the global flags naming the host: --sim DIR, --root DIR
+// or none (the live host).
+func (m *module) hostArgs() []string {
+	switch {
+	case m.args.Sim != "":
+		return []string{"--sim", m.args.Sim}
+	case m.args.Root != "":
+		return []string{"--root", m.args.Root}
+	}
+	return nil
 }
 
 // plan runs rdmaform plan -o json. A plan with findings (exit 1) is
@@ -166,10 +189,6 @@ func (m *module) run() Result {
 	}
 	fw := firmwareChanges(p)
 	applying := m.args.State == Applied
-	if applying && m.args.ConfirmTimeout > 0 {
-		res.Failed, res.RC, res.Msg = true, plan.ExitError, ErrConfirmTimeout.Error()
-		return res
-	}
 	if applying && len(fw) > 0 && !m.args.AllowFirmware {
 		res.Failed, res.RC = true, plan.ExitError
 		res.Msg = "refusing to stage firmware changes without allow_firmware: true (they take effect at the next boot): " + strings.Join(fw, "; ")
@@ -180,6 +199,9 @@ func (m *module) run() Result {
 		res.Changed = !p.Empty()
 		res.Msg = plan.SummaryLine(p)
 		return res
+	}
+	if m.args.ConfirmTimeout > 0 {
+		return m.applyInBackground(p, res)
 	}
 
 	out := m.rdmaform("apply", "--yes")

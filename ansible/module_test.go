@@ -256,9 +256,9 @@ func TestFailures(t *testing.T) {
 			msg:  []string{"not a simulated host"},
 		},
 		{
-			name: "confirm_timeout",
-			args: map[string]any{"content": roceSpec, "sim": dir, "confirm_timeout": "5m"},
-			msg:  []string{"confirm_timeout is not supported yet"},
+			name: "confirmed with nothing waiting",
+			args: map[string]any{"sim": dir, "state": "confirmed"},
+			msg:  []string{"nothing waits for confirmation on this host"},
 		},
 		{
 			name: "bad arguments",

@@ -1,6 +1,7 @@
 // Command rdmaform-ansible is rdmaform as an Ansible binary module. make
 // ansible builds it as build/ansible/library/rdmaform, the module name
-// playbooks use.
+// playbooks use. With confirm_timeout the module starts this executable
+// again, detached, as its background apply (ansible.BackgroundArg).
 package main
 
 import (

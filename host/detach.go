@@ -1,0 +1,73 @@
+package host
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// Detached is a process started in a session of its own, so it outlives
+// the process that started it and the terminal or SSH session that one
+// ran in.
+type Detached struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// DetachSelf starts this program's own executable again with args, in a
+// new session (no controlling terminal: a hangup of the caller's session
+// does not reach it), with env as its environment, stdin as its standard
+// input (a pipe closed after it: the program reads it to the end) and its
+// standard output and error appended to the file log, a real path,
+// created mode 0600. It returns once the process runs and stdin is
+// written; a process that exits without reading stdin shows in its exit
+// code and its log.
+//
+// Equivalent to: setsid /proc/self/exe ARGS... <<<"$STDIN" >>LOG 2>&1 &
+func DetachSelf(args, env []string, stdin []byte, log string) (*Detached, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this program's executable: %w", err)
+	}
+	out, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s in the background: %w", exe, err)
+	}
+	d := &Detached{cmd: cmd, done: make(chan struct{})}
+	// Reap it while this process lives; once this process exits, init
+	// (or the nearest subreaper) does.
+	go func() {
+		_ = cmd.Wait()
+		close(d.done)
+	}()
+	// An error here (EPIPE: it exited without reading) is the process's
+	// to report, in its exit code and log.
+	_, _ = w.Write(stdin)
+	return d, nil
+}
+
+// PID is the process's id.
+func (d *Detached) PID() int { return d.cmd.Process.Pid }
+
+// Done is closed when the process has exited (while this process lives).
+func (d *Detached) Done() <-chan struct{} { return d.done }
+
+// ExitCode is the process's exit code once Done is closed; -1 if a
+// signal ended it.
+func (d *Detached) ExitCode() int { return d.cmd.ProcessState.ExitCode() }
