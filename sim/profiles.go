@@ -28,7 +28,7 @@ func ProfileNames() []string {
 	return out
 }
 
-var baseModules = []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib"}
+var baseModules = []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "rdma_cm"}
 
 var availableModules = []string{"configfs", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_core", "mlx4_en", "mlx4_ib", "mlx5_core", "mlx5_ib", "rdma_cm", "rdma_rxe", "rdma_ucm", "ib_cm"}
 
