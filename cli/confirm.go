@@ -84,11 +84,18 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		}
 		fmt.Fprintf(a.env.Stdout, "Applied %d changes. Run 'rdmaform confirm' within %s to keep them; otherwise they are reverted.\n", len(out.Done), timeout)
 		confirmed := waitConfirmed(ctx, h, deadline)
+		// Whoever removes the file decides: `rdmaform confirm` (keep) or this
+		// process at the deadline (revert). A confirm that won the race just
+		// now is honoured; one that comes later is told nothing waits.
+		if !confirmed {
+			if err := h.FS.Remove(ConfirmFile); errors.Is(err, fs.ErrNotExist) {
+				confirmed = true
+			}
+		}
 		if confirmed {
 			fmt.Fprintln(a.env.Stdout, "Confirmed: the changes are kept.")
 			return nil
 		}
-		_ = h.FS.Remove(ConfirmFile)
 		if ctx.Err() != nil {
 			fmt.Fprintln(a.env.Stdout, "Interrupted before confirmation: reverting.")
 		} else {
