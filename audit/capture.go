@@ -8,6 +8,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -54,17 +55,21 @@ func Capture(ctx context.Context, h *host.Host, providers []plan.Provider, o pla
 		spec.Devices = append(spec.Devices, dev)
 		req.Devices = append(req.Devices, d)
 	}
+	// A section that cannot be read (a firmware tool that fails, no
+	// NetworkManager) is left out and reported; the rest is still captured,
+	// so an operator gets what can be had and a non-zero exit.
+	var errs []error
 	for _, pr := range providers {
 		c, ok := pr.(plan.Capturer)
 		if !ok {
 			continue
 		}
 		if err := c.Capture(ctx, h, req, spec, o); err != nil {
-			return nil, fmt.Errorf("%s: %w", pr.Name(), err)
+			errs = append(errs, fmt.Errorf("%s: %w", pr.Name(), err))
 		}
 	}
 	spec.Interfaces = unclaimed(spec)
-	return &Captured{Spec: spec, Inv: inv}, nil
+	return &Captured{Spec: spec, Inv: inv}, errors.Join(errs...)
 }
 
 // Port states and physical states a spec's expect block accepts.

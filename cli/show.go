@@ -65,9 +65,9 @@ spec as JSON (which validate and plan read too).
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
-			c, err := audit.Capture(cmd.Context(), h, providers.All(), plan.CaptureOptions{FirmwareParams: fwParams})
-			if err != nil {
-				return &exitError{code: plan.ExitError, err: err}
+			c, capErr := audit.Capture(cmd.Context(), h, providers.All(), plan.CaptureOptions{FirmwareParams: fwParams})
+			if c == nil {
+				return &exitError{code: plan.ExitError, err: capErr}
 			}
 			var b []byte
 			if output == "json" {
@@ -78,8 +78,13 @@ spec as JSON (which validate and plan read too).
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			_, err = a.env.Stdout.Write(b)
-			return err
+			if _, err := a.env.Stdout.Write(b); err != nil {
+				return err
+			}
+			if capErr != nil {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("part of the host could not be read and is missing from the capture:\n%v", capErr)}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -151,7 +152,7 @@ func (r *ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.EffectiveTimeout())
 	defer cancel()
-	path, err := exec.LookPath(c.Args[0])
+	path, err := lookPath(c.Args[0], r.Env)
 	if err != nil {
 		return Result{}, &ExitError{Cmd: c, Code: -1, Err: fmt.Errorf("%w on PATH", ErrNotFound)}
 	}
@@ -195,4 +196,33 @@ func WithCLocale(env []string) []string {
 		out = append(out, kv)
 	}
 	return append(out, "LC_ALL=C")
+}
+
+// lookPath finds a program on the PATH of env (the caller's environment,
+// which is what the program will run with), or of this process when env
+// has none.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	var pathVar string
+	found := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathVar, found = v, true
+		}
+	}
+	if !found {
+		return exec.LookPath(name)
+	}
+	for _, dir := range filepath.SplitList(pathVar) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
 }

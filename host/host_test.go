@@ -132,3 +132,20 @@ func TestErrnoSurvivesWriteAttr(t *testing.T) {
 		t.Fatalf("err = %v, want EISDIR to be recognisable", err)
 	}
 }
+
+func TestExecRunnerUsesTheCallersPath(t *testing.T) {
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "rdmaform-test-tool")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho from-callers-path\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &ExecRunner{Env: []string{"PATH=" + dir}}
+	res, err := r.Run(context.Background(), Cmd{Args: []string{"rdmaform-test-tool"}})
+	if err != nil || string(res.Stdout) != "from-callers-path\n" {
+		t.Fatalf("run = %q, %v; want the tool from the caller's PATH", res.Stdout, err)
+	}
+	r = &ExecRunner{Env: []string{"PATH=/nonexistent"}}
+	if _, err := r.Run(context.Background(), Cmd{Args: []string{"sh", "-c", "true"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a program missing from the caller's PATH: err = %v, want ErrNotFound", err)
+	}
+}

@@ -259,7 +259,7 @@ func TestRealNmcliWithoutNetworkManager(t *testing.T) {
 		t.Fatalf("findings: %v, want one", res.Plan.Errors)
 	}
 	msg := res.Plan.Errors[0].Message
-	for _, w := range []string{"ipoib: listing NetworkManager connections: nmcli -t -f NAME,UUID,TYPE,DEVICE,ACTIVE,STATE connection show: exit 1 (error): "} {
+	for _, w := range []string{"NetworkManager is not running", "nmcli -t -f NAME,UUID,TYPE,DEVICE,ACTIVE,STATE connection show: exit 1 (error): Error: Could not create NMClient object"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("finding lacks %q:\n%s", w, msg)
 		}

@@ -87,10 +87,15 @@ func code(err error) (ExitCode, []string, bool) {
 	return 0, nil, false
 }
 
-// IsNotRunning reports an nmcli run that found no NetworkManager on the bus.
+// IsNotRunning reports an nmcli run that found no NetworkManager: none on
+// the bus (exit 8), or no system bus at all (exit 1, "Could not create
+// NMClient object").
 func IsNotRunning(err error) bool {
-	c, _, ok := code(err)
-	return ok && c == ExitNotRunning
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code == ExitNotRunning || (e.Code == 1 && strings.Contains(e.Message, "Could not create NMClient object"))
 }
 
 // IsActivationFailed reports a `connection up` that failed (exit 4): no
