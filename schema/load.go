@@ -184,8 +184,11 @@ func Load(file string, data []byte) (*Spec, Report) {
 	// would only produce noise.
 	if vn := mappingValue(root, "version"); vn == nil {
 		d.errorf("$.version", root, "missing; a spec starts with version: %d", Version)
-	} else if v, err := strconv.Atoi(vn.Value); vn.Kind != yaml.ScalarNode || err != nil || v != Version {
-		d.errorf("$.version", vn, "unsupported spec version %q; this rdmaform reads version %d", vn.Value, Version)
+	} else if vn.Kind != yaml.ScalarNode {
+		d.errorf("$.version", vn, "must be the number %d, not %s", Version, kindName(vn))
+		return spec, d.report
+	} else if v, err := strconv.Atoi(vn.Value); err != nil || v != Version {
+		d.errorf("$.version", vn, "unsupported spec version %q; this rdmaform reads version %d", truncate(vn.Value), Version)
 		return spec, d.report
 	}
 	d.decode(root, reflect.ValueOf(spec).Elem(), "$")
