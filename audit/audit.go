@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"regexp"
 	"sort"
@@ -633,84 +632,25 @@ func (a *auditor) pkeyChecks() []Result {
 		if c.PKey == nil || c.State == "absent" {
 			continue
 		}
-		dev, port := portOfNetdev(a.req.Inv, c.Parent)
+		dev, port := a.req.Inv.PortOfNetdev(c.Parent)
 		if port == nil || port.LinkLayer != "InfiniBand" {
 			continue // plan reports a parent that is missing or not IPoIB
 		}
 		p := fmt.Sprintf("$.ipoib[%d].pkey", i)
 		r := Result{Resource: ipoib.Address(c.Name), Check: CheckPKey, Source: a.pos(p), path: p}
 		want := schema.FullMember(c.PKey.Value)
-		table, err := readPKeys(a.h.FS, dev.Name, port.Num)
+		table, err := inventory.ReadPKeys(a.h.FS, dev.Name, port.Num)
 		switch {
 		case err != nil:
 			r.Status, r.Message = Fail, err.Error()
-		case !hasPKey(table, want):
+		case !inventory.HasPKey(table, want):
 			r.Status = Fail
 			r.Message = fmt.Sprintf("P_Key 0x%04x is not in the P_Key table of port %d of %s (%s): the subnet manager has not made this port a member of the partition",
-				want, port.Num, dev.Name, formatPKeys(table))
+				want, port.Num, dev.Name, inventory.FormatPKeys(table))
 		}
 		out = append(out, r)
 	}
 	return out
-}
-
-func portOfNetdev(inv *inventory.Inventory, netdev string) (*inventory.Device, *inventory.Port) {
-	for _, d := range inv.Devices {
-		for _, p := range d.Ports {
-			for _, n := range p.Netdevs {
-				if n == netdev {
-					return d, p
-				}
-			}
-		}
-	}
-	return nil, nil
-}
-
-// readPKeys reads a port's P_Key table without empty slots, sorted.
-//
-// Equivalent to: cat /sys/class/infiniband/DEV/ports/N/pkeys/*
-func readPKeys(f host.FS, dev string, port int) ([]int, error) {
-	dir := path.Join(inventory.ClassInfiniband, dev, "ports", strconv.Itoa(port), "pkeys")
-	entries, err := f.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading the P_Key table of port %d of %s: %w", port, dev, err)
-	}
-	var keys []int
-	for _, e := range entries {
-		s, err := host.ReadAttr(f, path.Join(dir, e.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s/%s: %w", dir, e.Name(), err)
-		}
-		if v, err := strconv.ParseInt(s, 0, 32); err == nil && v&0x7fff != 0 {
-			keys = append(keys, int(v))
-		}
-	}
-	sort.Ints(keys)
-	return keys, nil
-}
-
-func hasPKey(table []int, want int) bool {
-	for _, k := range table {
-		if k|0x8000 == want {
-			return true
-		}
-	}
-	return false
-}
-
-func formatPKeys(table []int) string {
-	if len(table) == 0 {
-		return "empty"
-	}
-	s := make([]string, len(table))
-	for i, k := range table {
-		s[i] = fmt.Sprintf("0x%04x", k)
-	}
-	return strings.Join(s, ", ")
 }
 
 // findings turns the plan's findings into failed checks of the resource

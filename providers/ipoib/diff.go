@@ -338,7 +338,7 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 		}
 		return []schema.Finding{req.Finding(path+".parent", "netdev %s does not exist (IPoIB netdevs on this host: %s)", c.Parent, ibNetdevs(req.Inv))}, nil
 	}
-	dev, port := portOf(req.Inv, c.Parent)
+	dev, port := req.Inv.PortOfNetdev(c.Parent)
 	if port != nil {
 		staged, isStaged := plan.StagedLink{}, false
 		if dev.PCI != "" && facts != nil {
@@ -389,33 +389,11 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 	}
 	if c.PKey != nil && port != nil {
 		want := schema.FullMember(c.PKey.Value)
-		if table, ok := obs.PKeys[portKey(dev.Name, port.Num)]; ok && !hasPKey(table, want) {
+		if table, ok := obs.PKeys[portKey(dev.Name, port.Num)]; ok && !inventory.HasPKey(table, want) {
 			errs = append(errs, req.Finding(path+".pkey",
 				"P_Key 0x%04x is not in the P_Key table of port %d of %s (%s): the subnet manager has not made this port a member of the partition",
-				want, port.Num, dev.Name, formatPKeys(table)))
+				want, port.Num, dev.Name, inventory.FormatPKeys(table)))
 		}
 	}
 	return errs, nil
-}
-
-// hasPKey reports whether the table holds the partition of the
-// full-member key want, as a full or limited member.
-func hasPKey(table []int, want int) bool {
-	for _, k := range table {
-		if k|0x8000 == want {
-			return true
-		}
-	}
-	return false
-}
-
-func formatPKeys(table []int) string {
-	if len(table) == 0 {
-		return "empty"
-	}
-	s := make([]string, len(table))
-	for i, k := range table {
-		s[i] = fmt.Sprintf("0x%04x", k)
-	}
-	return strings.Join(s, ", ")
 }

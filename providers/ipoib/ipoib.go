@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -158,7 +157,7 @@ func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
 			continue
 		}
 		obs.Links[name] = l
-		dev, port := portOf(req.Inv, name)
+		dev, port := req.Inv.PortOfNetdev(name)
 		if port == nil || port.LinkLayer != "InfiniBand" {
 			continue
 		}
@@ -166,7 +165,7 @@ func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
 		if _, done := obs.PKeys[k]; done {
 			continue
 		}
-		keys, err := readPKeys(h.FS, dev.Name, port.Num)
+		keys, err := inventory.ReadPKeys(h.FS, dev.Name, port.Num)
 		if err != nil {
 			return err
 		}
@@ -215,53 +214,6 @@ func readLink(f host.FS, name string) (Link, bool, error) {
 		}
 	}
 	return l, true, nil
-}
-
-// readPKeys reads a port's P_Key table, leaving out empty slots.
-//
-// Equivalent to: cat /sys/class/infiniband/DEV/ports/N/pkeys/*
-func readPKeys(f host.FS, dev string, port int) ([]int, error) {
-	dir := path.Join(inventory.ClassInfiniband, dev, "ports", strconv.Itoa(port), "pkeys")
-	entries, err := f.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading the P_Key table of port %d of %s: %w", port, dev, err)
-	}
-	seen := map[int]bool{}
-	var keys []int
-	for _, e := range entries {
-		s, err := host.ReadAttr(f, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("reading %s/%s: %w", dir, e.Name(), err)
-		}
-		v, err := strconv.ParseInt(s, 0, 32)
-		if err != nil {
-			return nil, fmt.Errorf("%s/%s: %q is not a P_Key", dir, e.Name(), s)
-		}
-		if v&0x7fff == 0 || seen[int(v)] {
-			continue
-		}
-		seen[int(v)] = true
-		keys = append(keys, int(v))
-	}
-	sort.Ints(keys)
-	return keys, nil
-}
-
-// portOf returns the RDMA device and port a netdev belongs to, or nils.
-func portOf(inv *inventory.Inventory, netdev string) (*inventory.Device, *inventory.Port) {
-	if inv == nil {
-		return nil, nil
-	}
-	for _, d := range inv.Devices {
-		for _, p := range d.Ports {
-			for _, n := range p.Netdevs {
-				if n == netdev {
-					return d, p
-				}
-			}
-		}
-	}
-	return nil, nil
 }
 
 // Diff implements plan.Provider.
