@@ -21,6 +21,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -31,22 +32,7 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // newSim creates a simulated host of a profile, changed by mutate.
 func newSim(t *testing.T, profile string, mutate func(st *sim.State)) (*sim.Sim, *host.Host) {
 	t.Helper()
-	st, err := sim.NewState(profile, "node1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mutate != nil {
-		mutate(st)
-	}
-	s, err := sim.Create(t.TempDir(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, h
+	return simtest.New(t, profile, 1, mutate)
 }
 
 // tree reads every file and symlink below dir, for before/after

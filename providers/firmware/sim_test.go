@@ -17,33 +17,23 @@ import (
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // newSim creates a simulated host of a profile, with every firmware
 // adapter printed in layout l and only tool (and mst) installed.
 func newSim(t *testing.T, profile string, adapters int, l mlxfmt.Layout, tool string) (*sim.Sim, *host.Host) {
 	t.Helper()
-	st, err := sim.NewState(profile, "node1", adapters)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l != mlxfmt.LayoutUnknown {
-		for _, a := range st.Firmware {
-			a.Layout = l
+	return simtest.New(t, profile, adapters, func(st *sim.State) {
+		if l != mlxfmt.LayoutUnknown {
+			for _, a := range st.Firmware {
+				a.Layout = l
+			}
 		}
-	}
-	if tool != "" {
-		st.Tools = []string{tool, "mst", "modprobe"}
-	}
-	s, err := sim.Create(t.TempDir(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, h
+		if tool != "" {
+			st.Tools = []string{tool, "mst", "modprobe"}
+		}
+	})
 }
 
 func parse(t *testing.T, y string) *schema.Spec {

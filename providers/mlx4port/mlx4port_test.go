@@ -14,6 +14,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 func TestParseState(t *testing.T) {
@@ -46,19 +47,7 @@ func TestParseState(t *testing.T) {
 
 func setup(t *testing.T, profile string) (*sim.Sim, *host.Host) {
 	t.Helper()
-	st, err := sim.NewState(profile, "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.Create(t.TempDir(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, h
+	return simtest.New(t, profile, 0, nil)
 }
 
 func build(t *testing.T, h *host.Host, y string) *plan.Plan {

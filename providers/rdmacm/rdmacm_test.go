@@ -15,6 +15,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 func parse(t *testing.T, src string) *schema.Spec {
@@ -118,14 +119,7 @@ func TestDiffDeviceCreatedByRxe(t *testing.T) {
 
 func newSim(t *testing.T, profile string) *sim.Sim {
 	t.Helper()
-	st, err := sim.NewState(profile, "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.Create(t.TempDir(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := simtest.New(t, profile, 0, nil)
 	return s
 }
 
