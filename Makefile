@@ -54,3 +54,10 @@ ansible: ## build the Ansible module, static: build/ansible/library/rdmaform
 
 schema: ## regenerate schema/rdmaform.schema.json from the spec's Go types
 	$(GO) test ./schema -count=1 -run '^TestJSONSchemaFile$$' -update
+
+.PHONY: bench
+
+BENCHFLAGS ?=
+
+bench: build ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources)
+	$(GO) run ./bench/cmd/rdmaform-bench -rdmaform $(BIN) $(BENCHFLAGS)

@@ -1,0 +1,539 @@
+// Command rdmaform-bench runs rdmaform's performance comparisons side by
+// side and prints one table (`make bench`):
+//
+//  1. plan wall time on simulated gpu-node hosts (1, 8, 32 cards) where
+//     every emulated tool run takes L, as a multiple of L;
+//  2. the same queries scripted by hand, one mlxconfig after another;
+//  3. tool runs per plan (mlxconfig per adapter, nmcli for 16 IPoIB
+//     connections);
+//  4. 16 IPoIB connections on a real NetworkManager (nmlab) by rdmaform and
+//     by Ansible's community.general.nmcli, and the no-change re-run;
+//  5. validate and plan of a 2,000-resource spec: CPU, allocations, peak RSS.
+//
+// Parts that need root, NetworkManager or Ansible say why they were
+// skipped (with -require they fail instead).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmaform/rdmaform/bench"
+	"github.com/rdmaform/rdmaform/internal/testlab/benchlab"
+	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr)) }
+
+type options struct {
+	latency  time.Duration
+	cards    []int
+	reps     int
+	conns    int
+	rdmaform string
+	only     string
+	require  bool
+}
+
+// report collects the table's sections.
+type report struct {
+	opts     options
+	environ  []string
+	sections []section
+}
+
+type section struct {
+	title string
+	head  []string
+	rows  [][]string
+	notes []string
+	raw   []string // lines in go test -bench format
+}
+
+func run(args, environ []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == benchlab.ChildArg {
+		return benchlab.ChildMain(args[1:])
+	}
+	fs := flag.NewFlagSet("rdmaform-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var cards string
+	fs.DurationVar(&o.latency, "latency", 200*time.Millisecond, "emulated run time L of every simulated tool run")
+	fs.StringVar(&cards, "cards", "1,8,32", "gpu-node sizes (dual-port cards) to plan")
+	fs.IntVar(&o.reps, "reps", 3, "plans per size (the median is reported)")
+	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
+	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, nm, big")
+	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	for _, c := range strings.Split(cards, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "rdmaform-bench: -cards %q: want numbers such as 1,8,32\n", cards)
+			return 2
+		}
+		o.cards = append(o.cards, n)
+	}
+	if abs, err := filepath.Abs(o.rdmaform); err == nil {
+		o.rdmaform = abs
+	}
+	tmp, remove, err := benchlab.TempDir("rdmaform-bench-")
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmaform-bench: %v\n", err)
+		return 1
+	}
+	defer remove()
+
+	ctx := context.Background()
+	r := &report{opts: o, environ: environ}
+	parts := []struct {
+		name string
+		fn   func(context.Context, string, io.Writer) error
+	}{
+		{"plan", r.planRounds},
+		{"nm", r.networkManager},
+		{"big", r.big},
+	}
+	failed := false
+	for _, p := range parts {
+		if o.only != "" && o.only != p.name {
+			continue
+		}
+		fmt.Fprintf(stderr, "== %s\n", p.name)
+		if err := p.fn(ctx, filepath.Join(tmp, p.name), stderr); err != nil {
+			fmt.Fprintf(stderr, "rdmaform-bench: %s: %v\n", p.name, err)
+			failed = true
+		}
+	}
+	r.print(stdout)
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// planRounds: parts 1-3.
+func (r *report) planRounds(ctx context.Context, dir string, log io.Writer) error {
+	L := r.opts.latency
+	sec := section{
+		title: fmt.Sprintf("Plan on simulated gpu-node hosts, every emulated tool run taking L = %s (firmware params on every PCI function)", L),
+		head:  []string{"cards", "PCI functions", "rdmaform plan", "× L", "sequential mlxconfig q", "× L", "speed-up", "mlxconfig runs per plan"},
+	}
+	for _, cards := range r.opts.cards {
+		fmt.Fprintf(log, "   %d cards\n", cards)
+		hdir := filepath.Join(dir, fmt.Sprintf("gpu-%d", cards))
+		s, err := bench.GPUNode(hdir, cards, L)
+		if err != nil {
+			return err
+		}
+		spec := bench.FirmwareSpec(s.State())
+		var walls []time.Duration
+		var runs bench.Runs
+		for i := 0; i < r.opts.reps; i++ {
+			pr, err := bench.Plan(ctx, hdir, spec)
+			if err != nil {
+				return err
+			}
+			walls = append(walls, pr.Wall)
+			runs = bench.CountRuns(pr.Calls)
+		}
+		wall := median(walls)
+		targets := bench.FirmwareTargets(s.State())
+		seq, err := bench.Sequential(ctx, s, targets)
+		if err != nil {
+			return err
+		}
+		sec.rows = append(sec.rows, []string{
+			strconv.Itoa(cards), strconv.Itoa(len(targets)),
+			ms(wall), ratio(wall, L), ms(seq), ratio(seq, L), fmt.Sprintf("%.1f×", float64(seq)/float64(wall)),
+			fmt.Sprintf("%d (%d queries + %d `-v`)", runs.Mlxconfig, runs.Mlxconfig-runs.Probe, runs.Probe),
+		})
+	}
+	sec.notes = append(sec.notes,
+		fmt.Sprintf("rdmaform: `rdmaform --sim DIR plan -f SPEC` in-process (cli.Run), median of %d; sequential: one `mlxconfig -d DEV q NAMES` per function after another through the simulator's runner (sim.RunTool), once.", r.opts.reps),
+		"A gpu-node card is two PCI functions (mlx5: one RDMA device per port); the spec lists both, function 0 with LINK_TYPE_P1, SRIOV_EN, NUM_OF_VFS and function 1 with LINK_TYPE_P2, and the firmware provider queries each spec device that has parameters once.")
+	r.sections = append(r.sections, sec)
+
+	// nmcli runs for o.conns IPoIB connections, before and after apply.
+	cards := (r.opts.conns + 1) / 2
+	hdir := filepath.Join(dir, "ipoib")
+	s, err := bench.GPUNode(hdir, cards, 0)
+	if err != nil {
+		return err
+	}
+	conns, err := bench.IPoIBConns(s.State(), r.opts.conns)
+	if err != nil {
+		return err
+	}
+	spec := bench.IPoIBSpec(conns)
+	before, err := bench.Plan(ctx, hdir, spec)
+	if err != nil {
+		return err
+	}
+	if err := bench.Apply(ctx, hdir, spec); err != nil {
+		return err
+	}
+	after, err := bench.Plan(ctx, hdir, spec)
+	if err != nil {
+		return err
+	}
+	r.sections = append(r.sections, section{
+		title: fmt.Sprintf("nmcli runs per plan, %d IPoIB connections (simulated gpu-node, %d cards)", r.opts.conns, cards),
+		head:  []string{"plan", "nmcli runs", "commands"},
+		rows: [][]string{
+			{"before apply (no profile)", strconv.Itoa(bench.CountRuns(before.Calls).Nmcli), nmcliLines(before.Calls)},
+			{fmt.Sprintf("after apply (%d profiles)", r.opts.conns), strconv.Itoa(bench.CountRuns(after.Calls).Nmcli), nmcliLines(after.Calls)},
+		},
+	})
+	return nil
+}
+
+func nmcliLines(calls []string) string {
+	var out []string
+	for _, c := range calls {
+		if strings.HasPrefix(c, "nmcli ") {
+			if len(c) > 70 {
+				c = c[:67] + "..."
+			}
+			out = append(out, "`"+c+"`")
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// networkManager: part 4.
+func (r *report) networkManager(ctx context.Context, dir string, log io.Writer) error {
+	sec := section{
+		title: fmt.Sprintf("%d IPoIB connections on a real NetworkManager (nmlab), saved with autoconnect off, not activated", r.opts.conns),
+		head:  []string{"tool", "first run (create)", "re-run (no change)", "CPU first run", "profiles", "changed (first/re-run)"},
+	}
+	defer func() { r.sections = append(r.sections, sec) }()
+	skip := func(why string) error {
+		sec.notes = append(sec.notes, "skipped: "+why)
+		if r.opts.require {
+			return fmt.Errorf("%s", why)
+		}
+		return nil
+	}
+	if !benchlab.Exists(r.opts.rdmaform) {
+		return skip(fmt.Sprintf("%s not built (make build)", r.opts.rdmaform))
+	}
+	root := filepath.Join(dir, "root")
+	s, err := bench.GPUNode(root, (r.opts.conns+1)/2, 0)
+	if err != nil {
+		return err
+	}
+	conns, err := bench.IPoIBConns(s.State(), r.opts.conns)
+	if err != nil {
+		return err
+	}
+	specPath := filepath.Join(dir, "ipoib.yaml")
+	if err := benchlab.WriteFile(specPath, bench.IPoIBSpec(conns)); err != nil {
+		return err
+	}
+
+	// rdmaform: apply, then apply again; reps times, the profiles deleted
+	// between rounds (rdmaform runs are short and vary more).
+	fmt.Fprintln(log, "   rdmaform")
+	lab, stop, err := benchlab.StartNM(log)
+	if err != nil {
+		return skip(err.Error())
+	}
+	argv := []string{r.opts.rdmaform, "--root", root, "apply", "--yes", "-f", specPath}
+	env := append(lab.Env(), "NO_COLOR=1")
+	var firsts, agains []benchlab.Run
+	var rdmaProfiles int
+	var rdmaFields string
+	for i := 0; i < r.opts.reps && err == nil; i++ {
+		var first, again benchlab.Run
+		first, err = benchlab.Exec(ctx, argv, env, nil)
+		if err == nil && first.Exit != 0 {
+			err = fmt.Errorf("rdmaform apply: exit %d\n%s%s", first.Exit, first.Stdout, first.Stderr)
+		}
+		if err == nil {
+			again, err = benchlab.Exec(ctx, argv, env, nil)
+			if err == nil && again.Exit != 0 {
+				err = fmt.Errorf("rdmaform apply (re-run): exit %d\n%s%s", again.Exit, again.Stdout, again.Stderr)
+			}
+		}
+		if err == nil {
+			rdmaProfiles, rdmaFields, err = profiles(ctx, lab, conns[0].Name)
+		}
+		if err == nil && i+1 < r.opts.reps {
+			err = deleteProfiles(ctx, lab, conns)
+		}
+		firsts, agains = append(firsts, first), append(agains, again)
+	}
+	stop()
+	if err != nil {
+		return err
+	}
+	first, again := medianRun(firsts), medianRun(agains)
+	sec.rows = append(sec.rows, []string{"rdmaform apply", ms(first.Wall), ms(again.Wall), ms(first.CPU()),
+		strconv.Itoa(rdmaProfiles), changedLine(first.Stdout) + " / " + changedLine(again.Stdout)})
+	sec.notes = append(sec.notes, fmt.Sprintf("rdmaform: `DBUS_SYSTEM_BUS_ADDRESS=<lab bus> rdmaform --root <gpu-node tree> apply --yes -f ipoib.yaml` (plan, apply, plan again), then again with nothing to do; median of %d rounds, the profiles deleted between rounds. Profile: ", r.opts.reps)+rdmaFields)
+
+	// Ansible: the same profiles with community.general.nmcli.
+	if why := ansibleMissing(getenv(r.environ, "HOME")); why != "" {
+		return skip(why)
+	}
+	fmt.Fprintln(log, "   ansible")
+	lab, stop, err = benchlab.StartNM(log)
+	if err != nil {
+		return skip(err.Error())
+	}
+	defer stop()
+	play := filepath.Join(dir, "ipoib-playbook.yml")
+	if err := benchlab.WriteFile(play, bench.AnsiblePlaybook(conns)); err != nil {
+		return err
+	}
+	aenv := append(lab.Env(),
+		"ANSIBLE_HOME="+filepath.Join(dir, "ansible-home"),
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "ansible-tmp"),
+		"ANSIBLE_REMOTE_TEMP="+filepath.Join(dir, "ansible-tmp"),
+		"ANSIBLE_RETRY_FILES_ENABLED=false",
+		"ANSIBLE_PYTHON_INTERPRETER=auto_silent",
+		"ANSIBLE_NOCOLOR=1",
+		"ANSIBLE_LOCALHOST_WARNING=false",
+		"ANSIBLE_INVENTORY_UNPARSED_WARNING=false",
+	)
+	aargv := []string{"ansible-playbook", "-i", "localhost,", "-c", "local", play}
+	afirst, err := benchlab.Exec(ctx, aargv, aenv, nil)
+	if err == nil && afirst.Exit != 0 {
+		err = fmt.Errorf("ansible-playbook: exit %d\n%s%s", afirst.Exit, afirst.Stdout, afirst.Stderr)
+	}
+	if err != nil {
+		return err
+	}
+	aagain, err := benchlab.Exec(ctx, aargv, aenv, nil)
+	if err == nil && aagain.Exit != 0 {
+		err = fmt.Errorf("ansible-playbook (re-run): exit %d\n%s%s", aagain.Exit, aagain.Stdout, aagain.Stderr)
+	}
+	if err != nil {
+		return err
+	}
+	n, fields, err := profiles(ctx, lab, conns[0].Name)
+	if err != nil {
+		return err
+	}
+	sec.rows = append(sec.rows,
+		[]string{"ansible-playbook (community.general.nmcli)", ms(afirst.Wall), ms(aagain.Wall), ms(afirst.CPU()),
+			strconv.Itoa(n), recapChanged(afirst.Stdout) + " / " + recapChanged(aagain.Stdout)},
+		[]string{"**Ansible ÷ rdmaform**", fmt.Sprintf("**%.1f×**", float64(afirst.Wall)/float64(first.Wall)),
+			fmt.Sprintf("**%.1f×**", float64(aagain.Wall)/float64(again.Wall)), fmt.Sprintf("%.1f×", float64(afirst.CPU())/float64(first.CPU())), "", ""})
+	sec.notes = append(sec.notes, "Ansible: `DBUS_SYSTEM_BUS_ADDRESS=<lab bus> ansible-playbook -i localhost, -c local ipoib-playbook.yml` (one task, loop over the connections, no facts), twice. Profile: "+fields)
+	return nil
+}
+
+// deleteProfiles removes the connections, for the next round.
+//
+// Equivalent to: nmcli connection delete id NAME...
+func deleteProfiles(ctx context.Context, lab *nmlab.Lab, conns []bench.IPoIBConn) error {
+	argv := []string{"nmcli", "connection", "delete"}
+	for _, c := range conns {
+		argv = append(argv, "id", c.Name)
+	}
+	res, err := lab.Run(ctx, argv)
+	if err == nil && res.Exit != 0 {
+		err = fmt.Errorf("nmcli connection delete: exit %d: %s", res.Exit, res.Stderr)
+	}
+	return err
+}
+
+// medianRun is the run of median wall time.
+func medianRun(rs []benchlab.Run) benchlab.Run {
+	s := append([]benchlab.Run(nil), rs...)
+	sort.Slice(s, func(i, j int) bool { return s[i].Wall < s[j].Wall })
+	return s[len(s)/2]
+}
+
+// profiles counts the lab's infiniband profiles and reads back the
+// settings both tools write, for one of them.
+func profiles(ctx context.Context, lab *nmlab.Lab, name string) (int, string, error) {
+	res, err := lab.Run(ctx, []string{"nmcli", "-t", "-f", "TYPE", "connection", "show"})
+	if err != nil {
+		return 0, "", err
+	}
+	n := strings.Count(string(res.Stdout), "infiniband")
+	res, err = lab.Run(ctx, []string{"nmcli", "-t", "-f",
+		"connection.autoconnect,connection.interface-name,infiniband.mtu,infiniband.transport-mode,ipv4.method,ipv4.addresses,ipv6.method",
+		"connection", "show", "id", name})
+	if err != nil {
+		return 0, "", err
+	}
+	return n, "`" + strings.Join(strings.Fields(string(res.Stdout)), " ") + "`", nil
+}
+
+var changedRE = regexp.MustCompile(`Apply: (\d+) applied`)
+
+func changedLine(out []byte) string {
+	if m := changedRE.FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return "0"
+}
+
+var recapRE = regexp.MustCompile(`changed=(\d+)`)
+
+// recapChanged reads the play recap: a looped task counts once, so the
+// number of items changed is read from the per-item "changed:" lines.
+func recapChanged(out []byte) string {
+	items := strings.Count(string(out), "\nchanged: [localhost] => (item=")
+	if m := recapRE.FindSubmatch(out); m != nil {
+		return fmt.Sprintf("%d items (task changed=%s)", items, m[1])
+	}
+	return fmt.Sprintf("%d items", items)
+}
+
+// ansibleMissing says why the Ansible comparison cannot run, or "".
+func ansibleMissing(home string) string {
+	if !benchlab.LookPath("ansible-playbook") {
+		return "ansible-playbook not installed (apt-get install -y --no-install-recommends ansible)"
+	}
+	for _, d := range []string{"/usr/lib/python3/dist-packages", "/usr/share/ansible/collections", home + "/.ansible/collections"} {
+		if benchlab.Exists(filepath.Join(d, "ansible_collections/community/general/plugins/modules/nmcli.py")) {
+			return ""
+		}
+	}
+	return "community.general is not installed (Debian package ansible ships it: apt-get install -y --no-install-recommends ansible; CI's ansible-core alone does not)"
+}
+
+// big: part 5.
+func (r *report) big(ctx context.Context, dir string, log io.Writer) error {
+	fmt.Fprintln(log, "   building the 2,000-resource host")
+	start := time.Now()
+	hdir := filepath.Join(dir, "host")
+	s, err := bench.BigHost(hdir, filepath.Join(dir, "scratch"))
+	if err != nil {
+		return err
+	}
+	setup := time.Since(start)
+	spec, resources := bench.BigSpec(s.State())
+	if n := bench.Total(resources); n != 2000 {
+		return fmt.Errorf("the generated spec declares %d resources, want 2000", n)
+	}
+	specPath := filepath.Join(dir, "big.yaml")
+	if err := benchlab.WriteFile(specPath, spec); err != nil {
+		return err
+	}
+	sec := section{
+		title: "validate + plan of a 2,000-resource spec on the simulator (" + kinds(resources) + fmt.Sprintf("; %d KiB of YAML)", len(spec)/1024),
+		head:  []string{"what", "time/op", "CPU", "allocs/op", "bytes/op", "peak RSS"},
+	}
+	fmt.Fprintln(log, "   go benchmarks")
+	v := testing.Benchmark(func(b *testing.B) { bench.Validate(b, spec) })
+	p := testing.Benchmark(func(b *testing.B) { bench.PlanBuild(b, s, spec) })
+	if v.N == 0 || p.N == 0 {
+		return fmt.Errorf("a benchmark failed (run go test -bench . ./bench for its message)")
+	}
+	sec.raw = append(sec.raw, "BenchmarkValidate2000\t"+v.String()+"\t"+v.MemString(), "BenchmarkPlan2000\t"+p.String()+"\t"+p.MemString())
+	sec.rows = append(sec.rows,
+		[]string{"BenchmarkValidate2000 (schema.Parse)", ms(time.Duration(v.NsPerOp())), "", strconv.FormatInt(v.AllocsPerOp(), 10), mib(v.AllocedBytesPerOp()), ""},
+		[]string{"BenchmarkPlan2000 (plan.Build + text)", ms(time.Duration(p.NsPerOp())), "", strconv.FormatInt(p.AllocsPerOp(), 10), mib(p.AllocedBytesPerOp()), ""})
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if benchlab.Exists(r.opts.rdmaform) {
+		fmt.Fprintln(log, "   rdmaform validate / plan processes")
+		for _, c := range []struct {
+			what string
+			argv []string
+			want int
+		}{
+			{"`rdmaform validate -f big.yaml`", []string{r.opts.rdmaform, "validate", "-f", specPath}, 0},
+			{"`rdmaform --sim DIR plan -f big.yaml`", []string{r.opts.rdmaform, "--sim", hdir, "plan", "-f", specPath}, 2},
+		} {
+			run, err := benchlab.ExecFresh(ctx, self, c.argv, []string{"NO_COLOR=1", "PATH=" + getenv(r.environ, "PATH")}, nil)
+			if err != nil {
+				return err
+			}
+			if run.Exit != c.want {
+				return fmt.Errorf("%s: exit %d, want %d\n%s", c.what, run.Exit, c.want, run.Stderr)
+			}
+			sec.rows = append(sec.rows, []string{c.what + " (process)", ms(run.Wall), ms(run.CPU()), "", "", mib(run.MaxRSS)})
+		}
+	}
+	sec.notes = append(sec.notes, fmt.Sprintf("Host: gpu-node with %d cards, %d on Ethernet (RoCE), %d extra netdevs; building it (~16,000 files) took %s and is not counted; its rdma_cm configfs groups exist already (see bench.BigHost).",
+		bench.BigCards, bench.BigEthCards, bench.BigNetdevs, setup.Round(100*time.Millisecond)))
+	r.sections = append(r.sections, sec)
+	return nil
+}
+
+func kinds(m map[string]int) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var out []string
+	for _, k := range ks {
+		out = append(out, fmt.Sprintf("%d %s", m[k], k))
+	}
+	return strings.Join(out, ", ")
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "rdmaform-bench: L = %s, %d CPUs, %s\n\n", r.opts.latency, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"))
+	for _, s := range r.sections {
+		fmt.Fprintf(w, "### %s\n\n", s.title)
+		if len(s.rows) > 0 {
+			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(s.head, " | "), strings.Repeat(" --- |", len(s.head)))
+			for _, row := range s.rows {
+				for len(row) < len(s.head) {
+					row = append(row, "")
+				}
+				fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+			}
+			fmt.Fprintln(w)
+		}
+		for _, n := range s.notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+		if len(s.notes) > 0 {
+			fmt.Fprintln(w)
+		}
+		if len(s.raw) > 0 {
+			fmt.Fprintf(w, "```\n%s\n```\n\n", strings.Join(s.raw, "\n"))
+		}
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string {
+	if d >= time.Second {
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+}
+
+func ratio(d, l time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(l)) }
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func getenv(environ []string, key string) string {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
