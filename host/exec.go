@@ -226,3 +226,34 @@ func lookPath(name string, env []string) (string, error) {
 	}
 	return "", exec.ErrNotFound
 }
+
+// Looker is implemented by runners that can tell whether a program is
+// installed without running it.
+type Looker interface {
+	// LookPath returns where the program is, or an error wrapping
+	// ErrNotFound. Equivalent to: command -v NAME
+	LookPath(name string) (string, error)
+}
+
+var _ Looker = (*ExecRunner)(nil)
+
+// LookPath implements Looker on the caller's PATH.
+func (r *ExecRunner) LookPath(name string) (string, error) {
+	p, err := lookPath(name, r.Env)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w on PATH", name, ErrNotFound)
+	}
+	return p, nil
+}
+
+// Installed reports whether a program is on the host's PATH, asking the
+// runner without running anything when it can; ok is false when the runner
+// cannot tell (the caller must then try the program).
+func Installed(r Runner, name string) (found, ok bool) {
+	l, can := r.(Looker)
+	if !can {
+		return false, false
+	}
+	_, err := l.LookPath(name)
+	return err == nil, true
+}

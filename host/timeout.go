@@ -51,3 +51,11 @@ func (c *cappedRunner) Run(ctx context.Context, cmd Cmd) (Result, error) {
 	}
 	return c.r.Run(ctx, cmd)
 }
+
+// LookPath implements Looker when the wrapped runner does.
+func (c *cappedRunner) LookPath(name string) (string, error) {
+	if l, ok := c.r.(Looker); ok {
+		return l.LookPath(name)
+	}
+	return "", fmt.Errorf("%s: cannot look up without running", name)
+}

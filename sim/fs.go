@@ -46,7 +46,7 @@ func (f *simFS) Mkdir(name string, perm fs.FileMode) error {
 		return err
 	}
 	if m := cmGroupRE.FindStringSubmatch(name); m != nil {
-		return f.sim.mutate(true, func(st *State) error {
+		return f.sim.mutateGroups(func(st *State) error {
 			if !st.ModuleLoaded("rdma_cm") {
 				return perr("mkdir", name, syscall.ENOENT)
 			}
@@ -73,7 +73,7 @@ func (f *simFS) Mkdir(name string, perm fs.FileMode) error {
 func (f *simFS) Remove(name string) error {
 	name = cleanPath(name)
 	if m := cmGroupRE.FindStringSubmatch(name); m != nil {
-		return f.sim.mutate(true, func(st *State) error {
+		return f.sim.mutateGroups(func(st *State) error {
 			for i, g := range st.CMGroups {
 				if g == m[1] {
 					st.CMGroups = append(st.CMGroups[:i], st.CMGroups[i+1:]...)

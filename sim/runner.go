@@ -136,3 +136,17 @@ func without(xs []string, s string) []string {
 	}
 	return out
 }
+
+var _ host.Looker = (*runner)(nil)
+
+// LookPath implements host.Looker: a tool is installed when the simulated
+// host lists it and the simulator can emulate it.
+func (r *runner) LookPath(name string) (string, error) {
+	r.sim.mu.Lock()
+	installed := r.sim.state.HasTool(name)
+	r.sim.mu.Unlock()
+	if !installed || tools[name] == nil {
+		return "", fmt.Errorf("%s: %w on PATH (simulated host)", name, host.ErrNotFound)
+	}
+	return "/usr/bin/" + name, nil
+}

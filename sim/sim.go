@@ -43,6 +43,7 @@ func Open(dir string) (*Sim, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
 	}
 	s := &Sim{Dir: abs, state: st}
+	st.CMGroups = cmGroupsInTree(abs)
 	if _, err := os.Stat(filepath.Join(abs, "sys")); errors.Is(err, os.ErrNotExist) {
 		if err := st.renderAll(abs); err != nil {
 			return nil, err
@@ -100,6 +101,33 @@ func (s *Sim) save() error {
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// cmGroupsInTree lists the rdma_cm configfs groups present in a tree.
+func cmGroupsInTree(dir string) []string {
+	entries, err := os.ReadDir(filepath.Join(dir, "sys/kernel/config/rdma_cm"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// mutateGroups changes the configfs groups under the lock and renders
+// configfs; nothing else changed, so sim.yaml is not rewritten.
+func (s *Sim) mutateGroups(fn func(st *State) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := fn(s.state); err != nil {
+		return err
+	}
+	s.state.sortAll()
+	return s.state.renderConfigfs(s.Dir)
 }
 
 // mutate changes the state under the lock, saves it and re-renders what

@@ -45,7 +45,10 @@ type State struct {
 	// "dev/port"; unset ports have the kernel's initial values.
 	RdmaCM map[string]RoceDefaults `yaml:"rdma_cm,omitempty"`
 	// CMGroups are the configfs device groups that exist now (mkdir'ed).
-	CMGroups []string `yaml:"rdma_cm_groups,omitempty"`
+	// They are not saved: the tree holds them (a group is a directory
+	// under sys/kernel/config/rdma_cm), so a mkdir or rmdir, which a plan
+	// makes for every device it reads, costs no rewrite of sim.yaml.
+	CMGroups []string `yaml:"-"`
 
 	// Firmware holds the adapters' firmware configuration as the emulated
 	// mlxconfig/mstconfig see it (one entry per PCI function).

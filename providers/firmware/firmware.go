@@ -217,9 +217,12 @@ type ToolPicker struct {
 	have map[string]error
 }
 
-// installed runs `TOOL -v` once and remembers the answer.
+// installed tells whether a tool is installed and remembers the answer.
+// It looks the program up on PATH without running it when the runner can
+// (so a plan's tool calls stay one parallel round of queries), and
+// otherwise runs `TOOL -v` once.
 //
-// Equivalent to: mlxconfig -v
+// Equivalent to: command -v mlxconfig (or: mlxconfig -v)
 func (t *ToolPicker) installed(ctx context.Context, h *host.Host, tool string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -229,7 +232,14 @@ func (t *ToolPicker) installed(ctx context.Context, h *host.Host, tool string) e
 	if err, ok := t.have[tool]; ok {
 		return err
 	}
-	_, err := h.Run(ctx, tool, "-v")
+	var err error
+	if found, ok := host.Installed(h.Runner, tool); ok {
+		if !found {
+			err = fmt.Errorf("%s: %w on PATH", tool, host.ErrNotFound)
+		}
+	} else {
+		_, err = h.Run(ctx, tool, "-v")
+	}
 	t.have[tool] = err
 	return err
 }
@@ -237,7 +247,7 @@ func (t *ToolPicker) installed(ctx context.Context, h *host.Host, tool string) e
 // Pick returns the program to run: the one named, or for auto (and "")
 // mlxconfig when it runs, else mstconfig.
 //
-// Equivalent to: mlxconfig -v || mstconfig -v
+// Equivalent to: command -v mlxconfig || command -v mstconfig
 func (t *ToolPicker) Pick(ctx context.Context, h *host.Host, choice string) (string, error) {
 	switch choice {
 	case MLXConfig, MSTConfig:

@@ -286,7 +286,6 @@ func TestMSTFallback(t *testing.T) {
 		t.Fatal(out.Err)
 	}
 	want := []string{
-		"mlxconfig -v",
 		"mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1",
 		"mst status -v",
 		"mst start",
