@@ -276,15 +276,7 @@ func (v *validator) ipoib() {
 	for i := range v.spec.IPoIB {
 		c := &v.spec.IPoIB[i]
 		p := fmt.Sprintf("$.ipoib[%d]", i)
-		if !v.spec.Src.Has(p + ".name") {
-			v.add(p, "name: is required (the connection name)")
-		} else if m := CheckConnName(c.Name); m != "" {
-			v.add(p+".name", "%s", m)
-		} else if prev, dup := names[c.Name]; dup {
-			v.add(p+".name", "connection %q is already defined at %s", c.Name, prev)
-		} else {
-			names[c.Name] = p
-		}
+		v.uniqueName(p, "name", c.Name, "the connection name", "connection", CheckConnName, names)
 		if !v.spec.Src.Has(p + ".parent") {
 			v.add(p, "parent: is required (the IPoIB netdev, e.g. ib0)")
 		} else {
@@ -347,15 +339,7 @@ func (v *validator) rxe() {
 	netdevs := map[string]string{}
 	for i, r := range v.spec.Rxe {
 		p := fmt.Sprintf("$.rxe[%d]", i)
-		if !v.spec.Src.Has(p + ".name") {
-			v.add(p, "name: is required (e.g. rxe0)")
-		} else if m := CheckRDMAName(r.Name); m != "" {
-			v.add(p+".name", "%s", m)
-		} else if prev, dup := names[r.Name]; dup {
-			v.add(p+".name", "rxe link %q is already defined at %s", r.Name, prev)
-		} else {
-			names[r.Name] = p
-		}
+		v.uniqueName(p, "name", r.Name, "e.g. rxe0", "rxe link", CheckRDMAName, names)
 		if !v.spec.Src.Has(p + ".netdev") {
 			v.add(p, "netdev: is required (the Ethernet netdev)")
 		} else if m := CheckNetdev(r.Netdev); m != "" {
@@ -432,6 +416,22 @@ func (v *validator) services() {
 			v.add(p+".name", "unit %s is listed twice", u)
 		}
 		seen[u] = true
+	}
+}
+
+// uniqueName checks a required name of a list entry at path: present,
+// valid by check, and not used by an earlier entry (seen maps names to the
+// path that defined them).
+func (v *validator) uniqueName(path, key, name, hint, what string, check func(string) string, seen map[string]string) {
+	switch {
+	case !v.spec.Src.Has(path + "." + key):
+		v.add(path, "%s: is required (%s)", key, hint)
+	case check(name) != "":
+		v.add(path+"."+key, "%s", check(name))
+	case seen[name] != "":
+		v.add(path+"."+key, "%s %q is already defined at %s", what, name, seen[name])
+	default:
+		seen[name] = path
 	}
 }
 
