@@ -48,7 +48,7 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 	observed := map[string]any{}
 	for i, pr := range providers {
 		if errs[i] != nil {
-			p.Errors = append(p.Errors, schema.Finding{Path: "$", Pos: schema.Pos{File: spec.Src.File}, Message: fmt.Sprintf("%s: %v", pr.Name(), errs[i])})
+			p.Errors = append(p.Errors, req.Finding("$", "%s: %v", pr.Name(), errs[i]))
 			continue
 		}
 		observed[pr.Name()] = obs[i]

@@ -58,6 +58,10 @@ type Observed struct {
 	Builtin map[string]bool
 	// Listed holds the modules ConfFile lists; nil when it does not exist.
 	Listed map[string]bool
+	// NoModules: the kernel has no /proc/modules, so it cannot load
+	// modules (CONFIG_MODULES off, or a container that hides it); only
+	// built-in modules are there.
+	NoModules bool `json:",omitempty"`
 }
 
 // Discover implements plan.Provider. It reads /proc/modules, the running
@@ -69,10 +73,14 @@ func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) 
 	}
 	obs := &Observed{Loaded: map[string]bool{}, Builtin: map[string]bool{}}
 	b, err := h.FS.ReadFile(ProcModules)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		obs.NoModules = true
+	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", ProcModules, err)
+	default:
+		obs.Loaded = parseProcModules(string(b))
 	}
-	obs.Loaded = parseProcModules(string(b))
 	if rel, err := host.ReadAttr(h.FS, OSRelease); err == nil && rel != "" && !strings.Contains(rel, "/") {
 		f := path.Join("/lib/modules", rel, "modules.builtin")
 		b, err := h.FS.ReadFile(f)
@@ -201,6 +209,11 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 		want[n] = true
 		src := req.Pos(fmt.Sprintf("$.modules[%d]", i))
 		loaded := obs.Loaded[n] || obs.Builtin[n]
+		if obs.NoModules && !loaded {
+			prop.Errors = append(prop.Errors, req.Finding(fmt.Sprintf("$.modules[%d]", i),
+				"this kernel cannot load modules (no %s) and %s is not built in", ProcModules, n))
+			continue
+		}
 		listed := obs.Listed[n]
 		var attrs []plan.Attr
 		if !loaded {

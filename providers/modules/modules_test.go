@@ -64,6 +64,14 @@ func TestDiff(t *testing.T) {
 		name: "modules absent: unmanaged, the file is left alone",
 		spec: "",
 		obs:  Observed{Listed: set("rdma_ucm")},
+	}, {
+		name: "a kernel that cannot load modules: built-in ones are listed, others are findings",
+		spec: "modules: [configfs, rdma_rxe]\n",
+		obs:  Observed{NoModules: true, Builtin: set("configfs")},
+		want: []string{
+			"update module[configfs] now [load_at_boot:no->yes] load=false listed=true @2:11",
+			"finding @2:21: this kernel cannot load modules (no /proc/modules) and rdma_rxe is not built in",
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +93,9 @@ func TestDiff(t *testing.T) {
 					s += fmt.Sprintf(" @%d:%d", c.Source.Line, c.Source.Col)
 				}
 				got = append(got, s)
+			}
+			for _, f := range prop.Errors {
+				got = append(got, fmt.Sprintf("finding @%d:%d: %s", f.Pos.Line, f.Pos.Col, f.Message))
 			}
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("diff (-want +got):\n%s", d)

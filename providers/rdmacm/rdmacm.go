@@ -262,7 +262,8 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			// A device this plan creates (rxe): everything is set after it.
 			rxe := "rxe[" + t.dev + "]"
 			if facts.Planned(rxe) == nil {
-				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "device %s does not exist and nothing in the spec creates it", t.dev))
+				// The missing device is already a finding: the engine's (no
+				// such device) or the rxe entry's (why it cannot be made).
 				continue
 			}
 			if t.port != 1 {
