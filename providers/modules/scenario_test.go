@@ -1,7 +1,6 @@
 package modules_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,24 +8,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/clitest"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
 func rf(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	var out bytes.Buffer
-	code := cli.Run(args, cli.Env{Stdout: &out, Stderr: &out, Environ: []string{"NO_COLOR=1"}})
-	return code, out.String()
+	code, out, errs := clitest.Run(t, args...)
+	return code, out + errs
 }
 
 func spec(t *testing.T, text string) string {
 	t.Helper()
-	f := filepath.Join(t.TempDir(), "host.yaml")
-	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return clitest.WriteSpec(t, text)
 }
 
 // TestScenario: modules are loaded and listed for boot; a module dropped

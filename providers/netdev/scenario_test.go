@@ -1,7 +1,6 @@
 package netdev_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,15 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/clitest"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
 func rf(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	var out bytes.Buffer
-	code := cli.Run(args, cli.Env{Stdout: &out, Stderr: &out, Environ: []string{"NO_COLOR=1"}})
-	return code, out.String()
+	code, out, errs := clitest.Run(t, args...)
+	return code, out + errs
 }
 
 // TestSimScenario drives interfaces on a simulated VM through the CLI:

@@ -1,7 +1,6 @@
 package rxe_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,16 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/clitest"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
 // rf runs rdmaform as a user would and returns its exit code and output.
 func rf(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code = cli.Run(args, cli.Env{Stdout: &out, Stderr: &errb, Environ: []string{"NO_COLOR=1"}})
-	return code, out.String(), errb.String()
+	return clitest.Run(t, args...)
 }
 
 func newSim(t *testing.T, profile string) string {
@@ -34,11 +31,7 @@ func newSim(t *testing.T, profile string) string {
 
 func writeSpec(t *testing.T, text string) string {
 	t.Helper()
-	f := filepath.Join(t.TempDir(), "host.yaml")
-	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return clitest.WriteSpec(t, text)
 }
 
 // jsonChange is the part of a JSON plan change a scenario compares.
