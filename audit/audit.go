@@ -681,61 +681,41 @@ func (a *auditor) findings(have []Result) ([]Result, []schema.Finding) {
 	return out, errs
 }
 
-var indexRE = regexp.MustCompile(`^\$\.(devices|ipoib|rxe|interfaces|modules|services)\[(\d+)\](?:\.ports\[(\d+)\])?`)
+var devicePathRE = regexp.MustCompile(`^\$\.devices\[(\d+)\](?:\.ports\[(\d+)\])?`)
 
-// resourceOf names the resource a spec path belongs to.
+// resourceOf names the resource a spec path belongs to: the managed
+// resource whose spec path holds it (the same list managed() gives the
+// audit), else the device or port it is about, else the spec itself.
 func (a *auditor) resourceOf(p string) string {
-	s := a.req.Spec
-	m := indexRE.FindStringSubmatch(p)
-	if m == nil {
-		if p == "$.persistence" {
-			return bootunit.Address
+	best, addr := "", ""
+	for _, m := range a.managed() {
+		inside := p == m.path || strings.HasPrefix(p, m.path+".") || strings.HasPrefix(p, m.path+"[")
+		if inside && len(m.path) > len(best) {
+			best, addr = m.path, m.address
 		}
+	}
+	if addr != "" {
+		return addr
+	}
+	m := devicePathRE.FindStringSubmatch(p)
+	if m == nil {
 		return "spec"
 	}
-	i, _ := strconv.Atoi(m[2])
-	switch m[1] {
-	case "devices":
-		name := s.Devices[i].Name
-		if d := a.req.Devices[i]; d != nil {
-			name = d.Name
-		}
-		if name == "" {
-			_, v := s.Devices[i].Selector()
-			return "device[" + v + "]"
-		}
-		pci := ""
-		if d := a.req.Devices[i]; d != nil {
-			pci = d.PCI
-		}
-		rest := p[len(m[0]):]
-		switch {
-		case m[3] != "":
-			j, _ := strconv.Atoi(m[3])
-			port := s.Devices[i].Ports[j].Port
-			switch {
-			case strings.HasPrefix(rest, ".roce"):
-				return rdmacm.Address(name, port)
-			case strings.HasPrefix(rest, ".type") && pci != "":
-				return mlx4port.Address(pci, port)
-			}
-			return PortAddress(name, port)
-		case strings.HasPrefix(rest, ".firmware") && pci != "":
-			return firmware.Address(pci)
-		}
-		return "device[" + name + "]"
-	case "ipoib":
-		return ipoib.Address(s.IPoIB[i].Name)
-	case "rxe":
-		return rxe.Address(s.Rxe[i].Name)
-	case "interfaces":
-		return netdev.Address(s.Interfaces[i].Name)
-	case "modules":
-		return modules.Address(s.Modules[i])
-	case "services":
-		return services.Address(schema.UnitName(s.Services[i].Name))
+	s := a.req.Spec
+	i, _ := strconv.Atoi(m[1])
+	name := s.Devices[i].Name
+	if d := a.req.Devices[i]; d != nil {
+		name = d.Name
 	}
-	return "spec"
+	if name == "" {
+		_, v := s.Devices[i].Selector()
+		return "device[" + v + "]"
+	}
+	if m[2] != "" {
+		j, _ := strconv.Atoi(m[2])
+		return PortAddress(name, s.Devices[i].Ports[j].Port)
+	}
+	return "device[" + name + "]"
 }
 
 func sortedKeys[V any](m map[string]V) []string {

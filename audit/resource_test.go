@@ -1,0 +1,56 @@
+package audit
+
+import (
+	"testing"
+
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// TestResourceOf: a plan finding at a spec path is reported against the
+// resource that path configures.
+func TestResourceOf(t *testing.T) {
+	spec, rep := schema.Parse("host.yaml", []byte(`version: 1
+devices:
+  - pci: "0000:3b:00.0"
+    firmware: {params: {LINK_TYPE_P1: ETH}}
+    ports:
+      - {port: 1, roce: {mode: v2}, type: eth}
+      - {port: 2, link_layer: Ethernet}
+  - name: mlx5_9
+ipoib:
+  - {name: storage, parent: ib0, pkey: 0x8002}
+rxe:
+  - {name: rxe0, netdev: enp1s0}
+interfaces:
+  - {name: ens3, mtu: 9000}
+modules: [rdma_ucm]
+services:
+  - {name: opensm, active: true}
+persistence: boot-unit
+`))
+	if len(rep) > 0 {
+		t.Fatal(rep)
+	}
+	a := &auditor{req: &plan.Request{Spec: spec, Devices: []*inventory.Device{{Name: "mlx5_0", PCI: "0000:3b:00.0"}, nil}}}
+	for path, want := range map[string]string{
+		"$.devices[0].firmware.params.LINK_TYPE_P1": "firmware[0000:3b:00.0]",
+		"$.devices[0].ports[0].roce.mode":           "rdma_cm[mlx5_0/1]",
+		"$.devices[0].ports[0].type":                "mlx4_port[0000:3b:00.0/1]",
+		"$.devices[0].ports[1].link_layer":          PortAddress("mlx5_0", 2),
+		"$.devices[0]":                              "device[mlx5_0]",
+		"$.devices[1].name":                         "device[mlx5_9]",
+		"$.ipoib[0].pkey":                           "ipoib[storage]",
+		"$.rxe[0].netdev":                           "rxe[rxe0]",
+		"$.interfaces[0].mtu":                       "interface[ens3]",
+		"$.modules[0]":                              "module[rdma_ucm]",
+		"$.services[0]":                             "service[opensm.service]",
+		"$.persistence":                             "boot_unit[rdmaform.service]",
+		"$":                                         "spec",
+	} {
+		if got := a.resourceOf(path); got != want {
+			t.Errorf("resourceOf(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
