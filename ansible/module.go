@@ -23,6 +23,7 @@ import (
 	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/version"
 )
 
 // Result is the JSON object the module prints. Changed, Failed and Msg
@@ -54,6 +55,9 @@ type Result struct {
 	StdoutLines []string `json:"stdout_lines,omitempty"`
 	StderrLines []string `json:"stderr_lines,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Rdmaform is the module's build (version, commit, Go, platform): which
+	// rdmaform ran on the host.
+	Rdmaform version.Info `json:"rdmaform"`
 }
 
 // Main runs the module. args[0] is the arguments file. It prints one JSON
@@ -78,6 +82,7 @@ func Main(args []string, env cli.Env) int {
 
 // encode writes the result as one line of JSON, "<stdin>" unescaped.
 func encode(r Result) ([]byte, error) {
+	r.Rdmaform = version.Get()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -163,6 +168,9 @@ func (m *module) hostArgs() []string {
 func (m *module) plan() (*plan.Plan, int, error) {
 	out := m.rdmaform("plan", "-o", "json")
 	var p plan.Plan
+	if msg := errorsDoc(out.stdout); msg != "" {
+		return nil, out.code, errors.New(msg)
+	}
 	if strings.TrimSpace(out.stdout) == "" || json.Unmarshal([]byte(out.stdout), &p) != nil {
 		msg := strings.TrimSpace(out.stderr)
 		if msg == "" {
@@ -171,6 +179,37 @@ func (m *module) plan() (*plan.Plan, int, error) {
 		return nil, out.code, errors.New(msg)
 	}
 	return &p, out.code, nil
+}
+
+// errorsDoc returns the errors of rdmaform's -o json error document (a
+// failure before any plan: a bad spec), one a line as in text
+// (FILE:LINE:COL: error: PATH: message); "" when out is not one.
+func errorsDoc(out string) string {
+	var doc struct {
+		Summary *json.RawMessage `json:"summary"`
+		Errors  []struct {
+			File    string `json:"file"`
+			Line    int    `json:"line"`
+			Col     int    `json:"col"`
+			Path    string `json:"path"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal([]byte(out), &doc) != nil || doc.Summary != nil || len(doc.Errors) == 0 {
+		return ""
+	}
+	var lines []string
+	for _, e := range doc.Errors {
+		switch {
+		case e.Line > 0:
+			lines = append(lines, fmt.Sprintf("%s:%d:%d: error: %s: %s", e.File, e.Line, e.Col, e.Path, e.Message))
+		case e.File != "":
+			lines = append(lines, fmt.Sprintf("%s: error: %s", e.File, e.Message))
+		default:
+			lines = append(lines, e.Message)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (m *module) run() Result {

@@ -27,6 +27,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/version"
 )
 
 // FormatVersion is the version of the JSON audit report. It changes only
@@ -150,12 +151,20 @@ type Summary struct {
 	Compliant bool `json:"compliant"`
 }
 
+// Build names the rdmaform that made a report.
+type Build struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
 // Report is an audit of one host against one golden spec, as plain data:
 // every format renders the same value.
 type Report struct {
 	FormatVersion int    `json:"format_version"`
 	Host          string `json:"host"`
 	Spec          string `json:"spec"`
+	// Rdmaform is the build that made the report.
+	Rdmaform Build `json:"rdmaform"`
 	// Time is when the audit ran (UTC), whole seconds.
 	Time   time.Time `json:"time"`
 	Checks []Result  `json:"checks"`
@@ -213,7 +222,9 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 		return nil, err
 	}
 	hostname, _ := h.Hostname()
-	r := &Report{FormatVersion: FormatVersion, Host: hostname, Spec: spec.Src.File, Time: o.Now.UTC().Truncate(time.Second)}
+	v := version.Get()
+	r := &Report{FormatVersion: FormatVersion, Host: hostname, Spec: spec.Src.File, Rdmaform: Build{Version: v.Version, Commit: v.Commit},
+		Time: o.Now.UTC().Truncate(time.Second)}
 	a := &auditor{h: h, req: res.Request, plan: res.Plan, hostname: hostname}
 	r.Checks = append(r.Checks, a.hostCheck()...)
 	r.Checks = append(r.Checks, a.resourceChecks()...)

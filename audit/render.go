@@ -70,6 +70,7 @@ func Text(r *Report) string {
 		fmt.Fprintf(&b, "  warning: %s\n", w)
 	}
 	b.WriteString("\n" + SummaryLine(r) + "\n")
+	fmt.Fprintf(&b, "(rdmaform %s, commit %s)\n", r.Rdmaform.Version, r.Rdmaform.Commit)
 	return b.String()
 }
 
@@ -161,7 +162,8 @@ func JUnit(r *Report) ([]byte, error) {
 		host = "localhost"
 	}
 	s := junitSuite{Name: "rdmaform audit " + host, Time: "0", Timestamp: r.Time.Format("2006-01-02T15:04:05"), Hostname: host,
-		Package: "rdmaform", Properties: []junitProperty{{Name: "spec", Value: r.Spec}, {Name: "format_version", Value: strconv.Itoa(FormatVersion)}}}
+		Package: "rdmaform", Properties: []junitProperty{{Name: "spec", Value: r.Spec}, {Name: "format_version", Value: strconv.Itoa(FormatVersion)},
+			{Name: "rdmaform_version", Value: r.Rdmaform.Version}, {Name: "rdmaform_commit", Value: r.Rdmaform.Commit}}}
 	for _, c := range r.Checks {
 		tc := junitCase{Name: c.Check, Classname: c.Resource, Time: "0"}
 		detail := c.Message
@@ -204,12 +206,18 @@ func JUnit(r *Report) ([]byte, error) {
 // status: a waived failure counts as passing (alerts stay quiet for known
 // exceptions) and is listed in rdmaform_waived.
 //
+// Drift, pending reboots and failures are separate gauges: a health check
+// that waits for a reboot (a link layer that staged firmware changes) is
+// 1 in rdmaform_pending_reboot and does not read as failing health.
+//
+//	rdmaform_build_info{version,commit}   1; which rdmaform wrote the file
 //	rdmaform_drift{resource}              1 when plan would change the resource
 //	rdmaform_pending_reboot{resource}     1 when the resource waits for a reboot
-//	rdmaform_health{resource,check}       1 when the check passes
+//	rdmaform_health{resource,check}       0 when the check fails, else 1
 //	rdmaform_waived{resource,check}       1 for each waived check
 //	rdmaform_audit_errors                 parts of the host that could not be audited
-//	rdmaform_audit_timestamp_seconds      when the audit ran
+//	rdmaform_last_run_timestamp_seconds   when the audit ran
+//	rdmaform_audit_timestamp_seconds      the same (its first name, kept for existing alerts)
 func Prometheus(r *Report) string {
 	type family struct {
 		name, help string
@@ -217,13 +225,32 @@ func Prometheus(r *Report) string {
 	}
 	drift := &family{name: "rdmaform_drift", help: "Whether plan would change the resource to match the golden spec (1) or not (0); waived drift is 0."}
 	pending := &family{name: "rdmaform_pending_reboot", help: "Whether the resource waits for a reboot to match the golden spec (1) or not (0); waived is 0."}
-	health := &family{name: "rdmaform_health", help: "Whether a health check passes (1) or fails (0); a waived failure is 1."}
+	health := &family{name: "rdmaform_health", help: "Whether a health check fails (0) or not (1): a waived failure and a check that holds after the pending reboot are 1."}
 	waived := &family{name: "rdmaform_waived", help: "Checks a current waiver covers (1)."}
 	bad := func(c Result) int {
 		if c.Status == Fail || c.Status == Pending {
 			return 1
 		}
 		return 0
+	}
+	// A resource is pending when any of its checks is: its pending_reboot
+	// check, or a health check that holds after the reboot.
+	pendingRes := map[string]int{}
+	var pendingOrder []string
+	for _, c := range r.Checks {
+		if c.Check == CheckPendingReboot || c.Status == Pending {
+			if _, ok := pendingRes[c.Resource]; !ok {
+				pendingOrder = append(pendingOrder, c.Resource)
+			}
+			if c.Status == Pending || (c.Check == CheckPendingReboot && c.Status == Fail) {
+				pendingRes[c.Resource] = 1
+			} else {
+				pendingRes[c.Resource] += 0
+			}
+		}
+	}
+	for _, res := range pendingOrder {
+		pending.lines = append(pending.lines, fmt.Sprintf("rdmaform_pending_reboot{resource=\"%s\"} %d", escapeLabel(res), pendingRes[res]))
 	}
 	for _, c := range r.Checks {
 		res := `resource="` + escapeLabel(c.Resource) + `"`
@@ -232,15 +259,20 @@ func Prometheus(r *Report) string {
 		case CheckDrift:
 			drift.lines = append(drift.lines, fmt.Sprintf("rdmaform_drift{%s} %d", res, bad(c)))
 		case CheckPendingReboot:
-			pending.lines = append(pending.lines, fmt.Sprintf("rdmaform_pending_reboot{%s} %d", res, bad(c)))
 		default:
-			health.lines = append(health.lines, fmt.Sprintf("rdmaform_health{%s} %d", rc, 1-bad(c)))
+			failing := 0
+			if c.Status == Fail {
+				failing = 1
+			}
+			health.lines = append(health.lines, fmt.Sprintf("rdmaform_health{%s} %d", rc, 1-failing))
 		}
 		if c.Status == Waived {
 			waived.lines = append(waived.lines, fmt.Sprintf("rdmaform_waived{%s} 1", rc))
 		}
 	}
 	var b strings.Builder
+	fmt.Fprintf(&b, "# HELP rdmaform_build_info The rdmaform that wrote this file.\n# TYPE rdmaform_build_info gauge\nrdmaform_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+		escapeLabel(r.Rdmaform.Version), escapeLabel(r.Rdmaform.Commit))
 	for _, f := range []*family{drift, pending, health, waived} {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
 		sort.Strings(f.lines)
@@ -249,7 +281,8 @@ func Prometheus(r *Report) string {
 		}
 	}
 	fmt.Fprintf(&b, "# HELP rdmaform_audit_errors Parts of the host the audit could not read (a failed tool or service).\n# TYPE rdmaform_audit_errors gauge\nrdmaform_audit_errors %d\n", len(r.Errors))
-	fmt.Fprintf(&b, "# HELP rdmaform_audit_timestamp_seconds When the audit ran, in seconds since the epoch.\n# TYPE rdmaform_audit_timestamp_seconds gauge\nrdmaform_audit_timestamp_seconds %d\n", r.Time.Unix())
+	fmt.Fprintf(&b, "# HELP rdmaform_last_run_timestamp_seconds When the audit ran, in seconds since the epoch.\n# TYPE rdmaform_last_run_timestamp_seconds gauge\nrdmaform_last_run_timestamp_seconds %d\n", r.Time.Unix())
+	fmt.Fprintf(&b, "# HELP rdmaform_audit_timestamp_seconds When the audit ran (the first name of rdmaform_last_run_timestamp_seconds).\n# TYPE rdmaform_audit_timestamp_seconds gauge\nrdmaform_audit_timestamp_seconds %d\n", r.Time.Unix())
 	return b.String()
 }
 

@@ -20,9 +20,9 @@ import (
 const nowEnv = "RDMAFORM_NOW"
 
 func (a *app) auditCmd() *cobra.Command {
-	var file, format, output, waiverFile string
+	var file, format, reportFile, waiverFile string
 	cmd := &cobra.Command{
-		Use:   "audit -f GOLDEN [--format text|json|junit|prometheus] [--output FILE] [--waivers FILE]",
+		Use:   "audit -f GOLDEN [-o text|json|junit|prometheus] [--report-file FILE] [--waivers FILE]",
 		Short: "Compare the host with a golden spec: drift, pending reboots, health",
 		Long: `Audit the host against a golden spec (for example one 'rdmaform show'
 captured) without changing anything: the plan is built, never applied.
@@ -48,10 +48,11 @@ Ethernet.
 Formats: text (what did not pass), json (every check, stable and
 versioned), junit (one testcase per check; waived checks are skipped),
 prometheus (text exposition for node_exporter's textfile collector:
-rdmaform_drift, rdmaform_pending_reboot, rdmaform_health,
-rdmaform_waived, rdmaform_audit_errors, rdmaform_audit_timestamp_seconds).
---output writes the report to FILE atomically (temporary file, rename)
-instead of stdout.
+rdmaform_build_info, rdmaform_drift, rdmaform_pending_reboot,
+rdmaform_health, rdmaform_error, rdmaform_waived,
+rdmaform_audit_errors, rdmaform_last_run_timestamp_seconds).
+--report-file writes the report to FILE atomically (temporary file,
+rename) instead of stdout. --format is the old name of -o (deprecated).
 
 --waivers FILE lists known exceptions, each waived until its date:
   - {resource: "rdma_cm[mlx5_0/1]", check: drift, reason: "...", expires: 2027-01-31}
@@ -63,8 +64,15 @@ that could not be read); 2 drift, a failed health check or a finding;
 3 only pending reboots.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !contains(audit.Formats, format) {
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown format %q (%s)", format, strings.Join(audit.Formats, ", "))}
+			if cmd.Flags().Changed("format") {
+				fmt.Fprintln(a.env.Stderr, "rdmaform: audit --format is deprecated: use -o/--output FORMAT (and --report-file FILE to write a file)")
+				if cmd.Flags().Changed("output") && format != a.output {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("--format %s and -o %s disagree: give -o alone", format, a.output)}
+				}
+				a.output = format
+				if err := a.checkOutput(cmd); err != nil {
+					return err
+				}
 			}
 			now, err := a.now()
 			if err != nil {
@@ -78,10 +86,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 				}
 				ws, rep := audit.LoadWaivers(waiverFile, data)
 				if len(rep) > 0 {
-					for _, f := range rep {
-						fmt.Fprintln(a.env.Stderr, f.String())
-					}
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %d %s", waiverFile, len(rep), plural(len(rep), "error", "errors"))}
+					return &exitError{code: plan.ExitError, err: &findingsError{name: waiverFile, rep: rep}}
 				}
 				waivers = ws
 			}
@@ -99,16 +104,17 @@ that could not be read); 2 drift, a failed health check or a finding;
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			var b bytes.Buffer
-			if err := audit.Render(&b, r, format); err != nil {
+			if err := audit.Render(&b, r, a.output); err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			if output == "" {
+			if reportFile == "" {
 				if _, err := a.env.Stdout.Write(b.Bytes()); err != nil {
 					return err
 				}
+				a.wroteDoc = true
 			} else {
-				if err := host.WriteLocalFile(output, b.Bytes(), 0o644); err != nil {
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("writing %s: %w", output, err)}
+				if err := host.WriteLocalFile(reportFile, b.Bytes(), 0o644); err != nil {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("writing %s: %w", reportFile, err)}
 				}
 				fmt.Fprintln(a.env.Stderr, audit.SummaryLine(r))
 			}
@@ -116,8 +122,9 @@ that could not be read); 2 drift, a failed health check or a finding;
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "golden spec `FILE` (- for stdin)")
-	cmd.Flags().StringVar(&format, "format", "text", "report format: text, json, junit or prometheus")
-	cmd.Flags().StringVar(&output, "output", "", "write the report to `FILE` atomically instead of stdout")
+	a.outputFlag(cmd, "text", audit.Formats...)
+	cmd.Flags().StringVar(&format, "format", "", "deprecated: the old name of -o/--output")
+	cmd.Flags().StringVar(&reportFile, "report-file", "", "write the report to `FILE` atomically (temporary file, rename) instead of stdout")
 	cmd.Flags().StringVar(&waiverFile, "waivers", "", "known exceptions, YAML `FILE`")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/version"
 )
 
 // Env is everything the program gets from its process.
@@ -67,6 +68,11 @@ type app struct {
 	rootDir string
 	simDir  string
 	sim     *sim.Sim
+	// output is the command's -o FORMAT; wroteDoc: a JSON document is
+	// already on stdout (an error after it goes to stderr).
+	output      string
+	wroteDoc    bool
+	noColorFlag bool
 }
 
 const exitCodesHelp = `Exit codes (every command):
@@ -98,11 +104,11 @@ func Run(args []string, env Env) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(env.Stderr, "rdmaform: %v\n", ee.err)
+			a.reportError(env.Stderr, ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(env.Stderr, "rdmaform: %v\n", err)
+	a.reportError(env.Stderr, err)
 	return plan.ExitError
 }
 
@@ -117,11 +123,17 @@ would change, apply changes it and proves it by planning again.
 ` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.checkOutput(cmd)
+		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.PersistentFlags().BoolVar(&a.noColorFlag, "no-color", false, "no ANSI colours (also NO_COLOR=1 or TERM=dumb; colours only ever go to a terminal)")
 	root.PersistentFlags().StringVar(&a.rootDir, "root", "", "read and write sysfs, configfs, /etc and /run under `DIR` (offline rendering, tests)")
 	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")
 	root.MarkFlagsMutuallyExclusive("root", "sim")
-	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.simCmd(), a.statusCmd())
+	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.simCmd(), a.statusCmd(), a.versionCmd())
 	root.SetHelpTemplate(root.HelpTemplate())
 	return root
 }
@@ -172,4 +184,11 @@ func (a *app) recordSimCalls() {
 			_ = host.WriteLocalFile(f, append(old, []byte(strings.Join(calls, "\n")+"\n")...), 0o644)
 		}
 	}
+}
+
+// Command returns rdmaform's command tree, for generating its manual
+// pages and shell completions (cmd/rdmaform-docs); running it needs Run.
+func Command() *cobra.Command {
+	a := &app{env: Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}}
+	return a.rootCmd()
 }

@@ -82,7 +82,7 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		if err := h.FS.WriteFile(ConfirmFile, []byte(fmt.Sprintf("pid %d, revert at %s\n", os.Getpid(), deadline.UTC().Format(time.RFC3339))), 0o600); err != nil {
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("recording the pending confirmation: %w", err)}
 		}
-		fmt.Fprintf(a.env.Stdout, "Applied %d changes. Run 'rdmaform confirm' within %s to keep them; otherwise they are reverted.\n", len(out.Done), timeout)
+		fmt.Fprintf(a.msgs(), "Applied %d changes. Run 'rdmaform confirm' within %s to keep them; otherwise they are reverted.\n", len(out.Done), timeout)
 		confirmed := waitConfirmed(ctx, h, deadline)
 		// Whoever removes the file decides: `rdmaform confirm` (keep) or this
 		// process at the deadline (revert). A confirm that won the race just
@@ -93,19 +93,19 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 			}
 		}
 		if confirmed {
-			fmt.Fprintln(a.env.Stdout, "Confirmed: the changes are kept.")
+			fmt.Fprintln(a.msgs(), "Confirmed: the changes are kept.")
 			return nil
 		}
 		if ctx.Err() != nil {
-			fmt.Fprintln(a.env.Stdout, "Interrupted before confirmation: reverting.")
+			fmt.Fprintln(a.msgs(), "Interrupted before confirmation: reverting.")
 		} else {
-			fmt.Fprintf(a.env.Stdout, "Not confirmed within %s: reverting.\n", timeout)
+			fmt.Fprintf(a.msgs(), "Not confirmed within %s: reverting.\n", timeout)
 		}
 	} else {
-		fmt.Fprintln(a.env.Stdout, "The apply failed: reverting what it changed.")
+		fmt.Fprintln(a.msgs(), "The apply failed: reverting what it changed.")
 	}
 	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: a.env.Stderr})
-	fmt.Fprintf(a.env.Stdout, "Reverted %d changes: %s\n", len(rev.Applied), strings.Join(rev.Applied, ", "))
+	fmt.Fprintf(a.msgs(), "Reverted %d changes: %s\n", len(rev.Applied), strings.Join(rev.Applied, ", "))
 	if rev.Err != nil {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("revert incomplete:\n%v", rev.Err)}
 	}
@@ -153,7 +153,7 @@ you have checked you can still reach the host.
 				}
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			fmt.Fprintln(a.env.Stdout, "Confirmed.")
+			fmt.Fprintln(a.msgs(), "Confirmed.")
 			return nil
 		},
 	}

@@ -13,7 +13,7 @@ import (
 
 func (a *app) lintCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "lint SPEC...",
+		Use:   "lint SPEC... [-o text|json]",
 		Short: "Check host specs against each other; never reads a host",
 		Long: `Check the specs of several hosts against each other, for what no single
 host's plan can see:
@@ -56,6 +56,15 @@ specs, like validate's) or a spec that cannot be read.`,
 				}
 			}
 			rep = append(rep, fleet.Lint(hosts)...)
+			if a.jsonOut() {
+				if err := a.writeJSON(lintDoc{FormatVersion: FormatVersion, Specs: len(args), Errors: findingErrors(rep)}); err != nil {
+					return err
+				}
+				if len(rep) > 0 {
+					return exitCode(plan.ExitError)
+				}
+				return nil
+			}
 			for _, f := range rep {
 				fmt.Fprintln(a.env.Stdout, f.String())
 			}
@@ -66,5 +75,13 @@ specs, like validate's) or a spec that cannot be read.`,
 			return nil
 		},
 	}
+	a.outputFlag(cmd, "text", "text", "json")
 	return cmd
+}
+
+// lintDoc is `lint -o json`: errors is empty when the specs agree.
+type lintDoc struct {
+	FormatVersion int         `json:"format_version"`
+	Specs         int         `json:"specs"`
+	Errors        []jsonError `json:"errors"`
 }

@@ -32,27 +32,19 @@ func (a *app) render(p *plan.Plan, format string) error {
 		if err != nil {
 			return err
 		}
+		a.wroteDoc = true
 		_, err = a.env.Stdout.Write(b)
 		return err
 	case "text", "":
-		return plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.env.StdoutTTY && !a.noColor()})
+		return plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.color()})
 	}
 	return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown output format %q (text or json)", format)}
 }
 
-func (a *app) noColor() bool {
-	for _, kv := range a.env.Environ {
-		if strings.HasPrefix(kv, "NO_COLOR=") && kv != "NO_COLOR=" {
-			return true
-		}
-	}
-	return false
-}
-
 func (a *app) planCmd() *cobra.Command {
-	var file, output, out string
+	var file, out string
 	cmd := &cobra.Command{
-		Use:   "plan -f SPEC [-o text|json]",
+		Use:   "plan -f SPEC [-o text|json] [--out PLAN]",
 		Short: "Show what apply would change; changes nothing",
 		Long: `Discover the host, compare it with the spec and print an ordered plan:
 + create, ~ update, - delete, ! staged for next boot (pending a reboot),
@@ -74,7 +66,7 @@ func (a *app) planCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := a.render(res.Plan, output); err != nil {
+			if err := a.render(res.Plan, a.output); err != nil {
 				return err
 			}
 			if out != "" {
@@ -86,7 +78,7 @@ func (a *app) planCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	a.outputFlag(cmd, "text", "text", "json")
 	cmd.Flags().StringVar(&out, "out", "", "also save the plan to `PLAN` (mode 0600) for apply PLAN")
 	return cmd
 }
@@ -97,7 +89,7 @@ func (a *app) applyCmd() *cobra.Command {
 	var lockTimeout, confirmTimeout time.Duration
 	var allowFirmware, allowMgmt bool
 	cmd := &cobra.Command{
-		Use:   "apply -f SPEC|PLAN [--yes] [--only runtime]",
+		Use:   "apply -f SPEC|PLAN [--yes] [--only runtime] [-o text|json]",
 		Short: "Apply the spec, then verify by planning again",
 		Long: `Plan, ask for confirmation (unless --yes), apply every change in order
 with a progress line per change on stderr, skip changes whose
@@ -158,6 +150,7 @@ as pending, never applied again.
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().StringVar(&only, "only", "", "apply only changes of one activation: runtime (what a boot loses; the boot unit runs this)")
+	a.outputFlag(cmd, "text", "text", "json")
 	return cmd
 }
 
@@ -216,13 +209,22 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		}
 	}
 	p := res.Plan
-	if err := plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.env.StdoutTTY && !a.noColor()}); err != nil {
-		return err
+	doc := &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: []string{}, Failed: []string{}, Skipped: []string{},
+		Pending: []plan.Pending{}, Deferred: []plan.Deferred{}, Errors: []jsonError{}}
+	if !a.jsonOut() {
+		if err := plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.color()}); err != nil {
+			return err
+		}
 	}
-	if len(p.Errors) > 0 {
-		return exitCode(plan.ExitError)
-	}
-	if p.Empty() {
+	if len(p.Errors) > 0 || p.Empty() {
+		if a.jsonOut() {
+			doc.Errors = findingErrors(p.Errors)
+			doc.Pending, doc.Deferred = nonNil(p.Pending), nonNilD(p.Deferred)
+			doc.RebootRequired = p.ExitCode() == plan.ExitReboot
+			if err := a.writeJSON(doc); err != nil {
+				return err
+			}
+		}
 		return exitCode(p.ExitCode())
 	}
 	if err := a.guard(h, p, o); err != nil {
@@ -243,12 +245,14 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		return err
 	}
 	verr := apply.Verify(after.Plan, out)
-	fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
-	for _, pe := range after.Plan.Pending {
-		fmt.Fprintf(a.env.Stdout, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
-	}
-	for _, d := range after.Plan.Deferred {
-		fmt.Fprintf(a.env.Stdout, "  ? %s %s\n", d.Address, d.Reason)
+	if !a.jsonOut() {
+		fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
+		for _, pe := range after.Plan.Pending {
+			fmt.Fprintf(a.env.Stdout, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+		}
+		for _, d := range after.Plan.Deferred {
+			fmt.Fprintf(a.env.Stdout, "  ? %s %s\n", d.Address, d.Reason)
+		}
 	}
 	var msgs []string
 	if out.Err != nil {
@@ -265,6 +269,24 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			return err
 		}
 	}
+	if a.jsonOut() {
+		doc.Applied, doc.Failed, doc.Skipped = append(doc.Applied, out.Applied...), append(doc.Failed, out.Failed...), append(doc.Skipped, out.Skipped...)
+		doc.Pending, doc.Deferred = nonNil(after.Plan.Pending), nonNilD(after.Plan.Deferred)
+		for _, m := range msgs {
+			doc.Errors = append(doc.Errors, jsonError{Message: m})
+		}
+		doc.RebootRequired = len(after.Plan.Pending) > 0 || len(after.Plan.Deferred) > 0
+		if err := a.writeJSON(doc); err != nil {
+			return err
+		}
+		switch {
+		case len(msgs) > 0:
+			return exitCode(plan.ExitError)
+		case doc.RebootRequired:
+			return exitCode(plan.ExitReboot)
+		}
+		return nil
+	}
 	if len(msgs) > 0 {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("apply failed:\n%s", strings.Join(msgs, "\n"))}
 	}
@@ -273,6 +295,35 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		return exitCode(plan.ExitReboot)
 	}
 	return nil
+}
+
+// applyDoc is `apply -o json`: the plan made before acting, what was
+// applied, failed and skipped (addresses), what waits for a reboot after
+// it, and every error. Progress lines still go to stderr.
+type applyDoc struct {
+	FormatVersion  int             `json:"format_version"`
+	Plan           *plan.Plan      `json:"plan"`
+	Applied        []string        `json:"applied"`
+	Failed         []string        `json:"failed"`
+	Skipped        []string        `json:"skipped"`
+	Pending        []plan.Pending  `json:"pending"`
+	Deferred       []plan.Deferred `json:"deferred"`
+	Errors         []jsonError     `json:"errors"`
+	RebootRequired bool            `json:"reboot_required"`
+}
+
+func nonNil(p []plan.Pending) []plan.Pending {
+	if p == nil {
+		return []plan.Pending{}
+	}
+	return p
+}
+
+func nonNilD(d []plan.Deferred) []plan.Deferred {
+	if d == nil {
+		return []plan.Deferred{}
+	}
+	return d
 }
 
 // confirm asks the operator; only "yes" proceeds.

@@ -19,7 +19,6 @@ import (
 )
 
 func (a *app) showCmd() *cobra.Command {
-	var output string
 	var fwParams []string
 	cmd := &cobra.Command{
 		Use:   "show [-o yaml|json] [--firmware P1,P2]",
@@ -57,9 +56,6 @@ spec as JSON (which validate and plan read too).
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "yaml" && output != "json" {
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown output format %q (yaml or json)", output)}
-			}
 			h, err := a.host()
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
@@ -70,7 +66,7 @@ spec as JSON (which validate and plan read too).
 				return &exitError{code: plan.ExitError, err: capErr}
 			}
 			var b []byte
-			if output == "json" {
+			if a.output == "json" {
 				b, err = showJSON(c.Spec)
 			} else {
 				b, err = showYAML(c)
@@ -81,13 +77,14 @@ spec as JSON (which validate and plan read too).
 			if _, err := a.env.Stdout.Write(b); err != nil {
 				return err
 			}
+			a.wroteDoc = true
 			if capErr != nil {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("part of the host could not be read and is missing from the capture:\n%v", capErr)}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	a.outputFlag(cmd, "yaml", "yaml", "json")
 	cmd.Flags().StringSliceVar(&fwParams, "firmware", nil, "firmware parameters to capture, comma-separated (`P1,P2`); every adapter must know them")
 	return cmd
 }

@@ -30,10 +30,7 @@ func (a *app) loadSpec(file string) (*schema.Spec, error) {
 func (a *app) parseSpec(name string, data []byte) (*schema.Spec, error) {
 	spec, rep := schema.Parse(name, data)
 	if len(rep) > 0 {
-		for _, f := range rep {
-			fmt.Fprintln(a.env.Stderr, f.String())
-		}
-		return nil, &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %d %s", name, len(rep), plural(len(rep), "error", "errors"))}
+		return nil, &exitError{code: plan.ExitError, err: &findingsError{name: name, rep: rep}}
 	}
 	return spec, nil
 }
@@ -49,7 +46,7 @@ func (a *app) validateCmd() *cobra.Command {
 	var file string
 	var extraChecks func(*schema.Spec) error
 	cmd := &cobra.Command{
-		Use:   "validate -f SPEC",
+		Use:   "validate -f SPEC [-o text|json]",
 		Short: "Check a spec without reading the host",
 		Long: `Check a spec: syntax, unknown keys, types, values, duplicates,
 ownership of netdevs and safety of names. Every finding is reported as
@@ -67,13 +64,31 @@ database when it is installed (--no-param-db skips that).
 			if err := extraChecks(spec); err != nil {
 				return err
 			}
+			if a.jsonOut() {
+				return a.writeJSON(validateDoc{FormatVersion: FormatVersion, File: spec.Src.File, Valid: true, Counts: counts(spec)})
+			}
 			fmt.Fprintf(a.env.Stdout, "%s: valid (%s)\n", spec.Src.File, describeSpec(spec))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
+	a.outputFlag(cmd, "text", "text", "json")
 	extraChecks = a.paramDBCheck(cmd)
 	return cmd
+}
+
+// validateDoc is `validate -o json` of a valid spec; an invalid one gives
+// the errors document.
+type validateDoc struct {
+	FormatVersion int            `json:"format_version"`
+	File          string         `json:"file"`
+	Valid         bool           `json:"valid"`
+	Counts        map[string]int `json:"counts"`
+}
+
+func counts(s *schema.Spec) map[string]int {
+	return map[string]int{"devices": len(s.Devices), "ipoib": len(s.IPoIB), "rxe": len(s.Rxe),
+		"interfaces": len(s.Interfaces), "modules": len(s.Modules), "services": len(s.Services)}
 }
 
 func describeSpec(s *schema.Spec) string {

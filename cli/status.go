@@ -20,7 +20,7 @@ import (
 func (a *app) statusCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "status [-f SPEC]",
+		Use:   "status [-f SPEC] [-o text|json]",
 		Short: "List what waits for a reboot, read from the host",
 		Long: `List what waits for a reboot: firmware values staged for the next boot
 (Next Boot differs from Current) and /run/reboot-required. Everything is
@@ -47,10 +47,7 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 					return &exitError{code: plan.ExitError, err: err}
 				}
 				if len(res.Plan.Errors) > 0 {
-					for _, f := range res.Plan.Errors {
-						fmt.Fprintln(a.env.Stderr, f.String())
-					}
-					return exitCode(plan.ExitError)
+					return &exitError{code: plan.ExitError, err: &findingsError{name: spec.Src.File, rep: res.Plan.Errors}}
 				}
 				pending = res.Plan.Pending
 			} else {
@@ -67,10 +64,38 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin): query only its firmware parameters")
+	a.outputFlag(cmd, "text", "text", "json")
 	return cmd
 }
 
+// statusDoc is `status -o json`.
+type statusDoc struct {
+	FormatVersion int            `json:"format_version"`
+	Pending       []plan.Pending `json:"pending"`
+	// RebootRequiredFile is /run/reboot-required (Debian's marker).
+	RebootRequiredFile struct {
+		Present  bool     `json:"present"`
+		Packages []string `json:"packages"`
+	} `json:"reboot_required_file"`
+	RebootRequired bool `json:"reboot_required"`
+}
+
 func (a *app) printStatus(pending []plan.Pending, m firmware.RebootMarker) error {
+	if a.jsonOut() {
+		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, RebootRequired: len(pending) > 0 || m.Required}
+		if doc.Pending == nil {
+			doc.Pending = []plan.Pending{}
+		}
+		doc.RebootRequiredFile.Present = m.Required
+		doc.RebootRequiredFile.Packages = append([]string{}, m.Packages...)
+		if err := a.writeJSON(doc); err != nil {
+			return err
+		}
+		if doc.RebootRequired {
+			return exitCode(plan.ExitReboot)
+		}
+		return nil
+	}
 	w := a.env.Stdout
 	for _, pe := range pending {
 		fmt.Fprintf(w, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/version"
 )
 
 // SavedKind marks a saved plan file.
@@ -23,7 +24,10 @@ const SavedKind = "rdmaform-plan"
 type Saved struct {
 	Kind          string `json:"kind"`
 	FormatVersion int    `json:"format_version"`
-	Spec          struct {
+	// Rdmaform is the build that made the plan (an apply by another
+	// version still checks the host, not the version).
+	Rdmaform version.Info `json:"rdmaform"`
+	Spec     struct {
 		File    string `json:"file"`
 		Digest  string `json:"digest"`
 		Content string `json:"content"`
@@ -92,7 +96,7 @@ func ObservedDigest(res *Result) string {
 
 // NewSaved records a plan with its spec and host.
 func NewSaved(h *host.Host, res *Result, specFile string, specData []byte) *Saved {
-	s := &Saved{Kind: SavedKind, FormatVersion: FormatVersion, Plan: res.Plan}
+	s := &Saved{Kind: SavedKind, FormatVersion: FormatVersion, Rdmaform: version.Get(), Plan: res.Plan}
 	s.Spec.File = specFile
 	s.Spec.Content = string(specData)
 	s.Spec.Digest = Digest(specData)

@@ -2,6 +2,7 @@ package rxe_test
 
 import (
 	"encoding/json"
+	"github.com/rdmaform/rdmaform/plan"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,12 +40,9 @@ type jsonChange struct {
 	Address    string `json:"address"`
 	Action     string `json:"action"`
 	Activation string `json:"activation"`
-	Attributes []struct {
-		Name   string `json:"name"`
-		Before string `json:"before"`
-		After  string `json:"after"`
-	} `json:"attributes"`
-	DependsOn []string `json:"depends_on"`
+	// plan.Attr reads typed values (106, true, null) back as text.
+	Attributes []plan.Attr `json:"attributes"`
+	DependsOn  []string    `json:"depends_on"`
 }
 
 // planJSON plans and returns the changes in a compact form, one a line:
