@@ -4,13 +4,71 @@ BIN      ?= bin/rdmaform
 PKGS     ?= ./...
 FUZZTIME ?= 20s
 
-.PHONY: help build test test-short lint fuzz demo clean
+# What the binary says it is (rdmaform version): a tag vX.Y.Z gives X.Y.Z;
+# between releases, the next one with -dev.
+VERSION ?= $(or $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//'),0.1.0-dev)
+COMMIT  ?= $(or $(shell git rev-parse --short=12 HEAD 2>/dev/null),unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+# Where make install puts things; the boot unit runs $(SBINDIR)/rdmaform.
+PREFIX  ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+DESTDIR ?=
+# Static builds for these Linux architectures (x86_64 and Grace/aarch64 hosts).
+ARCHES  ?= amd64 arm64
+NATIVE  := $(shell $(GO) env GOARCH)
+
+MOD      := github.com/rdmaform/rdmaform
+LDFLAGS   = -s -w -X $(MOD)/version.Version=$(VERSION) -X $(MOD)/version.Commit=$(COMMIT) -X $(MOD)/providers/bootunit.DefaultBinary=$(1)/rdmaform
+# $(call gobuild,ARCH,SBINDIR,OUT,PKG): a static, reproducible build.
+gobuild   = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -ldflags '$(call LDFLAGS,$(2))' -o $(3) $(4)
+
+.PHONY: help build test test-short lint fuzz demo clean docs install uninstall package
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/rdmaform
-	$(GO) build -o $(BIN) ./cmd/rdmaform
+build: ## static bin/linux_{amd64,arm64}/rdmaform, bin/rdmaform for this machine
+	$(foreach a,$(ARCHES),$(call gobuild,$(a),$(SBINDIR),bin/linux_$(a)/rdmaform,./cmd/rdmaform) &&) true
+	cp bin/linux_$(NATIVE)/rdmaform $(BIN)
+
+docs: ## man pages, shell completions and the boot unit in build/ (from the command tree)
+	$(GO) run ./cmd/rdmaform-docs -man build/man -completions build/completions -unit build/rdmaform.service -binary $(SBINDIR)/rdmaform
+
+DOCFILES := README.md CHANGELOG.md LICENSE
+EXAMPLES := $(wildcard examples/*.yaml)
+
+install: build docs ## install under DESTDIR/PREFIX: binary, man pages, completions, boot unit, examples
+	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/rdmaform
+	install -d $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 build/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	install -D -m 0644 build/completions/rdmaform.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmaform
+	install -D -m 0644 build/completions/_rdmaform $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmaform
+	install -D -m 0644 build/completions/rdmaform.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/rdmaform.fish
+	install -D -m 0644 build/rdmaform.service $(DESTDIR)$(PREFIX)/lib/systemd/system/rdmaform.service
+	install -d $(DESTDIR)$(PREFIX)/share/doc/rdmaform/examples
+	install -m 0644 $(DOCFILES) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/
+	install -m 0644 $(EXAMPLES) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/examples/
+
+uninstall: ## remove what make install installed (same DESTDIR/PREFIX)
+	rm -f $(DESTDIR)$(SBINDIR)/rdmaform $(DESTDIR)$(MANDIR)/man8/rdmaform.8 $(DESTDIR)$(MANDIR)/man8/rdmaform-*.8 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmaform $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmaform \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/rdmaform.fish $(DESTDIR)$(PREFIX)/lib/systemd/system/rdmaform.service
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/rdmaform
+
+# nfpm (deb and rpm without dpkg-deb or rpmbuild), built from the Go proxy.
+NFPM_VERSION ?= v2.45.2
+NFPM ?= build/tools/nfpm
+
+$(NFPM):
+	GOBIN=$(CURDIR)/build/tools $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+
+package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (binary in /usr/sbin)
+	rm -rf dist build/pkg && mkdir -p dist
+	$(GO) run ./cmd/rdmaform-docs -man build/pkg/man -completions build/pkg/completions -unit build/pkg/rdmaform.service -binary /usr/sbin/rdmaform
+	$(foreach a,$(ARCHES),$(call gobuild,$(a),/usr/sbin,build/pkg/rdmaform,./cmd/rdmaform) && \
+	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p deb -t dist/ && \
+	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t dist/ &&) true
+	ls -l dist
 
 test: ## run every test (real NetworkManager, netns, systemd when root)
 	$(GO) test -count=1 $(PKGS)
@@ -43,7 +101,7 @@ demo: build ## plan, apply, plan again: examples/roce.yaml on a copy of the simu
 	$(BIN) --sim $(DEMO) plan -f examples/roce.yaml
 
 clean: ## remove build outputs
-	rm -rf bin
+	rm -rf bin build dist
 
 .PHONY: ansible schema
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -84,6 +85,10 @@ func (s *State) netdevDir(n *Netdev) string {
 }
 
 // renderAll rewrites the whole simulated tree from the state.
+// InstalledBinaries are where the simulated host has rdmaform installed:
+// make install's default and the packages' path.
+var InstalledBinaries = []string{"/usr/local/sbin/rdmaform", "/usr/sbin/rdmaform"}
+
 func (s *State) renderAll(root string) error {
 	for _, d := range []string{"sys", "proc"} {
 		if err := os.RemoveAll(filepath.Join(root, d)); err != nil {
@@ -102,6 +107,14 @@ func (s *State) renderAll(root string) error {
 		s.renderNetdev(t, n)
 	}
 	s.renderProc(t)
+	// rdmaform itself is installed, as on a managed host: the boot unit
+	// runs it (persistence). Where make install and where the packages
+	// put it, so binaries of either kind find theirs.
+	for _, bin := range InstalledBinaries {
+		if _, err := os.Lstat(filepath.Join(root, bin)); errors.Is(err, os.ErrNotExist) {
+			t.file(bin, "#!/bin/sh\n# stands for rdmaform on the simulated host\nexit 0\n")
+		}
+	}
 	if t.err != nil {
 		return t.err
 	}

@@ -44,11 +44,14 @@ const (
 	// WantedBy=multi-user.target.
 	WantsPath = "/etc/systemd/system/multi-user.target.wants/" + UnitName
 	SpecPath  = "/etc/rdmaform/boot.yaml"
-	// DefaultBinary is where the unit expects rdmaform. A fixed path, not
-	// the running executable: the unit stays byte-stable across upgrades,
-	// test binaries and --root/--sim runs; packagers set Provider.Binary.
-	DefaultBinary = "/usr/local/sbin/rdmaform"
 )
+
+// DefaultBinary is where the unit expects rdmaform: where it is installed.
+// A fixed path, not the running executable, so the unit stays byte-stable
+// across upgrades, test binaries and --root/--sim runs. The build sets it
+// (-ldflags -X): `make install` to $(PREFIX)/sbin/rdmaform, the .deb and
+// .rpm to /usr/sbin/rdmaform.
+var DefaultBinary = "/usr/local/sbin/rdmaform"
 
 // Marker is the first line of every unit rdmaform writes; only a file
 // starting with it is removed by `persistence: none`.
@@ -113,6 +116,8 @@ type Observed struct {
 	Enabled bool
 	// Link is the symlink's target when it exists ("" otherwise).
 	Link string
+	// Binary: the program the unit runs is there (a regular file).
+	Binary bool
 }
 
 // Discover implements plan.Provider: it reads the unit file, the spec copy
@@ -125,6 +130,9 @@ func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) 
 		return nil, nil
 	}
 	obs := &Observed{}
+	if fi, err := h.FS.Stat(p.binary()); err == nil && fi.Mode().IsRegular() {
+		obs.Binary = true
+	}
 	var err error
 	if obs.Unit, err = readOptional(h, UnitPath); err != nil {
 		return nil, err
@@ -192,6 +200,10 @@ func diff(req *plan.Request, obs *Observed, binary string) plan.Proposal {
 	src := req.Pos("$.persistence")
 	switch req.Spec.Persistence {
 	case "boot-unit":
+		if !obs.Binary {
+			prop.Errors = append(prop.Errors, req.Finding("$.persistence", "the boot unit would run %s, which does not exist on this host: install rdmaform there (the package or make install) or set persistence: none", binary))
+			return prop
+		}
 		want := UnitFile(binary)
 		spec := req.Spec.Src.Data
 		if spec == nil {

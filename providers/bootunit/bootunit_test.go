@@ -66,24 +66,30 @@ func TestDiff(t *testing.T) {
 		{
 			name: "install on a clean host",
 			spec: bootSpec,
-			obs:  &Observed{},
+			obs:  &Observed{Binary: true},
 			want: []string{"boot_unit[rdmaform.service] create: unit_file ->" + digest(unit) + " boot_spec ->" + digest([]byte(bootSpec)) + " enabled false->true"},
 		},
 		{
 			name: "installed and current",
 			spec: bootSpec,
+			obs:  &Observed{Unit: unit, Spec: []byte(bootSpec), Enabled: true, Link: UnitPath, Binary: true},
+		},
+		{
+			name: "rdmaform is not where the unit runs it",
+			spec: bootSpec,
 			obs:  &Observed{Unit: unit, Spec: []byte(bootSpec), Enabled: true, Link: UnitPath},
+			want: []string{"spec.yaml:2:14: error: $.persistence: the boot unit would run " + DefaultBinary + ", which does not exist on this host: install rdmaform there (the package or make install) or set persistence: none"},
 		},
 		{
 			name: "spec edited since",
 			spec: bootSpec,
-			obs:  &Observed{Unit: unit, Spec: []byte("version: 1\n"), Enabled: true, Link: UnitPath},
+			obs:  &Observed{Unit: unit, Spec: []byte("version: 1\n"), Enabled: true, Link: UnitPath, Binary: true},
 			want: []string{"boot_unit[rdmaform.service] update: boot_spec " + digest([]byte("version: 1\n")) + "->" + digest([]byte(bootSpec))},
 		},
 		{
 			name: "old unit, link elsewhere",
 			spec: bootSpec,
-			obs:  &Observed{Unit: []byte("[Service]\n"), Spec: []byte(bootSpec), Link: "/lib/systemd/system/rdmaform.service"},
+			obs:  &Observed{Unit: []byte("[Service]\n"), Spec: []byte(bootSpec), Link: "/lib/systemd/system/rdmaform.service", Binary: true},
 			want: []string{"boot_unit[rdmaform.service] update: unit_file " + digest([]byte("[Service]\n")) + "->" + digest(unit) + " enabled false->true relink"},
 		},
 		{

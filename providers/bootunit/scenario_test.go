@@ -367,3 +367,28 @@ func TestScenarioSpecEdited(t *testing.T) {
 		t.Errorf("unit removed without a persistence key: %v", err)
 	}
 }
+
+// TestScenarioBinaryMissing: a spec with persistence on a host where
+// rdmaform is not at the path the boot unit runs is a finding at the
+// persistence line, and nothing is installed; once it is there, apply
+// converges.
+func TestScenarioBinaryMissing(t *testing.T) {
+	h := newSim(t, "cx5-roce")
+	bin := filepath.Join(h.dir, bootunit.DefaultBinary)
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	spec := "version: 1\npersistence: boot-unit\n"
+	out := h.run(spec, 1, "plan", "-f", "-")
+	if want := "<stdin>:2:14: error: $.persistence: the boot unit would run " + bootunit.DefaultBinary + ", which does not exist on this host"; !strings.Contains(out, want) {
+		t.Errorf("plan lacks %q:\n%s", want, out)
+	}
+	h.run(spec, 1, "apply", "--yes", "-f", "-")
+	if _, err := os.Stat(filepath.Join(h.dir, bootunit.UnitPath)); !os.IsNotExist(err) {
+		t.Errorf("the unit was written although its binary is missing (stat: %v)", err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.applyThenEmpty(spec)
+}

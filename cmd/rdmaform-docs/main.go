@@ -1,0 +1,100 @@
+// Command rdmaform-docs writes rdmaform's manual pages (section 8, one
+// per command, from the cobra command tree) and its bash, zsh and fish
+// completions, for `make install` and `make package`:
+//
+//	rdmaform-docs -man DIR -completions DIR -unit FILE -binary /usr/sbin/rdmaform
+//
+// -unit writes the boot unit for the installed binary, as vendor unit
+// (/usr/lib/systemd/system): the same service `persistence: boot-unit`
+// installs and enables in /etc/systemd/system, where it takes precedence.
+//
+// Pages carry SOURCE_DATE_EPOCH's date when it is set, so packages built
+// twice from one commit are identical.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+
+	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/version"
+)
+
+func main() {
+	man := flag.String("man", "", "write the manual pages to `DIR`")
+	comp := flag.String("completions", "", "write rdmaform.bash, _rdmaform (zsh) and rdmaform.fish to `DIR`")
+	unitFile := flag.String("unit", "", "write the boot unit to `FILE`")
+	binary := flag.String("binary", bootunit.DefaultBinary, "the installed rdmaform the unit runs (`PATH`)")
+	flag.Parse()
+	if *unitFile != "" {
+		if err := writeUnit(*unitFile, *binary); err != nil {
+			fmt.Fprintln(os.Stderr, "rdmaform-docs:", err)
+			os.Exit(1)
+		}
+		if *man == "" && *comp == "" {
+			return
+		}
+	}
+	if err := run(*man, *comp); err != nil {
+		fmt.Fprintln(os.Stderr, "rdmaform-docs:", err)
+		os.Exit(1)
+	}
+}
+
+// vendorHeader replaces the unit's first line (bootunit.Marker, which
+// says apply rewrites the file) in the packaged copy, which apply never
+// touches.
+const vendorHeader = "# Installed with rdmaform. persistence: boot-unit in a spec installs and enables a copy in /etc/systemd/system."
+
+func writeUnit(file, binary string) error {
+	if !filepath.IsAbs(binary) {
+		return fmt.Errorf("-binary %q: the unit needs an absolute path", binary)
+	}
+	u := bootunit.UnitFile(binary)
+	if i := bytes.IndexByte(u, '\n'); i >= 0 {
+		u = append([]byte(vendorHeader), u[i:]...)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, u, 0o644)
+}
+
+func run(man, comp string) error {
+	if man == "" && comp == "" {
+		return fmt.Errorf("nothing to do: give -man DIR and/or -completions DIR")
+	}
+	root := cli.Command()
+	root.DisableAutoGenTag = true
+	if man != "" {
+		if err := os.MkdirAll(man, 0o755); err != nil {
+			return err
+		}
+		hdr := &doc.GenManHeader{Title: "RDMAFORM", Section: "8", Source: "rdmaform " + version.Get().Version, Manual: "rdmaform manual"}
+		if err := doc.GenManTree(root, hdr, man); err != nil {
+			return fmt.Errorf("manual pages: %w", err)
+		}
+	}
+	if comp != "" {
+		if err := os.MkdirAll(comp, 0o755); err != nil {
+			return err
+		}
+		for name, gen := range map[string]func(*cobra.Command, string) error{
+			"rdmaform.bash": func(c *cobra.Command, f string) error { return c.GenBashCompletionFileV2(f, true) },
+			"_rdmaform":     func(c *cobra.Command, f string) error { return c.GenZshCompletionFile(f) },
+			"rdmaform.fish": func(c *cobra.Command, f string) error { return c.GenFishCompletionFile(f, true) },
+		} {
+			if err := gen(root, filepath.Join(comp, name)); err != nil {
+				return fmt.Errorf("completion %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
