@@ -108,7 +108,29 @@ clean: ## remove build outputs
 ANSIBLE_LIBRARY_DIR ?= build/ansible/library
 
 ansible: ## build the Ansible module, static: build/ansible/library/rdmaform
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(ANSIBLE_LIBRARY_DIR)/rdmaform ./cmd/rdmaform-ansible
+	$(call gobuild,$(NATIVE),/usr/sbin,$(ANSIBLE_LIBRARY_DIR)/rdmaform,./cmd/rdmaform-ansible)
+
+# The collection rdmaform.rdma: ansible/ holds galaxy.yml, the docs, the
+# action plugin and (built here, not committed) one module binary per
+# architecture, named as uname -m names it.
+COLLECTION_ARCHES := amd64:x86_64 arm64:aarch64
+
+.PHONY: collection collection-test
+collection: ## the Ansible collection tarball dist/rdmaform-rdma-VERSION.tar.gz (x86_64 and aarch64 modules)
+	$(foreach p,$(COLLECTION_ARCHES),$(call gobuild,$(word 1,$(subst :, ,$(p))),/usr/sbin,ansible/plugins/modules/rdmaform_$(word 2,$(subst :, ,$(p))),./cmd/rdmaform-ansible) &&) true
+	mkdir -p dist
+	ansible-galaxy collection build ansible --output-path dist --force
+
+collection-test: collection bin/rdmaform ## install the tarball in build/collections, ansible-doc it, run ansible/tests/localhost.yml on a simulated host
+	rm -rf build/collections build/collection-sim
+	ansible-galaxy collection install dist/rdmaform-rdma-*.tar.gz -p build/collections --force
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ansible-doc rdmaform.rdma.rdmaform | grep -q 'allow_firmware'
+	bin/rdmaform sim new build/collection-sim --profile cx5-roce
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ANSIBLE_LOCALHOST_WARNING=0 \
+	  ansible-playbook -i localhost, ansible/tests/localhost.yml -e sim=$(CURDIR)/build/collection-sim
+
+bin/rdmaform:
+	$(MAKE) build
 
 schema: ## regenerate schema/rdmaform.schema.json from the spec's Go types
 	$(GO) test ./schema -count=1 -run '^TestJSONSchemaFile$$' -update

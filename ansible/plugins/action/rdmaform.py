@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: Apache-2.0
+"""Run the rdmaform binary that matches the host's architecture.
+
+Ansible copies a binary module to the host as it is and has no notion of
+architectures, so the collection ships one static build per architecture
+(rdmaform_x86_64, rdmaform_aarch64) and this action plugin picks it: from
+the gathered fact ansible_architecture when there is one, else from
+`uname -m` on the host. Check mode, diff mode and the arguments pass
+through unchanged.
+"""
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+# uname -m (and Ansible's architecture fact) -> the module's suffix.
+ARCHITECTURES = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+}
+
+
+class ActionModule(ActionBase):
+    """Dispatch rdmaform.rdma.rdmaform to rdmaform.rdma.rdmaform_<arch>."""
+
+    def run(self, tmp=None, task_vars=None):
+        if task_vars is None:
+            task_vars = {}
+        result = super().run(tmp, task_vars)
+        del tmp  # not used since ansible-core 2.x; the module gets its own
+
+        facts = task_vars.get("ansible_facts") or {}
+        machine = facts.get("architecture")
+        if not machine:
+            probe = self._low_level_execute_command("uname -m")
+            if probe.get("rc") != 0:
+                result.update(failed=True, msg="rdmaform: could not tell the host's architecture: uname -m failed: %s"
+                              % (probe.get("stderr") or probe.get("stdout") or "rc %s" % probe.get("rc")).strip())
+                return result
+            machine = probe.get("stdout", "").strip()
+        arch = ARCHITECTURES.get(machine)
+        if arch is None:
+            result.update(failed=True, msg="rdmaform: no build for architecture %r (there are %s)"
+                          % (machine, ", ".join(sorted(set(ARCHITECTURES.values())))))
+            return result
+
+        module = "rdmaform.rdma.rdmaform_" + arch
+        result.update(self._execute_module(module_name=module, module_args=self._task.args, task_vars=task_vars))
+        return result
