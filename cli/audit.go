@@ -116,7 +116,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 				if err := host.WriteLocalFile(reportFile, b.Bytes(), 0o644); err != nil {
 					return &exitError{code: plan.ExitError, err: fmt.Errorf("writing %s: %w", reportFile, err)}
 				}
-				fmt.Fprintln(a.env.Stderr, audit.SummaryLine(r))
+				fmt.Fprintln(a.info(), audit.SummaryLine(r))
 			}
 			return exitCode(r.ExitCode())
 		},
@@ -126,6 +126,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 	cmd.Flags().StringVar(&format, "format", "", "deprecated: the old name of -o/--output")
 	cmd.Flags().StringVar(&reportFile, "report-file", "", "write the report to `FILE` atomically (temporary file, rename) instead of stdout")
 	cmd.Flags().StringVar(&waiverFile, "waivers", "", "known exceptions, YAML `FILE`")
+	a.hostFlags(cmd)
 	return cmd
 }
 

@@ -26,9 +26,11 @@ type Env struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Environ []string
-	// StdoutTTY / StdinTTY tell whether those are terminals (colour, prompts).
+	// StdoutTTY / StdinTTY / StderrTTY tell whether those are terminals
+	// (colour, prompts, live progress).
 	StdoutTTY bool
 	StdinTTY  bool
+	StderrTTY bool
 	// Ctx is cancelled on SIGINT/SIGTERM; nil means context.Background().
 	Ctx context.Context
 }
@@ -38,7 +40,7 @@ func OSEnv() Env {
 	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	return Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
-		StdoutTTY: isTTY(os.Stdout), StdinTTY: isTTY(os.Stdin), Ctx: ctx,
+		StdoutTTY: isTTY(os.Stdout), StdinTTY: isTTY(os.Stdin), StderrTTY: isTTY(os.Stderr), Ctx: ctx,
 	}
 }
 
@@ -73,6 +75,8 @@ type app struct {
 	output      string
 	wroteDoc    bool
 	noColorFlag bool
+	// quiet, verbose: -q and -v of the commands that read the host.
+	quiet, verbose bool
 }
 
 const exitCodesHelp = `Exit codes (every command):
@@ -149,7 +153,7 @@ func (a *app) host() (*host.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.Runner = host.CapTimeout(h.Runner, max)
+	h.Runner = a.verboseRunner(host.CapTimeout(h.Runner, max))
 	return h, nil
 }
 

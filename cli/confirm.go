@@ -104,7 +104,9 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 	} else {
 		fmt.Fprintln(a.msgs(), "The apply failed: reverting what it changed.")
 	}
-	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: a.env.Stderr})
+	progress, stop := a.progress()
+	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: progress})
+	stop()
 	fmt.Fprintf(a.msgs(), "Reverted %d changes: %s\n", len(rev.Applied), strings.Join(rev.Applied, ", "))
 	if rev.Err != nil {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("revert incomplete:\n%v", rev.Err)}

@@ -79,6 +79,7 @@ func (a *app) planCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin)")
 	a.outputFlag(cmd, "text", "text", "json")
+	a.hostFlags(cmd)
 	cmd.Flags().StringVar(&out, "out", "", "also save the plan to `PLAN` (mode 0600) for apply PLAN")
 	return cmd
 }
@@ -151,6 +152,7 @@ as pending, never applied again.
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().StringVar(&only, "only", "", "apply only changes of one activation: runtime (what a boot loses; the boot unit runs this)")
 	a.outputFlag(cmd, "text", "text", "json")
+	a.hostFlags(cmd)
 	return cmd
 }
 
@@ -239,7 +241,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("apply cancelled; nothing was changed")}
 		}
 	}
-	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: a.env.Stderr})
+	progress, stop := a.progress()
+	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: progress})
+	stop()
 	after, err := a.buildFiltered(context.WithoutCancel(ctx), h, spec, o.only)
 	if err != nil {
 		return err
@@ -351,6 +355,6 @@ func (a *app) savePlan(h *host.Host, res *plan.Result, spec *schema.Spec, file s
 	if err := host.WriteLocalFile(file, append(b, '\n'), 0o600); err != nil {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("saving plan: %w", err)}
 	}
-	fmt.Fprintf(a.env.Stderr, "Saved the plan to %s; apply it with: rdmaform apply -f %s\n", file, file)
+	fmt.Fprintf(a.info(), "Saved the plan to %s; apply it with: rdmaform apply -f %s\n", file, file)
 	return nil
 }

@@ -85,6 +85,7 @@ spec as JSON (which validate and plan read too).
 		},
 	}
 	a.outputFlag(cmd, "yaml", "yaml", "json")
+	a.hostFlags(cmd)
 	cmd.Flags().StringSliceVar(&fwParams, "firmware", nil, "firmware parameters to capture, comma-separated (`P1,P2`); every adapter must know them")
 	return cmd
 }

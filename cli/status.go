@@ -65,6 +65,7 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin): query only its firmware parameters")
 	a.outputFlag(cmd, "text", "text", "json")
+	a.hostFlags(cmd)
 	return cmd
 }
 

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLiveProgress: on a terminal the change in progress stays on one
+// line with its elapsed time, redrawn at each tick, and its outcome
+// replaces it; other lines pass through.
+func TestLiveProgress(t *testing.T) {
+	var out syncBuffer
+	tick := make(chan time.Time)
+	clock := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	p := newLiveProgress(&out, tick, now)
+
+	// A tick is handled by the goroutine: wait for its redraw to land.
+	waitFor := func(s string) {
+		t.Helper()
+		for i := 0; i < 1000 && !strings.HasSuffix(out.String(), s); i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updating...\n")
+	advance(3 * time.Second)
+	tick <- clock
+	waitFor("updating... 3s")
+	advance(2 * time.Second)
+	tick <- clock
+	waitFor("updating... 5s")
+	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updated after 5.2s\n")
+	fmt.Fprintf(p, "ipoib[ib0]: skipped (depends on x, which failed)\n")
+	fmt.Fprintf(p, "ipoib[ib1]: creating...\n")
+	p.Close()
+
+	want := "firmware[0000:3b:00.0]: updating..." +
+		clearLine + "firmware[0000:3b:00.0]: updating... 3s" +
+		clearLine + "firmware[0000:3b:00.0]: updating... 5s" +
+		clearLine + "firmware[0000:3b:00.0]: updated after 5.2s\n" +
+		"ipoib[ib0]: skipped (depends on x, which failed)\n" +
+		"ipoib[ib1]: creating...\n"
+	if got := out.String(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestQuietVerbose: -v logs each external command with its duration on
+// stderr; -q leaves stderr empty on success (no progress, no remarks);
+// the two exclude each other; commands that do not read the host have
+// neither.
+func TestQuietVerbose(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vpi")
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Run(args, Env{Stdout: &out, Stderr: &errb, Environ: []string{"NO_COLOR=1"}}); code != want {
+			t.Fatalf("rdmaform %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	run(0, "sim", "new", dir, "--profile", "cx6-vpi-ib")
+	spec := "../examples/ib-to-eth.yaml"
+
+	_, stderr := run(2, "--sim", dir, "plan", "-v", "-f", spec)
+	if !regexp.MustCompile(`(?m)^rdmaform: ran mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1 \([0-9.]+m?s, exit 0\)$`).MatchString(stderr) {
+		t.Errorf("plan -v does not log the firmware query:\n%s", stderr)
+	}
+	_, stderr = run(2, "--sim", dir, "plan", "-f", spec)
+	if stderr != "" {
+		t.Errorf("plan without -v wrote to stderr:\n%s", stderr)
+	}
+
+	out, stderr := run(3, "--sim", dir, "apply", "--yes", "-q", "-f", spec)
+	if stderr != "" {
+		t.Errorf("apply -q wrote to stderr:\n%s", stderr)
+	}
+	if !strings.Contains(out, "Apply: 1 applied, 0 failed, 0 skipped.") {
+		t.Errorf("apply -q lost its result:\n%s", out)
+	}
+	_, stderr = run(3, "--sim", dir, "status", "--verbose")
+	if !strings.Contains(stderr, "rdmaform: ran mlxconfig") {
+		t.Errorf("status --verbose logged no command:\n%s", stderr)
+	}
+
+	_, stderr = run(1, "--sim", dir, "plan", "-q", "-v", "-f", spec)
+	if !strings.Contains(stderr, "[quiet verbose] were all set") {
+		t.Errorf("-q -v together: %s", stderr)
+	}
+	_, stderr = run(1, "validate", "-v", "-f", spec)
+	if !strings.Contains(stderr, "unknown shorthand flag: 'v'") {
+		t.Errorf("validate -v: %s", stderr)
+	}
+}
