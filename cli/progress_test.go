@@ -117,3 +117,37 @@ func TestQuietVerbose(t *testing.T) {
 		t.Errorf("validate -v: %s", stderr)
 	}
 }
+
+// TestColor: colours only on a terminal, and never with NO_COLOR set,
+// --no-color or TERM=dumb.
+func TestColor(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "roce")
+	if code := Run([]string{"sim", "new", dir, "--profile", "cx5-roce"}, Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}); code != 0 {
+		t.Fatal("sim new failed")
+	}
+	for _, tt := range []struct {
+		name  string
+		tty   bool
+		env   []string
+		flags []string
+		color bool
+	}{
+		{"terminal", true, []string{"TERM=xterm-256color"}, nil, true},
+		{"terminal, NO_COLOR empty", true, []string{"NO_COLOR="}, nil, true},
+		{"not a terminal", false, nil, nil, false},
+		{"NO_COLOR=1", true, []string{"NO_COLOR=1"}, nil, false},
+		{"TERM=dumb", true, []string{"TERM=dumb"}, nil, false},
+		{"--no-color", true, nil, []string{"--no-color"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			args := append(append([]string{"--sim", dir}, tt.flags...), "plan", "-f", "../examples/roce.yaml")
+			if code := Run(args, Env{Stdout: &out, Stderr: &bytes.Buffer{}, Environ: tt.env, StdoutTTY: tt.tty}); code != 2 {
+				t.Fatalf("plan: exit %d, want 2\n%s", code, out.String())
+			}
+			if got := strings.Contains(out.String(), "\x1b["); got != tt.color {
+				t.Errorf("colour %v, want %v:\n%q", got, tt.color, out.String())
+			}
+		})
+	}
+}
