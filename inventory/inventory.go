@@ -55,7 +55,40 @@ type Port struct {
 	// Netdevs are the netdevs on this port (IPoIB interfaces, the RoCE
 	// netdev, rxe's parent), sorted.
 	Netdevs []string `json:"netdevs,omitempty"`
+	// GIDs are the port's GID table entries in use, by index (Ethernet
+	// ports only: on them the types say which RoCE versions the port can
+	// use).
+	GIDs []GID `json:"gids,omitempty"`
 }
+
+// GID types as gid_attrs/types/N names them.
+const (
+	GIDRoCEv1 = "IB/RoCE v1"
+	GIDRoCEv2 = "RoCE v2"
+)
+
+// GID is one entry of a port's GID table in use.
+type GID struct {
+	Index  int    `json:"index"`            // N of gids/N
+	GID    string `json:"gid"`              // gids/N: fe80:0000:...
+	Type   string `json:"type"`             // gid_attrs/types/N: "IB/RoCE v1" or "RoCE v2"
+	Netdev string `json:"netdev,omitempty"` // gid_attrs/ndevs/N
+}
+
+// Supports tells whether the port has a GID of a type (GIDRoCEv1,
+// GIDRoCEv2): the kernel refuses a default RoCE mode for which a port has
+// no GID (rxe ports have RoCE v2 GIDs only).
+func (p *Port) Supports(gidType string) bool {
+	for _, g := range p.GIDs {
+		if g.Type == gidType {
+			return true
+		}
+	}
+	return false
+}
+
+// zeroGID is an unused GID table entry.
+const zeroGID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
 // RateGbps returns the rate in Gb/s (2.5 for "2.5 Gb/sec (1X SDR)").
 func (p *Port) RateGbps() float64 {
@@ -201,7 +234,7 @@ func readDevice(f host.FS, name string) (*Device, error) {
 			s, _ := host.ReadAttr(f, path.Join(pb, a))
 			return s
 		}
-		d.Ports = append(d.Ports, &Port{
+		port := &Port{
 			Num:       n,
 			State:     stateName(pa("state")),
 			PhysState: stateName(pa("phys_state")),
@@ -209,10 +242,43 @@ func readDevice(f host.FS, name string) (*Device, error) {
 			Rate:      pa("rate"),
 			LID:       parseHex(pa("lid")),
 			SMLID:     parseHex(pa("sm_lid")),
-		})
+		}
+		if port.LinkLayer == "Ethernet" {
+			port.GIDs = readGIDs(f, pb)
+		}
+		d.Ports = append(d.Ports, port)
 	}
 	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
 	return d, nil
+}
+
+// readGIDs reads a port's GID table entries in use. Unused entries are
+// all zeros; the kernel answers EINVAL for their types and ndevs, so only
+// entries in use are asked for them.
+func readGIDs(f host.FS, port string) []GID {
+	ents, err := f.ReadDir(path.Join(port, "gids"))
+	if err != nil {
+		return nil
+	}
+	var out []GID
+	for _, e := range ents {
+		i, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		g, err := host.ReadAttr(f, path.Join(port, "gids", e.Name()))
+		if err != nil || g == "" || g == zeroGID {
+			continue
+		}
+		typ, err := host.ReadAttr(f, path.Join(port, "gid_attrs/types", e.Name()))
+		if err != nil || typ == "" {
+			continue // vanished between the reads, or not a RoCE GID
+		}
+		nd, _ := host.ReadAttr(f, path.Join(port, "gid_attrs/ndevs", e.Name()))
+		out = append(out, GID{Index: i, GID: g, Type: typ, Netdev: nd})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
+	return out
 }
 
 // mapNetdevs assigns netdevs to ports: a software device's parent; for a

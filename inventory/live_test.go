@@ -258,6 +258,11 @@ func TestLiveShow(t *testing.T) {
 				Ports: []*inventory.Port{{
 					Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "Ethernet",
 					Rate: "100 Gb/sec (4X EDR)", Netdevs: []string{roceNetdev},
+					// The link-local GIDs of the netdev's MAC, one per RoCE version.
+					GIDs: []inventory.GID{
+						{Index: 0, GID: "fe80:0000:0000:0000:bace:f6ff:fe12:3457", Type: inventory.GIDRoCEv1, Netdev: roceNetdev},
+						{Index: 1, GID: "fe80:0000:0000:0000:bace:f6ff:fe12:3457", Type: inventory.GIDRoCEv2, Netdev: roceNetdev},
+					},
 				}},
 			},
 		}}

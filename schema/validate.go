@@ -341,7 +341,10 @@ func (v *validator) rxe() {
 		p := fmt.Sprintf("$.rxe[%d]", i)
 		v.uniqueName(p, "name", r.Name, "e.g. rxe0", "rxe link", CheckRDMAName, names)
 		if !v.spec.Src.Has(p + ".netdev") {
-			v.add(p, "netdev: is required (the Ethernet netdev)")
+			// Removing a link needs only its name.
+			if r.State != "absent" {
+				v.add(p, "netdev: is required (the Ethernet netdev)")
+			}
 		} else if m := CheckNetdev(r.Netdev); m != "" {
 			v.add(p+".netdev", "%s", m)
 		} else if prev, dup := netdevs[r.Netdev]; dup && r.State != "absent" {

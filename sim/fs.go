@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -160,7 +161,9 @@ func (st *State) writeRdmaCM(name, dev string, port int, attr, data string) erro
 		if val != "IB/RoCE v1" && val != "RoCE v2" {
 			return perr("write", name, syscall.EINVAL)
 		}
-		if val == "RoCE v2" && p.LinkLayer != "Ethernet" {
+		// cma_set_default_gid_type: the port must support GIDs of that
+		// type (rxe: RoCE v2 only; InfiniBand: IB only).
+		if !slices.Contains(gidTypesOf(d, p), val) {
 			return perr("write", name, syscall.EINVAL)
 		}
 		v.Mode = val

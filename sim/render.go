@@ -139,11 +139,14 @@ func (s *State) renderDevice(t *tree, d *Device) {
 	t.file(dir+"/node_type", "1: CA\n")
 	t.file(dir+"/node_guid", d.NodeGUID+"\n")
 	t.file(dir+"/sys_image_guid", d.NodeGUID+"\n")
-	t.file(dir+"/node_desc", fmt.Sprintf("%s %s\n", s.Hostname, d.Name))
 	if d.Driver == "rxe" {
+		// rdma_rxe's own node description and an empty firmware version
+		// (6.1 kernel; ibv_devinfo shows 0.0.0).
+		t.file(dir+"/node_desc", "rxe\n")
 		t.file(dir+"/parent", d.Parent+"\n")
-		t.file(dir+"/fw_ver", "0.0.0\n")
+		t.file(dir+"/fw_ver", "\n")
 	} else {
+		t.file(dir+"/node_desc", fmt.Sprintf("%s %s\n", s.Hostname, d.Name))
 		t.file(dir+"/fw_ver", d.FWVer+"\n")
 		if id, err := strconv.ParseInt(d.PCIID, 0, 32); err == nil {
 			t.file(dir+"/hca_type", fmt.Sprintf("MT%d\n", id))
@@ -244,7 +247,8 @@ func (s *State) gidTable(d *Device, p *Port) []gid {
 	if nd == nil {
 		return nil
 	}
-	for _, typ := range []string{"IB/RoCE v1", "RoCE v2"} {
+	types := gidTypesOf(d, p)
+	for _, typ := range types {
 		g := ll
 		g.typ, g.ndev = typ, nd.Name
 		out = append(out, g)
@@ -255,7 +259,7 @@ func (s *State) gidTable(d *Device, p *Port) []gid {
 			continue
 		}
 		v4 := pre.Addr().As4()
-		for _, typ := range []string{"IB/RoCE v1", "RoCE v2"} {
+		for _, typ := range types {
 			g := gid{typ: typ, ndev: nd.Name}
 			g.addr[10], g.addr[11] = 0xff, 0xff
 			copy(g.addr[12:], v4[:])
@@ -266,6 +270,20 @@ func (s *State) gidTable(d *Device, p *Port) []gid {
 		out = out[:gidTableLen]
 	}
 	return out
+}
+
+// gidTypesOf is the GID types a port's device makes (the kernel's
+// roce_gid_type_mask_support): rdma_rxe encapsulates in UDP only, so RoCE
+// v2; a hardware RoCE port both; an InfiniBand port IB GIDs, which
+// gid_attrs/types names "IB/RoCE v1".
+func gidTypesOf(d *Device, p *Port) []string {
+	switch {
+	case p.LinkLayer != "Ethernet":
+		return []string{"IB/RoCE v1"}
+	case d.Driver == "rxe":
+		return []string{"RoCE v2"}
+	}
+	return []string{"IB/RoCE v1", "RoCE v2"}
 }
 
 // portNetdev is the netdev on a port now (rxe: its parent).

@@ -270,6 +270,11 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s is a Soft-RoCE device with one port; there is no port %d", t.dev, t.port))
 				continue
 			}
+			if t.mode == "v1" {
+				// rdma_rxe makes RoCE v2 GIDs only; the kernel refuses v1.
+				prop.Errors = append(prop.Errors, req.Finding(t.specPath+".mode", "%s is a Soft-RoCE device: its GIDs are RoCE v2 only, so the kernel refuses RoCE v1 as its default; use mode: v2", t.dev))
+				continue
+			}
 			c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
 				Source: req.Pos(t.specPath), DependsOn: []string{rxe}, Payload: pl}
 			if t.mode != "" {
@@ -320,6 +325,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s has link layer %s; RoCE settings need an Ethernet port (a VPI adapter switches with firmware LINK_TYPE_P%d: ETH)", t.port, t.dev, port.LinkLayer, t.port))
 			continue
 		}
+		if t.mode != "" && len(port.GIDs) > 0 && !port.Supports(KernelMode(t.mode)) {
+			// The kernel takes a default RoCE mode only when the port has a
+			// GID of that type (EINVAL otherwise): say so at plan time.
+			prop.Errors = append(prop.Errors, req.Finding(t.specPath+".mode", "port %d of %s has no %s GID (its GID types: %s), so the kernel refuses RoCE %s as its default", t.port, t.dev, KernelMode(t.mode), gidTypes(port), t.mode))
+			continue
+		}
 		if obs.NotLoaded {
 			// Nothing to read until rdma_cm is loaded: every managed value is
 			// set by apply, which loads it first.
@@ -355,6 +366,20 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			Stage: plan.StageRdmaCM, Source: req.Pos(t.specPath), Attributes: attrs, Payload: pl})
 	}
 	return prop
+}
+
+// gidTypes lists the GID types of a port's table, e.g. "RoCE v2".
+func gidTypes(p *inventory.Port) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range p.GIDs {
+		if !seen[g.Type] {
+			seen[g.Type] = true
+			out = append(out, g.Type)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 func portList(d *inventory.Device) string {

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# kernlab: boot Debian's own kernel under QEMU (TCG, no KVM needed) with
+# Soft-RoCE, configfs and RDMA netlink, and run rdmaform's guest tests in
+# it as root. `make kernel-test` calls this script.
+#
+# What it does, in order:
+#   1. fetch: `apt-get download` the kernel and user-space packages into a
+#      cache directory (kept between runs) and unpack them with
+#      `dpkg-deb -x`; nothing is installed into this machine's /boot or
+#      /lib/modules.
+#   2. build: a static rdmaform and the guest test binaries
+#      (`go test -c -tags kernlab`), an initramfs with busybox, kmod, the
+#      RDMA modules and their dependencies, iproute2's ip/rdma, rdma-core's
+#      tools and rxe provider.
+#   3. boot: qemu-system-x86_64 with the tests as /init's work; the serial
+#      console carries each test's output, its exit status and coverage.
+#   4. judge: a test that fails, a skip under RDMAFORM_REQUIRE_LAB=1, a
+#      kernel panic, a missing module, or a guest that hangs past
+#      KERNLAB_TIMEOUT fails this script.
+#
+# Environment:
+#   RDMAFORM_KERNLAB_CACHE  cache directory (default /var/cache/rdmaform-kernlab)
+#   KERNLAB_TIMEOUT         seconds the guest may run (default 900)
+#   KERNLAB_RUN             a -test.run pattern for every guest test binary
+#   KERNLAB_OUT             where the console log and coverage go (default a temp dir)
+#   RDMAFORM_REQUIRE_LAB=1  a skipped guest test is a failure
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+cache=${RDMAFORM_KERNLAB_CACHE:-/var/cache/rdmaform-kernlab}
+timeout_s=${KERNLAB_TIMEOUT:-900}
+require=${RDMAFORM_REQUIRE_LAB:-}
+t0=$(date +%s.%N)
+
+die() { echo "kernlab: FAIL: $*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 is missing: apt-get install -y $2"; }
+
+need qemu-system-x86_64 qemu-system-x86
+need dpkg-deb dpkg
+need apt-get apt
+need cpio cpio
+need depmod kmod
+need go "the Go toolchain"
+
+# ---------------------------------------------------------------- fetch
+# The kernel is the one linux-image-amd64 depends on today.
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+[ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
+kver=${kpkg#linux-image-}
+pkgs=("$kpkg" busybox-static kmod libkmod2 liblzma5 libzstd1 libssl3 iproute2 libmnl0 libelf1 libbpf1 libcap2 libselinux1 libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1 zlib1g libdb5.3 libxtables12 libatm1 libbsd0 libmd0 rdmacm-utils ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libc6 libgcc-s1 iputils-ping)
+mkdir -p "$cache/debs"
+stamp="$cache/x/.unpacked-$kver"
+if [ ! -e "$stamp" ]; then
+  echo "kernlab: fetching ${#pkgs[@]} packages into $cache/debs"
+  (cd "$cache/debs" && apt-get download "${pkgs[@]}" >/dev/null 2>"$cache/download.err") ||
+    { cat "$cache/download.err" >&2; die "apt-get download failed"; }
+  rm -rf "$cache/x" && mkdir -p "$cache/x"
+  for d in "$cache"/debs/*.deb; do dpkg-deb -x "$d" "$cache/x"; done
+  # The package leaves modules.dep to its postinst: make it here.
+  depmod -b "$cache/x" "$kver"
+  touch "$stamp"
+fi
+x=$cache/x
+[ -e "$x/boot/vmlinuz-$kver" ] || die "no kernel image in $x/boot (package $kpkg)"
+
+# ---------------------------------------------------------------- build
+work=$(mktemp -d /tmp/kernlab.XXXXXX)
+out=${KERNLAB_OUT:-$work/out}
+mkdir -p "$out"
+trap 'rm -rf "$work/root" "$work/initrd.gz"' EXIT
+r=$work/root
+mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,run,tmp,tests,var/tmp,etc/modules-load.d,root}
+
+# busybox for the shell and the basics; everything rdmaform runs is the real tool.
+cp "$x/bin/busybox" "$r/bin/busybox"
+for a in sh mount umount mkdir cat echo ls ln sleep poweroff sync rm cp grep sed head tail tr wc date hostname uname dmesg env true false test mv chmod touch readlink basename dirname seq printf kill ps; do
+  ln -sf busybox "$r/bin/$a"
+done
+
+libdir=$x/usr/lib/x86_64-linux-gnu:$x/lib/x86_64-linux-gnu
+copy_bin() { # copy_bin SRC DEST: a binary and the libraries it needs
+  install -m 0755 "$1" "$r$2"
+  LD_LIBRARY_PATH=$libdir ldd "$1" 2>/dev/null | awk '/=> \// {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
+    case "$lib" in
+      */ld-linux-x86-64.so.2) cp -L "$lib" "$r/lib64/ld-linux-x86-64.so.2" ;;
+      *) cp -L -n "$lib" "$r/lib/x86_64-linux-gnu/" ;;
+    esac
+  done
+}
+copy_bin "$x/bin/kmod" /sbin/kmod
+for a in modprobe lsmod rmmod insmod depmod modinfo; do ln -sf kmod "$r/sbin/$a"; done
+copy_bin "$x/bin/ip" /sbin/ip
+copy_bin "$x/usr/bin/rdma" /sbin/rdma
+copy_bin "$x/bin/ping" /bin/ping
+for t in rping ucmatose udaddy rdma_server rdma_client ibv_devinfo ibv_devices ibv_rc_pingpong; do
+  copy_bin "$x/usr/bin/$t" "/usr/bin/$t"
+done
+# rping's pthread_exit loads libgcc_s at run time; ldd does not name it.
+cp -L "$x/lib/x86_64-linux-gnu/libgcc_s.so.1" "$r/lib/x86_64-linux-gnu/" 2>/dev/null ||
+  cp -L "$x/usr/lib/x86_64-linux-gnu/libgcc_s.so.1" "$r/lib/x86_64-linux-gnu/"
+# The rxe provider of libibverbs.
+mkdir -p "$r/etc/libibverbs.d" "$r/lib/x86_64-linux-gnu/libibverbs"
+cp "$x/etc/libibverbs.d/rxe.driver" "$r/etc/libibverbs.d/"
+cp -L "$x"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$r/lib/x86_64-linux-gnu/libibverbs/"
+ln -s ../lib "$r/usr/lib"
+
+# Modules and what they depend on.
+mods=(rdma_rxe rdma_ucm rdma_cm ib_uverbs ib_ipoib ib_umad configfs veth crc32_generic)
+mkdir -p "$r/lib/modules/$kver"
+for m in "${mods[@]}"; do
+  deps=$(modprobe -d "$x" -S "$kver" --show-depends "$m" 2>&1) || die "module $m: $deps"
+  echo "$deps" | awk '$1 == "insmod" {print $2}' | while read -r ko; do
+    rel=${ko#"$x"}
+    mkdir -p "$r$(dirname "$rel")"
+    cp "$ko" "$r$rel"
+  done
+done
+cp "$x/lib/modules/$kver"/modules.{order,builtin,builtin.modinfo} "$r/lib/modules/$kver/"
+depmod -b "$r" "$kver"
+
+echo "rdmaform-guest" > "$r/etc/hostname"
+printf '127.0.0.1 localhost\n' > "$r/etc/hosts"
+printf 'root:x:0:0:root:/root:/bin/sh\n' > "$r/etc/passwd"
+printf 'root:x:0:\n' > "$r/etc/group"
+: > "$r/etc/machine-id"; printf '%032x\n' 4711 > "$r/etc/machine-id"
+
+echo "kernlab: building rdmaform and the guest tests"
+export CGO_ENABLED=0
+(cd "$top" && go build -trimpath -o "$r/usr/sbin/rdmaform" ./cmd/rdmaform)
+# The boot unit names the installed path; make install puts it under /usr/local.
+mkdir -p "$r/usr/local/sbin" && ln -s ../../sbin/rdmaform "$r/usr/local/sbin/rdmaform"
+# Every package with kernlab-tagged tests gets a guest test binary.
+guestpkgs=$(cd "$top" && grep -rl --include='*_test.go' '^//go:build kernlab' . | xargs -n1 dirname | sort -u)
+[ -n "$guestpkgs" ] || die "no guest tests (files with //go:build kernlab)"
+for p in $guestpkgs; do
+  name=$(echo "${p#./}" | tr / _)
+  (cd "$top" && go test -c -tags kernlab -cover -coverpkg=./... -o "$r/tests/$name.test" "$p" 2>&1 | grep -v 'no packages being tested depend on matches' >&2 || true)
+  [ -x "$r/tests/$name.test" ] || die "building guest tests of $p failed"
+done
+
+cat > "$r/init" <<EOF
+#!/bin/sh
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+hostname rdmaform-guest
+ip link set lo up
+echo "KERNLAB-BOOTED \$(cut -d' ' -f1 /proc/uptime)"
+for t in /tests/*.test; do
+  n=\$(basename \$t .test)
+  echo "KERNLAB-BEGIN \$n"
+  cd /root
+  RDMAFORM_IN_GUEST=1 RDMAFORM_REQUIRE_LAB=$require \$t -test.v -test.count=1 -test.timeout=10m ${KERNLAB_RUN:+-test.run '$KERNLAB_RUN'} -test.coverprofile=/tmp/\$n.cov 2>&1
+  rc=\$?
+  echo "KERNLAB-END \$n rc=\$rc"
+  if [ -s /tmp/\$n.cov ]; then
+    echo "KERNLAB-COVER-BEGIN \$n"; cat /tmp/\$n.cov; echo "KERNLAB-COVER-END \$n"
+  fi
+done
+echo "KERNLAB-DONE"
+sync
+poweroff -f
+EOF
+chmod 0755 "$r/init"
+(cd "$r" && find . | cpio -o -H newc --quiet | gzip -1 > "$work/initrd.gz")
+t1=$(date +%s.%N)
+echo "kernlab: initramfs $(du -h "$work/initrd.gz" | cut -f1) built in $(echo "$t1 - $t0" | bc 2>/dev/null || echo '?') s; kernel $kver"
+
+# ---------------------------------------------------------------- boot
+log=$out/console.log
+set +e
+timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -m 1536 -smp 2 -accel tcg \
+  -kernel "$x/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
+  -append "console=ttyS0 quiet panic=-1 RDMAFORM_REQUIRE_LAB=$require" \
+  -nographic -no-reboot -nic none -monitor none -serial "file:$log" </dev/null >"$out/qemu.log" 2>&1
+qrc=$?
+set -e
+# CRLF line ends and the firmware's terminal escapes off.
+tr -d '\r' < "$log" | sed 's/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g' > "$log.txt"
+t2=$(date +%s.%N)
+
+# ---------------------------------------------------------------- judge
+# Show the guest's output (without coverage blocks) in the log.
+awk '/^KERNLAB-COVER-BEGIN/ {skip=1} !skip {print} /^KERNLAB-COVER-END/ {skip=0}' "$log.txt"
+for f in $(awk '/^KERNLAB-COVER-BEGIN/ {print $2}' "$log.txt"); do
+  awk -v n="$f" '$0 == "KERNLAB-COVER-BEGIN " n {on=1; next} $0 == "KERNLAB-COVER-END " n {on=0} on' "$log.txt" > "$out/$f.cov"
+done
+booted=$(awk '/^KERNLAB-BOOTED/ {print $2; exit}' "$log.txt")
+echo "kernlab: qemu exit $qrc; guest booted to /init at ${booted:-?} s (guest clock); whole run $(echo "$t2 - $t0" | bc 2>/dev/null || echo '?') s; console log $log"
+[ -n "$booted" ] && echo "kernlab: boot-to-first-test ${booted} s" > "$out/boot-time"
+
+grep -q 'Kernel panic' "$log.txt" && die "the guest kernel panicked (see $log)"
+[ $qrc -eq 124 ] || [ $qrc -eq 137 ] && die "the guest hung: no poweroff within ${timeout_s} s (see $log)"
+[ -n "$booted" ] || die "the guest never reached /init (qemu exit $qrc; see $log and $out/qemu.log)"
+grep -q '^KERNLAB-DONE' "$log.txt" || die "the guest stopped before its tests finished (see $log)"
+fail=0
+while read -r _ n rcf; do
+  rc=${rcf#rc=}
+  [ "$rc" = 0 ] || { echo "kernlab: guest tests $n failed (exit $rc)" >&2; fail=1; }
+done < <(grep '^KERNLAB-END' "$log.txt")
+if grep -q -- '--- SKIP' "$log.txt"; then
+  if [ "$require" = 1 ]; then
+    grep -- '--- SKIP' "$log.txt" >&2
+    echo "kernlab: skipped guest tests under RDMAFORM_REQUIRE_LAB=1" >&2; fail=1
+  fi
+fi
+npass=$(grep -c -- '^--- PASS' "$log.txt" || true)
+nfail=$(grep -c -- '^--- FAIL' "$log.txt" || true)
+nskip=$(grep -c -- '^--- SKIP' "$log.txt" || true)
+echo "kernlab: $npass passed, $nfail failed, $nskip skipped"
+[ $fail -eq 0 ] || die "guest tests failed"
+echo "kernlab: ok"
