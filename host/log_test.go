@@ -13,7 +13,9 @@ type fakeRunner struct {
 	err error
 }
 
-func (f fakeRunner) Run(context.Context, Cmd) (Result, error) { return Result{Stdout: []byte("out")}, f.err }
+func (f fakeRunner) Run(context.Context, Cmd) (Result, error) {
+	return Result{Stdout: []byte("out")}, f.err
+}
 
 func TestLogCommands(t *testing.T) {
 	for _, tt := range []struct {

@@ -9,7 +9,8 @@ the gathered fact ansible_architecture when there is one, else from
 `uname -m` on the host. Check mode, diff mode and the arguments pass
 through unchanged.
 """
-from __future__ import annotations
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 

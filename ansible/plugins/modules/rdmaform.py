@@ -6,4 +6,5 @@
 # of the same name (plugins/action/rdmaform.py) runs the one that matches
 # each host. This file only gives the module its public name; its
 # documentation is the sidecar rdmaform.yml, which ansible-doc reads.
-from __future__ import annotations
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
