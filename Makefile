@@ -22,7 +22,7 @@ LDFLAGS   = -s -w -X $(MOD)/version.Version=$(VERSION) -X $(MOD)/version.Commit=
 # $(call gobuild,ARCH,SBINDIR,OUT,PKG): a static, reproducible build.
 gobuild   = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -ldflags '$(call LDFLAGS,$(2))' -o $(3) $(4)
 
-.PHONY: help build test test-short lint fuzz demo clean docs install uninstall package
+.PHONY: help build test kernel-test test-short lint fuzz demo clean docs install uninstall package
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -70,8 +70,12 @@ package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (binary in /usr/s
 	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t dist/ &&) true
 	ls -l dist
 
-test: ## run every test (real NetworkManager, netns, systemd when root)
+test: ## run every test (real NetworkManager, netns, systemd when root), then the real-kernel lab
 	$(GO) test -count=1 $(PKGS)
+	$(MAKE) kernel-test
+
+kernel-test: ## boot Debian's kernel under QEMU with Soft-RoCE and run the guest tests (internal/testlab/kernlab)
+	bash internal/testlab/kernlab/run.sh
 
 test-short: ## unit tests only, no lab components
 	$(GO) test -count=1 -short $(PKGS)

@@ -209,3 +209,37 @@ func TestSwapAndEvict(t *testing.T) {
 		t.Errorf("after evict (-want +got):\n%s", d)
 	}
 }
+
+// TestRoCEv1OnSoftRoCEIsAPlanError: rxe ports make RoCE v2 GIDs only and
+// the kernel refuses RoCE v1 as their default (EINVAL, seen on 6.1); plan
+// says so at the spec line, for a link that exists and for one the same
+// plan creates. Removing a link needs no netdev; then plan is empty.
+func TestRoCEv1OnSoftRoCEIsAPlanError(t *testing.T) {
+	dir := newSim(t, "vm-soft")
+	create := writeSpec(t, `version: 1
+modules: [rdma_rxe]
+rxe:
+  - {name: rxe0, netdev: enp1s0}
+devices:
+  - name: rxe0
+    ports:
+      - port: 1
+        roce: {mode: v1}
+`)
+	code, out, errs := rf(t, "--sim", dir, "plan", "-f", create)
+	if code != 1 || !strings.Contains(out+errs, "host.yaml:9:22: error: $.devices[0].ports[0].roce.mode: rxe0 is a Soft-RoCE device") {
+		t.Errorf("plan of v1 on an rxe link to be made: exit %d\n%s%s", code, out, errs)
+	}
+	up := writeSpec(t, "version: 1\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\n")
+	applyThenEmpty(t, dir, up)
+	exists := writeSpec(t, "version: 1\ndevices:\n  - name: rxe0\n    ports:\n      - port: 1\n        roce: {mode: v1}\n")
+	code, out, errs = rf(t, "--sim", dir, "plan", "-f", exists)
+	if code != 1 || !strings.Contains(out+errs, "host.yaml:6:22: error: $.devices[0].ports[0].roce.mode: port 1 of rxe0 has no IB/RoCE v1 GID (its GID types: RoCE v2)") {
+		t.Errorf("plan of v1 on an existing rxe link: exit %d\n%s%s", code, out, errs)
+	}
+	gone := writeSpec(t, "version: 1\nrxe:\n  - {name: rxe0, state: absent}\n")
+	applyThenEmpty(t, dir, gone)
+	if d := cmp.Diff(map[string]string{}, rxeLinks(t, dir)); d != "" {
+		t.Errorf("rxe links after state: absent (-want +got):\n%s", d)
+	}
+}

@@ -73,7 +73,7 @@ mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,etc,proc,sys
 
 # busybox for the shell and the basics; everything rdmaform runs is the real tool.
 cp "$x/bin/busybox" "$r/bin/busybox"
-for a in sh mount umount mkdir cat echo ls ln sleep poweroff sync rm cp grep sed head tail tr wc date hostname uname dmesg env true false test mv chmod touch readlink basename dirname seq printf kill ps; do
+for a in sh mount umount mkdir cat echo ls ln sleep poweroff sync rm cp grep sed head tail tr wc date hostname uname dmesg env true false test mv chmod touch readlink basename dirname seq printf kill ps sysctl; do
   ln -sf busybox "$r/bin/$a"
 done
 

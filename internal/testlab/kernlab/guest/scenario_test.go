@@ -196,7 +196,7 @@ devices:
 	}{
 		{"default_roce_tos", "256", syscall.ERANGE},
 		{"default_roce_tos", "-1", syscall.EINVAL},
-		{"default_roce_mode", "RoCE v1", syscall.EINVAL}, // the seeds' string
+		{"default_roce_mode", "RoCE v1", syscall.EINVAL},    // the seeds' string
 		{"default_roce_mode", "IB/RoCE v1", syscall.EINVAL}, // rxe has no RoCE v1 GIDs
 		{"default_roce_mode", "RoCE v3", syscall.EINVAL},
 	} {
@@ -297,6 +297,11 @@ persistence: boot-unit
 	}
 	if loaded(t, "rdma_rxe") {
 		t.Log("rdma_rxe could not be unloaded; the reboot is partial")
+	}
+	// systemd-modules-load runs before the unit at boot: load what
+	// modules-load.d lists, as it does.
+	for _, m := range listed(t) {
+		run(t, "/sbin/modprobe", m)
 	}
 	args := exec[1:]
 	mustCode(t, 0, args...)
