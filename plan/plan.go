@@ -114,7 +114,7 @@ func (a *Activation) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown activation %q", b)
 }
 
-// Stage orders changes: firmware → modules → mlx4 port type → rxe →
+// Stage orders changes: firmware → modules → SR-IOV → mlx4 port type → rxe →
 // netdev → rdma_cm → NetworkManager → services → boot unit.
 type Stage int
 
@@ -122,6 +122,7 @@ type Stage int
 const (
 	StageFirmware Stage = iota
 	StageModules
+	StageSRIOV
 	StageMlx4Port
 	StageRxe
 	StageNetdev
@@ -137,6 +138,8 @@ func (s Stage) String() string {
 		return "firmware"
 	case StageModules:
 		return "modules"
+	case StageSRIOV:
+		return "sriov"
 	case StageMlx4Port:
 		return "mlx4_port"
 	case StageRxe:

@@ -75,11 +75,26 @@ func (s StagedLink) Reason() string {
 type Facts struct {
 	staged  map[string]StagedLink
 	planned map[string]*Change
+	params  map[string]string
 }
 
 // NewFacts returns empty facts.
 func NewFacts() *Facts {
-	return &Facts{staged: map[string]StagedLink{}, planned: map[string]*Change{}}
+	return &Facts{staged: map[string]StagedLink{}, planned: map[string]*Change{}, params: map[string]string{}}
+}
+
+// StageParam publishes a firmware parameter value that becomes current at
+// the next boot (planned now or already staged), for the adapter function
+// pci; later stages defer what waits for it (NUM_OF_VFS caps SR-IOV).
+func (f *Facts) StageParam(pci, name, value string) {
+	f.params[pci+"\x00"+name] = value
+}
+
+// StagedParam returns the value a firmware parameter of the function pci
+// will have after the next boot, if one is planned or staged.
+func (f *Facts) StagedParam(pci, name string) (string, bool) {
+	v, ok := f.params[pci+"\x00"+name]
+	return v, ok
 }
 
 func portKey(pci string, port int) string { return fmt.Sprintf("%s/%d", pci, port) }

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
+	"github.com/rdmaform/rdmaform/providers/sriov"
 )
 
 // All returns every provider, in the order their changes apply.
@@ -20,6 +21,7 @@ func All() []plan.Provider {
 	return []plan.Provider{
 		&firmware.Provider{},
 		&modules.Provider{},
+		&sriov.Provider{},
 		&mlx4port.Provider{},
 		&rxe.Provider{},
 		&netdev.Provider{},

@@ -31,7 +31,16 @@ func TestRevertRoundTrip(t *testing.T) {
 		// uuids: a re-created NetworkManager profile gets a new UUID, the
 		// one thing that differs.
 		maskUUID bool
+		// mutate adjusts the profile's state before the host is made.
+		mutate func(st *sim.State)
 	}{{
+		name: "sriov: 0 to 4 VFs, autoprobe off", profile: "cx5-roce", mutate: sriovOn(8),
+		spec: "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    sriov: {num_vfs: 4, drivers_autoprobe: false}\n",
+	}, {
+		name: "sriov: 8 to 4 VFs (two writes each way)", profile: "cx5-roce", mutate: sriovOn(8),
+		setup: "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    sriov: {num_vfs: 8}\n",
+		spec:  "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    sriov: {num_vfs: 4}\n",
+	}, {
 		name: "netdev: down, MTU, address replaced", profile: "vm-soft",
 		setup: "version: 1\ninterfaces:\n  - {name: enp1s0, addresses: [198.51.100.5/24]}\n",
 		spec:  "version: 1\ninterfaces:\n  - {name: enp1s0, state: down, mtu: 9000, addresses: [198.51.100.6/24]}\n",
@@ -94,6 +103,9 @@ func TestRevertRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tt.mutate != nil {
+				tt.mutate(st)
+			}
 			s, err := sim.Create(filepath.Join(t.TempDir(), "host"), st)
 			if err != nil {
 				t.Fatal(err)
@@ -134,6 +146,17 @@ func TestRevertRoundTrip(t *testing.T) {
 				t.Errorf("plan after revert differs from the plan before apply (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// sriovOn gives every adapter firmware SRIOV_EN=True and NUM_OF_VFS=n,
+// current and next boot.
+func sriovOn(n int64) func(st *sim.State) {
+	return func(st *sim.State) {
+		for _, a := range st.Firmware {
+			a.Param("SRIOV_EN").Current, a.Param("SRIOV_EN").Next = 1, 1
+			a.Param("NUM_OF_VFS").Current, a.Param("NUM_OF_VFS").Next = n, n
+		}
 	}
 }
 

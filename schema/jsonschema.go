@@ -25,6 +25,7 @@ const pkeyTextPattern = `^0x[0-9a-fA-F]{1,4}$|^[0-9]+$`
 var requiredKeys = map[reflect.Type][]string{
 	reflect.TypeOf(Spec{}):      {"version"},
 	reflect.TypeOf(Port{}):      {"port"},
+	reflect.TypeOf(SRIOV{}):     {"num_vfs"},
 	reflect.TypeOf(IPoIB{}):     {"name", "parent"},
 	reflect.TypeOf(Rxe{}):       {"name", "netdev"},
 	reflect.TypeOf(Interface{}): {"name"},

@@ -123,6 +123,8 @@ func TestJSONSchemaAcceptsValidSpecs(t *testing.T) {
 // schema (so when the schema learns to reject one, this list says to
 // drop it). Every other bad spec must be rejected by the schema.
 var notInSchema = map[string]string{
+	"roce-tos-and-dscp":     "code: tos and dscp are each valid alone",
+	"roce-ecn-without-dscp": "code: ecn is valid with dscp",
 	// The YAML parser, not the schema, reports these.
 	"alias-unknown":   "yaml: unknown anchor",
 	"binary-garbage":  "yaml: control characters",
@@ -302,6 +304,7 @@ func TestJSONSchemaRequiredMatchesValidate(t *testing.T) {
 		"Rxe.netdev":     {"version: 1\nrxe: [{name: rxe0}]\n", "$.rxe[0]"},
 		"Interface.name": {"version: 1\ninterfaces: [{state: up}]\n", "$.interfaces[0]"},
 		"Service.name":   {"version: 1\nservices: [{active: true}]\n", "$.services[0]"},
+		"SRIOV.num_vfs":  {"version: 1\ndevices: [{pci: \"0000:81:00.0\", sriov: {drivers_autoprobe: true}}]\n", "$.devices[0].sriov"},
 	}
 	for typ, keys := range requiredKeys {
 		for _, key := range keys {

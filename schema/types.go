@@ -34,7 +34,14 @@ type Device struct {
 	NodeGUID string    `yaml:"node_guid,omitempty" doc:"node GUID as in sysfs, e.g. 0002:c903:000c:c89a"`
 	Netdev   string    `yaml:"netdev,omitempty" doc:"a netdev of the adapter, e.g. ens3f0"`
 	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
+	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
 	Ports    []Port    `yaml:"ports,omitempty"`
+}
+
+// SRIOV is the runtime SR-IOV state of a physical function.
+type SRIOV struct {
+	NumVFs           *int  `yaml:"num_vfs" min:"0" max:"65535" doc:"virtual functions enabled now (sriov_numvfs); at most sriov_totalvfs, which firmware NUM_OF_VFS sets"`
+	DriversAutoprobe *bool `yaml:"drivers_autoprobe,omitempty" doc:"sriov_drivers_autoprobe: bind drivers to new VFs (set before the VFs are enabled)"`
 }
 
 // Selector returns which selector the device uses and its value.
@@ -89,6 +96,10 @@ type Peer struct {
 type Roce struct {
 	Mode string `yaml:"mode,omitempty" enum:"v1,v2" doc:"v1 (\"IB/RoCE v1\") or v2 (\"RoCE v2\")"`
 	Tos  *int   `yaml:"tos,omitempty" min:"0" max:"255" doc:"default type of service, 0-255"`
+	// DSCP and ECN are the readable form of Tos: Validate computes
+	// Tos = DSCP<<2 | (ECN ? 2 : 0) (26 with ECN is 106).
+	DSCP *int  `yaml:"dscp,omitempty" min:"0" max:"63" doc:"RoCE DSCP, 0-63: sets tos to dscp<<2 (| 2 with ecn: true); 26 with ECN is tos 106; not with tos"`
+	ECN  *bool `yaml:"ecn,omitempty" doc:"with dscp: mark RoCE packets ECN-capable (ECT(0)), tos | 2"`
 }
 
 // Expect holds audit-only assertions about a port.

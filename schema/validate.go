@@ -227,6 +227,9 @@ func (v *validator) devices() {
 		if d.Firmware != nil {
 			v.firmware(d.Firmware, p+".firmware")
 		}
+		if d.SRIOV != nil {
+			v.sriov(d.SRIOV, p+".sriov")
+		}
 		ports := map[int]bool{}
 		for j := range d.Ports {
 			pt := &d.Ports[j]
@@ -239,9 +242,10 @@ func (v *validator) devices() {
 			}
 			ports[pt.Port] = true
 			if pt.Roce != nil {
-				if pt.Roce.Mode == "" && pt.Roce.Tos == nil {
-					v.add(pp+".roce", "give mode, tos or both")
+				if pt.Roce.Mode == "" && pt.Roce.Tos == nil && pt.Roce.DSCP == nil {
+					v.add(pp+".roce", "give mode, tos or dscp")
 				}
+				v.roceDSCP(pt.Roce, pp+".roce")
 				if pt.LinkLayer == "InfiniBand" {
 					v.add(pp+".roce", "RoCE settings need an Ethernet port, but link_layer is InfiniBand")
 				}
@@ -253,6 +257,43 @@ func (v *validator) devices() {
 				}
 			}
 		}
+	}
+}
+
+// roceDSCP turns the readable dscp/ecn form into the ToS byte rdma_cm
+// takes: DSCP in the upper six bits, ECT(0) in the lowest two.
+func (v *validator) roceDSCP(r *Roce, p string) {
+	if r.ECN != nil && r.DSCP == nil {
+		v.add(p+".ecn", "ecn goes with dscp (tos = dscp<<2 | 2); with tos, write the ECN bits into tos")
+	}
+	if r.DSCP == nil {
+		return
+	}
+	if r.Tos != nil && v.spec.Src.Has(p+".tos") {
+		v.add(p+".dscp", "give tos or dscp, not both (dscp %d gives tos %d)", *r.DSCP, RoceTos(*r.DSCP, r.ECN != nil && *r.ECN))
+		return
+	}
+	if *r.DSCP < 0 || *r.DSCP > 63 {
+		return // the min/max tags report it
+	}
+	tos := RoceTos(*r.DSCP, r.ECN != nil && *r.ECN)
+	r.Tos = &tos
+}
+
+// RoceTos is the ToS byte of a DSCP and an ECN-capable flag: 26 with ECN
+// is 106 (AF31 + ECT(0)), without ECN 104.
+func RoceTos(dscp int, ecn bool) int {
+	t := dscp << 2
+	if ecn {
+		t |= 2
+	}
+	return t
+}
+
+// sriov checks a physical function's VF settings against its own count.
+func (v *validator) sriov(s *SRIOV, p string) {
+	if !v.spec.Src.Has(p + ".num_vfs") {
+		v.add(p, "num_vfs: is required (0 disables SR-IOV)")
 	}
 }
 

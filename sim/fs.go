@@ -120,6 +120,15 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 		port, _ := strconv.Atoi(m[2])
 		return f.sim.mutate(false, func(st *State) error { return st.writeMlx4Port(name, m[1], port, string(data)) })
 	}
+	if m := numVFsRE.FindStringSubmatch(name); m != nil {
+		return f.sim.mutate(false, func(st *State) error { return st.writeNumVFs(name, m[1], string(data)) })
+	}
+	if m := autoprobeRE.FindStringSubmatch(name); m != nil {
+		return f.sim.mutate(false, func(st *State) error { return st.writeAutoprobe(name, m[1], string(data)) })
+	}
+	if m := pciDrvRE.FindStringSubmatch(name); m != nil {
+		return f.sim.mutate(false, func(st *State) error { return st.writeBind(name, m[1], m[2], string(data)) })
+	}
 	if strings.HasPrefix(name, "/sys/") || strings.HasPrefix(name, "/proc/") {
 		if _, err := f.RootFS.Stat(name); err != nil {
 			return err

@@ -76,6 +76,9 @@ func devDir(d *Device) string {
 
 // netdevDir is the sysfs directory of a netdev.
 func (s *State) netdevDir(n *Netdev) string {
+	if n.PCI != "" {
+		return pciDir(n.PCI) + "/net/" + n.Name
+	}
 	if n.Device != "" {
 		if d := s.Device(n.Device); d != nil && d.PCI != "" {
 			return pciDir(d.PCI) + "/net/" + n.Name
@@ -156,6 +159,9 @@ func (s *State) renderDevice(t *tree, d *Device) {
 	}
 	for _, p := range d.Ports {
 		s.renderPort(t, d, p, fmt.Sprintf("%s/ports/%d", dir, p.Num))
+	}
+	if d.PCI != "" {
+		s.renderSRIOV(t, d)
 	}
 }
 

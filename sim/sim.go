@@ -194,6 +194,11 @@ func (s *Sim) Reboot() error {
 		}
 		st.Devices = keep
 		for _, d := range st.Devices {
+			// VFs are runtime state: none after a boot, autoprobe back on.
+			if d.SRIOV != nil {
+				d.SRIOV = nil
+				st.syncVFNetdevs(d)
+			}
 			for _, p := range d.Ports {
 				if d.Driver == "mlx4" && p.Mlx4Boot != "" {
 					p.Mlx4Type = p.Mlx4Boot

@@ -81,6 +81,9 @@ type Device struct {
 	// only (the hardware address has no connected-mode flag).
 	EnhancedIPoIB bool    `yaml:"enhanced_ipoib,omitempty"`
 	Ports         []*Port `yaml:"ports"`
+	// SRIOV is the PF's runtime SR-IOV state (the capability and TotalVFs
+	// come from its firmware's SRIOV_EN and NUM_OF_VFS); nil: no VFs.
+	SRIOV *SRIOVState `yaml:"sriov,omitempty"`
 }
 
 // Port is one port of a device.
@@ -125,6 +128,10 @@ type Netdev struct {
 	Mode string `yaml:"mode,omitempty"`
 	// Boot is how the netdev comes up after a reboot (nil: as it is).
 	Boot *NetdevBoot `yaml:"boot,omitempty"`
+	// VFOf is the PF (PCI address) of a VF's netdev; PCI is the VF's own
+	// PCI function. Both empty for other netdevs.
+	VFOf string `yaml:"vf_of,omitempty"`
+	PCI  string `yaml:"pci,omitempty"`
 }
 
 // NetdevBoot is a netdev's state right after boot.

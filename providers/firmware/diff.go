@@ -152,6 +152,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				continue
 			}
 			staged := func() {
+				facts.StageParam(dev.PCI, prm.Name, prm.Value)
 				m := linkTypeRE.FindStringSubmatch(prm.Name)
 				ll := LinkLayerOf(prm.Value)
 				if m == nil || ll == "" {

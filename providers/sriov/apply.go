@@ -1,0 +1,55 @@
+package sriov
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"syscall"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// Apply implements plan.Provider: autoprobe first, then the sriov_numvfs
+// writes in order (0, then the new count, when VFs are enabled already).
+//
+// Equivalent to: echo 0 > /sys/bus/pci/devices/PCI/sriov_numvfs; echo M > .../sriov_numvfs
+func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return fmt.Errorf("%s: no sriov payload", c.Address)
+	}
+	dir := Dir(pl.pci)
+	if pl.autoprobe != nil {
+		v := "0\n"
+		if *pl.autoprobe {
+			v = "1\n"
+		}
+		name := path.Join(dir, "sriov_drivers_autoprobe")
+		if err := h.FS.WriteAttr(name, []byte(v)); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	name := path.Join(dir, "sriov_numvfs")
+	for _, n := range pl.writes {
+		if err := h.FS.WriteAttr(name, []byte(strconv.Itoa(n)+"\n")); err != nil {
+			return numVFsError(name, n, err)
+		}
+	}
+	return nil
+}
+
+// numVFsError explains the kernel's answers to a sriov_numvfs write.
+func numVFsError(name string, n int, err error) error {
+	switch {
+	case errors.Is(err, syscall.ERANGE):
+		return fmt.Errorf("writing %d to %s: %w (more than sriov_totalvfs; firmware NUM_OF_VFS caps it)", n, name, err)
+	case errors.Is(err, syscall.EBUSY):
+		return fmt.Errorf("writing %d to %s: %w (VFs are enabled; the count changed since the plan was made)", n, name, err)
+	case errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("writing %d to %s: %w (the driver does not support SR-IOV configuration through sysfs)", n, name, err)
+	}
+	return fmt.Errorf("writing %d to %s: %w", n, name, err)
+}

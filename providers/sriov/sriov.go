@@ -1,0 +1,137 @@
+// Package sriov manages the runtime SR-IOV virtual functions of a
+// physical function through sysfs: sriov_numvfs and
+// sriov_drivers_autoprobe under /sys/bus/pci/devices/PCI. The VFs last
+// until the next boot (the boot unit creates them again); how many a PF
+// can have (sriov_totalvfs) is set by firmware (SRIOV_EN, NUM_OF_VFS),
+// which the firmware provider changes for the next boot.
+//
+// The kernel's rules (drivers/pci/iov.c, sriov_numvfs_store) shape every
+// change: a count above sriov_totalvfs fails with ERANGE, the same count
+// is a no-op, and a non-zero count while VFs are enabled fails with EBUSY,
+// so going from N to M (both non-zero) is one change made of two writes,
+// 0 then M.
+package sriov
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Provider is the SR-IOV provider.
+type Provider struct{}
+
+var _ plan.Provider = (*Provider)(nil)
+
+// Name implements plan.Provider.
+func (*Provider) Name() string { return "sriov" }
+
+// Address is the plan address of a PF's SR-IOV state.
+func Address(pci string) string { return "sriov[" + pci + "]" }
+
+// Dir is the sysfs directory of a PCI function.
+func Dir(pci string) string { return "/sys/bus/pci/devices/" + pci }
+
+// PF is what sysfs says of one physical function.
+type PF struct {
+	// NoCapability: the function has no sriov_* files (SRIOV_EN is off in
+	// firmware, or it is not an SR-IOV physical function).
+	NoCapability bool
+	TotalVFs     int
+	NumVFs       int
+	Autoprobe    bool
+	// VFs are the PCI addresses of the enabled VFs (virtfnN links), in order.
+	VFs []string
+	// VFNetdevs are the netdevs of the VFs (what disabling them removes).
+	VFNetdevs []string
+}
+
+// Observed maps a spec device index to its PF.
+type Observed struct {
+	PFs map[int]*PF
+}
+
+// Discover implements plan.Provider: three small sysfs reads per PF and a
+// listing of its virtfn links; nothing is written.
+//
+// Equivalent to: cat /sys/bus/pci/devices/PCI/sriov_{totalvfs,numvfs,drivers_autoprobe}
+func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+	obs := &Observed{PFs: map[int]*PF{}}
+	for i, d := range req.Spec.Devices {
+		if d.SRIOV == nil || req.Devices[i] == nil || req.Devices[i].PCI == "" {
+			continue
+		}
+		pf, err := Read(h, req.Devices[i].PCI)
+		if err != nil {
+			return nil, err
+		}
+		obs.PFs[i] = pf
+	}
+	if len(obs.PFs) == 0 {
+		return nil, nil
+	}
+	return obs, nil
+}
+
+// Read reads one PF's SR-IOV state.
+func Read(h *host.Host, pci string) (*PF, error) {
+	if schema.NormalizePCI(pci) != pci {
+		return nil, fmt.Errorf("%q is not a PCI address", pci)
+	}
+	dir := Dir(pci)
+	pf := &PF{}
+	total, err := readInt(h, path.Join(dir, "sriov_totalvfs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		pf.NoCapability = true
+		return pf, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	pf.TotalVFs = total
+	if pf.NumVFs, err = readInt(h, path.Join(dir, "sriov_numvfs")); err != nil {
+		return nil, err
+	}
+	ap, err := readInt(h, path.Join(dir, "sriov_drivers_autoprobe"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	pf.Autoprobe = ap == 1 || errors.Is(err, fs.ErrNotExist)
+	for i := 0; i < pf.NumVFs; i++ {
+		link := path.Join(dir, fmt.Sprintf("virtfn%d", i))
+		target, err := h.FS.Readlink(link)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w (sriov_numvfs is %d)", link, err, pf.NumVFs)
+		}
+		vf := path.Base(target)
+		pf.VFs = append(pf.VFs, vf)
+		ents, err := h.FS.ReadDir(path.Join(Dir(vf), "net"))
+		if err != nil {
+			continue // no driver bound, or not a network function
+		}
+		for _, e := range ents {
+			pf.VFNetdevs = append(pf.VFNetdevs, e.Name())
+		}
+	}
+	return pf, nil
+}
+
+func readInt(h *host.Host, name string) (int, error) {
+	s, err := host.ReadAttr(h.FS, name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a number", name, s)
+	}
+	return n, nil
+}
