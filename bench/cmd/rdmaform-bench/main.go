@@ -8,7 +8,9 @@
 //     connections);
 //  4. 16 IPoIB connections on a real NetworkManager (nmlab) by rdmaform and
 //     by Ansible's community.general.nmcli, and the no-change re-run;
-//  5. validate and plan of a 2,000-resource spec: CPU, allocations, peak RSS.
+//  5. validate and plan of a 2,000-resource spec: CPU, allocations, peak RSS;
+//  6. the kernel lab (make kernel-test): build, boot to the first guest
+//     test, the guest tests, and the whole run.
 //
 // Parts that need root, NetworkManager or Ansible say why they were
 // skipped (with -require they fail instead).
@@ -44,6 +46,7 @@ type options struct {
 	rdmaform string
 	only     string
 	require  bool
+	kernlab  string
 }
 
 // report collects the table's sections.
@@ -74,7 +77,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.reps, "reps", 3, "plans per size (the median is reported)")
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
-	fs.StringVar(&o.only, "only", "", "run one part: plan, nm, big")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, nm, big, kernel")
+	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -106,6 +110,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		{"plan", r.planRounds},
 		{"nm", r.networkManager},
 		{"big", r.big},
+		{"kernel", r.kernelLab},
 	}
 	failed := false
 	for _, p := range parts {
@@ -510,6 +515,58 @@ func (r *report) print(w io.Writer) {
 			fmt.Fprintf(w, "```\n%s\n```\n\n", strings.Join(s.raw, "\n"))
 		}
 	}
+}
+
+// kernelLab: part 6. It runs the kernel lab once, all guest tests, and
+// reports the timings its script writes to KERNLAB_OUT/times.
+func (r *report) kernelLab(ctx context.Context, dir string, log io.Writer) error {
+	sec := section{
+		title: "Kernel lab (make kernel-test): Debian's kernel under QEMU (TCG, no KVM), every guest test",
+		head:  []string{"build (host)", "boot to first test (guest clock)", "guest run (guest clock)", "whole run (host)"},
+	}
+	defer func() { r.sections = append(r.sections, sec) }()
+	if !benchlab.LookPath("qemu-system-x86_64") {
+		why := "qemu-system-x86_64 is missing (apt-get install -y qemu-system-x86)"
+		sec.notes = append(sec.notes, "skipped: "+why)
+		if r.opts.require {
+			return fmt.Errorf("%s", why)
+		}
+		return nil
+	}
+	out := filepath.Join(dir, "out")
+	env := append(append([]string(nil), r.environ...), "KERNLAB_OUT="+out)
+	run, err := benchlab.Exec(ctx, []string{"bash", r.opts.kernlab}, env, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "%s", run.Stderr)
+	if run.Exit != 0 {
+		return fmt.Errorf("%s exited %d:\n%s%s", r.opts.kernlab, run.Exit, tail(run.Stdout, 20), run.Stderr)
+	}
+	b, err := benchlab.ReadFile(filepath.Join(out, "times"))
+	if err != nil {
+		return err
+	}
+	t := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			t[k] = v + " s"
+		}
+	}
+	sec.rows = append(sec.rows, []string{t["build_s"], t["boot_to_first_test_s"], t["guest_s"], t["total_s"]})
+	sec.notes = append(sec.notes,
+		"build: package fetch (cached after the first run), static rdmaform, `go test -c -tags kernlab` binaries, initramfs; the guest times come from /proc/uptime inside the guest.",
+		"Budget: the lab may add at most 5 minutes to CI on a 2-core machine without KVM.")
+	return nil
+}
+
+// tail is the last n lines of b.
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 func median(ds []time.Duration) time.Duration {

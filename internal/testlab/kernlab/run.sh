@@ -32,6 +32,7 @@ timeout_s=${KERNLAB_TIMEOUT:-900}
 require=${RDMAFORM_REQUIRE_LAB:-}
 t0=$(date +%s.%N)
 
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 die() { echo "kernlab: FAIL: $*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 is missing: apt-get install -y $2"; }
 
@@ -160,14 +161,14 @@ for t in /tests/*.test; do
     echo "KERNLAB-COVER-BEGIN \$n"; cat /tmp/\$n.cov; echo "KERNLAB-COVER-END \$n"
   fi
 done
-echo "KERNLAB-DONE"
+echo "KERNLAB-DONE \$(cut -d' ' -f1 /proc/uptime)"
 sync
 poweroff -f
 EOF
 chmod 0755 "$r/init"
 (cd "$r" && find . | cpio -o -H newc --quiet | gzip -1 > "$work/initrd.gz")
 t1=$(date +%s.%N)
-echo "kernlab: initramfs $(du -h "$work/initrd.gz" | cut -f1) built in $(echo "$t1 - $t0" | bc 2>/dev/null || echo '?') s; kernel $kver"
+echo "kernlab: initramfs $(du -h "$work/initrd.gz" | cut -f1) built in $(secs "$t1" "$t0") s; kernel $kver"
 
 # ---------------------------------------------------------------- boot
 log=$out/console.log
@@ -189,8 +190,17 @@ for f in $(awk '/^KERNLAB-COVER-BEGIN/ {print $2}' "$log.txt"); do
   awk -v n="$f" '$0 == "KERNLAB-COVER-BEGIN " n {on=1; next} $0 == "KERNLAB-COVER-END " n {on=0} on' "$log.txt" > "$out/$f.cov"
 done
 booted=$(awk '/^KERNLAB-BOOTED/ {print $2; exit}' "$log.txt")
-echo "kernlab: qemu exit $qrc; guest booted to /init at ${booted:-?} s (guest clock); whole run $(echo "$t2 - $t0" | bc 2>/dev/null || echo '?') s; console log $log"
-[ -n "$booted" ] && echo "kernlab: boot-to-first-test ${booted} s" > "$out/boot-time"
+echo "kernlab: qemu exit $qrc; guest booted to /init at ${booted:-?} s (guest clock); whole run $(secs "$t2" "$t0") s; console log $log"
+done_at=$(awk '/^KERNLAB-DONE/ {print $2; exit}' "$log.txt")
+# Timings for `make bench` (rdmaform-bench -only kernel), one "key seconds"
+# a line: host-side build, boot to the first test (guest clock), the
+# guest's whole life (guest clock), and the script from start to end.
+{
+  echo "build_s $(secs "$t1" "$t0")"
+  echo "boot_to_first_test_s ${booted:-?}"
+  echo "guest_s ${done_at:-?}"
+  echo "total_s $(secs "$t2" "$t0")"
+} > "$out/times"
 
 grep -q 'Kernel panic' "$log.txt" && die "the guest kernel panicked (see $log)"
 [ $qrc -eq 124 ] || [ $qrc -eq 137 ] && die "the guest hung: no poweroff within ${timeout_s} s (see $log)"
