@@ -132,13 +132,20 @@ rxe:
 	// The kernel's own answers to bad input.
 	missing := writeSpec(t, "version: 1\nrxe:\n  - {name: rxe7, netdev: nosuch0}\n")
 	code, out, errs := rdmaform(t, "plan", "-f", missing)
-	if code != 1 || !strings.Contains(out+errs, "nosuch0") || !strings.Contains(out+errs, "missing.yaml") && !strings.Contains(out+errs, "host.yaml:3:") {
+	if code != 1 || !strings.Contains(out+errs, "nosuch0") || !strings.Contains(out+errs, "host.yaml:3:") {
 		t.Errorf("plan of rxe on a missing netdev: exit %d (want 1, a finding at the spec line naming nosuch0):\n%s%s", code, out, errs)
 	}
 	run(t, "/sbin/rdma", "link", "add", "rxe9", "type", "rxe", "netdev", "klb")
 	out2, err := tryRun("/sbin/rdma", "link", "add", "rxe8", "type", "rxe", "netdev", "klb")
 	if err == nil || !strings.Contains(out2, "File exists") {
 		t.Errorf("a second rxe link on klb: %v %q, want the kernel's File exists", err, out2)
+	}
+	// rdmaform knows that rule before the kernel has to say it: a spec
+	// asking for a second link on klb is a plan error at its line.
+	dup := writeSpec(t, "version: 1\nrxe:\n  - {name: rxe8, netdev: klb}\n")
+	code, out, errs = rdmaform(t, "plan", "-f", dup)
+	if code != 1 || !strings.Contains(out+errs, "host.yaml:3:") || !strings.Contains(out+errs, "already carries Soft-RoCE link rxe9") {
+		t.Errorf("plan of a second rxe link on klb: exit %d (want 1, a finding at host.yaml:3 naming rxe9):\n%s%s", code, out, errs)
 	}
 	run(t, "/sbin/rdma", "link", "delete", "rxe9")
 
