@@ -238,6 +238,7 @@ var notInSchema = map[string]string{
 	"hostile-service-nul":       "code: unit name safety",
 	"hostile-service-rm":        "code: unit name safety",
 	"hostile-service-traversal": "code: unit name safety",
+	"probe-two-kinds":           "code: exactly one probe kind per entry",
 }
 
 // TestJSONSchemaRejectsBadSpecs runs the bad-spec corpus through the

@@ -17,6 +17,7 @@ type Spec struct {
 	Modules     []string    `yaml:"modules,omitempty" doc:"kernel modules loaded now and listed in /etc/modules-load.d/rdmaform.conf"`
 	Services    []Service   `yaml:"services,omitempty" doc:"systemd unit states"`
 	Persistence string      `yaml:"persistence,omitempty" enum:"none,boot-unit" doc:"none | boot-unit: re-apply volatile settings at boot"`
+	Probes      []Probe     `yaml:"probes,omitempty" doc:"connectivity checks (rdmaform probe, audit --probes); they never change the host"`
 
 	// Src maps logical paths ("$.devices[0].pci") to file positions.
 	Src *Sources `yaml:"-"`
@@ -25,6 +26,7 @@ type Spec struct {
 // HostSpec names the host the spec is for.
 type HostSpec struct {
 	Hostname string `yaml:"hostname,omitempty" doc:"expected hostname; audits report a mismatch"`
+	Role     string `yaml:"role,omitempty" enum:"client,server,peer" doc:"lint-only: whether this host opens RDMA CM connections (client), accepts them (server) or both (peer, the default)"`
 }
 
 // Device is one RDMA adapter.
@@ -100,6 +102,8 @@ type Roce struct {
 	// Tos = DSCP<<2 | (ECN ? 2 : 0) (26 with ECN is 106).
 	DSCP *int  `yaml:"dscp,omitempty" min:"0" max:"63" doc:"RoCE DSCP, 0-63: sets tos to dscp<<2 (| 2 with ecn: true); 26 with ECN is tos 106; not with tos"`
 	ECN  *bool `yaml:"ecn,omitempty" doc:"with dscp: mark RoCE packets ECN-capable (ECT(0)), tos | 2"`
+	// Role is for rdmaform lint only: it overrides host.role for this port.
+	Role string `yaml:"role,omitempty" enum:"client,server,peer" doc:"lint-only: this port's RDMA CM role, overriding host.role"`
 }
 
 // Expect holds audit-only assertions about a port.
@@ -166,4 +170,60 @@ type Service struct {
 	Name    string `yaml:"name" doc:"unit name; .service is added when no suffix is given"`
 	Enabled *bool  `yaml:"enabled,omitempty"`
 	Active  *bool  `yaml:"active,omitempty"`
+}
+
+// Probe is one connectivity check: a name and exactly one kind.
+type Probe struct {
+	Name   string       `yaml:"name" doc:"probe name, unique in the spec; reports and metrics use it"`
+	Ping   *PingProbe   `yaml:"ping,omitempty" doc:"ICMP echo (iputils ping), over IPoIB too"`
+	RdmaCM *RdmaCMProbe `yaml:"rdma_cm,omitempty" doc:"an RDMA CM connect and small transfers to a peer (rping); the peer runs rdmaform probe serve"`
+	Verbs  *VerbsProbe  `yaml:"verbs,omitempty" doc:"an RC ping-pong over verbs (ibv_rc_pingpong); the peer runs rdmaform probe serve"`
+	IB     *IBProbe     `yaml:"ib,omitempty" doc:"InfiniBand MAD ping (ibping), InfiniBand ports only; the peer runs rdmaform probe serve"`
+}
+
+// Probe defaults and bounds: small, so that a probe run stays short.
+const (
+	DefaultProbeCount   = 3
+	MaxProbeCount       = 100
+	DefaultProbeTimeout = "5s"
+	MaxProbeTimeoutSecs = 60
+	// DefaultRdmaCMPort is rping's own default port.
+	DefaultRdmaCMPort = 7174
+)
+
+// PingProbe sends ICMP echo requests.
+type PingProbe struct {
+	To        string `yaml:"to" doc:"peer IP address"`
+	Interface string `yaml:"interface,omitempty" doc:"send through this netdev (ping -I)"`
+	Count     *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"requests, 1-100 (default 3); every one must be answered"`
+	Timeout   string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+}
+
+// RdmaCMProbe connects through RDMA CM and ping-pongs a small buffer.
+type RdmaCMProbe struct {
+	To      string `yaml:"to" doc:"peer IP address (the peer's RDMA CM listens there)"`
+	Port    *int   `yaml:"port,omitempty" min:"1" max:"65535" doc:"RDMA CM port, default 7174 (rping's)"`
+	Device  string `yaml:"device,omitempty" doc:"local RDMA device expected to carry the traffic; checked before the probe runs"`
+	Count   *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"ping-pongs, 1-100 (default 3)"`
+	Timeout string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+}
+
+// VerbsProbe runs an RC ping-pong through the verbs API.
+type VerbsProbe struct {
+	To       string `yaml:"to" doc:"peer IP address (out-of-band exchange over TCP)"`
+	Device   string `yaml:"device" doc:"local RDMA device"`
+	Port     *int   `yaml:"port,omitempty" min:"1" max:"255" doc:"port of the local device, default 1"`
+	GIDIndex *int   `yaml:"gid_index,omitempty" min:"0" max:"65535" doc:"local GID index (RoCE needs one; default: the RoCE v2 GID of the port's IPv4 address)"`
+	Count    *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"round trips, 1-100 (default 3)"`
+	Timeout  string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+}
+
+// IBProbe pings a port through InfiniBand management datagrams.
+type IBProbe struct {
+	Device  string `yaml:"device" doc:"local InfiniBand device"`
+	Port    *int   `yaml:"port,omitempty" min:"1" max:"255" doc:"local port, default 1"`
+	ToLID   *int   `yaml:"to_lid,omitempty" min:"1" max:"49151" doc:"peer port LID (unicast, 1-0xbfff)"`
+	ToGUID  string `yaml:"to_guid,omitempty" doc:"peer port GUID, e.g. 0x0002c903000e0b72"`
+	Count   *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"pings, 1-100 (default 3)"`
+	Timeout string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
 }

@@ -91,6 +91,7 @@ func Validate(spec *Spec) Report {
 	v.interfaces()
 	v.modules()
 	v.services()
+	v.probes()
 	v.ownership()
 	return v.rep
 }
