@@ -1,0 +1,264 @@
+// Package probe proves that a fabric carries traffic: it runs the
+// standard tools of rdma-core, rdmacm-utils, infiniband-diags and iputils
+// for the probes a spec lists (rdmaform probe, audit --probes), parses
+// their output, and starts the responders a peer's probes need (probe
+// serve). Probes only read: they send test traffic and change nothing on
+// the host.
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Result is one probe's outcome.
+type Result struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Passed bool   `json:"passed"`
+	// RTTms is the average round trip in milliseconds; 0 when no round
+	// trip completed. For rdma_cm it is the wall time of the whole run
+	// divided by the count (rping prints no timings).
+	RTTms float64 `json:"rtt_ms"`
+	// Reason says why the probe failed, naming the peer, or what passed.
+	Reason string `json:"reason"`
+	// Command is the command line that ran, for an operator to repeat.
+	Command string `json:"command"`
+}
+
+// Tool is an external program a probe kind runs, with the packages that
+// ship it.
+type Tool struct {
+	Program, Debian, RHEL string
+}
+
+// Tools by probe kind.
+var Tools = map[string]Tool{
+	"ping":    {"ping", "iputils-ping", "iputils"},
+	"rdma_cm": {"rping", "rdmacm-utils", "librdmacm-utils"},
+	"verbs":   {"ibv_rc_pingpong", "ibverbs-utils", "libibverbs-utils"},
+	"ib":      {"ibping", "infiniband-diags", "infiniband-diags"},
+}
+
+// PingpongPort is the TCP port ibv_rc_pingpong exchanges queue pair
+// numbers on (its own default).
+const PingpongPort = 18515
+
+// ToolError is a probe that could not be run at all: a missing tool, a
+// device the host does not have. rdmaform probe exits 1 on it.
+type ToolError struct {
+	Probe string
+	Err   error
+}
+
+func (e *ToolError) Error() string { return fmt.Sprintf("probe %s: %v", e.Probe, e.Err) }
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// missing names the packages of a tool that is not installed.
+func missing(t Tool) error {
+	return fmt.Errorf("%s is not installed (Debian/Ubuntu: apt-get install %s; RHEL: dnf install %s)", t.Program, t.Debian, t.RHEL)
+}
+
+// Run runs every probe of the spec at once and returns their results in
+// spec order. Each probe ends within its own timeout. The error joins the
+// probes that could not run (each a *ToolError); their results are
+// failed with that reason.
+func Run(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result, error) {
+	inv, err := inventory.Discover(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(spec.Probes))
+	errs := make([]error, len(spec.Probes))
+	var wg sync.WaitGroup
+	for i := range spec.Probes {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			out[i], errs[i] = runOne(ctx, h, inv, &spec.Probes[i])
+		}(i)
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func runOne(ctx context.Context, h *host.Host, inv *inventory.Inventory, p *schema.Probe) (Result, error) {
+	r := Result{Name: p.Name, Kind: p.Kind(), Target: p.Target()}
+	fail := func(err error) (Result, error) {
+		r.Reason = err.Error()
+		return r, &ToolError{Probe: p.Name, Err: err}
+	}
+	tool := Tools[r.Kind]
+	if found, ok := host.Installed(h.Runner, tool.Program); ok && !found {
+		return fail(missing(tool))
+	}
+	args, err := clientArgs(inv, p)
+	if err != nil {
+		return fail(err)
+	}
+	r.Command = host.Cmd{Args: args}.String()
+	start := time.Now()
+	res, err := h.Runner.Run(ctx, host.Cmd{Args: args, Timeout: p.Timeout()})
+	wall := time.Since(start)
+	var xe *host.ExitError
+	if errors.As(err, &xe) {
+		switch {
+		case errors.Is(xe.Err, host.ErrNotFound):
+			return fail(missing(tool))
+		case errors.Is(xe.Err, host.ErrTimeout):
+			r.Reason = fmt.Sprintf("no answer from %s within %s", r.Target, p.Timeout())
+			return r, nil
+		}
+		res = host.Result{Stdout: xe.Stdout, Stderr: xe.Stderr}
+	} else if err != nil {
+		return fail(err)
+	}
+	o := parse(r.Kind, res.Stdout, res.Stderr)
+	r.RTTms = o.rttMs
+	if r.Kind == "rdma_cm" && o.replies > 0 {
+		r.RTTms = round3(float64(wall) / float64(time.Millisecond) / float64(o.replies))
+	}
+	switch {
+	case err == nil && o.replies >= p.Count():
+		r.Passed = true
+		r.Reason = fmt.Sprintf("%d/%d answered by %s", o.replies, p.Count(), r.Target)
+	case o.problem != "":
+		r.Reason = fmt.Sprintf("%s: %s", r.Target, o.problem)
+	default:
+		r.Reason = fmt.Sprintf("%d/%d answered by %s", o.replies, p.Count(), r.Target)
+		if xe != nil {
+			r.Reason += fmt.Sprintf(" (%s exit status %d)", tool.Program, xe.Code)
+		}
+	}
+	return r, nil
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// clientArgs is the command line of a probe, checked against the host's
+// RDMA devices.
+func clientArgs(inv *inventory.Inventory, p *schema.Probe) ([]string, error) {
+	count := strconv.Itoa(p.Count())
+	switch {
+	case p.Ping != nil:
+		// -w: the deadline in whole seconds; the runner's timeout is the
+		// hard stop.
+		secs := int(math.Ceil(p.Timeout().Seconds()))
+		args := []string{"ping", "-n", "-c", count, "-w", strconv.Itoa(secs)}
+		if p.Ping.Interface != "" {
+			args = append(args, "-I", p.Ping.Interface)
+		}
+		return append(args, "--", p.Ping.To), nil
+	case p.RdmaCM != nil:
+		if d := p.RdmaCM.Device; d != "" {
+			if _, err := activePort(inv, d, 0); err != nil {
+				return nil, err
+			}
+		}
+		port := schema.DefaultRdmaCMPort
+		if p.RdmaCM.Port != nil {
+			port = *p.RdmaCM.Port
+		}
+		return []string{"rping", "-c", "-a", p.RdmaCM.To, "-p", strconv.Itoa(port), "-C", count, "-v"}, nil
+	case p.Verbs != nil:
+		port := schema.PortOr(p.Verbs.Port)
+		pt, err := activePort(inv, p.Verbs.Device, port)
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"ibv_rc_pingpong", "-d", p.Verbs.Device, "-i", strconv.Itoa(port), "-n", count, "-p", strconv.Itoa(PingpongPort)}
+		switch {
+		case p.Verbs.GIDIndex != nil:
+			args = append(args, "-g", strconv.Itoa(*p.Verbs.GIDIndex))
+		case pt.LinkLayer == "Ethernet":
+			g, ok := RoCEv2IPv4GID(pt)
+			if !ok {
+				return nil, fmt.Errorf("%s port %d has no RoCE v2 GID with an IPv4 address; give gid_index", p.Verbs.Device, port)
+			}
+			args = append(args, "-g", strconv.Itoa(g.Index))
+		}
+		return append(args, p.Verbs.To), nil
+	case p.IB != nil:
+		port := schema.PortOr(p.IB.Port)
+		pt, err := activePort(inv, p.IB.Device, port)
+		if err != nil {
+			return nil, err
+		}
+		if pt.LinkLayer != "InfiniBand" {
+			return nil, fmt.Errorf("ibping needs an InfiniBand port, but %s port %d is %s; probe it with rdma_cm or verbs", p.IB.Device, port, pt.LinkLayer)
+		}
+		args := []string{"ibping", "-C", p.IB.Device, "-P", strconv.Itoa(port), "-c", count}
+		if p.IB.ToLID != nil {
+			return append(args, "-L", strconv.Itoa(*p.IB.ToLID)), nil
+		}
+		return append(args, "-G", p.IB.ToGUID), nil
+	}
+	return nil, errors.New("no probe kind")
+}
+
+// activePort finds a device's port (0: any port) or says why it cannot
+// carry a probe. A port that is not ACTIVE is reported as found: the
+// probe then fails with the tool's own answer.
+func activePort(inv *inventory.Inventory, dev string, port int) (*inventory.Port, error) {
+	d := inv.Device(dev)
+	if d == nil {
+		var names []string
+		for _, x := range inv.Devices {
+			names = append(names, x.Name)
+		}
+		sort.Strings(names)
+		have := strings.Join(names, ", ")
+		if have == "" {
+			have = "none"
+		}
+		return nil, fmt.Errorf("no RDMA device %s on this host (devices: %s)", dev, have)
+	}
+	if port == 0 {
+		if len(d.Ports) == 0 {
+			return nil, fmt.Errorf("%s has no ports", dev)
+		}
+		return d.Ports[0], nil
+	}
+	p := d.Port(port)
+	if p == nil {
+		return nil, fmt.Errorf("%s has no port %d", dev, port)
+	}
+	return p, nil
+}
+
+// RoCEv2IPv4GID is the port's first RoCE v2 GID that carries an IPv4
+// address (::ffff:a.b.c.d): the one RoCE v2 over IPv4 uses.
+func RoCEv2IPv4GID(p *inventory.Port) (inventory.GID, bool) {
+	for _, g := range p.GIDs {
+		if g.Type != inventory.GIDRoCEv2 {
+			continue
+		}
+		if a, err := netip.ParseAddr(g.GID); err == nil && a.Is4In6() {
+			return g, true
+		}
+	}
+	return inventory.GID{}, false
+}
+
+// GIDFor is the RoCE v2 GID of a port whose address is addr.
+func GIDFor(p *inventory.Port, addr netip.Addr) (inventory.GID, bool) {
+	for _, g := range p.GIDs {
+		if a, err := netip.ParseAddr(g.GID); err == nil && g.Type == inventory.GIDRoCEv2 && a.Unmap() == addr.Unmap() {
+			return g, true
+		}
+	}
+	return inventory.GID{}, false
+}
