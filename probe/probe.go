@@ -101,13 +101,13 @@ func runOne(ctx context.Context, h *host.Host, inv *inventory.Inventory, p *sche
 		r.Reason = err.Error()
 		return r, &ToolError{Probe: p.Name, Err: err}
 	}
-	tool := Tools[r.Kind]
-	if found, ok := host.Installed(h.Runner, tool.Program); ok && !found {
-		return fail(missing(tool))
-	}
 	args, err := clientArgs(inv, p)
 	if err != nil {
 		return fail(err)
+	}
+	tool := Tools[r.Kind]
+	if found, ok := host.Installed(h.Runner, tool.Program); ok && !found {
+		return fail(missing(tool))
 	}
 	r.Command = host.Cmd{Args: args}.String()
 	start := time.Now()

@@ -173,14 +173,14 @@ func Serve(ctx context.Context, h *host.Host, rs []Responder, d time.Duration, l
 		wg.Add(1)
 		go func(i int, r Responder) {
 			defer wg.Done()
-			errs[i] = serveOne(ctx, h, r)
+			errs[i] = serveOne(ctx, h, r, log)
 		}(i, r)
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func serveOne(ctx context.Context, h *host.Host, r Responder) error {
+func serveOne(ctx context.Context, h *host.Host, r Responder, log io.Writer) error {
 	quick := 0
 	for ctx.Err() == nil {
 		dl, _ := ctx.Deadline()
@@ -188,6 +188,9 @@ func serveOne(ctx context.Context, h *host.Host, r Responder) error {
 		_, err := h.Runner.Run(ctx, host.Cmd{Args: r.Args, Timeout: time.Until(dl)})
 		if ctx.Err() != nil {
 			return nil // the window ended: the runner stopped it
+		}
+		if err != nil {
+			fmt.Fprintf(log, "rdmaform: responder for %s: %v\n", strings.Join(r.Probes, ", "), err)
 		}
 		var xe *host.ExitError
 		switch {
