@@ -162,6 +162,17 @@ func TestJSONOutputs(t *testing.T) {
 
 	s.check(t, "show", "spec", runJSON(t, "", 0, "--sim", roce, "show", "-o", "json"))
 
+	// The simulator has no probe tools: the probes are reported, failed
+	// with the package to install, and the exit code is 1.
+	probes := filepath.Join(dir, "probes.yaml")
+	if err := os.WriteFile(probes, []byte("version: 1\nprobes:\n  - name: icmp\n    ping: {to: 192.0.2.9, count: 2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr := s.check(t, "probe", "probe", runJSON(t, "", 1, "--sim", roce, "probe", "-o", "json", "-f", probes))
+	if r := pr["probes"].([]any)[0].(map[string]any); r["passed"] != false || !strings.Contains(r["reason"].(string), "iputils-ping") {
+		t.Errorf("probe without ping: %v", r)
+	}
+
 	// Errors are a JSON document too, positioned, with the text's exit code.
 	for _, args := range [][]string{
 		{"validate", "--no-param-db", "-o", "json", "-f", bad},

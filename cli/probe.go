@@ -75,7 +75,14 @@ type probeDoc struct {
 // probeExit: 1 when a probe could not run, 2 when one failed, else 0.
 func probeExit(results []probe.Result, runErr error) error {
 	if runErr != nil {
-		return &exitError{code: plan.ExitError, err: runErr}
+		// Each reason is in the report already.
+		n := 0
+		for _, r := range results {
+			if r.Command == "" {
+				n++
+			}
+		}
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%d of %d %s could not run", n, len(results), plural(len(results), "probe", "probes"))}
 	}
 	failed := 0
 	for _, r := range results {
