@@ -26,6 +26,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
+	"github.com/rdmaform/rdmaform/probe"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/version"
 )
@@ -98,11 +99,13 @@ const (
 	CheckPKey = "pkey"
 	// CheckHostname: the host is the one the spec is for.
 	CheckHostname = "hostname"
+	// CheckProbe: a connectivity probe of the spec passed (audit --probes).
+	CheckProbe = "probe"
 )
 
 // checkOrder orders a resource's checks in reports.
 var checkOrder = []string{CheckHostname, CheckDrift, CheckPendingReboot, CheckFinding, CheckLinkLayer,
-	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckPKey}
+	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckPKey, CheckProbe}
 
 func checkRank(c string) int {
 	for i, x := range checkOrder {
@@ -174,6 +177,9 @@ type Report struct {
 	// Warnings are remarks that change no outcome (a waiver that matched
 	// nothing).
 	Warnings []string `json:"warnings,omitempty"`
+	// Probes are the connectivity probes' results (audit --probes); each
+	// is also a check of resource probe[NAME].
+	Probes []probe.Result `json:"probes,omitempty"`
 	Summary  Summary  `json:"summary"`
 }
 
@@ -211,6 +217,8 @@ type Options struct {
 	// Now is the time of the audit: waivers expire against its date, and
 	// reports carry it. Tests set it; the command line takes the clock.
 	Now time.Time
+	// Probes runs the spec's connectivity probes too.
+	Probes bool
 }
 
 // Run audits the host against a golden spec: it builds the plan with the
@@ -233,7 +241,14 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	checks, errs := a.findings(r.Checks)
 	r.Checks = append(r.Checks, checks...)
 	r.Errors = errs
-	r.Warnings = applyWaivers(r.Checks, o.Waivers, o.Now)
+	if o.Probes {
+		pc, perrs, results, warn := probeChecks(ctx, h, spec)
+		r.Checks = append(r.Checks, pc...)
+		r.Errors = append(r.Errors, perrs...)
+		r.Probes = results
+		r.Warnings = append(r.Warnings, warn...)
+	}
+	r.Warnings = append(r.Warnings, applyWaivers(r.Checks, o.Waivers, o.Now)...)
 	sort.SliceStable(r.Checks, func(i, j int) bool {
 		x, y := r.Checks[i], r.Checks[j]
 		if x.Resource != y.Resource {
@@ -736,4 +751,36 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ProbeAddress is the resource a probe's check is reported under.
+func ProbeAddress(name string) string { return "probe[" + name + "]" }
+
+// probeChecks runs the spec's probes: one check per probe that ran, an
+// error (at the probe's line) per probe that could not run.
+func probeChecks(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result, []schema.Finding, []probe.Result, []string) {
+	if len(spec.Probes) == 0 {
+		return nil, nil, nil, []string{"audit --probes: the spec lists no probes"}
+	}
+	results, err := probe.Run(ctx, h, spec)
+	if results == nil {
+		return nil, []schema.Finding{{Path: "$.probes", Pos: spec.Src.Lookup("$.probes"), Message: err.Error()}}, nil, nil
+	}
+	var checks []Result
+	var errs []schema.Finding
+	for i, pr := range results {
+		path := fmt.Sprintf("$.probes[%d]", i)
+		pos := spec.Src.Lookup(path)
+		if pr.Command == "" {
+			errs = append(errs, schema.Finding{Path: path, Pos: pos, Message: fmt.Sprintf("probe %s could not run: %s", pr.Name, pr.Reason)})
+			continue
+		}
+		st, msg := Fail, pr.Reason
+		if pr.Passed {
+			st = Pass
+			msg = fmt.Sprintf("%s, %.3f ms", pr.Reason, pr.RTTms)
+		}
+		checks = append(checks, Result{Resource: ProbeAddress(pr.Name), Check: CheckProbe, Status: st, Message: msg, Source: &pos, path: path})
+	}
+	return checks, errs, results, nil
 }

@@ -215,6 +215,8 @@ func JUnit(r *Report) ([]byte, error) {
 //	rdmaform_pending_reboot{resource}     1 when the resource waits for a reboot
 //	rdmaform_health{resource,check}       0 when the check fails, else 1
 //	rdmaform_waived{resource,check}       1 for each waived check
+//	rdmaform_probe_success{name,kind,target}      1 when the probe passed (audit --probes)
+//	rdmaform_probe_rtt_seconds{name,kind,target}  a passed probe's average round trip
 //	rdmaform_audit_errors                 parts of the host that could not be audited
 //	rdmaform_last_run_timestamp_seconds   when the audit ran
 //	rdmaform_audit_timestamp_seconds      the same (its first name, kept for existing alerts)
@@ -258,7 +260,7 @@ func Prometheus(r *Report) string {
 		switch c.Check {
 		case CheckDrift:
 			drift.lines = append(drift.lines, fmt.Sprintf("rdmaform_drift{%s} %d", res, bad(c)))
-		case CheckPendingReboot:
+		case CheckPendingReboot, CheckProbe:
 		default:
 			failing := 0
 			if c.Status == Fail {
@@ -278,6 +280,21 @@ func Prometheus(r *Report) string {
 		sort.Strings(f.lines)
 		for _, l := range f.lines {
 			b.WriteString(l + "\n")
+		}
+	}
+	if len(r.Probes) > 0 {
+		// Probes that could not run are audit errors, not failures.
+		b.WriteString("# HELP rdmaform_probe_success Whether a connectivity probe of the spec passed (1) or failed (0).\n# TYPE rdmaform_probe_success gauge\n")
+		for _, p := range r.Probes {
+			if p.Command != "" {
+				fmt.Fprintf(&b, "rdmaform_probe_success{name=\"%s\",kind=\"%s\",target=\"%s\"} %d\n", escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), map[bool]int{true: 1}[p.Passed])
+			}
+		}
+		b.WriteString("# HELP rdmaform_probe_rtt_seconds Average round trip of a passed probe, in seconds.\n# TYPE rdmaform_probe_rtt_seconds gauge\n")
+		for _, p := range r.Probes {
+			if p.Passed {
+				fmt.Fprintf(&b, "rdmaform_probe_rtt_seconds{name=\"%s\",kind=\"%s\",target=\"%s\"} %g\n", escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), p.RTTms/1000)
+			}
 		}
 	}
 	fmt.Fprintf(&b, "# HELP rdmaform_audit_errors Parts of the host the audit could not read (a failed tool or service).\n# TYPE rdmaform_audit_errors gauge\nrdmaform_audit_errors %d\n", len(r.Errors))

@@ -21,8 +21,9 @@ const nowEnv = "RDMAFORM_NOW"
 
 func (a *app) auditCmd() *cobra.Command {
 	var file, format, reportFile, waiverFile string
+	var probes bool
 	cmd := &cobra.Command{
-		Use:   "audit -f GOLDEN [-o text|json|junit|prometheus] [--report-file FILE] [--waivers FILE]",
+		Use:   "audit -f GOLDEN [-o text|json|junit|prometheus] [--report-file FILE] [--waivers FILE] [--probes]",
 		Short: "Compare the host with a golden spec: drift, pending reboots, health",
 		Long: `Audit the host against a golden spec (for example one 'rdmaform show'
 captured) without changing anything: the plan is built, never applied.
@@ -39,6 +40,9 @@ Each resource is reported with these checks:
                   v2: a RoCE v2 GID in the port's table)
   pkey            an IPoIB connection's P_Key is in its port's table
   hostname        the host is host.hostname
+  probe           with --probes: each connectivity probe of the spec
+                  passed (see rdmaform probe; a probe that cannot run,
+                  such as one whose tool is missing, is an error)
 
 A port that stays down (Polling, Disabled) while its link layer is not
 the expected one, or while firmware changes it at the next boot, gets the
@@ -99,7 +103,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
-			r, err := audit.Run(cmd.Context(), h, spec, providers.All(), audit.Options{Waivers: waivers, Now: now})
+			r, err := audit.Run(cmd.Context(), h, spec, providers.All(), audit.Options{Waivers: waivers, Now: now, Probes: probes})
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
@@ -126,6 +130,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 	cmd.Flags().StringVar(&format, "format", "", "deprecated: the old name of -o/--output")
 	cmd.Flags().StringVar(&reportFile, "report-file", "", "write the report to `FILE` atomically (temporary file, rename) instead of stdout")
 	cmd.Flags().StringVar(&waiverFile, "waivers", "", "known exceptions, YAML `FILE`")
+	cmd.Flags().BoolVar(&probes, "probes", false, "run the spec's connectivity probes too (one check per probe; rdmaform_probe_success and rdmaform_probe_rtt_seconds in prometheus)")
 	a.hostFlags(cmd)
 	return cmd
 }

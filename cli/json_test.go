@@ -172,6 +172,10 @@ func TestJSONOutputs(t *testing.T) {
 	if r := pr["probes"].([]any)[0].(map[string]any); r["passed"] != false || !strings.Contains(r["reason"].(string), "iputils-ping") {
 		t.Errorf("probe without ping: %v", r)
 	}
+	ar := s.check(t, "audit --probes", "audit", runJSON(t, "", 1, "--sim", roce, "audit", "-o", "json", "-f", probes, "--probes"))
+	if len(ar["probes"].([]any)) != 1 || len(ar["errors"].([]any)) != 1 {
+		t.Errorf("audit --probes without ping: want the probe and one error: %v", ar)
+	}
 
 	// Errors are a JSON document too, positioned, with the text's exit code.
 	for _, args := range [][]string{
