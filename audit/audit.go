@@ -17,6 +17,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/probe"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
@@ -26,7 +27,6 @@ import (
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
-	"github.com/rdmaform/rdmaform/probe"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/version"
 )
@@ -179,8 +179,8 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Probes are the connectivity probes' results (audit --probes); each
 	// is also a check of resource probe[NAME].
-	Probes []probe.Result `json:"probes,omitempty"`
-	Summary  Summary  `json:"summary"`
+	Probes  []probe.Result `json:"probes,omitempty"`
+	Summary Summary        `json:"summary"`
 }
 
 // Exit codes of an audit, the same as plan's: 1 errors, 2 failed checks
