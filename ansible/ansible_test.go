@@ -215,4 +215,9 @@ func TestAnsible(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("examples/ansible/site.yml: %v\n%s", err, out)
 	}
+	cmd = exec.Command("ansible-playbook", "--syntax-check", "-i", "../examples/ansible/inventory.yml", "../examples/ansible/fabric-probes.yml")
+	cmd.Env = append(append([]string{}, l.env...), "ANSIBLE_LIBRARY="+l.library)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("examples/ansible/fabric-probes.yml: %v\n%s", err, out)
+	}
 }

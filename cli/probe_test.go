@@ -31,6 +31,13 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// TestProbeExampleValidates: the README's two-host example spec.
+func TestProbeExampleValidates(t *testing.T) {
+	if code, out, errs := runCLI(t, "validate", "--no-param-db", "-f", "../examples/ansible/probes.yaml"); code != 0 {
+		t.Errorf("examples/ansible/probes.yaml: exit %d\n%s%s", code, out, errs)
+	}
+}
+
 // TestProbeAndAuditProbes runs real ping probes (the loopback, which
 // changes nothing and leaves the machine; and one bound to a netdev that
 // does not exist, which fails) against a rendered host tree (--root), and
