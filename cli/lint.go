@@ -18,11 +18,17 @@ func (a *app) lintCmd() *cobra.Command {
 		Long: `Check the specs of several hosts against each other, for what no single
 host's plan can see:
 
-  - RoCE versions that cannot connect: a host whose ports use RoCE v2
-    cannot reach one that uses RoCE v1 (a v2 client cannot connect to a v1
-    server; v1 to v2 works). Hosts are compared when their interfaces
-    sections share an IPv4 subnet; a host with no interface address is
-    compared with every other.
+  - RoCE versions that cannot connect, by role: a port that opens RDMA CM
+    connections (host.role or roce.role client, or peer, the default) in
+    RoCE v2 cannot reach a port that accepts them (server or peer) in
+    RoCE v1; every other pair connects (the client decides). A port that
+    leaves roce.mode unset counts as the kernel default, assumed v2 (the
+    default since RHEL 7.5 for every adapter but a ConnectX-3 that is not
+    a Pro), and the finding says so. Hosts are compared when their
+    interfaces sections share an IPv4 subnet; a host with no interface
+    address is compared with every other.
+  - RoCE ports of one network with different ToS (roce.tos or dscp/ecn).
+  - Interfaces of one IPv4 subnet with different MTUs.
   - IPoIB connections on one IPv4 subnet with different P_Key, transport
     mode or MTU.
   - An address given to two hosts (or two sections of one).

@@ -61,6 +61,8 @@ func Lint(hosts []*Host) schema.Report {
 	l := &linter{hosts: hosts}
 	l.names()
 	l.roce()
+	l.tos()
+	l.mtu()
 	l.ipoib()
 	l.addresses()
 	l.peers()
@@ -124,51 +126,205 @@ func related(a, b *Host) (bool, string) {
 	return true, "both on " + strings.Join(common, ", ")
 }
 
-// roceUse is the first port of a host that uses a RoCE version.
-type roceUse struct {
-	path, port string
+// rocePort is one RoCE (Ethernet) port of a host's spec, as lint sees it.
+type rocePort struct {
+	ref portRef
+	// mode is v1 or v2; assumed when the spec leaves it to the kernel.
+	mode    string
+	assumed bool
+	// role: client opens RDMA CM connections, server accepts them, peer
+	// does both.
+	role string
 }
 
-func roceModes(h *Host) map[string]roceUse {
-	out := map[string]roceUse{}
+// Roles and the default mode lint assumes.
+const (
+	RoleClient = "client"
+	RoleServer = "server"
+	RolePeer   = "peer"
+	// DefaultMode is the kernel's default RoCE version for rdma_cm since
+	// RHEL 7.5, for every adapter but the ConnectX-3 that is not a Pro
+	// (v1). Lint reads no host, so it cannot tell them apart.
+	DefaultMode = "v2"
+)
+
+// assumedNote explains an assumed mode in a finding.
+const assumedNote = "roce.mode not set: assumed the kernel default, v2 since RHEL 7.5 (a ConnectX-3 that is not a Pro uses v1)"
+
+func (r rocePort) connects() bool { return r.role == RoleClient || r.role == RolePeer }
+func (r rocePort) accepts() bool  { return r.role == RoleServer || r.role == RolePeer }
+
+// describe is "(RoCE v2, client)", with the assumption when there is one.
+func (r rocePort) describe() string {
+	m := "RoCE " + r.mode
+	if r.assumed {
+		m += "; " + assumedNote
+	}
+	return fmt.Sprintf("(%s, %s)", m, r.role)
+}
+
+// modePath is where a finding about the port's mode points.
+func (r rocePort) modePath() string {
+	if r.assumed {
+		return r.ref.path()
+	}
+	return r.ref.path() + ".roce.mode"
+}
+
+// rocePorts lists a host's Ethernet ports with the mode and role lint
+// uses for them.
+func rocePorts(h *Host) []rocePort {
+	role := RolePeer
+	if h.Spec.Host != nil && h.Spec.Host.Role != "" {
+		role = h.Spec.Host.Role
+	}
+	var out []rocePort
 	for i, d := range h.Spec.Devices {
-		_, sel := d.Selector()
-		for j, p := range d.Ports {
-			if p.Roce == nil || p.Roce.Mode == "" {
+		for j := range d.Ports {
+			p := &d.Ports[j]
+			if linkLayer(p) != "Ethernet" {
 				continue
 			}
-			if _, ok := out[p.Roce.Mode]; !ok {
-				out[p.Roce.Mode] = roceUse{path: fmt.Sprintf("$.devices[%d].ports[%d].roce.mode", i, j), port: fmt.Sprintf("%s port %d", sel, p.Port)}
+			r := rocePort{ref: portRef{h, i, j}, mode: DefaultMode, assumed: true, role: role}
+			if p.Roce != nil && p.Roce.Mode != "" {
+				r.mode, r.assumed = p.Roce.Mode, false
 			}
+			if p.Roce != nil && p.Roce.Role != "" {
+				r.role = p.Roce.Role
+			}
+			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// roce reports hosts that cannot connect over RDMA_CM: a RoCE v2 client
-// cannot reach a RoCE v1 server (a v1 client can reach a v2 server, which
-// answers in v1). The finding is at the v2 port of the client.
+// Connects is the seeds' compatibility matrix of RDMA CM over RoCE: the
+// client decides the version, and every pair connects except a RoCE v2
+// client with a RoCE v1 server.
+func Connects(clientMode, serverMode string) bool {
+	return !(clientMode == "v2" && serverMode == "v1")
+}
+
+// roce reports hosts that cannot connect over RDMA_CM: a port of one host
+// that opens connections (client or peer) in RoCE v2 and a port of
+// another that accepts them (server or peer) in RoCE v1, on a network
+// they share. The finding is at the client's port and names the server's.
 func (l *linter) roce() {
-	modes := make([]map[string]roceUse, len(l.hosts))
+	ports := make([][]rocePort, len(l.hosts))
 	for i, h := range l.hosts {
-		modes[i] = roceModes(h)
+		ports[i] = rocePorts(h)
 	}
 	for i, a := range l.hosts {
-		v2, ok := modes[i]["v2"]
-		if !ok {
-			continue
-		}
 		for j, b := range l.hosts {
-			v1, ok := modes[j]["v1"]
-			if i == j || !ok {
+			if i == j {
 				continue
 			}
 			rel, why := related(a, b)
 			if !rel {
 				continue
 			}
-			l.add(a, v2.path, "%s (%s) uses RoCE v2 and %s (%s at %s) uses RoCE v1 (%s): a RoCE v2 client cannot connect to a RoCE v1 server, so %s cannot reach %s; use v1 on both, or v2 on both if %s's adapter supports it",
-				a.Name, v2.port, b.Name, v1.port, b.pos(v1.path), why, a.Name, b.Name, b.Name)
+			if c, s, ok := incompatible(ports[i], ports[j]); ok {
+				l.add(a, c.modePath(), "%s %s cannot connect to %s at %s %s, %s: a RoCE v2 client cannot reach a RoCE v1 server (a v1 client can reach a v2 server); use v1 on %s's port, or v2 on %s's if its adapter supports it (not a ConnectX-3 without Pro)",
+					c.ref, c.describe(), s.ref, b.pos(s.modePath()), s.describe(), why, a.Name, b.Name)
+			}
+		}
+	}
+}
+
+// incompatible finds the first client port of one host and server port of
+// another that cannot connect.
+func incompatible(clients, servers []rocePort) (rocePort, rocePort, bool) {
+	for _, c := range clients {
+		if !c.connects() {
+			continue
+		}
+		for _, s := range servers {
+			if s.accepts() && !Connects(c.mode, s.mode) {
+				return c, s, true
+			}
+		}
+	}
+	return rocePort{}, rocePort{}, false
+}
+
+// tos reports two hosts on one network whose RoCE ports set different
+// ToS values: one network's RoCE traffic needs one DSCP to land in the
+// switches' lossless class. Reported once per pair, at the later host.
+func (l *linter) tos() {
+	type tosUse struct {
+		r   rocePort
+		tos int
+	}
+	uses := make([][]tosUse, len(l.hosts))
+	for i, h := range l.hosts {
+		for _, r := range rocePorts(h) {
+			if rc := r.ref.p().Roce; rc != nil && rc.Tos != nil {
+				uses[i] = append(uses[i], tosUse{r, *rc.Tos})
+			}
+		}
+	}
+	// Each host is compared with the first earlier host of its network
+	// that sets a ToS: the reference, as for IPoIB.
+	for j, b := range l.hosts {
+		for i := 0; i < j; i++ {
+			a := l.hosts[i]
+			rel, why := related(a, b)
+			if !rel || len(uses[i]) == 0 {
+				continue
+			}
+			ua := uses[i][0]
+			for _, ub := range uses[j] {
+				if ua.tos != ub.tos {
+					l.add(b, ub.r.ref.path()+".roce"+pathIf(b.Spec.Src.Has(ub.r.ref.path()+".roce.tos"), ".tos"), "%s uses RoCE ToS %d, but %s at %s uses ToS %d (%s): RoCE traffic of one network needs one ToS (one DSCP in the switches' lossless class)",
+						ub.r.ref, ub.tos, ua.r.ref, a.pos(ua.r.ref.path()+".roce"), ua.tos, why)
+					break
+				}
+			}
+			break
+		}
+	}
+}
+
+// mtu reports interfaces of different hosts on one IPv4 subnet whose
+// MTUs differ: frames above the smaller MTU are dropped, and RDMA over
+// them stalls.
+func (l *linter) mtu() {
+	type ifUse struct {
+		host *Host
+		path string
+		name string
+		mtu  int
+	}
+	bySubnet := map[netip.Prefix][]ifUse{}
+	for _, h := range l.hosts {
+		for i, it := range h.Spec.Interfaces {
+			if it.MTU == nil {
+				continue
+			}
+			seen := map[netip.Prefix]bool{}
+			for _, a := range it.Addresses {
+				p, err := netip.ParsePrefix(a)
+				if err != nil || !p.Addr().Is4() || seen[p.Masked()] {
+					continue
+				}
+				seen[p.Masked()] = true
+				bySubnet[p.Masked()] = append(bySubnet[p.Masked()], ifUse{h, fmt.Sprintf("$.interfaces[%d]", i), it.Name, *it.MTU})
+			}
+		}
+	}
+	var nets []netip.Prefix
+	for p := range bySubnet {
+		nets = append(nets, p)
+	}
+	sort.Slice(nets, func(i, j int) bool { return nets[i].String() < nets[j].String() })
+	for _, n := range nets {
+		us := bySubnet[n]
+		ref := us[0]
+		for _, u := range us[1:] {
+			if u.host != ref.host && u.mtu != ref.mtu {
+				l.add(u.host, u.path+".mtu", "%s on %s has MTU %d, but %s's %s at %s has MTU %d: one subnet needs one MTU",
+					u.name, n, u.mtu, ref.host.Name, ref.name, ref.host.pos(ref.path+".mtu"), ref.mtu)
+			}
 		}
 	}
 }

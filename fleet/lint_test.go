@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,7 +35,7 @@ func TestLint(t *testing.T) {
 				"server.yaml": "version: 1\ndevices:\n  - name: mlx4_0\n    ports: [{port: 1, roce: {mode: v1}}]\ninterfaces:\n  - {name: ens2, addresses: [10.0.0.2/24]}\n",
 			},
 			want: []string{
-				"client.yaml:4:36: error: $.devices[0].ports[0].roce.mode: client (mlx5_0 port 1) uses RoCE v2 and server (mlx4_0 port 1 at server.yaml:4:36) uses RoCE v1 (both on 10.0.0.0/24): a RoCE v2 client cannot connect to a RoCE v1 server, so client cannot reach server; use v1 on both, or v2 on both if server's adapter supports it",
+				"client.yaml:4:36: error: $.devices[0].ports[0].roce.mode: client mlx5_0 port 1 (RoCE v2, peer) cannot connect to server mlx4_0 port 1 at server.yaml:4:36 (RoCE v1, peer), both on 10.0.0.0/24: a RoCE v2 client cannot reach a RoCE v1 server (a v1 client can reach a v2 server); use v1 on client's port, or v2 on server's if its adapter supports it (not a ConnectX-3 without Pro)",
 			},
 		},
 		{
@@ -141,5 +142,103 @@ devices:
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRoCEMatrix covers every cell of the seeds' table (client mode ×
+// server mode, an unset mode meaning the adapter's default, which lint
+// assumes is v2), with declared roles and with both hosts peers.
+func TestRoCEMatrix(t *testing.T) {
+	port := func(mode string) string {
+		if mode == "" {
+			return "{port: 1, link_layer: Ethernet}"
+		}
+		return "{port: 1, roce: {mode: " + mode + "}}"
+	}
+	spec := func(role, mode, addr string) string {
+		h := ""
+		if role != "" {
+			h = "host: {role: " + role + "}\n"
+		}
+		return "version: 1\n" + h + "devices:\n  - name: mlx5_0\n    ports: [" + port(mode) + "]\ninterfaces:\n  - {name: ens1, addresses: [" + addr + "]}\n"
+	}
+	eff := func(m string) string {
+		if m == "" {
+			return DefaultMode
+		}
+		return m
+	}
+	for _, cm := range []string{"v1", "v2", ""} {
+		for _, sm := range []string{"v1", "v2", ""} {
+			// The seeds' table: only a v2 client to a v1 server fails.
+			wantFail := eff(cm) == "v2" && eff(sm) == "v1"
+			if Connects(eff(cm), eff(sm)) == wantFail {
+				t.Errorf("Connects(%s, %s) = %v", eff(cm), eff(sm), !wantFail)
+			}
+			name := "client " + cm + " server " + sm
+			t.Run(name+" roles", func(t *testing.T) {
+				rep := Lint(hosts(t, map[string]string{
+					"c.yaml": spec("client", cm, "10.0.0.1/24"),
+					"s.yaml": spec("server", sm, "10.0.0.2/24"),
+				}, "c.yaml", "s.yaml"))
+				if got := len(rep) > 0; got != wantFail {
+					t.Fatalf("findings %v, want a failure: %v", rep, wantFail)
+				}
+				if wantFail {
+					f := rep[0]
+					if f.Pos.File != "c.yaml" || !strings.Contains(f.Message, "s.yaml:") || !strings.Contains(f.Message, "(RoCE v1, server)") {
+						t.Errorf("finding %s: want it at the client, naming the server's position", f)
+					}
+					if (cm == "") != strings.Contains(f.Message, "assumed the kernel default") {
+						t.Errorf("finding %s: the assumption must be said exactly when the mode is unset", f)
+					}
+				}
+			})
+			t.Run(name+" peers", func(t *testing.T) {
+				rep := Lint(hosts(t, map[string]string{
+					"c.yaml": spec("", cm, "10.0.0.1/24"),
+					"s.yaml": spec("", sm, "10.0.0.2/24"),
+				}, "c.yaml", "s.yaml"))
+				want := 0
+				if !Connects(eff(cm), eff(sm)) {
+					want++
+				}
+				if !Connects(eff(sm), eff(cm)) {
+					want++
+				}
+				if len(rep) != want {
+					t.Errorf("peers: %d findings, want %d: %v", len(rep), want, rep)
+				}
+			})
+		}
+	}
+	// A port's role overrides its host's: a client host whose port only
+	// accepts is not a client there.
+	rep := Lint(hosts(t, map[string]string{
+		"c.yaml": "version: 1\nhost: {role: client}\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {mode: v2, role: server}}]\n",
+		"s.yaml": "version: 1\nhost: {role: server}\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {mode: v1}}]\n",
+	}, "c.yaml", "s.yaml"))
+	if len(rep) != 0 {
+		t.Errorf("port role server: %v", rep)
+	}
+}
+
+// TestToSAndMTU: one network, one ToS for RoCE and one MTU per subnet.
+func TestToSAndMTU(t *testing.T) {
+	rep := Lint(hosts(t, map[string]string{
+		"a.yaml": "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {tos: 106}}]\ninterfaces:\n  - {name: ens1, mtu: 9000, addresses: [10.0.0.1/24]}\n",
+		"b.yaml": "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {dscp: 26}}]\ninterfaces:\n  - {name: ens1, mtu: 1500, addresses: [10.0.0.2/24]}\n",
+		"c.yaml": "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {dscp: 26, ecn: true}}]\ninterfaces:\n  - {name: ens1, mtu: 9000, addresses: [10.0.0.3/24]}\n",
+	}, "a.yaml", "b.yaml", "c.yaml"))
+	var got []string
+	for _, f := range rep {
+		got = append(got, f.String())
+	}
+	want := []string{
+		"b.yaml:4:29: error: $.devices[0].ports[0].roce: b mlx5_0 port 1 uses RoCE ToS 104, but a mlx5_0 port 1 at a.yaml:4:29 uses ToS 106 (both on 10.0.0.0/24): RoCE traffic of one network needs one ToS (one DSCP in the switches' lossless class)",
+		"b.yaml:6:23: error: $.interfaces[0].mtu: ens1 on 10.0.0.0/24 has MTU 1500, but a's ens1 at a.yaml:6:23 has MTU 9000: one subnet needs one MTU",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
