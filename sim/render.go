@@ -288,6 +288,12 @@ func gidTypesOf(d *Device, p *Port) []string {
 		return []string{"IB/RoCE v1"}
 	case d.Driver == "rxe":
 		return []string{"RoCE v2"}
+	case d.Driver == "mlx4" && d.PCIID == "0x1003":
+		// A ConnectX-3 that is not a Pro: mlx4_ib gives its ports RoCE v1
+		// GIDs only (RoCE v2 needs the firmware's ROCE_V1_V2 capability,
+		// which the ConnectX-3 Pro, 0x1007, has; drivers/infiniband/hw/
+		// mlx4/main.c, mlx4_port_immutable).
+		return []string{"IB/RoCE v1"}
 	}
 	return []string{"IB/RoCE v1", "RoCE v2"}
 }

@@ -33,6 +33,11 @@ const (
 	ModeV2 = "RoCE v2"
 )
 
+// ConnectX3 is the hca_type of a ConnectX-3 that is not a Pro (PCI
+// device 0x1003 = 4099; mlx4_ib prints "MT%d" of the device ID). It has
+// RoCE v1 only; the ConnectX-3 Pro (MT4103) has v1 and v2.
+const ConnectX3 = "MT4099"
+
 // KernelMode maps a spec mode (v1, v2) to the kernel string.
 func KernelMode(m string) string {
 	switch m {
@@ -289,6 +294,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		port := dev.Port(t.port)
 		if port == nil {
 			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s has no port %d (ports: %s)", t.dev, t.port, portList(dev)))
+			continue
+		}
+		if t.mode == "v2" && dev.HCAType == ConnectX3 {
+			// The seeds: RoCE v2 is the default from RHEL 7.5 on every
+			// adapter but the ConnectX-3 that is not a Pro, which has
+			// RoCE v1 only (its GIDs say so too).
+			prop.Errors = append(prop.Errors, req.Finding(t.specPath+".mode", "%s is a ConnectX-3 (%s, PCI device 0x1003), not a ConnectX-3 Pro: it has RoCE v1 only, which is also its default; use mode: v1 (and v1 on the clients that connect to it)", t.dev, dev.HCAType))
 			continue
 		}
 		// An mlx4 port type written in this plan changes the link layer now;
