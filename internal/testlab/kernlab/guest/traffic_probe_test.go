@@ -24,6 +24,10 @@ type probeDoc struct {
 	} `json:"probes"`
 }
 
+// (This file sorts after scenario_test.go on purpose: TestModules needs a
+// guest where no RDMA module is loaded yet, and Go runs the tests of a
+// package in file order.)
+//
 // TestProbes: the probes of a spec pass between two Soft-RoCE links on a
 // veth pair (rdmaform probe on one end, rdmaform probe serve answering
 // on the other), and each fails within its timeout, naming the peer, once
