@@ -95,6 +95,9 @@ const (
 	CheckRate          = "rate"
 	CheckSubnetManager = "subnet_manager"
 	CheckRoCEv2GID     = "roce_v2_gid"
+	// CheckRoCEMode reports, for a port whose spec sets RoCE settings but
+	// no mode, the mode rdma_cm uses by default there (always passes).
+	CheckRoCEMode = "roce_mode"
 	// CheckPKey: an IPoIB connection's P_Key is in its port's table.
 	CheckPKey = "pkey"
 	// CheckHostname: the host is the one the spec is for.
@@ -105,7 +108,7 @@ const (
 
 // checkOrder orders a resource's checks in reports.
 var checkOrder = []string{CheckHostname, CheckDrift, CheckPendingReboot, CheckFinding, CheckLinkLayer,
-	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckPKey, CheckProbe}
+	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckRoCEMode, CheckPKey, CheckProbe}
 
 func checkRank(c string) int {
 	for i, x := range checkOrder {
@@ -601,6 +604,13 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 		}
 		out = append(out, r)
 	}
+	if sp.Roce != nil && sp.Roce.Mode == "" && ip.LinkLayer == "Ethernet" {
+		r := res(CheckRoCEMode)
+		r.path = pp + ".roce"
+		r.Source = a.pos(r.path)
+		r.Message = "mode not set: " + EffectiveRoCEMode(dev, ip)
+		out = append(out, r)
+	}
 	if sp.Roce != nil && sp.Roce.Mode == "v2" && ip.LinkLayer == "Ethernet" {
 		r := res(CheckRoCEv2GID)
 		r.path = pp + ".roce"
@@ -783,4 +793,18 @@ func probeChecks(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result
 		checks = append(checks, Result{Resource: ProbeAddress(pr.Name), Check: CheckProbe, Status: st, Message: msg, Source: &pos, path: path})
 	}
 	return checks, errs, results, nil
+}
+
+// EffectiveRoCEMode says which RoCE version rdma_cm uses by default on an
+// Ethernet port, and why: v1 on a ConnectX-3 that is not a Pro (RoCE v1
+// only), or on a port without RoCE v2 GIDs; v2 (the kernel's default
+// since RHEL 7.5) everywhere else.
+func EffectiveRoCEMode(dev *inventory.Device, p *inventory.Port) string {
+	switch {
+	case dev.HCAType == rdmacm.ConnectX3:
+		return "the kernel uses RoCE v1 (a ConnectX-3 that is not a Pro has RoCE v1 only)"
+	case len(p.GIDs) > 0 && !p.Supports(inventory.GIDRoCEv2):
+		return "the kernel uses RoCE v1 (the port has no RoCE v2 GID)"
+	}
+	return "the kernel uses RoCE v2 (its default)"
 }

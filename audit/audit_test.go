@@ -484,3 +484,37 @@ func TestCaptureThenPlanIsEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestEffectiveRoCEMode: a port whose golden spec sets RoCE settings but
+// no mode gets a roce_mode check saying which version the kernel uses
+// there: v1 on a ConnectX-3 that is not a Pro, v2 elsewhere.
+func TestEffectiveRoCEMode(t *testing.T) {
+	for _, c := range []struct {
+		profile, spec, resource, want string
+	}{
+		{"cx5-roce", "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {tos: 106}}]\n", "port[mlx5_0/1]", "the kernel uses RoCE v2 (its default)"},
+		{"cx3-mlx4", "version: 1\ndevices:\n  - name: mlx4_0\n    ports: [{port: 1, roce: {tos: 106}}]\n", "port[mlx4_0/1]", "the kernel uses RoCE v1 (a ConnectX-3 that is not a Pro has RoCE v1 only)"},
+	} {
+		t.Run(c.profile, func(t *testing.T) {
+			_, h := newSim(t, c.profile, func(st *sim.State) {
+				if d := st.Device("mlx4_0"); d != nil {
+					d.Port(1).LinkLayer = "Ethernet" // an mlx4 port set to eth
+				}
+			})
+			r, err := audit.Run(context.Background(), h, parse(t, c.spec), providers.All(), audit.Options{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []outcome
+			for _, o := range outcomes(r, c.resource) {
+				if o.Check == audit.CheckRoCEMode {
+					got = append(got, o)
+				}
+			}
+			want := []outcome{{c.resource, audit.CheckRoCEMode, "pass", "mode not set: " + c.want}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("roce_mode (-want +got):\n%s\n%s", diff, audit.Text(r))
+			}
+		})
+	}
+}

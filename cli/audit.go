@@ -37,7 +37,9 @@ Each resource is reported with these checks:
                   expect.phys_state), state (ACTIVE or expect.state), rate
                   (at least expect.min_rate), subnet_manager (InfiniBand:
                   sm_lid set and the port ACTIVE), roce_v2_gid (roce.mode
-                  v2: a RoCE v2 GID in the port's table)
+                  v2: a RoCE v2 GID in the port's table), roce_mode
+                  (roce without mode: which version the kernel uses there,
+                  v1 on a ConnectX-3 that is not a Pro; always passes)
   pkey            an IPoIB connection's P_Key is in its port's table
   hostname        the host is host.hostname
   probe           with --probes: each connectivity probe of the spec
