@@ -334,7 +334,18 @@ func (a *auditor) resourceChecks() []Result {
 		}
 		return r
 	}
+	// A resource the host could not be read for has no drift or
+	// pending_reboot check: the audit's errors say it was not audited.
+	unread := map[string]bool{}
+	for _, f := range a.plan.Errors {
+		if f.Unreadable {
+			unread[a.resourceOf(f.Path)] = true
+		}
+	}
 	for _, m := range a.managed() {
+		if unread[m.address] {
+			continue
+		}
 		get(m.address, a.pos(m.path))
 	}
 	for _, c := range a.plan.Changes {
@@ -691,9 +702,10 @@ func (a *auditor) pkeyChecks() []Result {
 
 // findings turns the plan's findings into failed checks of the resource
 // their spec path names; a finding at a path a health check covers is
-// that check's problem, reported once. Findings with no spec path (a tool
-// or service that failed) are errors: that part of the host could not be
-// audited.
+// that check's problem, reported once. Findings with no spec path, and
+// those that say part of the host could not be read (a firmware tool that
+// failed or is missing, no service manager), are errors: that part of the
+// host could not be audited, which is not drift (exit 1, not 2).
 func (a *auditor) findings(have []Result) ([]Result, []schema.Finding) {
 	covered := map[string]bool{}
 	for _, r := range have {
@@ -704,7 +716,7 @@ func (a *auditor) findings(have []Result) ([]Result, []schema.Finding) {
 	var out []Result
 	var errs []schema.Finding
 	for _, f := range a.plan.Errors {
-		if f.Path == "$" {
+		if f.Path == "$" || f.Unreadable {
 			errs = append(errs, f)
 			continue
 		}

@@ -518,3 +518,33 @@ func TestEffectiveRoCEMode(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadableFirmwareIsAnError: a firmware tool that fails is an audit
+// error (exit 1, in errors), not drift or a failed check.
+func TestUnreadableFirmwareIsAnError(t *testing.T) {
+	s, _ := newSim(t, "cx6-vpi-ib", nil)
+	if err := s.AddFault(sim.Fault{Tool: "mlxconfig", Match: "q", Exit: 1, Stdout: "-E- Failed to open the device\n", Times: 10}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := sim.Open(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s2.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: IB}\n")
+	r, err := audit.Run(context.Background(), h, spec, providers.All(), audit.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode() != plan.ExitError || len(r.Errors) != 1 || !strings.Contains(r.Errors[0].Message, "Failed to open the device") {
+		t.Errorf("exit %d, errors %v; want 1 and the tool's message\n%s", r.ExitCode(), r.Errors, audit.Text(r))
+	}
+	for _, c := range r.Checks {
+		if c.Check == audit.CheckFinding || c.Check == audit.CheckDrift {
+			t.Errorf("the unreadable firmware also counts as %s: %+v", c.Check, c)
+		}
+	}
+}

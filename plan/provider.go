@@ -49,6 +49,15 @@ func (r *Request) Finding(path, format string, args ...any) schema.Finding {
 	return schema.Finding{Path: path, Pos: r.Spec.Src.Lookup(path), Message: fmt.Sprintf(format, args...)}
 }
 
+// Unreadable is a finding that part of the host could not be read at
+// path (a tool that failed, a service manager that did not answer): plan
+// still fails on it, and an audit reports it as an error, not as drift.
+func (r *Request) Unreadable(path, format string, args ...any) schema.Finding {
+	f := r.Finding(path, format, args...)
+	f.Unreadable = true
+	return f
+}
+
 // Proposal is one provider's part of a plan.
 type Proposal struct {
 	Changes  []*Change

@@ -91,6 +91,11 @@ type Finding struct {
 	Path    string `json:"path"`
 	Pos     Pos    `json:"source"`
 	Message string `json:"message"`
+	// Unreadable marks a finding that says part of the host could not be
+	// read (a tool that failed or is missing, a service manager that did
+	// not answer) rather than that the host differs from the spec: an
+	// audit reports it as an error, never as drift.
+	Unreadable bool `json:"-"`
 }
 
 // String renders a finding as FILE:LINE:COL: error: PATH: message.

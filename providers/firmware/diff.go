@@ -126,11 +126,11 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			a = obs.Adapters[i]
 		}
 		if a == nil {
-			prop.Errors = append(prop.Errors, req.Finding(fwPath, "firmware of %s was not read", dev.PCI))
+			prop.Errors = append(prop.Errors, req.Unreadable(fwPath, "firmware of %s was not read", dev.PCI))
 			continue
 		}
 		if a.Err != nil {
-			prop.Errors = append(prop.Errors, req.Finding(fwPath, "reading firmware of %s: %v", dev.PCI, a.Err))
+			prop.Errors = append(prop.Errors, req.Unreadable(fwPath, "reading firmware of %s: %v", dev.PCI, a.Err))
 			continue
 		}
 		addr := Address(dev.PCI)

@@ -85,7 +85,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		return prop
 	}
 	if obs.NoSystemd {
-		prop.Errors = append(prop.Errors, req.Finding("$.services", "%v", ErrNoSystemd))
+		prop.Errors = append(prop.Errors, req.Unreadable("$.services", "%v", ErrNoSystemd))
 		return prop
 	}
 	for i, s := range req.Spec.Services {

@@ -57,7 +57,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			pf = obs.PFs[i]
 		}
 		if pf == nil {
-			prop.Errors = append(prop.Errors, req.Finding(sp, "SR-IOV state of %s was not read", dev.PCI))
+			prop.Errors = append(prop.Errors, req.Unreadable(sp, "SR-IOV state of %s was not read", dev.PCI))
 			continue
 		}
 		addr := Address(dev.PCI)
