@@ -14,6 +14,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -219,6 +220,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		}
 	}
 	if len(p.Errors) > 0 || p.Empty() {
+		if len(p.Errors) == 0 {
+			a.syncRebootMarker(h, p)
+		}
 		if a.jsonOut() {
 			doc.Errors = findingErrors(p.Errors)
 			doc.Pending, doc.Deferred = nonNil(p.Pending), nonNilD(p.Deferred)
@@ -249,6 +253,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		return err
 	}
 	verr := apply.Verify(after.Plan, out)
+	a.syncRebootMarker(h, after.Plan)
 	if !a.jsonOut() {
 		fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
 		for _, pe := range after.Plan.Pending {
@@ -299,6 +304,14 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		return exitCode(plan.ExitReboot)
 	}
 	return nil
+}
+
+// syncRebootMarker keeps rdmaform's entry in /run/reboot-required true to
+// the plan apply ended with; a failure to write it is a warning.
+func (a *app) syncRebootMarker(h *host.Host, p *plan.Plan) {
+	if err := firmware.SyncRebootMarker(h, p); err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
+	}
 }
 
 // applyDoc is `apply -o json`: the plan made before acting, what was

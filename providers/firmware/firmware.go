@@ -485,6 +485,63 @@ func MarkRebootRequired(h *host.Host) error {
 	return nil
 }
 
+// ClearRebootMarker takes rdmaform off /run/reboot-required.pkgs, and
+// removes both files when no other package is left there. Another
+// package's entry, or a marker that does not list rdmaform, is left as
+// it is.
+//
+// Equivalent to: sed -i '/^rdmaform$/d' /run/reboot-required.pkgs, then
+// rm /run/reboot-required /run/reboot-required.pkgs if the list is empty
+func ClearRebootMarker(h *host.Host) error {
+	old, err := h.FS.ReadFile(RebootRequiredPkgs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", RebootRequiredPkgs, err)
+	}
+	var rest []string
+	found := false
+	for _, l := range strings.Fields(string(old)) {
+		if l == pkgName {
+			found = true
+			continue
+		}
+		rest = append(rest, l)
+	}
+	if !found {
+		return nil
+	}
+	if len(rest) > 0 {
+		if err := h.FS.WriteFile(RebootRequiredPkgs, []byte(strings.Join(rest, "\n")+"\n"), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", RebootRequiredPkgs, err)
+		}
+		return nil
+	}
+	for _, f := range []string{RebootRequired, RebootRequiredPkgs} {
+		if err := h.FS.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// SyncRebootMarker makes rdmaform's entry in the reboot marker true to a
+// plan: listed while a firmware value of the plan waits for a reboot,
+// gone when none does (un-staged, or active after the reboot). A plan
+// whose firmware could not be read changes nothing.
+func SyncRebootMarker(h *host.Host, p *plan.Plan) error {
+	for _, f := range p.Errors {
+		if f.Unreadable {
+			return nil
+		}
+	}
+	if len(p.Pending) > 0 {
+		return MarkRebootRequired(h)
+	}
+	return ClearRebootMarker(h)
+}
+
 // RebootMarker is what /run/reboot-required says.
 type RebootMarker struct {
 	Required bool
