@@ -44,10 +44,9 @@ func OSEnv() Env {
 	}
 }
 
-func isTTY(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTTY: a terminal answers the terminal ioctl; /dev/null, a character
+// device too, does not.
+func isTTY(f *os.File) bool { return host.IsTerminal(f.Fd()) }
 
 // exitError carries an exit code through cobra.
 type exitError struct {

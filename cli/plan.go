@@ -237,6 +237,11 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		return err
 	}
 	if !o.yes {
+		if !a.env.StdinTTY || !a.env.StdoutTTY {
+			// A prompt needs an operator: "echo yes | rdmaform apply" or a
+			// run with stdout redirected must not apply by accident.
+			return &exitError{code: plan.ExitError, err: fmt.Errorf("apply asks before it changes anything, and stdin and stdout are not both a terminal; nothing was changed (use --yes to apply without asking)")}
+		}
 		ok, err := a.confirm()
 		if err != nil {
 			return &exitError{code: plan.ExitError, err: err}
