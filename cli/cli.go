@@ -171,6 +171,20 @@ func (a *app) openHost() (*host.Host, error) {
 	return host.NewLive(a.env.Environ)
 }
 
+// hint is the command line of a follow-up command for messages, with the
+// global flags of this run that pick the host (--sim DIR, --root DIR), so
+// that it can be pasted as it is.
+func (a *app) hint(args ...string) string {
+	parts := []string{"rdmaform"}
+	switch {
+	case a.simDir != "":
+		parts = append(parts, "--sim", a.simDir)
+	case a.rootDir != "":
+		parts = append(parts, "--root", a.rootDir)
+	}
+	return host.Cmd{Args: append(parts, args...)}.String()
+}
+
 // recordSimCalls appends the simulated tools' command lines to the file
 // RDMAFORM_SIM_CALLS names, for scenario tests.
 func (a *app) recordSimCalls() {
