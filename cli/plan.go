@@ -223,6 +223,11 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		if len(p.Errors) == 0 {
 			a.syncRebootMarker(h, p)
 		}
+		if len(p.Errors) == 0 && o.only != nil {
+			if err := a.leftOutside(ctx, h, spec); err != nil {
+				return err
+			}
+		}
 		if a.jsonOut() {
 			doc.Errors = findingErrors(p.Errors)
 			doc.Pending, doc.Deferred = nonNil(p.Pending), nonNilD(p.Deferred)
@@ -304,11 +309,34 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	if len(msgs) > 0 {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("apply failed:\n%s", strings.Join(msgs, "\n"))}
 	}
+	if o.only != nil {
+		if err := a.leftOutside(context.WithoutCancel(ctx), h, spec); err != nil {
+			return err
+		}
+	}
 	if len(after.Plan.Pending) > 0 || len(after.Plan.Deferred) > 0 {
 		fmt.Fprintln(a.env.Stdout, "Reboot required to finish.")
 		return exitCode(plan.ExitReboot)
 	}
 	return nil
+}
+
+// leftOutside: after apply --only, the changes the filter left out are
+// still work to do; apply then exits 2 naming them, as plan would.
+func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec) error {
+	full, err := a.build(ctx, h, spec)
+	if err != nil {
+		return err
+	}
+	if len(full.Plan.Changes) == 0 {
+		return nil
+	}
+	var addrs []string
+	for _, c := range full.Plan.Changes {
+		addrs = append(addrs, c.Address)
+	}
+	fmt.Fprintf(a.msgs(), "Left for an apply without --only: %s.\n", strings.Join(addrs, ", "))
+	return exitCode(plan.ExitChanges)
 }
 
 // syncRebootMarker keeps rdmaform's entry in /run/reboot-required true to
