@@ -49,7 +49,7 @@ func (a *app) guard(h *host.Host, p *plan.Plan, o applyOptions) error {
 		for _, c := range p.Changes {
 			for _, nd := range c.Disrupts {
 				if reason, ok := mgmt[nd]; ok {
-					why = append(why, fmt.Sprintf("%s would take down or re-address %s, and %s; add --allow-mgmt, or apply with --confirm-timeout to have it rolled back unless confirmed", c.Address, nd, reason))
+					why = append(why, fmt.Sprintf("%s would take down, re-address or change the MTU of %s, and %s; add --allow-mgmt, or apply with --confirm-timeout to have it rolled back unless confirmed", c.Address, nd, reason))
 				}
 			}
 		}

@@ -42,12 +42,13 @@ func TestExamples(t *testing.T) {
 			if code, out := rdmaform(t, "--sim", dir, "plan", "-f", spec); code != 2 {
 				t.Fatalf("plan on a fresh %s: exit %d, want 2 (changes):\n%s", hostDir, code, out)
 			}
-			code, out := rdmaform(t, "--sim", dir, "apply", "--yes", "-f", spec)
+			args := append(append([]string{"--sim", dir, "apply", "--yes"}, exampleFlags(t, spec)...), "-f", spec)
+			code, out := rdmaform(t, args...)
 			if code == 3 {
 				if c, o := rdmaform(t, "sim", "reboot", dir); c != 0 {
 					t.Fatalf("sim reboot: %d\n%s", c, o)
 				}
-				code, out = rdmaform(t, "--sim", dir, "apply", "--yes", "-f", spec)
+				code, out = rdmaform(t, args...)
 			}
 			if code != 0 {
 				t.Fatalf("apply: exit %d:\n%s", code, out)
@@ -57,6 +58,23 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exampleFlags are the apply flags an example says it needs in an
+// "# apply flags: ..." header (an example that changes the management
+// interface needs --allow-mgmt, as an operator would).
+func exampleFlags(t *testing.T, spec string) []string {
+	t.Helper()
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f, ok := strings.CutPrefix(l, "# apply flags: "); ok {
+			return strings.Fields(f)
+		}
+	}
+	return nil
 }
 
 func exampleHost(t *testing.T, spec string) string {

@@ -158,7 +158,7 @@ func TestFaultMatrix(t *testing.T) {
 			t.Parallel()
 			h := newFaultHost(t, bin, tc)
 			h.fault(tc.fail...)
-			_, stderr := h.run(1, "--sim", h.dir, "apply", "--yes", "-f", h.spec)
+			_, stderr := h.run(1, "--sim", h.dir, "apply", "--yes", "--allow-mgmt", "-f", h.spec)
 			for _, w := range tc.want {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("apply's error lacks %q:\n%s", w, stderr)
@@ -172,7 +172,7 @@ func TestFaultMatrix(t *testing.T) {
 				t.Parallel()
 				h := newFaultHost(t, bin, tc)
 				h.fault(tc.hang...)
-				_, stderr := h.run(1, "--sim", h.dir, "apply", "--yes", "-f", h.spec)
+				_, stderr := h.run(1, "--sim", h.dir, "apply", "--yes", "--allow-mgmt", "-f", h.spec)
 				for _, w := range []string{tc.address, tc.wantHang} {
 					if !strings.Contains(stderr, w) {
 						t.Errorf("apply's error lacks %q:\n%s", w, stderr)
@@ -186,13 +186,13 @@ func TestFaultMatrix(t *testing.T) {
 			t.Parallel()
 			h := newFaultHost(t, bin, tc)
 			h.fault(append(tc.kill, "--kill", "--times", "1")...)
-			h.killed("--sim", h.dir, "apply", "--yes", "-f", h.spec)
+			h.killed("--sim", h.dir, "apply", "--yes", "--allow-mgmt", "-f", h.spec)
 			// The dead apply's lock file is still there; its flock died
 			// with the process, so the next apply takes it at once.
 			if _, err := os.Stat(filepath.Join(h.dir, "run")); err != nil {
 				t.Errorf("no /run in the simulated host after the killed apply: %v", err)
 			}
-			h.must(tc.settled, "--sim", h.dir, "apply", "--yes", "--lock-timeout", "5s", "-f", h.spec)
+			h.must(tc.settled, "--sim", h.dir, "apply", "--yes", "--allow-mgmt", "--lock-timeout", "5s", "-f", h.spec)
 			h.must(tc.settled, "--sim", h.dir, "plan", "-f", h.spec)
 		})
 	}
@@ -217,7 +217,7 @@ func newFaultHost(t *testing.T, bin string, tc faultCase) *faultHost {
 		}
 	}
 	h.must(0, "sim", "new", h.dir, "--profile", tc.profile)
-	h.must(0, "--sim", h.dir, "apply", "--yes", "-f", base)
+	h.must(0, "--sim", h.dir, "apply", "--yes", "--allow-mgmt", "-f", base)
 	h.must(0, "--sim", h.dir, "plan", "-f", base)
 	return h
 }
@@ -252,7 +252,7 @@ func (h *faultHost) remaining(want []string) {
 func (h *faultHost) converge() {
 	h.t.Helper()
 	h.must(0, "sim", "fault", h.dir, "--clear")
-	h.must(h.tc.settled, "--sim", h.dir, "apply", "--yes", "-f", h.spec)
+	h.must(h.tc.settled, "--sim", h.dir, "apply", "--yes", "--allow-mgmt", "-f", h.spec)
 	h.must(h.tc.settled, "--sim", h.dir, "plan", "-f", h.spec)
 }
 

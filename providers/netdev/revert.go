@@ -38,10 +38,17 @@ func disrupts(pl *payload) []string {
 	if pl.before == nil {
 		return nil
 	}
-	if pl.up != nil && !*pl.up && pl.before.up {
+	switch {
+	case pl.up != nil && !*pl.up && pl.before.up:
+		return []string{pl.name} // taken down
+	case pl.mtu != nil && *pl.mtu != pl.before.mtu:
+		// A new MTU on the path an operator comes in by can stall the
+		// session (a larger one than the network carries, or a smaller
+		// one than its peers send).
 		return []string{pl.name}
-	}
-	if pl.manageAddrs {
+	case pl.manageAddrs:
+		// Re-addressed: an address it had goes away. Adding one leaves
+		// the operator's path alone.
 		keep := map[netip.Prefix]bool{}
 		for _, p := range pl.addrs {
 			keep[p] = true

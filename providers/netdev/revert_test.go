@@ -27,9 +27,10 @@ func TestDisruptsAndRevert(t *testing.T) {
 		disrupts: []string{"ens3"},
 		revert:   []plan.Attr{{Name: "state", Before: "down", After: "up"}},
 	}, {
-		name:   "MTU only",
-		spec:   "  - {name: ens3, mtu: 9000}\n",
-		revert: []plan.Attr{{Name: "mtu", Before: "9000", After: "1500"}},
+		name:     "MTU only",
+		spec:     "  - {name: ens3, mtu: 9000}\n",
+		disrupts: []string{"ens3"},
+		revert:   []plan.Attr{{Name: "mtu", Before: "9000", After: "1500"}},
 	}, {
 		name:   "an address added",
 		spec:   "  - {name: ens3, addresses: [192.0.2.1/24, 192.0.2.2/24]}\n",
