@@ -123,6 +123,8 @@ type IPoIB struct {
 	IPv4   *IPConf `yaml:"ipv4,omitempty"`
 	IPv6   *IPConf `yaml:"ipv6,omitempty"`
 	State  string  `yaml:"state,omitempty" enum:"up,down,absent" doc:"up (default), down or absent"`
+	// Autoconnect overrides the default that state implies.
+	Autoconnect *bool `yaml:"autoconnect,omitempty" doc:"connection.autoconnect; default yes with state up, no with state down (show writes it when a profile differs)"`
 }
 
 // PKey is an InfiniBand partition key; the value as the spec gives it.

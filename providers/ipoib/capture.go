@@ -23,9 +23,10 @@ var _ plan.Capturer = (*Provider)(nil)
 //     link-local, ...) has no spec form and the family is left out
 //     (unmanaged);
 //   - state is up for an active connection, down for an inactive one.
-//     A spec's down means autoconnect no and up autoconnect yes, so an
-//     inactive profile with autoconnect yes (or an active one with
-//     autoconnect no) plans that one property;
+//     A spec's down means autoconnect no and up autoconnect yes; a
+//     profile that differs (inactive with autoconnect yes, say, because
+//     its device is absent) gets autoconnect written, so that planning
+//     the capture never changes it;
 //   - a second profile of the same name is left out (rdmaform manages one
 //     connection per name; plan reports the duplicate), as is a profile
 //     bound to no interface.
@@ -70,6 +71,10 @@ func captureProfile(pr nmcli.Profile) (schema.IPoIB, bool) {
 	}
 	if pr.Active {
 		c.State = StateUp
+	}
+	if pr.NoAutoconnect != (c.State == StateDown) {
+		auto := !pr.NoAutoconnect
+		c.Autoconnect = &auto
 	}
 	if pr.MTU > 0 {
 		mtu := pr.MTU

@@ -38,6 +38,9 @@ func Desired(c *schema.IPoIB) nmcli.Profile {
 		Mode:          nmcli.TransportMode(c.Mode),
 		NoAutoconnect: WantState(c) == StateDown,
 	}
+	if c.Autoconnect != nil {
+		p.NoAutoconnect = !*c.Autoconnect
+	}
 	if c.PKey != nil {
 		p.Parent = c.Parent
 		p.PKey = schema.FullMember(c.PKey.Value)

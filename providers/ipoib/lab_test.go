@@ -265,3 +265,49 @@ func TestRealNmcliWithoutNetworkManager(t *testing.T) {
 		}
 	}
 }
+
+// TestRealCaptureKeepsAutoconnect: on a real NetworkManager, profiles
+// that are inactive with autoconnect yes (the device is absent) and
+// inactive with autoconnect no are captured so that planning the capture
+// changes nothing, autoconnect included; applying it changes no profile.
+func TestRealCaptureKeepsAutoconnect(t *testing.T) {
+	l := newLabHost(t)
+	for _, args := range [][]string{
+		{"connection", "add", "type", "infiniband", "con-name", "auto-yes", "ifname", "ib1"},
+		{"connection", "add", "type", "infiniband", "con-name", "auto-no", "ifname", "ib0", "connection.autoconnect", "no"},
+	} {
+		if r := l.lab.Nmcli(args...); r.Exit != 0 {
+			t.Fatalf("nmcli %v: %s", args, r.Stderr)
+		}
+	}
+	before := map[string]map[string]string{}
+	for _, n := range []string{"auto-yes", "auto-no"} {
+		before[n], _ = l.show(n, "connection.autoconnect", "connection.interface-name")
+	}
+	spec := &schema.Spec{Version: schema.Version}
+	if err := (&ipoib.Provider{}).Capture(context.Background(), l.h, nil, spec, plan.CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := schema.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: auto-yes", "autoconnect: true", "name: auto-no"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("the capture lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Count(string(text), "autoconnect:") != 1 {
+		t.Errorf("autoconnect is written for a profile whose state already implies it:\n%s", text)
+	}
+	p := l.plan(string(text))
+	if len(p.Changes) != 0 {
+		t.Errorf("plan of the capture: %q, want none\n%s", changes(p), text)
+	}
+	for _, n := range []string{"auto-yes", "auto-no"} {
+		after, _ := l.show(n, "connection.autoconnect", "connection.interface-name")
+		if diff := cmp.Diff(before[n], after); diff != "" {
+			t.Errorf("%s changed (-before +after):\n%s", n, diff)
+		}
+	}
+}
