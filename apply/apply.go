@@ -37,6 +37,9 @@ type Outcome struct {
 	Skipped []string
 	// Err joins every failure and skip (nil when all applied).
 	Err error
+	// Interrupted: the caller's context ended (Ctrl-C, SIGTERM) and the
+	// run stopped before the changes listed in Skipped.
+	Interrupted bool
 }
 
 // Options tune a run.
@@ -46,7 +49,16 @@ type Options struct {
 	// Before, if set, is called before each change; an error stops the run
 	// (an interrupt between two changes).
 	Before func(c *plan.Change) error
+	// Grace is how long a change in progress may go on after the caller's
+	// context ends (Ctrl-C, SIGTERM) before its own context ends too: an
+	// external command under way finishes, and no further change starts.
+	// A firmware set is then sent SIGTERM, never SIGKILL (host.Cmd.Gentle).
+	Grace time.Duration
 }
+
+// DefaultGrace is the grace period of an interrupted apply: a full
+// mlxconfig set takes a few seconds; a minute leaves room on a loaded host.
+const DefaultGrace = time.Minute
 
 // Run applies the plan's changes in order with their providers.
 func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provider, o Options) Outcome {
@@ -61,8 +73,11 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 	var out Outcome
 	var merr *multierror.Error
 	failed := map[string]bool{}
+	actx, stop := graceContext(ctx, o.Grace)
+	defer stop()
 	for i, c := range p.Changes {
 		if err := ctx.Err(); err != nil {
+			out.Interrupted = true
 			for _, rest := range p.Changes[i:] {
 				out.Skipped = append(out.Skipped, rest.Address)
 			}
@@ -94,7 +109,7 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 		}
 		start := time.Now()
 		fmt.Fprintf(progress, "%s: %s...\n", c.Address, verb(c.Action))
-		if err := pr.Apply(ctx, h, c); err != nil {
+		if err := pr.Apply(actx, h, c); err != nil {
 			failed[c.Address] = true
 			out.Failed = append(out.Failed, c.Address)
 			fmt.Fprintf(progress, "%s: failed: %v\n", c.Address, err)
@@ -110,6 +125,27 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 		out.Err = merr
 	}
 	return out
+}
+
+// graceContext is the context a change runs with: the caller's ending
+// reaches it only after grace, so that a command under way can finish.
+func graceContext(ctx context.Context, grace time.Duration) (context.Context, func()) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cancel()
+			case <-done:
+			}
+		case <-done:
+		}
+	}()
+	return actx, func() { close(done); cancel() }
 }
 
 func failedDep(c *plan.Change, failed map[string]bool) string {

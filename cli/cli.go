@@ -35,9 +35,32 @@ type Env struct {
 	Ctx context.Context
 }
 
-// OSEnv returns the process's environment.
+// SignalError is the cause of Env.Ctx's end when a signal stopped the run.
+type SignalError struct{ Signal os.Signal }
+
+func (e *SignalError) Error() string { return "interrupted by " + e.Signal.String() }
+
+// ExitCode is the shell's code for a run a signal ended: 128 + its number
+// (130 for SIGINT, 143 for SIGTERM).
+func (e *SignalError) ExitCode() int {
+	if s, ok := e.Signal.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 130
+}
+
+// OSEnv returns the process's environment. Its context ends, with a
+// *SignalError as the cause, at the first SIGINT or SIGTERM; a second one
+// acts as if rdmaform did not handle it (the process ends at once).
 func OSEnv() Env {
-	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		cancel(&SignalError{Signal: s})
+	}()
 	return Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
 		StdoutTTY: isTTY(os.Stdout), StdinTTY: isTTY(os.Stdin), StderrTTY: isTTY(os.Stderr), Ctx: ctx,

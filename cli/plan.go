@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -256,8 +257,11 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		}
 	}
 	progress, stop := a.progress()
-	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: progress})
+	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: progress, Grace: apply.DefaultGrace})
 	stop()
+	if out.Interrupted {
+		return a.interrupted(ctx, p, out)
+	}
 	after, err := a.buildFiltered(context.WithoutCancel(ctx), h, spec, o.only)
 	if err != nil {
 		return err
@@ -321,6 +325,34 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	return nil
 }
 
+// interrupted reports an apply a signal stopped: what was applied and
+// what was not (the next plan shows exactly what is left), exit 130 for
+// SIGINT, 143 for SIGTERM.
+func (a *app) interrupted(ctx context.Context, p *plan.Plan, out apply.Outcome) error {
+	code := 130
+	var se *SignalError
+	if errors.As(context.Cause(ctx), &se) {
+		code = se.ExitCode()
+	}
+	if a.jsonOut() {
+		doc := &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: append([]string{}, out.Applied...), Failed: append([]string{}, out.Failed...),
+			Skipped: append([]string{}, out.Skipped...), Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
+			Errors: []jsonError{{Message: "interrupted"}}, Interrupted: true}
+		if err := a.writeJSON(doc); err != nil {
+			return err
+		}
+		return exitCode(code)
+	}
+	none := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, ", ")
+	}
+	fmt.Fprintf(a.env.Stdout, "\nInterrupted: applied %s; not applied: %s.\n", none(out.Applied), none(append(append([]string{}, out.Failed...), out.Skipped...)))
+	return &exitError{code: code, err: fmt.Errorf("interrupted: %d applied, %d not applied; run plan to see what is left", len(out.Applied), len(out.Failed)+len(out.Skipped))}
+}
+
 // leftOutside: after apply --only, the changes the filter left out are
 // still work to do; apply then exits 2 naming them, as plan would.
 func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec) error {
@@ -360,6 +392,8 @@ type applyDoc struct {
 	Deferred       []plan.Deferred `json:"deferred"`
 	Errors         []jsonError     `json:"errors"`
 	RebootRequired bool            `json:"reboot_required"`
+	// Interrupted: a signal stopped the apply (exit 130 or 143).
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func nonNil(p []plan.Pending) []plan.Pending {

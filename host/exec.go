@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -22,6 +23,11 @@ type Cmd struct {
 	Args    []string      // Args[0] is the program, found on PATH
 	Stdin   []byte        // optional standard input
 	Timeout time.Duration // 0 means DefaultTimeout
+	// Gentle: a write that must not be torn (a firmware set). The command
+	// runs in a process group of its own, so a Ctrl-C at the terminal
+	// does not reach it; when its context ends (timeout or interrupt) it
+	// gets SIGTERM and is waited for, never SIGKILL.
+	Gentle bool
 }
 
 // String renders the command line for messages, quoting arguments that
@@ -53,6 +59,10 @@ type Runner interface {
 // ErrTimeout is wrapped by an ExitError when the command ran past its timeout.
 var ErrTimeout = errors.New("timed out")
 
+// ErrInterrupted is wrapped by an ExitError when the caller stopped the
+// command (Ctrl-C, SIGTERM) before it finished.
+var ErrInterrupted = errors.New("interrupted")
+
 // ErrNotFound is wrapped when the program is not installed.
 var ErrNotFound = errors.New("command not found")
 
@@ -73,6 +83,8 @@ func (e *ExitError) Error() string {
 	switch {
 	case errors.Is(e.Err, ErrTimeout):
 		fmt.Fprintf(&b, "timed out after %s", e.Cmd.EffectiveTimeout())
+	case errors.Is(e.Err, ErrInterrupted):
+		b.WriteString("interrupted")
 	case e.Err != nil:
 		b.WriteString(e.Err.Error())
 	default:
@@ -164,6 +176,12 @@ func (r *ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 2 * time.Second
+	if c.Gentle {
+		// SIGTERM, then wait for it as long as it takes (WaitDelay 0).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 0
+	}
 	err = cmd.Run()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	if err == nil {
@@ -171,15 +189,26 @@ func (r *ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	ee := &ExitError{Cmd: c, Code: -1, Stdout: res.Stdout, Stderr: res.Stderr}
 	var xe *exec.ExitError
+	isExit := errors.As(err, &xe)
+	if isExit {
+		ee.Code = xe.ExitCode() // -1 when a signal ended it
+	}
 	switch {
-	case ctx.Err() == context.DeadlineExceeded:
-		ee.Err = ErrTimeout
-	case errors.As(err, &xe):
-		ee.Code = xe.ExitCode()
-	default:
+	case ctx.Err() != nil:
+		ee.Err = CtxErr(ctx)
+	case !isExit:
 		ee.Err = err
 	}
 	return res, ee
+}
+
+// CtxErr is why a command's context ended: ErrTimeout at its own
+// deadline, ErrInterrupted when the caller cancelled it.
+func CtxErr(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrTimeout
+	}
+	return ErrInterrupted
 }
 
 // WithCLocale returns env (or the process environment when nil) with every

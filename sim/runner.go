@@ -50,7 +50,7 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 	defer cancel()
 	if fault != nil && fault.Hang {
 		<-ctx.Done()
-		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.ErrTimeout}
+		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.CtxErr(ctx)}
 	}
 	if latency > 0 {
 		t := time.NewTimer(latency)
@@ -58,7 +58,7 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.ErrTimeout}
+			return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.CtxErr(ctx)}
 		}
 	}
 	var stdout, stderr string

@@ -414,7 +414,9 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 	if len(pl.sets) == 0 {
 		return nil
 	}
-	cmd := host.Cmd{Args: append([]string{pl.tool, "-d", pl.dev, "-y", "set"}, pl.sets...)}
+	// Gentle: an interrupt never tears a flash write (SIGTERM after the
+	// grace period, never SIGKILL; Ctrl-C does not reach it).
+	cmd := host.Cmd{Args: append([]string{pl.tool, "-d", pl.dev, "-y", "set"}, pl.sets...), Gentle: true}
 	if _, err := h.Runner.Run(ctx, cmd); err != nil {
 		se := &SetError{Address: c.Address, Cmd: cmd, Err: err}
 		var ee *host.ExitError
