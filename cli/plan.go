@@ -92,7 +92,7 @@ func (a *app) applyCmd() *cobra.Command {
 	var lockTimeout, confirmTimeout time.Duration
 	var allowFirmware, allowMgmt bool
 	cmd := &cobra.Command{
-		Use:   "apply -f SPEC|PLAN [--yes] [--only runtime] [-o text|json]",
+		Use:   "apply [PLAN] [-f SPEC|PLAN] [--yes] [--only runtime] [-o text|json]",
 		Short: "Apply the spec, then verify by planning again",
 		Long: `Plan, ask for confirmation (unless --yes), apply every change in order
 with a progress line per change on stderr, skip changes whose
@@ -101,9 +101,21 @@ again: anything still to change is an error naming the resource and
 attribute. Firmware changes take effect at the next boot and are reported
 as pending, never applied again.
 
+A saved plan (plan --out FILE), given as the argument or with -f, is
+applied without asking, exactly: the file must be intact (its digest),
+made by this rdmaform version, on this host (hostname, machine-id) in
+this boot, and a fresh discovery must give the very changes it records,
+with the same before values; otherwise it is refused and nothing changes.
+
 ` + exitCodesHelp,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if file != "" {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("give the plan as the argument or with -f, not both")}
+				}
+				file = args[0]
+			}
 			if file == "" {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("no spec: give -f SPEC or -f PLAN (a plan saved with plan --out)")}
 			}
@@ -435,6 +447,6 @@ func (a *app) savePlan(h *host.Host, res *plan.Result, spec *schema.Spec, file s
 	if err := host.WriteLocalFile(file, append(b, '\n'), 0o600); err != nil {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("saving plan: %w", err)}
 	}
-	fmt.Fprintf(a.info(), "Saved the plan to %s; apply it with: rdmaform apply -f %s\n", file, file)
+	fmt.Fprintf(a.info(), "Saved the plan to %s; apply it with: %s\n", file, a.hint("apply", file))
 	return nil
 }

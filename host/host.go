@@ -58,7 +58,14 @@ func (h *Host) Modprobe(ctx context.Context, name string) error {
 // Hostname reads the kernel's hostname (/proc/sys/kernel/hostname), so a
 // --root tree or a simulated host answers for itself.
 func (h *Host) Hostname() (string, error) {
-	return ReadAttr(h.FS, "/proc/sys/kernel/hostname")
+	name, err := ReadAttr(h.FS, "/proc/sys/kernel/hostname")
+	if err != nil || name == "" {
+		// An offline --root tree has no /proc: its /etc/hostname says.
+		if etc, err2 := ReadAttr(h.FS, "/etc/hostname"); err2 == nil && etc != "" {
+			return etc, nil
+		}
+	}
+	return name, err
 }
 
 // NewLive returns the live host: root "/", real programs, real netlink in

@@ -37,13 +37,17 @@ type Saved struct {
 	// observation: anything rdmaform read that the plan depends on.
 	ObservedDigest string `json:"observed_digest"`
 	Plan           *Plan  `json:"plan"`
+	// Digest covers everything above (the file with digest ""), so that
+	// an edit anywhere, the spec or the changes, is caught.
+	Digest string `json:"digest"`
 }
 
 // Identity is what makes a host the same host in the same boot.
 type Identity struct {
-	Hostname string      `json:"hostname"`
-	BootID   string      `json:"boot_id"`
-	Adapters []AdapterID `json:"adapters"`
+	Hostname  string      `json:"hostname"`
+	MachineID string      `json:"machine_id"`
+	BootID    string      `json:"boot_id"`
+	Adapters  []AdapterID `json:"adapters"`
 }
 
 // AdapterID is one adapter's identity and firmware version.
@@ -53,11 +57,17 @@ type AdapterID struct {
 	FWVer string `json:"fw_ver,omitempty"`
 }
 
-// Identify reads the host's identity: hostname, boot_id
-// (/proc/sys/kernel/random/boot_id) and adapters with firmware versions.
+// Identify reads the host's identity through its root: hostname
+// (/proc/sys/kernel/hostname, else /etc/hostname), machine-id
+// (/etc/machine-id), boot_id (/proc/sys/kernel/random/boot_id) and
+// adapters with firmware versions.
 func Identify(h *host.Host, inv *inventory.Inventory) Identity {
 	id := Identity{Adapters: []AdapterID{}}
 	id.Hostname, _ = h.Hostname()
+	if id.Hostname == "" {
+		id.Hostname, _ = host.ReadAttr(h.FS, "/etc/hostname")
+	}
+	id.MachineID, _ = host.ReadAttr(h.FS, "/etc/machine-id")
 	id.BootID, _ = host.ReadAttr(h.FS, "/proc/sys/kernel/random/boot_id")
 	for _, d := range inv.Devices {
 		id.Adapters = append(id.Adapters, AdapterID{Name: d.Name, PCI: d.PCI, FWVer: d.FWVer})
@@ -102,7 +112,19 @@ func NewSaved(h *host.Host, res *Result, specFile string, specData []byte) *Save
 	s.Spec.Digest = Digest(specData)
 	s.Host = Identify(h, res.Request.Inv)
 	s.ObservedDigest = ObservedDigest(res)
+	s.Digest = s.bodyDigest()
 	return s
+}
+
+// bodyDigest is the digest of the saved plan's JSON with digest "".
+func (s *Saved) bodyDigest() string {
+	c := *s
+	c.Digest = ""
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return ""
+	}
+	return Digest(b)
 }
 
 // LoadSaved reads a saved plan; ok is false when data is not one (a spec).
@@ -124,6 +146,12 @@ func LoadSaved(data []byte) (s *Saved, ok bool, err error) {
 	if Digest([]byte(s.Spec.Content)) != s.Spec.Digest {
 		return nil, true, fmt.Errorf("saved plan is damaged: its spec does not match its digest")
 	}
+	if s.Digest == "" || s.bodyDigest() != s.Digest {
+		return nil, true, fmt.Errorf("saved plan was changed after it was made (its digest does not match its content); nothing was changed: make it again with plan --out")
+	}
+	if s.Host.Hostname == "" || (s.Host.MachineID == "" && s.Host.BootID == "") {
+		return nil, true, fmt.Errorf("saved plan records no host identity (hostname %q, machine-id %q, boot_id %q); nothing was changed: make it again with plan --out on the host", s.Host.Hostname, s.Host.MachineID, s.Host.BootID)
+	}
 	return s, true, nil
 }
 
@@ -136,12 +164,22 @@ func (e *StaleError) Error() string {
 	return "saved plan is stale, nothing was changed: " + strings.Join(e.Reasons, "; ") + "; run plan again"
 }
 
-// Check compares a saved plan with a fresh discovery of the host.
+// Check compares a saved plan with a fresh discovery of the host: the
+// same rdmaform version, the same host (hostname, machine-id) in the same
+// boot with the same adapters, and the same changes with the same before
+// values; otherwise the plan is refused. A change of the host that the
+// plan does not touch does not make it stale.
 func (s *Saved) Check(h *host.Host, now *Result) error {
 	var why []string
+	if v := version.Get(); v.Version != s.Rdmaform.Version || v.Commit != s.Rdmaform.Commit {
+		why = append(why, fmt.Sprintf("the plan was made by rdmaform %s (%s), this is %s (%s)", s.Rdmaform.Version, s.Rdmaform.Commit, v.Version, v.Commit))
+	}
 	cur := Identify(h, now.Request.Inv)
 	if cur.Hostname != s.Host.Hostname {
 		why = append(why, fmt.Sprintf("different host: the plan was made on %q, this is %q", s.Host.Hostname, cur.Hostname))
+	}
+	if cur.MachineID != s.Host.MachineID {
+		why = append(why, fmt.Sprintf("different machine: the plan was made on machine-id %q, this is %q", s.Host.MachineID, cur.MachineID))
 	}
 	if cur.BootID != s.Host.BootID {
 		why = append(why, fmt.Sprintf("the host rebooted since the plan was made (boot_id %s, now %s)", s.Host.BootID, cur.BootID))
@@ -149,8 +187,10 @@ func (s *Saved) Check(h *host.Host, now *Result) error {
 	if d := adapterDiff(s.Host.Adapters, cur.Adapters); d != "" {
 		why = append(why, "adapters changed: "+d)
 	}
-	if len(why) == 0 && ObservedDigest(now) != s.ObservedDigest {
-		why = append(why, "the host's state changed since the plan was made"+changedAddresses(s.Plan, now.Plan))
+	if len(why) == 0 {
+		if d := changedAddresses(s.Plan, now.Plan); d != "" {
+			why = append(why, "the host's state changed since the plan was made, and with it the changes"+d)
+		}
 	}
 	if len(why) > 0 {
 		return &StaleError{Reasons: why}
@@ -188,10 +228,16 @@ func adapterDiff(was, now []AdapterID) string {
 	return strings.Join(out, ", ")
 }
 
-// changedAddresses names the resources whose planned change differs.
+// changedAddresses names the resources whose planned change differs
+// (action, activation, attributes with their before and after values,
+// dependencies), and pending items that differ; "" when none does.
 func changedAddresses(was, now *Plan) string {
 	key := func(c *Change) string {
 		b, _ := json.Marshal(c)
+		return string(b)
+	}
+	pend := func(p *Plan) string {
+		b, _ := json.Marshal(p.Pending)
 		return string(b)
 	}
 	w := map[string]string{}
@@ -210,6 +256,9 @@ func changedAddresses(was, now *Plan) string {
 		if !seen[a] {
 			diff = append(diff, a)
 		}
+	}
+	if pend(was) != pend(now) {
+		diff = append(diff, "pending reboot items")
 	}
 	if len(diff) == 0 {
 		return ""
