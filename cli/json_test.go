@@ -126,6 +126,7 @@ func TestJSONOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := s.check(t, "saved plan", "saved_plan", string(data))
+	s.check(t, "show-plan", "saved_plan", runJSON(t, "", 0, "show-plan", saved, "-o", "json"))
 	if b, _ := sp["rdmaform"].(map[string]any); b == nil || b["version"] == "" {
 		t.Errorf("the saved plan does not record rdmaform's version: %v", sp["rdmaform"])
 	}
