@@ -310,8 +310,8 @@ func TestAnsibleConfirm(t *testing.T) {
 		}
 		// The confirming task, too late: it fails, naming why.
 		res, status, out = l.adhoc(t, map[string]any{"sim": dir, "state": "confirmed"})
-		if msg, _ := res["msg"].(string); status != "FAILED!" || !strings.Contains(msg, "nothing waits for confirmation") {
-			t.Errorf("late confirm: status %s, want FAILED! saying nothing waits:\n%s", status, out)
+		if msg, _ := res["msg"].(string); status != "FAILED!" || !strings.Contains(msg, "too late: the changes were rolled back at ") {
+			t.Errorf("late confirm: status %s, want FAILED! saying it is too late:\n%s", status, out)
 		}
 	})
 }

@@ -33,6 +33,10 @@ type Env struct {
 	StderrTTY bool
 	// Ctx is cancelled on SIGINT/SIGTERM; nil means context.Background().
 	Ctx context.Context
+	// Self is the rdmaform program to start for the rollback watcher of
+	// apply --confirm-timeout; "" (tests running in-process) means none is
+	// started and only the in-process timer guards the confirmation.
+	Self string
 }
 
 // SignalError is the cause of Env.Ctx's end when a signal stopped the run.
@@ -63,7 +67,7 @@ func OSEnv() Env {
 	}()
 	return Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(),
-		StdoutTTY: isTTY(os.Stdout), StdinTTY: isTTY(os.Stdin), StderrTTY: isTTY(os.Stderr), Ctx: ctx,
+		StdoutTTY: isTTY(os.Stdout), StdinTTY: isTTY(os.Stdin), StderrTTY: isTTY(os.Stderr), Ctx: ctx, Self: host.SelfPath(),
 	}
 }
 
@@ -159,7 +163,7 @@ would change, apply changes it and proves it by planning again.
 	root.PersistentFlags().StringVar(&a.rootDir, "root", "", "read and write sysfs, configfs, /etc and /run under `DIR` (offline rendering, tests)")
 	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")
 	root.MarkFlagsMutuallyExclusive("root", "sim")
-	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.probeCmd(), a.showPlanCmd(), a.simCmd(), a.statusCmd(), a.versionCmd())
+	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.probeCmd(), a.showPlanCmd(), a.rollbackCmd(), a.simCmd(), a.statusCmd(), a.versionCmd())
 	root.SetHelpTemplate(root.HelpTemplate())
 	return root
 }

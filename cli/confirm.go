@@ -70,29 +70,50 @@ func changeAt(p *plan.Plan, addr string) *plan.Change {
 	return nil
 }
 
-// awaitConfirm waits for `rdmaform confirm` until the timeout; without it,
-// every change of this apply is reverted, last first, and the revert is
-// reported.
-func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome, timeout time.Duration, failed bool) error {
+// awaitConfirm waits for `rdmaform confirm` until the deadline armed
+// before the first change; without it, every change of this apply is
+// reverted, last first, and the revert is reported. The journal and the
+// watcher armRollback set up cover the case where this process dies.
+func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome, timeout time.Duration, deadline time.Time, failed bool) error {
 	if len(out.Done) == 0 {
+		_ = h.FS.Remove(ConfirmFile)
+		disarm(h)
 		return nil
 	}
 	if !failed {
-		deadline := time.Now().Add(timeout)
 		if err := h.FS.WriteFile(ConfirmFile, []byte(fmt.Sprintf("pid %d, revert at %s\n", os.Getpid(), deadline.UTC().Format(time.RFC3339))), 0o600); err != nil {
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("recording the pending confirmation: %w", err)}
 		}
 		fmt.Fprintf(a.msgs(), "Applied %d changes. Run '%s' within %s to keep them; otherwise they are reverted.\n", len(out.Done), a.hint("confirm"), timeout)
 		confirmed := waitConfirmed(ctx, h, deadline)
-		// Whoever removes the file decides: `rdmaform confirm` (keep) or this
-		// process at the deadline (revert). A confirm that won the race just
-		// now is honoured; one that comes later is told nothing waits.
+		// Whoever removes the file decides: `rdmaform confirm` (keep), the
+		// watcher or this process at the deadline (revert). A confirm that
+		// won the race just now is honoured.
 		if !confirmed {
 			if err := h.FS.Remove(ConfirmFile); errors.Is(err, fs.ErrNotExist) {
-				confirmed = true
+				if _, err := readJournal(h); errors.Is(err, fs.ErrNotExist) {
+					confirmed = true
+				} else {
+					// The watcher took the decision: it rolls back.
+					fmt.Fprintln(a.msgs(), "Not confirmed: the rollback watcher reverts the changes.")
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("not confirmed within %s: the changes are reverted by the rollback watcher", timeout)}
+				}
 			}
 		}
 		if confirmed {
+			// confirm drops the journal before the confirm file; a journal
+			// still there means 'rdmaform rollback' took the decision.
+			if _, err := readJournal(h); err == nil {
+				for i := 0; i < 600; i++ {
+					if _, err := readJournal(h); errors.Is(err, fs.ErrNotExist) {
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				note, _ := host.ReadAttr(h.FS, RolledBackFile)
+				fmt.Fprintln(a.msgs(), "Not kept: rdmaform rollback undid the changes.")
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("the changes were %s", strings.TrimSpace(note))}
+			}
 			fmt.Fprintln(a.msgs(), "Confirmed: the changes are kept.")
 			return nil
 		}
@@ -102,11 +123,14 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 			fmt.Fprintf(a.msgs(), "Not confirmed within %s: reverting.\n", timeout)
 		}
 	} else {
+		_ = h.FS.Remove(ConfirmFile)
 		fmt.Fprintln(a.msgs(), "The apply failed: reverting what it changed.")
 	}
 	progress, stop := a.progress()
-	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: progress})
+	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: progress, Grace: apply.DefaultGrace})
 	stop()
+	_ = h.FS.WriteFile(RolledBackFile, []byte(fmt.Sprintf("rolled back at %s by the apply itself: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(rev.Applied, ", "))), 0o644)
+	disarm(h)
 	fmt.Fprintf(a.msgs(), "Reverted %d changes: %s\n", len(rev.Applied), strings.Join(rev.Applied, ", "))
 	if rev.Err != nil {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("revert incomplete:\n%v", rev.Err)}
@@ -149,12 +173,22 @@ you have checked you can still reach the host.
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			// Only an apply that waits can be confirmed; then the journal
+			// goes first: an apply that sees the confirm file gone and the
+			// journal still there takes it for a rollback.
+			if _, err := h.FS.Stat(ConfirmFile); err == nil {
+				disarm(h)
+			}
 			if err := h.FS.Remove(ConfirmFile); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
+					if note, err := host.ReadAttr(h.FS, RolledBackFile); err == nil && note != "" {
+						return &exitError{code: plan.ExitError, err: fmt.Errorf("too late: the changes were %s", note)}
+					}
 					return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing waits for confirmation on this host")}
 				}
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			disarm(h)
 			fmt.Fprintln(a.msgs(), "Confirmed.")
 			return nil
 		},

@@ -268,6 +268,13 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("apply cancelled; nothing was changed")}
 		}
 	}
+	var deadline time.Time
+	if o.confirmTimeout > 0 {
+		deadline = time.Now().Add(o.confirmTimeout)
+		if err := a.armRollback(ctx, h, spec, p, deadline); err != nil {
+			return &exitError{code: plan.ExitError, err: fmt.Errorf("refusing to apply, nothing was changed: %w", err)}
+		}
+	}
 	progress, stop := a.progress()
 	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: progress, Grace: apply.DefaultGrace})
 	stop()
@@ -300,7 +307,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		msgs = append(msgs, f.String())
 	}
 	if o.confirmTimeout > 0 {
-		if err := a.awaitConfirm(ctx, h, out, o.confirmTimeout, len(msgs) > 0); err != nil {
+		if err := a.awaitConfirm(ctx, h, out, o.confirmTimeout, deadline, len(msgs) > 0); err != nil {
 			return err
 		}
 	}

@@ -152,7 +152,7 @@ type IPConf struct {
 // Rxe is one Soft-RoCE link.
 type Rxe struct {
 	Name   string `yaml:"name" doc:"RDMA link name, e.g. rxe0"`
-	Netdev string `yaml:"netdev" doc:"Ethernet netdev it runs on"`
+	Netdev string `yaml:"netdev,omitempty" doc:"Ethernet netdev it runs on (not needed with state: absent)"`
 	State  string `yaml:"state,omitempty" enum:"present,absent" doc:"present (default) or absent"`
 }
 

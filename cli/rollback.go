@@ -1,0 +1,288 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/audit"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// The rollback that survives rdmaform: apply --confirm-timeout writes a
+// journal before its first change (the host's state before it, as a spec,
+// and the resources the plan touches) and starts a watcher, a copy of
+// rdmaform in a session of its own. If nobody confirms by the deadline,
+// the watcher converges the touched resources back to that state, even
+// when the apply was killed (SIGKILL, OOM) or its SSH session dropped.
+const (
+	// JournalFile is the undo journal (mode 0600).
+	JournalFile = "/run/rdmaform/rollback.json"
+	// RolledBackFile says when and what a rollback put back, for a
+	// confirm that comes too late.
+	RolledBackFile = "/run/rdmaform/rolled-back"
+	// watcherLog is where the watcher writes.
+	watcherLog = "/run/rdmaform/rollback.log"
+)
+
+// journal is the undo journal.
+type journal struct {
+	// PID is the apply that armed it.
+	PID      int       `json:"pid"`
+	Deadline time.Time `json:"deadline"`
+	// Addresses are the resources the plan touches; the rollback makes
+	// no other change.
+	Addresses []string `json:"addresses"`
+	// Spec is the host's state before the apply, as a spec (show's
+	// capture, plus absent entries for what the plan creates).
+	Spec string `json:"spec"`
+}
+
+// armRollback records the before-state and starts the watcher. It runs
+// before the first change; an error refuses the apply.
+func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Plan, deadline time.Time) error {
+	c, err := audit.Capture(ctx, h, providers.All(), plan.CaptureOptions{})
+	if err != nil {
+		return fmt.Errorf("recording the state before the apply for its rollback: %w", err)
+	}
+	before := c.Spec
+	var addrs []string
+	for _, ch := range p.Changes {
+		addrs = append(addrs, ch.Address)
+		if ch.Action != plan.Create {
+			continue
+		}
+		// What the apply creates, the rollback removes.
+		if name, ok := strings.CutPrefix(ch.Address, "rxe["); ok {
+			before.Rxe = append(before.Rxe, schema.Rxe{Name: strings.TrimSuffix(name, "]"), State: "absent"})
+		}
+		if name, ok := strings.CutPrefix(ch.Address, "ipoib["); ok {
+			name = strings.TrimSuffix(name, "]")
+			for _, ic := range spec.IPoIB {
+				if ic.Name == name {
+					before.IPoIB = append(before.IPoIB, schema.IPoIB{Name: name, Parent: ic.Parent, PKey: ic.PKey, State: "absent"})
+				}
+			}
+		}
+	}
+	text, err := schema.Marshal(before)
+	if err != nil {
+		return err
+	}
+	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text)}
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
+		return fmt.Errorf("writing the rollback journal: %w", err)
+	}
+	_ = h.FS.Remove(RolledBackFile)
+	if a.env.Self == "" {
+		return nil
+	}
+	argv := append([]string{a.env.Self}, a.hostArgs()...)
+	argv = append(argv, "rollback", "--watch")
+	pid, err := host.StartDetached(argv, a.env.Environ, a.realPath(watcherLog))
+	if err != nil {
+		return fmt.Errorf("starting the rollback watcher: %w", err)
+	}
+	fmt.Fprintf(a.info(), "rdmaform: rollback armed (watcher pid %d): without '%s' by %s, the changes are rolled back even if this process dies\n",
+		pid, a.hint("confirm"), j.Deadline.Local().Format(time.TimeOnly))
+	return nil
+}
+
+// hostArgs are the global flags that pick this run's host.
+func (a *app) hostArgs() []string {
+	switch {
+	case a.simDir != "":
+		return []string{"--sim", a.absDir(a.simDir)}
+	case a.rootDir != "":
+		return []string{"--root", a.absDir(a.rootDir)}
+	}
+	return nil
+}
+
+func (a *app) absDir(d string) string {
+	if abs, err := filepath.Abs(d); err == nil {
+		return abs
+	}
+	return d
+}
+
+// realPath is where a host path is on this machine (under --sim/--root).
+func (a *app) realPath(p string) string {
+	switch {
+	case a.simDir != "":
+		return filepath.Join(a.absDir(a.simDir), p)
+	case a.rootDir != "":
+		return filepath.Join(a.absDir(a.rootDir), p)
+	}
+	return p
+}
+
+func readJournal(h *host.Host) (*journal, error) {
+	b, err := h.FS.ReadFile(JournalFile)
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{}
+	if err := json.Unmarshal(b, j); err != nil {
+		return nil, fmt.Errorf("%s: %w", JournalFile, err)
+	}
+	return j, nil
+}
+
+// disarm drops the journal: the changes are kept, or already reverted.
+func disarm(h *host.Host) { _ = h.FS.Remove(JournalFile) }
+
+// rollbackJournal converges the journal's resources to their recorded
+// state, records what it did, and drops the journal. It is a plain apply
+// of the before-state: nothing arms a rollback of the rollback.
+func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who string) error {
+	spec, rep := schema.Parse("rollback journal", []byte(j.Spec))
+	if len(rep) > 0 {
+		return fmt.Errorf("the rollback journal does not read back: %v", rep)
+	}
+	touched := map[string]bool{}
+	for _, ad := range j.Addresses {
+		touched[ad] = true
+	}
+	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[c.Address] })
+	if err != nil {
+		return err
+	}
+	out := apply.Run(ctx, h, res.Plan, providers.All(), apply.Options{Grace: apply.DefaultGrace})
+	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, strings.Join(out.Applied, ", "))
+	if len(out.Applied) == 0 {
+		note = fmt.Sprintf("rolled back at %s by %s: nothing needed putting back\n", time.Now().UTC().Format(time.RFC3339), who)
+	}
+	_ = h.FS.WriteFile(RolledBackFile, []byte(note), 0o644)
+	disarm(h)
+	if out.Err != nil {
+		return fmt.Errorf("rollback incomplete:\n%v", out.Err)
+	}
+	fmt.Fprint(a.msgs(), strings.Replace(note, "rolled back", "Rolled back", 1))
+	return nil
+}
+
+func (a *app) rollbackCmd() *cobra.Command {
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "rollback [--watch]",
+		Short: "Undo an apply --confirm-timeout that waits for confirmation, now",
+		Long: `apply --confirm-timeout D records the host's state before its first
+change in ` + JournalFile + ` and starts a watcher. 'rdmaform rollback'
+puts the changed resources back now, whoever runs it; 'rdmaform confirm'
+keeps them. The watcher (rollback --watch, started by apply in a session
+of its own) waits for the deadline and rolls back if nobody confirmed,
+even when the apply was killed or its SSH session dropped. Firmware
+staged for the next boot is not covered (apply refuses it in this mode
+unless --allow-firmware, and a reboot cannot be taken back).
+
+Exit codes: 0 rolled back (or confirmed before the deadline, for the
+watcher); 1 nothing to roll back, or the rollback failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if watch {
+				return a.watch(cmd.Context())
+			}
+			h, err := a.host()
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			j, err := readJournal(h)
+			if errors.Is(err, fs.ErrNotExist) {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing to roll back: no apply waits for confirmation on this host")}
+			}
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			// Whoever removes the confirm file decides.
+			if err := h.FS.Remove(ConfirmFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			if err := a.rollbackJournal(context.WithoutCancel(cmd.Context()), h, j, "rdmaform rollback"); err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&watch, "watch", false, "wait for the journal's deadline, then roll back unless confirmed (apply starts this)")
+	return cmd
+}
+
+// watch is the watcher: until the deadline, it leaves the decision to the
+// apply (or a confirm); at the deadline it takes the confirm file, and
+// with it the decision, unless someone did first. If the apply is gone
+// and left its journal (killed while applying, or while reverting), the
+// watcher puts things back. Until it acts it only looks at its two files
+// (the host is opened when there is something to do).
+func (a *app) watch(ctx context.Context) error {
+	journalPath, confirmPath := a.realPath(JournalFile), a.realPath(ConfirmFile)
+	for {
+		b, err := host.ReadLocalFile(journalPath, nil)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // confirmed, or the apply reverted itself
+		}
+		if err != nil {
+			return &exitError{code: plan.ExitError, err: err}
+		}
+		j := &journal{}
+		if err := json.Unmarshal(b, j); err != nil {
+			return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", JournalFile, err)}
+		}
+		if time.Now().After(j.Deadline) {
+			err := host.RemoveLocalFile(confirmPath)
+			switch {
+			case err == nil:
+				// The apply waited and nobody confirmed: the watcher took
+				// the decision.
+				return a.rollbackOrFail(j, fmt.Sprintf("the rollback watcher (the apply, pid %d, %s)", j.PID, aliveWord(j.PID)))
+			case !errors.Is(err, fs.ErrNotExist):
+				return &exitError{code: plan.ExitError, err: err}
+			case !host.ProcessAlive(j.PID):
+				// The apply died before it waited (killed while applying),
+				// or while it reverted: the watcher puts things back.
+				return a.rollbackOrFail(j, fmt.Sprintf("the rollback watcher (the apply, pid %d, was gone)", j.PID))
+			}
+			// The apply still runs (its changes, or its own revert): it
+			// decides; the watcher goes on watching in case it dies.
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (a *app) rollbackOrFail(j *journal, who string) error {
+	h, err := a.host()
+	if err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	if err := a.rollbackJournal(context.Background(), h, j, who); err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	return nil
+}
+
+func aliveWord(pid int) string {
+	if host.ProcessAlive(pid) {
+		return "still running"
+	}
+	return "gone"
+}

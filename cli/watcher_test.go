@@ -1,0 +1,140 @@
+package cli_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRollbackSurvivesTheApply: apply --confirm-timeout arms a watcher
+// before its first change. A real rdmaform apply is killed while it waits
+// for confirmation (SIGKILL, as an OOM kill; SIGHUP, as a dropped SSH
+// session): the watcher rolls the changes back within the timeout and a
+// few seconds, and a confirm that comes too late exits 1 saying what was
+// rolled back and when. A confirm in time keeps the changes, and the
+// watcher then does nothing. 'rdmaform rollback' undoes at once.
+func TestRollbackSurvivesTheApply(t *testing.T) {
+	bin := buildRdmaform(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	// A new rxe link and rdma_cm values: a create (undone by deleting) and
+	// an update (undone by the old values).
+	if err := os.WriteFile(spec, []byte("version: 1\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\ndevices:\n  - name: rxe0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rf := func(args ...string) (int, string) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	newHost := func(name string) string {
+		h := filepath.Join(dir, name)
+		if code, out := rf("sim", "new", h, "--profile", "vm-soft"); code != 0 {
+			t.Fatalf("sim new: %s", out)
+		}
+		return h
+	}
+	// startApply runs apply --confirm-timeout and returns once it waits.
+	startApply := func(t *testing.T, h, timeout string) *exec.Cmd {
+		cmd := exec.Command(bin, "--sim", h, "apply", "--yes", "--confirm-timeout", timeout, "-f", spec)
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "to keep them") {
+				go func() {
+					for sc.Scan() {
+					}
+				}()
+				return cmd
+			}
+		}
+		_ = cmd.Wait()
+		t.Fatalf("the apply never waited for confirmation")
+		return nil
+	}
+	planCode := func(h string) int { c, _ := rf("--sim", h, "plan", "-f", spec); return c }
+
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGHUP} {
+		t.Run("killed by "+sig.String(), func(t *testing.T) {
+			h := newHost("h-" + strings.ReplaceAll(sig.String(), " ", "-"))
+			start := time.Now()
+			cmd := startApply(t, h, "3s")
+			if planCode(h) != 0 {
+				t.Fatal("the changes are not applied while the apply waits")
+			}
+			_ = cmd.Process.Signal(sig)
+			_ = cmd.Wait()
+			// The watcher drops the journal once it has rolled back (the
+			// simulated host is not read meanwhile: two processes must not
+			// render it at once).
+			journal := filepath.Join(h, "run/rdmaform/rollback.json")
+			for time.Since(start) < 12*time.Second {
+				if _, err := os.Stat(journal); os.IsNotExist(err) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if planCode(h) != 2 {
+				log, _ := os.ReadFile(filepath.Join(h, "run/rdmaform/rollback.log"))
+				t.Fatalf("not rolled back %s after the apply started (timeout 3s); watcher log:\n%s", time.Since(start).Round(time.Second), log)
+			}
+			t.Logf("rolled back %s after the apply started (timeout 3s)", time.Since(start).Round(100*time.Millisecond))
+			code, out := rf("--sim", h, "plan", "-f", spec)
+			for _, want := range []string{"+ rxe[rxe0]", "rdma_cm[rxe0/1]"} {
+				if code != 2 || !strings.Contains(out, want) {
+					t.Errorf("plan after the rollback lacks %q:\n%s", want, out)
+				}
+			}
+			code, out = rf("--sim", h, "confirm")
+			if code != 1 || !strings.Contains(out, "too late: the changes were rolled back at ") || !strings.Contains(out, "rxe[rxe0]") {
+				t.Errorf("late confirm: exit %d\n%s", code, out)
+			}
+		})
+	}
+
+	t.Run("confirmed in time", func(t *testing.T) {
+		h := newHost("h-confirmed")
+		cmd := startApply(t, h, "2s")
+		if code, out := rf("--sim", h, "confirm"); code != 0 {
+			t.Fatalf("confirm: %d %s", code, out)
+		}
+		_ = cmd.Wait()
+		time.Sleep(3 * time.Second) // past the deadline: the watcher must do nothing
+		if planCode(h) != 0 {
+			t.Errorf("confirmed changes were rolled back")
+		}
+	})
+
+	t.Run("rollback now", func(t *testing.T) {
+		h := newHost("h-now")
+		cmd := startApply(t, h, "30s")
+		code, out := rf("--sim", h, "rollback")
+		if code != 0 || !strings.Contains(out, "Rolled back at ") {
+			t.Errorf("rollback: exit %d\n%s", code, out)
+		}
+		_ = cmd.Wait()
+		if planCode(h) != 2 {
+			t.Errorf("after rollback the changes are still there")
+		}
+		if code, _ := rf("--sim", h, "rollback"); code != 1 {
+			t.Errorf("a second rollback: exit %d, want 1 (nothing to roll back)", code)
+		}
+	})
+}
