@@ -53,7 +53,19 @@ type journal struct {
 // armRollback records the before-state and starts the watcher. It runs
 // before the first change; an error refuses the apply.
 func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Plan, deadline time.Time) error {
-	c, err := audit.Capture(ctx, h, providers.All(), plan.CaptureOptions{})
+	// Only the providers the plan uses are captured: an untouched part
+	// (a firmware tool that cannot read an adapter, say) must not block.
+	used := map[string]bool{}
+	for _, ch := range p.Changes {
+		used[ch.Provider] = true
+	}
+	var prov []plan.Provider
+	for _, pr := range providers.All() {
+		if used[pr.Name()] {
+			prov = append(prov, pr)
+		}
+	}
+	c, err := audit.Capture(ctx, h, prov, plan.CaptureOptions{})
 	if err != nil {
 		return fmt.Errorf("recording the state before the apply for its rollback: %w", err)
 	}
