@@ -251,6 +251,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		}
 		return exitCode(p.ExitCode())
 	}
+	if pending, err := host.ReadAttr(h.FS, ConfirmFile); err == nil {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("an apply is waiting for confirmation on this host (%s): run '%s' or '%s' first; nothing was changed", pending, a.hint("confirm"), a.hint("rollback"))}
+	}
 	if err := a.guard(h, p, o); err != nil {
 		return err
 	}

@@ -138,3 +138,30 @@ func TestRollbackSurvivesTheApply(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyRefusedWhileOneWaits: while an apply waits for confirmation,
+// another apply is refused with what to do, and changes nothing.
+func TestApplyRefusedWhileOneWaits(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "vm-soft"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	if err := os.MkdirAll(filepath.Join(h, "run/rdmaform"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h, "run/rdmaform/confirm-pending"), []byte("pid 4242, revert at 2030-01-01T00:00:00Z\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\nmodules: [rdma_ucm]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec)
+	if code != 1 || !strings.Contains(errs, "an apply is waiting for confirmation on this host (pid 4242, revert at 2030-01-01T00:00:00Z): run 'rdmaform --sim "+h+" confirm' or 'rdmaform --sim "+h+" rollback' first; nothing was changed") {
+		t.Errorf("exit %d\n%s", code, errs)
+	}
+	if code, _, _ := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 {
+		t.Errorf("the host changed: plan exit %d", code)
+	}
+}
