@@ -77,6 +77,9 @@ func changeAt(p *plan.Plan, addr string) *plan.Change {
 func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome, timeout time.Duration, deadline time.Time, failed bool) error {
 	if len(out.Done) == 0 {
 		_ = h.FS.Remove(ConfirmFile)
+		if j, err := readJournal(h); err == nil {
+			a.endCheckpoint(context.WithoutCancel(ctx), j.NMCheckpoint, true)
+		}
 		disarm(h)
 		return nil
 	}
@@ -125,6 +128,9 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 	} else {
 		_ = h.FS.Remove(ConfirmFile)
 		fmt.Fprintln(a.msgs(), "The apply failed: reverting what it changed.")
+	}
+	if j, err := readJournal(h); err == nil {
+		a.endCheckpoint(context.WithoutCancel(ctx), j.NMCheckpoint, false)
 	}
 	progress, stop := a.progress()
 	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: progress, Grace: apply.DefaultGrace})
@@ -177,6 +183,9 @@ you have checked you can still reach the host.
 			// goes first: an apply that sees the confirm file gone and the
 			// journal still there takes it for a rollback.
 			if _, err := h.FS.Stat(ConfirmFile); err == nil {
+				if j, err := readJournal(h); err == nil {
+					a.endCheckpoint(cmd.Context(), j.NMCheckpoint, true)
+				}
 				disarm(h)
 			}
 			if err := h.FS.Remove(ConfirmFile); err != nil {

@@ -149,6 +149,12 @@ with the same before values; otherwise it is refused and nothing changes.
 			if err != nil {
 				return err
 			}
+			// An apply waiting for confirmation holds the lock until it
+			// is confirmed or reverted: refused at once, not after the
+			// lock timeout (checked again under the lock).
+			if err := a.refuseWhileWaiting(h); err != nil {
+				return err
+			}
 			unlock, err := h.Lock(cmd.Context(), lockTimeout, "rdmaform apply -f "+file)
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
@@ -251,8 +257,8 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		}
 		return exitCode(p.ExitCode())
 	}
-	if pending, err := host.ReadAttr(h.FS, ConfirmFile); err == nil {
-		return &exitError{code: plan.ExitError, err: fmt.Errorf("an apply is waiting for confirmation on this host (%s): run '%s' or '%s' first; nothing was changed", pending, a.hint("confirm"), a.hint("rollback"))}
+	if err := a.refuseWhileWaiting(h); err != nil {
+		return err
 	}
 	if err := a.guard(h, p, o); err != nil {
 		return err
@@ -458,5 +464,14 @@ func (a *app) savePlan(h *host.Host, res *plan.Result, spec *schema.Spec, file s
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("saving plan: %w", err)}
 	}
 	fmt.Fprintf(a.info(), "Saved the plan to %s; apply it with: %s\n", file, a.hint("apply", file))
+	return nil
+}
+
+// refuseWhileWaiting refuses an apply while another one waits for
+// confirmation on this host.
+func (a *app) refuseWhileWaiting(h *host.Host) error {
+	if pending, err := host.ReadAttr(h.FS, ConfirmFile); err == nil {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("an apply is waiting for confirmation on this host (%s): run '%s' or '%s' first; nothing was changed", pending, a.hint("confirm"), a.hint("rollback"))}
+	}
 	return nil
 }

@@ -48,6 +48,11 @@ type journal struct {
 	// Spec is the host's state before the apply, as a spec (show's
 	// capture, plus absent entries for what the plan creates).
 	Spec string `json:"spec"`
+	// NMCheckpoint is NetworkManager's own checkpoint (its D-Bus path),
+	// when the plan changes NetworkManager profiles: the daemon rolls
+	// active connections back at the deadline by itself, and deletes the
+	// profiles the apply added; the journal's spec covers inactive ones.
+	NMCheckpoint string `json:"nm_checkpoint,omitempty"`
 }
 
 // armRollback records the before-state and starts the watcher. It runs
@@ -94,6 +99,13 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		return err
 	}
 	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text)}
+	if used["ipoib"] && a.simDir == "" {
+		cp, err := a.createCheckpoint(ctx, time.Until(deadline))
+		if err != nil {
+			return err
+		}
+		j.NMCheckpoint = cp
+	}
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
@@ -114,6 +126,48 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	fmt.Fprintf(a.info(), "rdmaform: rollback armed (watcher pid %d): without '%s' by %s, the changes are rolled back even if this process dies\n",
 		pid, a.hint("confirm"), j.Deadline.Local().Format(time.TimeOnly))
 	return nil
+}
+
+// createCheckpoint asks NetworkManager for a checkpoint that it rolls
+// back itself after d. A pending one means another apply waits for
+// confirmation: refused. NetworkManager not reachable over D-Bus: the
+// journal alone covers the profiles (a warning says so).
+func (a *app) createCheckpoint(ctx context.Context, d time.Duration) (string, error) {
+	nm, err := host.DialNM(ctx, a.env.Environ)
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: no NetworkManager checkpoint (%v); the rollback journal covers the profiles\n", err)
+		return "", nil
+	}
+	defer nm.Close()
+	cp, err := nm.CheckpointCreate(ctx, d)
+	switch {
+	case errors.Is(err, host.ErrCheckpointPending):
+		return "", fmt.Errorf("an apply is waiting for confirmation (%v): run '%s' or '%s' first", err, a.hint("confirm"), a.hint("rollback"))
+	case err != nil:
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: no NetworkManager checkpoint (%v); the rollback journal covers the profiles\n", err)
+		return "", nil
+	}
+	return cp, nil
+}
+
+// endCheckpoint commits (keep) or rolls back NetworkManager's checkpoint
+// of a journal; a failure is a warning, the journal still does its part.
+func (a *app) endCheckpoint(ctx context.Context, cp string, keep bool) {
+	if cp == "" {
+		return
+	}
+	nm, err := host.DialNM(ctx, a.env.Environ)
+	if err == nil {
+		defer nm.Close()
+		if keep {
+			err = nm.CheckpointDestroy(ctx, cp)
+		} else {
+			err = nm.CheckpointRollback(ctx, cp)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: NetworkManager checkpoint %s: %v\n", cp, err)
+	}
 }
 
 // hostArgs are the global flags that pick this run's host.
@@ -168,6 +222,7 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 	if len(rep) > 0 {
 		return fmt.Errorf("the rollback journal does not read back: %v", rep)
 	}
+	a.endCheckpoint(ctx, j.NMCheckpoint, false)
 	touched := map[string]bool{}
 	for _, ad := range j.Addresses {
 		touched[ad] = true

@@ -274,7 +274,10 @@ func (pl *payload) apply(ctx context.Context, cl *nmcli.Client) error {
 		}
 		return nil
 	case opDelete:
-		if err := cl.Delete(ctx, pl.UUID); err != nil {
+		// A profile already gone is deleted: NetworkManager's checkpoint
+		// rollback deletes the profiles an apply created, before
+		// rdmaform's own revert gets to them.
+		if err := cl.Delete(ctx, pl.UUID); err != nil && !nmcli.IsNoSuchConnection(err) {
 			return fail(StepDelete, pl.UUID, err)
 		}
 		return nil
