@@ -78,7 +78,7 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 	if len(out.Done) == 0 {
 		_ = h.FS.Remove(ConfirmFile)
 		if j, err := readJournal(h); err == nil {
-			a.endCheckpoint(context.WithoutCancel(ctx), j.NMCheckpoint, true)
+			a.endArmed(context.WithoutCancel(ctx), j, true)
 		}
 		disarm(h)
 		return nil
@@ -130,7 +130,7 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		fmt.Fprintln(a.msgs(), "The apply failed: reverting what it changed.")
 	}
 	if j, err := readJournal(h); err == nil {
-		a.endCheckpoint(context.WithoutCancel(ctx), j.NMCheckpoint, false)
+		a.endArmed(context.WithoutCancel(ctx), j, false)
 	}
 	progress, stop := a.progress()
 	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: progress, Grace: apply.DefaultGrace})
@@ -184,7 +184,7 @@ you have checked you can still reach the host.
 			// journal still there takes it for a rollback.
 			if _, err := h.FS.Stat(ConfirmFile); err == nil {
 				if j, err := readJournal(h); err == nil {
-					a.endCheckpoint(cmd.Context(), j.NMCheckpoint, true)
+					a.endArmed(cmd.Context(), j, true)
 				}
 				disarm(h)
 			}

@@ -53,6 +53,65 @@ type journal struct {
 	// active connections back at the deadline by itself, and deletes the
 	// profiles the apply added; the journal's spec covers inactive ones.
 	NMCheckpoint string `json:"nm_checkpoint,omitempty"`
+	// Systemd is the service manager holding the rollback timer
+	// (rollbackUnit.timer): "system", or the D-Bus address of a manager's
+	// private socket; "" when a detached watcher holds the deadline.
+	Systemd string `json:"systemd,omitempty"`
+}
+
+// rollbackUnit names the transient timer and service that run
+// 'rdmaform rollback --watch' at the deadline.
+const rollbackUnit = "rdmaform-rollback"
+
+// systemdAddressEnv names the service manager to arm the rollback timer
+// with (the D-Bus address of its private socket), also under --sim and
+// --root; by default the system's manager when systemd is the init
+// system, and a detached watcher otherwise.
+const systemdAddressEnv = "RDMAFORM_SYSTEMD_ADDRESS"
+
+// rollbackManager is the service manager that holds the rollback timer,
+// nil when there is none, and how the journal names it.
+func (a *app) rollbackManager() (*host.SystemdBus, string) {
+	if v := a.getenv(systemdAddressEnv); v != "" {
+		return &host.SystemdBus{Address: v}, v
+	}
+	if a.simDir == "" && a.rootDir == "" && host.SystemdBooted() {
+		return &host.SystemdBus{}, "system"
+	}
+	return nil, ""
+}
+
+// journalManager is the manager a journal's timer is held by.
+func journalManager(j *journal) *host.SystemdBus {
+	switch j.Systemd {
+	case "":
+		return nil
+	case "system":
+		return &host.SystemdBus{}
+	}
+	return &host.SystemdBus{Address: j.Systemd}
+}
+
+func (a *app) getenv(key string) string {
+	for _, kv := range a.env.Environ {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// rollbackEnv is the environment the timer's service runs with: the
+// manager's own lacks the PATH to the tools and the buses this run uses.
+func (a *app) rollbackEnv() []string {
+	var env []string
+	for _, kv := range a.env.Environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "PATH" || k == "DBUS_SYSTEM_BUS_ADDRESS" || strings.HasPrefix(k, "RDMAFORM_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // armRollback records the before-state and starts the watcher. It runs
@@ -106,12 +165,26 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		}
 		j.NMCheckpoint = cp
 	}
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
+	writeJournal := func() error {
+		b, err := json.MarshalIndent(j, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
+			return fmt.Errorf("writing the rollback journal: %w", err)
+		}
+		return nil
 	}
-	if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
-		return fmt.Errorf("writing the rollback journal: %w", err)
+	mgr, name := a.rollbackManager()
+	if a.env.Self == "" {
+		mgr = nil
+	}
+	j.Systemd = name
+	if mgr == nil {
+		j.Systemd = ""
+	}
+	if err := writeJournal(); err != nil {
+		return err
 	}
 	_ = h.FS.Remove(RolledBackFile)
 	if a.env.Self == "" {
@@ -119,6 +192,23 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	}
 	argv := append([]string{a.env.Self}, a.hostArgs()...)
 	argv = append(argv, "rollback", "--watch")
+	if mgr != nil {
+		// The service manager owns the deadline: a transient timer that
+		// runs the rollback, outside this process and its session.
+		defer mgr.Close()
+		err := mgr.ArmTimer(ctx, host.TransientTimer{Name: rollbackUnit, Description: "rdmaform: roll back an apply nobody confirmed",
+			After: time.Until(deadline), Argv: argv, Env: a.rollbackEnv(), Log: a.realPath(watcherLog)})
+		if err == nil {
+			fmt.Fprintf(a.info(), "rdmaform: rollback armed (systemd timer %s.timer): without '%s' by %s, the changes are rolled back even if this process dies\n",
+				rollbackUnit, a.hint("confirm"), j.Deadline.Local().Format(time.TimeOnly))
+			return nil
+		}
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: no systemd rollback timer (%v); a detached watcher holds the deadline\n", err)
+		j.Systemd = ""
+		if err := writeJournal(); err != nil {
+			return err
+		}
+	}
 	pid, err := host.StartDetached(argv, a.env.Environ, a.realPath(watcherLog))
 	if err != nil {
 		return fmt.Errorf("starting the rollback watcher: %w", err)
@@ -148,6 +238,19 @@ func (a *app) createCheckpoint(ctx context.Context, d time.Duration) (string, er
 		return "", nil
 	}
 	return cp, nil
+}
+
+// endArmed ends what a journal armed outside rdmaform: NetworkManager's
+// checkpoint is committed (keep) or rolled back, and the rollback timer
+// is stopped. Failures are warnings: the journal's removal is what counts.
+func (a *app) endArmed(ctx context.Context, j *journal, keep bool) {
+	a.endCheckpoint(ctx, j.NMCheckpoint, keep)
+	if mgr := journalManager(j); mgr != nil {
+		defer mgr.Close()
+		if err := mgr.DisarmTimer(ctx, rollbackUnit); err != nil {
+			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: stopping the rollback timer %s.timer: %v\n", rollbackUnit, err)
+		}
+	}
 }
 
 // endCheckpoint commits (keep) or rolls back NetworkManager's checkpoint
@@ -251,11 +354,14 @@ func (a *app) rollbackCmd() *cobra.Command {
 		Use:   "rollback [--watch]",
 		Short: "Undo an apply --confirm-timeout that waits for confirmation, now",
 		Long: `apply --confirm-timeout D records the host's state before its first
-change in ` + JournalFile + ` and starts a watcher. 'rdmaform rollback'
-puts the changed resources back now, whoever runs it; 'rdmaform confirm'
-keeps them. The watcher (rollback --watch, started by apply in a session
-of its own) waits for the deadline and rolls back if nobody confirmed,
-even when the apply was killed or its SSH session dropped. Firmware
+change in ` + JournalFile + ` and arms the deadline outside itself: a
+transient systemd timer (` + rollbackUnit + `.timer) where systemd is the
+init system, a detached watcher otherwise. 'rdmaform rollback' puts the
+changed resources back now, whoever runs it; 'rdmaform confirm' keeps
+them. At the deadline, rollback --watch (run by the timer, or the watcher
+itself, in a session of its own) rolls back if nobody confirmed, even
+when the apply was killed or its SSH session dropped. ` + systemdAddressEnv + `
+names another service manager (the D-Bus address of its private socket). Firmware
 staged for the next boot is not covered (apply refuses it in this mode
 unless --allow-firmware, and a reboot cannot be taken back).
 
@@ -280,6 +386,13 @@ watcher); 1 nothing to roll back, or the rollback failed.`,
 			// Whoever removes the confirm file decides.
 			if err := h.FS.Remove(ConfirmFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return &exitError{code: plan.ExitError, err: err}
+			}
+			// The timer goes too (its service would find nothing to do).
+			if mgr := journalManager(j); mgr != nil {
+				if err := mgr.DisarmTimer(cmd.Context(), rollbackUnit); err != nil {
+					fmt.Fprintf(a.env.Stderr, "rdmaform: warning: stopping the rollback timer %s.timer: %v\n", rollbackUnit, err)
+				}
+				mgr.Close()
 			}
 			if err := a.rollbackJournal(context.WithoutCancel(cmd.Context()), h, j, "rdmaform rollback"); err != nil {
 				return &exitError{code: plan.ExitError, err: err}

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/systemdlab"
 )
 
 // TestRollbackSurvivesTheApply: apply --confirm-timeout arms a watcher
@@ -19,6 +23,29 @@ import (
 // rolled back and when. A confirm in time keeps the changes, and the
 // watcher then does nothing. 'rdmaform rollback' undoes at once.
 func TestRollbackSurvivesTheApply(t *testing.T) {
+	rollbackSurvives(t, nil, func(*testing.T, bool) {})
+}
+
+// TestRollbackTimerOnRealSystemd: the same, with a real systemd manager
+// holding the deadline in a transient timer (rdmaform-rollback.timer)
+// instead of a detached watcher: armed while the apply waits, gone once
+// confirmed or rolled back.
+func TestRollbackTimerOnRealSystemd(t *testing.T) {
+	l := systemdlab.Start(t)
+	mgr := &host.SystemdBus{Address: l.Address}
+	t.Cleanup(mgr.Close)
+	rollbackSurvives(t, []string{"RDMAFORM_SYSTEMD_ADDRESS=" + l.Address}, func(t *testing.T, want bool) {
+		t.Helper()
+		on, err := mgr.TimerActive(context.Background(), "rdmaform-rollback")
+		if err != nil || on != want {
+			t.Errorf("rdmaform-rollback.timer active: %v (%v), want %v\n%s", on, err, want, l.Log())
+		}
+	})
+}
+
+// rollbackSurvives runs the scenarios with env added to rdmaform's;
+// armed checks whether the systemd timer is armed.
+func rollbackSurvives(t *testing.T, env []string, armed func(t *testing.T, want bool)) {
 	bin := buildRdmaform(t)
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "spec.yaml")
@@ -28,7 +55,9 @@ func TestRollbackSurvivesTheApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	rf := func(args ...string) (int, string) {
-		out, err := exec.Command(bin, args...).CombinedOutput()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode(), string(out)
 		}
@@ -47,7 +76,7 @@ func TestRollbackSurvivesTheApply(t *testing.T) {
 	// startApply runs apply --confirm-timeout and returns once it waits.
 	startApply := func(t *testing.T, h, timeout string) *exec.Cmd {
 		cmd := exec.Command(bin, "--sim", h, "apply", "--yes", "--confirm-timeout", timeout, "-f", spec)
-		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		cmd.Env = append(append(os.Environ(), env...), "NO_COLOR=1")
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -79,6 +108,7 @@ func TestRollbackSurvivesTheApply(t *testing.T) {
 			if planCode(h) != 0 {
 				t.Fatal("the changes are not applied while the apply waits")
 			}
+			armed(t, true)
 			_ = cmd.Process.Signal(sig)
 			_ = cmd.Wait()
 			// The watcher drops the journal once it has rolled back (the
@@ -96,6 +126,7 @@ func TestRollbackSurvivesTheApply(t *testing.T) {
 				t.Fatalf("not rolled back %s after the apply started (timeout 3s); watcher log:\n%s", time.Since(start).Round(time.Second), log)
 			}
 			t.Logf("rolled back %s after the apply started (timeout 3s)", time.Since(start).Round(100*time.Millisecond))
+			armed(t, false)
 			code, out := rf("--sim", h, "plan", "-f", spec)
 			for _, want := range []string{"+ rxe[rxe0]", "rdma_cm[rxe0/1]"} {
 				if code != 2 || !strings.Contains(out, want) {
@@ -112,9 +143,11 @@ func TestRollbackSurvivesTheApply(t *testing.T) {
 	t.Run("confirmed in time", func(t *testing.T) {
 		h := newHost("h-confirmed")
 		cmd := startApply(t, h, "2s")
+		armed(t, true)
 		if code, out := rf("--sim", h, "confirm"); code != 0 {
 			t.Fatalf("confirm: %d %s", code, out)
 		}
+		armed(t, false)
 		_ = cmd.Wait()
 		time.Sleep(3 * time.Second) // past the deadline: the watcher must do nothing
 		if planCode(h) != 0 {
@@ -129,6 +162,7 @@ func TestRollbackSurvivesTheApply(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Rolled back at ") {
 			t.Errorf("rollback: exit %d\n%s", code, out)
 		}
+		armed(t, false)
 		_ = cmd.Wait()
 		if planCode(h) != 2 {
 			t.Errorf("after rollback the changes are still there")
