@@ -18,6 +18,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -33,6 +34,10 @@ const (
 	// RolledBackFile says when and what a rollback put back, for a
 	// confirm that comes too late.
 	RolledBackFile = "/run/rdmaform/rolled-back"
+	// BootJournalFile is the journal's copy that outlives a reboot: the
+	// boot unit rolls back an apply nobody confirmed before it
+	// (rollback --after-boot).
+	BootJournalFile = "/var/lib/rdmaform/unconfirmed.json"
 	// watcherLog is where the watcher writes.
 	watcherLog = "/run/rdmaform/rollback.log"
 )
@@ -57,6 +62,10 @@ type journal struct {
 	// (rollbackUnit.timer): "system", or the D-Bus address of a manager's
 	// private socket; "" when a detached watcher holds the deadline.
 	Systemd string `json:"systemd,omitempty"`
+	// BootSpec is the boot unit's spec copy before the apply, when the
+	// plan changes the boot unit ("" when there was none): the rollback
+	// writes it back, so the next boot applies the old runtime state.
+	BootSpec *string `json:"boot_spec,omitempty"`
 }
 
 // rollbackUnit names the transient timer and service that run
@@ -158,6 +167,14 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		return err
 	}
 	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text)}
+	if used[(&bootunit.Provider{}).Name()] {
+		old, err := h.FS.ReadFile(bootunit.SpecPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("recording the boot unit's spec for the rollback: %w", err)
+		}
+		s := string(old)
+		j.BootSpec = &s
+	}
 	if used["ipoib"] && a.simDir == "" {
 		cp, err := a.createCheckpoint(ctx, time.Until(deadline))
 		if err != nil {
@@ -172,6 +189,9 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		}
 		if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
 			return fmt.Errorf("writing the rollback journal: %w", err)
+		}
+		if err := h.FS.WriteFile(BootJournalFile, b, 0o600); err != nil {
+			return fmt.Errorf("writing the rollback journal's copy for a reboot: %w", err)
 		}
 		return nil
 	}
@@ -315,7 +335,10 @@ func readJournal(h *host.Host) (*journal, error) {
 }
 
 // disarm drops the journal: the changes are kept, or already reverted.
-func disarm(h *host.Host) { _ = h.FS.Remove(JournalFile) }
+func disarm(h *host.Host) {
+	_ = h.FS.Remove(BootJournalFile)
+	_ = h.FS.Remove(JournalFile)
+}
 
 // rollbackJournal converges the journal's resources to their recorded
 // state, records what it did, and drops the journal. It is a plain apply
@@ -335,6 +358,20 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 		return err
 	}
 	out := apply.Run(ctx, h, res.Plan, providers.All(), apply.Options{Grace: apply.DefaultGrace})
+	if j.BootSpec != nil {
+		var err error
+		if *j.BootSpec == "" {
+			err = h.FS.Remove(bootunit.SpecPath)
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		} else {
+			err = h.FS.WriteFile(bootunit.SpecPath, []byte(*j.BootSpec), 0o644)
+		}
+		if err != nil {
+			out.Err = errors.Join(out.Err, fmt.Errorf("restoring %s: %w", bootunit.SpecPath, err))
+		}
+	}
 	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, strings.Join(out.Applied, ", "))
 	if len(out.Applied) == 0 {
 		note = fmt.Sprintf("rolled back at %s by %s: nothing needed putting back\n", time.Now().UTC().Format(time.RFC3339), who)
@@ -349,9 +386,9 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 }
 
 func (a *app) rollbackCmd() *cobra.Command {
-	var watch bool
+	var watch, afterBoot bool
 	cmd := &cobra.Command{
-		Use:   "rollback [--watch]",
+		Use:   "rollback [--watch | --after-boot]",
 		Short: "Undo an apply --confirm-timeout that waits for confirmation, now",
 		Long: `apply --confirm-timeout D records the host's state before its first
 change in ` + JournalFile + ` and arms the deadline outside itself: a
@@ -375,6 +412,9 @@ watcher); 1 nothing to roll back, or the rollback failed.`,
 			h, err := a.host()
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
+			}
+			if afterBoot {
+				return a.rollbackAfterBoot(cmd.Context(), h)
 			}
 			j, err := readJournal(h)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -401,6 +441,8 @@ watcher); 1 nothing to roll back, or the rollback failed.`,
 		},
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "wait for the journal's deadline, then roll back unless confirmed (apply starts this)")
+	cmd.Flags().BoolVar(&afterBoot, "after-boot", false, "roll back an apply that was not confirmed before a reboot, if any (the boot unit runs this)")
+	cmd.MarkFlagsMutuallyExclusive("watch", "after-boot")
 	return cmd
 }
 
@@ -465,4 +507,31 @@ func aliveWord(pid int) string {
 		return "still running"
 	}
 	return "gone"
+}
+
+// rollbackAfterBoot rolls back an apply that waited for confirmation when
+// the host went down: its journal's copy in /var/lib outlived the reboot,
+// the live journal in /run did not. Nothing to do is success, so the boot
+// unit goes on.
+func (a *app) rollbackAfterBoot(ctx context.Context, h *host.Host) error {
+	if _, err := h.FS.Stat(JournalFile); err == nil {
+		return nil // no reboot since: the timer or watcher decides
+	}
+	b, err := h.FS.ReadFile(BootJournalFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	j := &journal{}
+	if err := json.Unmarshal(b, j); err != nil {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", BootJournalFile, err)}
+	}
+	_ = h.FS.Remove(ConfirmFile)
+	who := fmt.Sprintf("the boot unit (the apply, pid %d, was not confirmed before the host restarted; deadline %s)", j.PID, j.Deadline.Format(time.RFC3339))
+	if err := a.rollbackJournal(context.WithoutCancel(ctx), h, j, who); err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,5 +198,117 @@ func TestApplyRefusedWhileOneWaits(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 {
 		t.Errorf("the host changed: plan exit %d", code)
+	}
+}
+
+// TestRollbackAfterReboot: an apply --confirm-timeout waits, and the host
+// goes down before anyone confirms (the apply and its watcher die with
+// it, /run is lost). At boot, the boot unit's first step (rollback
+// --after-boot) puts back what the apply changed, its spec copy included,
+// so the boot unit's apply brings the old runtime state; a confirm after
+// that exits 1 saying the boot unit rolled back.
+func TestRollbackAfterReboot(t *testing.T) {
+	bin := buildRdmaform(t)
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	rf := func(args ...string) (int, string) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := rf("sim", "new", h, "--profile", "vm-soft"); code != 0 {
+		t.Fatalf("sim new: %s", out)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := write("old.yaml", "version: 1\npersistence: boot-unit\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\ndevices:\n  - name: rxe0\n    ports:\n      - port: 1\n        roce: {tos: 32}\n")
+	next := write("new.yaml", "version: 1\npersistence: boot-unit\nmodules: [rdma_rxe, rdma_ucm]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\ndevices:\n  - name: rxe0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n")
+	if code, out := rf("--sim", h, "apply", "--yes", "-f", old); code != 0 {
+		t.Fatalf("first apply: exit %d\n%s", code, out)
+	}
+	oldBoot, err := os.ReadFile(filepath.Join(h, "etc/rdmaform/boot.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing to roll back: success, nothing said.
+	if code, out := rf("--sim", h, "rollback", "--after-boot"); code != 0 || out != "" {
+		t.Fatalf("rollback --after-boot with nothing pending: exit %d %q", code, out)
+	}
+
+	cmd := exec.Command(bin, "--sim", h, "apply", "--yes", "--confirm-timeout", "10m", "-f", next)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	waiting := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "to keep them") {
+			waiting = true
+			break
+		}
+	}
+	if !waiting {
+		_ = cmd.Wait()
+		t.Fatalf("the apply never waited:\n%s", stderr.String())
+	}
+	// The host goes down: the apply and its watcher (started by this
+	// test's rdmaform, ended here by PID) die, then the reboot.
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	var watcher int
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if _, rest, ok := strings.Cut(line, "(watcher pid "); ok {
+			watcher, _ = strconv.Atoi(strings.TrimSuffix(strings.Fields(rest)[0], "):"))
+		}
+	}
+	if watcher <= 0 {
+		t.Fatalf("no watcher pid in:\n%s", stderr.String())
+	}
+	if p, err := os.FindProcess(watcher); err == nil {
+		_ = p.Kill()
+	}
+	if code, out := rf("sim", "reboot", h); code != 0 {
+		t.Fatalf("sim reboot: %s", out)
+	}
+	// The boot unit: ExecStartPre, then ExecStart.
+	code, out := rf("--sim", h, "rollback", "--after-boot")
+	if code != 0 || !strings.Contains(out, "Rolled back at ") || !strings.Contains(out, "by the boot unit") {
+		t.Fatalf("rollback --after-boot: exit %d\n%s", code, out)
+	}
+	if code, out := rf("--sim", h, "apply", "--yes", "--only", "runtime", "-f", filepath.Join(h, "etc/rdmaform/boot.yaml")); code != 0 {
+		t.Fatalf("the boot unit's apply: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h, "etc/rdmaform/boot.yaml")); string(b) != string(oldBoot) {
+		t.Errorf("boot.yaml after the rollback:\n%s\nwant the old one:\n%s", b, oldBoot)
+	}
+	if code, out := rf("--sim", h, "plan", "-f", old); code != 0 {
+		t.Errorf("the host is not as before the unconfirmed apply: plan exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(h, "var/lib/rdmaform/unconfirmed.json")); !os.IsNotExist(err) {
+		t.Errorf("the journal's copy outlives its rollback: %v", err)
+	}
+	if code, out := rf("--sim", h, "confirm"); code != 1 || !strings.Contains(out, "too late") || !strings.Contains(out, "by the boot unit") {
+		t.Errorf("confirm after the reboot: exit %d\n%s", code, out)
+	}
+	// A second boot: nothing left to do.
+	if code, out := rf("--sim", h, "rollback", "--after-boot"); code != 0 || out != "" {
+		t.Errorf("rollback --after-boot again: exit %d %q", code, out)
 	}
 }

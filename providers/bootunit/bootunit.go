@@ -98,6 +98,11 @@ func UnitFile(binary string) []byte {
 		unit.NewUnitOption("Unit", "Before", "network.target remote-fs-pre.target opensm.service"),
 		unit.NewUnitOption("Service", "Type", "oneshot"),
 		unit.NewUnitOption("Service", "RemainAfterExit", "yes"),
+		// First, an apply --confirm-timeout that nobody confirmed before
+		// a reboot is rolled back (its journal's copy outlives /run). A
+		// failed rollback is in the unit's log, and the runtime settings
+		// are still applied ("-": the fabric comes up either way).
+		unit.NewUnitOption("Service", "ExecStartPre", "-"+binary+" rollback --after-boot"),
 		unit.NewUnitOption("Service", "ExecStart", binary+" apply --yes --only runtime -f "+SpecPath),
 		// 3: a firmware value waits for a reboot; 2: changes outside
 		// --only runtime are left (a persistent setting drifted: plan
