@@ -138,7 +138,18 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			prov = append(prov, pr)
 		}
 	}
-	c, err := audit.Capture(ctx, h, prov, plan.CaptureOptions{})
+	// Every interface and unit the plan touches is recorded, also one
+	// that show would not capture (no RDMA device's interface, yet).
+	var o plan.CaptureOptions
+	for _, ch := range p.Changes {
+		if name, ok := strings.CutPrefix(ch.Address, "interface["); ok {
+			o.Netdevs = append(o.Netdevs, strings.TrimSuffix(name, "]"))
+		}
+		if name, ok := strings.CutPrefix(ch.Address, "service["); ok {
+			o.Units = append(o.Units, strings.TrimSuffix(name, "]"))
+		}
+	}
+	c, err := audit.Capture(ctx, h, prov, o)
 	if err != nil {
 		return fmt.Errorf("recording the state before the apply for its rollback: %w", err)
 	}

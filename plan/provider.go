@@ -149,4 +149,11 @@ type CaptureOptions struct {
 	// FirmwareParams are the mlxconfig parameters to capture; empty means
 	// the firmware provider's default set.
 	FirmwareParams []string
+	// Netdevs are interfaces to capture besides those of the RDMA
+	// devices (a rollback journal records every interface its plan
+	// touches).
+	Netdevs []string
+	// Units are systemd units to capture besides the usual RDMA ones
+	// (for the same reason).
+	Units []string
 }

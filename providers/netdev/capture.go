@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -47,11 +48,17 @@ func CaptureNetdevs(req *plan.Request) []string {
 // captured.
 //
 // Equivalent to: ip link show NAME; ip addr show dev NAME
-func (p *Provider) Capture(_ context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+func (p *Provider) Capture(_ context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
 	if h.Net == nil {
 		return nil
 	}
-	for _, name := range CaptureNetdevs(req) {
+	names := CaptureNetdevs(req)
+	for _, n := range o.Netdevs {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, name := range names {
 		l, err := h.Net.LinkByName(name)
 		if errors.Is(err, host.ErrLinkNotFound) {
 			continue

@@ -3,6 +3,7 @@ package services
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -23,11 +24,17 @@ var _ plan.Capturer = (*Provider)(nil)
 // whether it is enabled. A host without systemd has none.
 //
 // Equivalent to: systemctl show -p LoadState,ActiveState,UnitFileState opensm.service ...
-func (p *Provider) Capture(ctx context.Context, h *host.Host, _ *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+func (p *Provider) Capture(ctx context.Context, h *host.Host, _ *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
 	if h.Systemd == nil {
 		return nil
 	}
-	for _, u := range CaptureUnits {
+	units := slices.Clone(CaptureUnits)
+	for _, u := range o.Units {
+		if !slices.Contains(units, u) {
+			units = append(units, u)
+		}
+	}
+	for _, u := range units {
 		st, err := h.Systemd.Unit(ctx, u)
 		if err != nil {
 			return fmt.Errorf("unit %s: %w", u, err)
