@@ -685,7 +685,7 @@ func (a *auditor) pkeyChecks() []Result {
 		}
 		p := fmt.Sprintf("$.ipoib[%d].pkey", i)
 		r := Result{Resource: ipoib.Address(c.Name), Check: CheckPKey, Source: a.pos(p), path: p}
-		want := schema.FullMember(c.PKey.Value)
+		want := c.Partition()
 		table, err := inventory.ReadPKeys(a.h.FS, dev.Name, port.Num)
 		switch {
 		case err != nil:

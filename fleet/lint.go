@@ -342,7 +342,7 @@ func (c conn) pkey() int {
 	if c.c.PKey == nil {
 		return 0xffff
 	}
-	return schema.FullMember(c.c.PKey.Value)
+	return c.c.Partition()
 }
 
 func (c conn) mode() string {
@@ -400,6 +400,28 @@ func (l *linter) ipoib() {
 					c.c.Name, n, *c.c.MTU, where, *ref.c.MTU)
 			}
 		}
+		l.limitedOnly(n, cs)
+	}
+}
+
+// limitedOnly reports a subnet whose hosts are all limited members of its
+// partition: a limited member talks only to full members, so none of
+// them reaches another. Some limited and some full is the usual
+// client/server partition and is fine.
+func (l *linter) limitedOnly(n netip.Prefix, cs []conn) {
+	hosts := map[*Host]bool{}
+	for _, c := range cs {
+		if c.c.Membership != "limited" || c.pkey() != cs[0].pkey() {
+			return
+		}
+		hosts[c.host] = true
+	}
+	if len(hosts) < 2 {
+		return
+	}
+	for _, c := range cs {
+		l.add(c.host, c.path()+".membership", "IPoIB connection %s on %s is a limited member of partition 0x%04x, and so is every other host on %s: limited members cannot talk to each other; make at least one (the servers) a full member",
+			c.c.Name, n, c.pkey(), n)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestLint(t *testing.T) {
 			name: "IPoIB on one subnet: P_Key, mode and MTU must agree",
 			files: map[string]string{
 				"client.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x8002, mode: datagram, mtu: 2044, ipv4: {addresses: [192.0.2.1/24]}}\n",
-				"server.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x0003, mode: connected, mtu: 65520, ipv4: {addresses: [192.0.2.2/24]}}\n",
+				"server.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x8003, mode: connected, mtu: 65520, ipv4: {addresses: [192.0.2.2/24]}}\n",
 			},
 			want: []string{
 				"server.yaml:3:35: error: $.ipoib[0].pkey: IPoIB connection st on 192.0.2.0/24 uses P_Key 0x8003, but client (st at client.yaml:3:5) uses 0x8002: hosts of one IPoIB subnet must be in one partition",
@@ -237,6 +237,29 @@ func TestToSAndMTU(t *testing.T) {
 	want := []string{
 		"b.yaml:4:29: error: $.devices[0].ports[0].roce: b mlx5_0 port 1 uses RoCE ToS 104, but a mlx5_0 port 1 at a.yaml:4:29 uses ToS 106 (both on 10.0.0.0/24): RoCE traffic of one network needs one ToS (one DSCP in the switches' lossless class)",
 		"b.yaml:6:23: error: $.interfaces[0].mtu: ens1 on 10.0.0.0/24 has MTU 1500, but a's ens1 at a.yaml:6:23 has MTU 9000: one subnet needs one MTU",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// TestLintLimitedMembers: limited members of a partition meet only full
+// members: a subnet of limited members alone is an error on each of them;
+// a subnet with a full member is fine.
+func TestLintLimitedMembers(t *testing.T) {
+	files := map[string]string{
+		"a.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x0002, membership: limited, ipv4: {addresses: [192.0.2.1/24]}}\n",
+		"b.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x0002, membership: limited, ipv4: {addresses: [192.0.2.2/24]}}\n",
+		"c.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x8002, ipv4: {addresses: [198.51.100.3/24]}}\n",
+		"d.yaml": "version: 1\nipoib:\n  - {name: st, parent: ib0, pkey: 0x0002, membership: limited, ipv4: {addresses: [198.51.100.4/24]}}\n",
+	}
+	var got []string
+	for _, f := range Lint(hosts(t, files, "a.yaml", "b.yaml", "c.yaml", "d.yaml")) {
+		got = append(got, f.String())
+	}
+	want := []string{
+		"a.yaml:3:55: error: $.ipoib[0].membership: IPoIB connection st on 192.0.2.0/24 is a limited member of partition 0x8002, and so is every other host on 192.0.2.0/24: limited members cannot talk to each other; make at least one (the servers) a full member",
+		"b.yaml:3:55: error: $.ipoib[0].membership: IPoIB connection st on 192.0.2.0/24 is a limited member of partition 0x8002, and so is every other host on 192.0.2.0/24: limited members cannot talk to each other; make at least one (the servers) a full member",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)

@@ -75,6 +75,17 @@ func HasPKey(table []int, want int) bool {
 	return false
 }
 
+// FullMemberOf reports whether a P_Key table holds the full-member key
+// of a partition (want with bit 0x8000 set), not only the limited one.
+func FullMemberOf(table []int, want int) bool {
+	for _, k := range table {
+		if k == want|0x8000 {
+			return true
+		}
+	}
+	return false
+}
+
 // FormatPKeys lists a P_Key table for messages ("0x8002, 0xffff").
 func FormatPKeys(table []int) string {
 	if len(table) == 0 {

@@ -47,8 +47,9 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		{"module name 55 bytes", func(v string) string { return "version: 1\nmodules: [" + v + "]\n" }, n('m', 55), n('m', 56), "$.modules[0]"},
 		{"hostname 64 bytes", func(v string) string { return "version: 1\nhost: {hostname: " + v + "}\n" }, n('a', 32) + "." + n('b', 31), n('a', 32) + "." + n('b', 32), "$.host.hostname"},
 		{"hostname label 63 bytes", func(v string) string { return "version: 1\nhost: {hostname: " + v + "}\n" }, n('h', 63), n('h', 64), "$.host.hostname"},
-		{"P_Key lowest", func(v string) string { return ipoib("pkey: " + v) }, "0x0001", "0x0000", "$.ipoib[0].pkey"},
-		{"P_Key limited, below the default partition", func(v string) string { return ipoib("pkey: " + v) }, "0x7ffe", "0x7fff", "$.ipoib[0].pkey"},
+		{"P_Key lowest", func(v string) string { return ipoib("pkey: " + v + ", membership: limited") }, "0x0001", "0x0000", "$.ipoib[0].pkey"},
+		{"P_Key limited, below the default partition", func(v string) string { return ipoib("pkey: " + v + ", membership: limited") }, "0x7ffe", "0x7fff", "$.ipoib[0].pkey"},
+		{"P_Key limited member, highest key", func(v string) string { return ipoib("membership: limited, pkey: " + v) }, "0x7ffe", "0x8001", "$.ipoib[0].pkey"},
 		{"P_Key full, above the reserved 0x8000", func(v string) string { return ipoib("pkey: " + v) }, "0x8001", "0x8000", "$.ipoib[0].pkey"},
 		{"P_Key full, below the default partition", func(v string) string { return ipoib("pkey: " + v) }, "0xfffe", "0xffff", "$.ipoib[0].pkey"},
 		{"VF count", func(v string) string {

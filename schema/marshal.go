@@ -61,9 +61,10 @@ func nodeOf(v reflect.Value, omitEmpty bool) (*yaml.Node, bool) {
 		}
 		return m, true
 	case pkeyType:
-		// Written as the partition is used: with the full-membership bit.
+		// Written as configured (a limited member's key has bit 0x8000
+		// clear, and its entry says membership: limited).
 		k := v.Interface().(PKey)
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("0x%04x", FullMember(k.Value))}, true
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("0x%04x", k.Value)}, true
 	}
 	switch v.Kind() {
 	case reflect.Pointer:

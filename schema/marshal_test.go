@@ -104,7 +104,8 @@ devices:
     ports:
       - {port: 1, link_layer: Ethernet, roce: {tos: 0}}
 ipoib:
-  - {name: st, parent: ib0, pkey: 2, ipv6: {}}
+  - {name: st, parent: ib0, pkey: 32770, ipv6: {}}
+  - {name: lim, parent: ib0, pkey: 3, membership: limited}
 interfaces:
   - {name: ens4, addresses: []}
   - {name: ens5, mtu: 9000}

@@ -143,15 +143,16 @@ func NormalizeGUID(s string) string {
 }
 
 // ChildName is the name the kernel and NetworkManager give a P_Key child
-// interface: the parent, a dot, and the P_Key as 4 lower-case hex digits
-// with the full-membership bit (ib0.8002).
+// interface: the parent, a dot, and the P_Key as configured in 4
+// lower-case hex digits (ib0.8002 for a full member, ib0.0002 for a
+// limited one).
 func ChildName(parent string, pkey int) string {
-	return fmt.Sprintf("%s.%04x", parent, FullMember(pkey))
+	return fmt.Sprintf("%s.%04x", parent, pkey)
 }
 
 // FullMember returns the P_Key with the full-membership bit (0x8000) set:
-// a key written as 0x0002 is the limited-membership form of 0x8002; an
-// IPoIB interface must be a full member to talk to other members.
+// a key written as 0x0002 is the limited-membership form of 0x8002. A
+// limited member talks only to full members of the partition.
 func FullMember(pkey int) int { return pkey | 0x8000 }
 
 // ParsePrefix parses an address with prefix length (192.0.2.1/24).

@@ -174,7 +174,7 @@ func TestPKeySpellings(t *testing.T) {
 		in   string
 		want int
 	}{
-		{"0x8002", 0x8002}, {"32770", 0x8002}, {`"0x8002"`, 0x8002}, {"0x0002", 0x0002},
+		{"0x8002", 0x8002}, {"32770", 0x8002}, {`"0x8002"`, 0x8002}, {"0x0002\n    membership: full", 0x0002},
 	} {
 		spec, rep := Parse("s.yaml", []byte("version: 1\nipoib:\n  - name: a\n    parent: ib0\n    pkey: "+tc.in+"\n"))
 		if len(rep) > 0 {
@@ -187,6 +187,14 @@ func TestPKeySpellings(t *testing.T) {
 		if got := spec.IPoIB[0].Interface(); got != "ib0.8002" {
 			t.Errorf("pkey %s: interface %q, want ib0.8002 (full membership)", tc.in, got)
 		}
+	}
+	// A limited member, acknowledged, keeps the key as written.
+	spec, rep := Parse("s.yaml", []byte("version: 1\nipoib:\n  - {name: a, parent: ib0, pkey: 0x0002, membership: limited}\n"))
+	if len(rep) > 0 {
+		t.Fatal(rep)
+	}
+	if c := spec.IPoIB[0]; c.Key() != 0x0002 || c.Partition() != 0x8002 || c.Interface() != "ib0.0002" {
+		t.Errorf("limited member: key %#x, partition %#x, interface %s; want 0x2, 0x8002, ib0.0002", c.Key(), c.Partition(), c.Interface())
 	}
 }
 

@@ -115,14 +115,16 @@ type Expect struct {
 
 // IPoIB is one NetworkManager connection of type infiniband.
 type IPoIB struct {
-	Name   string  `yaml:"name" doc:"connection name (connection.id)"`
-	Parent string  `yaml:"parent" doc:"IPoIB netdev, e.g. ib0"`
-	PKey   *PKey   `yaml:"pkey,omitempty" doc:"P_Key (0x8002 or 32770): a child interface parent.8002"`
-	Mode   string  `yaml:"mode,omitempty" enum:"datagram,connected" doc:"transport mode"`
-	MTU    *int    `yaml:"mtu,omitempty" min:"1" max:"65520" doc:"datagram <= IB MTU - 4; connected <= 65520"`
-	IPv4   *IPConf `yaml:"ipv4,omitempty"`
-	IPv6   *IPConf `yaml:"ipv6,omitempty"`
-	State  string  `yaml:"state,omitempty" enum:"up,down,absent" doc:"up (default), down or absent"`
+	Name   string `yaml:"name" doc:"connection name (connection.id)"`
+	Parent string `yaml:"parent" doc:"IPoIB netdev, e.g. ib0"`
+	PKey   *PKey  `yaml:"pkey,omitempty" doc:"P_Key (0x8002 or 32770): a child interface parent.8002"`
+	// Membership acknowledges a limited-membership P_Key (0x0001-0x7fff).
+	Membership string  `yaml:"membership,omitempty" enum:"full,limited" doc:"P_Key membership: full (default) or limited (pkey 0x0001-0x7fff; a limited member talks only to full members)"`
+	Mode       string  `yaml:"mode,omitempty" enum:"datagram,connected" doc:"transport mode"`
+	MTU        *int    `yaml:"mtu,omitempty" min:"1" max:"65520" doc:"datagram <= IB MTU - 4; connected <= 65520"`
+	IPv4       *IPConf `yaml:"ipv4,omitempty"`
+	IPv6       *IPConf `yaml:"ipv6,omitempty"`
+	State      string  `yaml:"state,omitempty" enum:"up,down,absent" doc:"up (default), down or absent"`
 	// Autoconnect overrides the default that state implies.
 	Autoconnect *bool `yaml:"autoconnect,omitempty" doc:"connection.autoconnect; default yes with state up, no with state down (show writes it when a profile differs)"`
 }
@@ -139,7 +141,30 @@ func (c *IPoIB) Interface() string {
 	if c.PKey == nil {
 		return c.Parent
 	}
-	return ChildName(c.Parent, c.PKey.Value)
+	return ChildName(c.Parent, c.Key())
+}
+
+// Key is the P_Key the connection is configured with: the full-member
+// form (bit 0x8000 set) unless membership is limited, then the limited
+// form (bit clear). 0 without a pkey.
+func (c *IPoIB) Key() int {
+	switch {
+	case c.PKey == nil:
+		return 0
+	case c.Membership == "limited":
+		return c.PKey.Value &^ 0x8000
+	}
+	return FullMember(c.PKey.Value)
+}
+
+// Partition is the partition of the connection's P_Key, as its
+// full-member key (a port's P_Key table lists it in either form); 0
+// without a pkey.
+func (c *IPoIB) Partition() int {
+	if c.PKey == nil {
+		return 0
+	}
+	return FullMember(c.PKey.Value)
 }
 
 // IPConf is an IPv4 or IPv6 configuration.

@@ -330,9 +330,18 @@ func (v *validator) ipoib() {
 				v.add(p+".pkey", "P_Key %s is invalid (0x0000 and 0x8000 are reserved)", c.PKey.Text)
 			case full == 0xffff:
 				v.add(p+".pkey", "P_Key %s is the default partition; leave pkey out to use %s itself", c.PKey.Text, c.Parent)
-			case c.Parent != "" && CheckNetdev(ChildName(c.Parent, c.PKey.Value)) != "":
-				v.add(p+".pkey", "the child interface name %s is longer than 15 bytes; use a shorter parent name", ChildName(c.Parent, c.PKey.Value))
+			case c.PKey.Value < 0x8000 && c.Membership == "":
+				// A limited member is what the key says, but rarely what
+				// was meant: the spec says so, or writes the full key.
+				v.add(p+".pkey", "P_Key %s has the full-membership bit (0x8000) clear: it makes this host a limited member of partition 0x%04x, which talks only to full members. Write pkey: 0x%04x for a full member, or add membership: limited to configure a limited one",
+					c.PKey.Text, full, full)
+			case c.PKey.Value >= 0x8000 && c.Membership == "limited":
+				v.add(p+".pkey", "membership: limited, but P_Key %s has the full-membership bit (0x8000) set: write pkey: 0x%04x for a limited member", c.PKey.Text, c.PKey.Value&^0x8000)
+			case c.Parent != "" && CheckNetdev(ChildName(c.Parent, c.Key())) != "":
+				v.add(p+".pkey", "the child interface name %s is longer than 15 bytes; use a shorter parent name", ChildName(c.Parent, c.Key()))
 			}
+		} else if c.Membership != "" {
+			v.add(p+".membership", "membership applies to a P_Key child (pkey:); on %s itself the subnet manager decides it", c.Parent)
 		}
 		if c.MTU != nil && c.Mode != "connected" && *c.MTU > 4092 {
 			v.add(p+".mtu", "datagram MTU %d is above 4092 (the 4K IB MTU - 4); use mode: connected for larger MTUs", *c.MTU)

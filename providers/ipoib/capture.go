@@ -65,6 +65,9 @@ func captureProfile(pr nmcli.Profile) (schema.IPoIB, bool) {
 		}
 		c.Parent = pr.Parent
 		c.PKey = &schema.PKey{Value: pr.PKey, Text: fmt.Sprintf("0x%04x", pr.PKey)}
+		if pr.PKey < 0x8000 {
+			c.Membership = "limited"
+		}
 	}
 	if c.Parent == "" || schema.CheckConnName(c.Name) != "" || schema.CheckNetdev(c.Parent) != "" {
 		return c, false

@@ -43,7 +43,7 @@ func Desired(c *schema.IPoIB) nmcli.Profile {
 	}
 	if c.PKey != nil {
 		p.Parent = c.Parent
-		p.PKey = schema.FullMember(c.PKey.Value)
+		p.PKey = c.Key()
 	}
 	if c.MTU != nil {
 		p.MTU = *c.MTU
@@ -391,11 +391,19 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 		}
 	}
 	if c.PKey != nil && port != nil {
-		want := schema.FullMember(c.PKey.Value)
-		if table, ok := obs.PKeys[portKey(dev.Name, port.Num)]; ok && !inventory.HasPKey(table, want) {
+		want := c.Partition()
+		table, ok := obs.PKeys[portKey(dev.Name, port.Num)]
+		switch {
+		case ok && !inventory.HasPKey(table, want):
 			errs = append(errs, req.Finding(path+".pkey",
 				"P_Key 0x%04x is not in the P_Key table of port %d of %s (%s): the subnet manager has not made this port a member of the partition",
 				want, port.Num, dev.Name, inventory.FormatPKeys(table)))
+		case ok && c.Membership != "limited" && !inventory.FullMemberOf(table, want):
+			// The port is a limited member whatever the interface says:
+			// it would not reach the other limited members.
+			errs = append(errs, req.Finding(path+".pkey",
+				"the subnet manager made port %d of %s only a limited member of partition 0x%04x (its P_Key table: %s): it talks only to full members. Add membership: limited (pkey: 0x%04x) to say so, or make the port a full member in the subnet manager's partitions",
+				port.Num, dev.Name, want, inventory.FormatPKeys(table), want&^0x8000))
 		}
 	}
 	return errs, nil

@@ -148,9 +148,15 @@ func TestDiff(t *testing.T) {
 			want:     outcome{Changes: []string{"update ipoib[ib0-storage] ipv6.method=manual->disabled ipv6.addresses=2001:db8:1::1/64-> state=up->re-activate"}},
 		},
 		{
-			name:     "limited-member key 0x0002 in the spec is the full member 0x8002",
-			spec:     replace(storageSpec, "pkey: 0x8002", "pkey: 0x0002"),
+			name:     "key 0x0002 with membership: full is the full member 0x8002",
+			spec:     replace(storageSpec, "pkey: 0x8002", "pkey: 0x0002\n    membership: full"),
 			profiles: []nmcli.Profile{storage()},
+		},
+		{
+			name:     "membership: limited configures the limited key on its own child",
+			spec:     replace(storageSpec, "pkey: 0x8002", "pkey: 0x0002\n    membership: limited"),
+			profiles: []nmcli.Profile{storage()},
+			want:     outcome{Changes: []string{"update ipoib[ib0-storage] interface=ib0.8002->ib0.0002 pkey=0x8002->0x0002 state=up->re-activate"}},
 		},
 		{
 			name:     "state down: autoconnect off, then down",
@@ -253,9 +259,19 @@ func TestDiff(t *testing.T) {
 			want: outcome{Errors: []string{"$.ipoib[0].pkey: P_Key 0x8005 is not in the P_Key table of port 1 of mlx5_0 (0x0003, 0x8002, 0xffff): the subnet manager has not made this port a member of the partition"}},
 		},
 		{
-			name: "P_Key present as a limited member",
+			name: "the port is only a limited member, the spec asks for a full one",
 			spec: "ipoib:\n  - name: x\n    parent: ib0\n    pkey: 0x8003\n",
-			want: outcome{Changes: []string{"create ipoib[x] interface=->ib0.8003 mode=->datagram mtu=->auto parent=->ib0 pkey=->0x8003 ipv4.method=->disabled ipv6.method=->disabled state=->up"}},
+			want: outcome{Errors: []string{"$.ipoib[0].pkey: the subnet manager made port 1 of mlx5_0 only a limited member of partition 0x8003 (its P_Key table: 0x0003, 0x8002, 0xffff): it talks only to full members. Add membership: limited (pkey: 0x0003) to say so, or make the port a full member in the subnet manager's partitions"}},
+		},
+		{
+			name: "the port is only a limited member, and the spec says so",
+			spec: "ipoib:\n  - name: x\n    parent: ib0\n    pkey: 0x0003\n    membership: limited\n",
+			want: outcome{Changes: []string{"create ipoib[x] interface=->ib0.0003 mode=->datagram mtu=->auto parent=->ib0 pkey=->0x0003 ipv4.method=->disabled ipv6.method=->disabled state=->up"}},
+		},
+		{
+			name: "a full member may configure the limited key",
+			spec: "ipoib:\n  - name: x\n    parent: ib0\n    pkey: 0x0002\n    membership: limited\n",
+			want: outcome{Changes: []string{"create ipoib[x] interface=->ib0.0002 mode=->datagram mtu=->auto parent=->ib0 pkey=->0x0002 ipv4.method=->disabled ipv6.method=->disabled state=->up"}},
 		},
 		{
 			name: "every finding of an entry is reported",
@@ -308,7 +324,7 @@ func TestDiffPayload(t *testing.T) {
 	}{
 		{
 			name: "create",
-			spec: "ipoib:\n  - name: x\n    parent: ib0\n    pkey: 0x0002\n    ipv4: {addresses: [198.51.100.5/24]}\n",
+			spec: "ipoib:\n  - name: x\n    parent: ib0\n    pkey: 0x8002\n    ipv4: {addresses: [198.51.100.5/24]}\n",
 			want: &payload{Op: opCreate, Name: "x", Up: true, Profile: nmcli.Profile{Name: "x", InterfaceName: "ib0.8002", Parent: "ib0", PKey: 0x8002, Mode: nmcli.Datagram,
 				IPv4: nmcli.IPConfig{Method: "manual", Addresses: []string{"198.51.100.5/24"}}, IPv6: nmcli.IPConfig{Method: "disabled"}}},
 		},

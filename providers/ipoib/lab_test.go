@@ -311,3 +311,54 @@ func TestRealCaptureKeepsAutoconnect(t *testing.T) {
 		}
 	}
 }
+
+// TestRealLimitedMember: a limited-membership P_Key, acknowledged in the
+// spec, is configured as written on a real NetworkManager (p-key 0x0002,
+// child ib0.0002), plans empty after, and show captures it back with
+// membership: limited (the capture plans empty too). Made full, it is
+// changed to 0x8002 on ib0.8002.
+func TestRealLimitedMember(t *testing.T) {
+	l := newLabHost(t)
+	spec := "version: 1\nipoib:\n  - {name: lim, parent: ib0, pkey: 0x0002, membership: limited, state: down}\n"
+	p := l.plan(spec)
+	if out := l.apply(p); out.Err != nil {
+		t.Fatalf("apply: %v", out.Err)
+	}
+	fields := []string{"infiniband.p-key", "connection.interface-name", "infiniband.parent"}
+	got, _ := l.show("lim", fields...)
+	if diff := cmp.Diff(map[string]string{"infiniband.p-key": "0x0002", "connection.interface-name": "ib0.0002", "infiniband.parent": "ib0"}, got); diff != "" {
+		t.Errorf("NetworkManager's profile (-want +got):\n%s", diff)
+	}
+	if p := l.plan(spec); len(p.Changes) != 0 {
+		t.Errorf("plan after apply: %q, want none", changes(p))
+	}
+	captured := &schema.Spec{Version: schema.Version}
+	if err := (&ipoib.Provider{}).Capture(context.Background(), l.h, nil, captured, plan.CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := schema.Marshal(captured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "pkey: 0x0002") || !strings.Contains(string(text), "membership: limited") {
+		t.Errorf("the capture lacks the limited key:\n%s", text)
+	}
+	if p := l.plan(string(text)); len(p.Changes) != 0 {
+		t.Errorf("plan of the capture: %q, want none\n%s", changes(p), text)
+	}
+	full := strings.Replace(spec, "membership: limited", "membership: full", 1)
+	p = l.plan(full)
+	if diff := cmp.Diff([]string{"update ipoib[lim] interface=ib0.0002->ib0.8002 pkey=0x0002->0x8002"}, changes(p)); diff != "" {
+		t.Errorf("plan to full membership (-want +got):\n%s", diff)
+	}
+	if out := l.apply(p); out.Err != nil {
+		t.Fatalf("apply: %v", out.Err)
+	}
+	got, _ = l.show("lim", fields...)
+	if got["infiniband.p-key"] != "0x8002" || got["connection.interface-name"] != "ib0.8002" {
+		t.Errorf("after the change to full membership: %v", got)
+	}
+	if p := l.plan(full); len(p.Changes) != 0 {
+		t.Errorf("plan after apply: %q, want none", changes(p))
+	}
+}

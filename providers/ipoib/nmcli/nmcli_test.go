@@ -73,9 +73,9 @@ func TestNormalizedAndSettings(t *testing.T) {
 				"connection.interface-name", "ib0", "infiniband.transport-mode", "connected", "infiniband.mtu", "65520",
 				"ipv4.method", "manual", "ipv4.addresses", "192.0.2.1/24", "ipv4.gateway", "192.0.2.254", "ipv4.dns", "192.0.2.253",
 				"ipv6.method", "manual", "ipv6.addresses", "2001:db8:1::1/64"}},
-		{"pkey child gets name and full membership", Profile{Name: "p", Parent: "ib0", PKey: 0x0002, InterfaceName: "wrong", NoAutoconnect: true},
+		{"pkey child gets its name; a limited key stays limited", Profile{Name: "p", Parent: "ib0", PKey: 0x0002, InterfaceName: "wrong", NoAutoconnect: true},
 			[]string{"nmcli", "connection", "add", "type", "infiniband", "con-name", "p",
-				"connection.interface-name", "ib0.8002", "connection.autoconnect", "no", "infiniband.parent", "ib0", "infiniband.p-key", "0x8002",
+				"connection.interface-name", "ib0.0002", "connection.autoconnect", "no", "infiniband.parent", "ib0", "infiniband.p-key", "0x0002",
 				"ipv4.method", "disabled", "ipv6.method", "disabled"}},
 		{"explicit dhcp, mtu clamped", Profile{Name: "d", InterfaceName: "ib1", PKey: -1, MTU: 70000, IPv4: IPConfig{Method: MethodAuto}},
 			[]string{"nmcli", "connection", "add", "type", "infiniband", "con-name", "d",
@@ -116,20 +116,16 @@ func TestPKeyRules(t *testing.T) {
 	for _, tc := range []struct {
 		in    int
 		valid bool
-		norm  int
 		name  string
 	}{
-		{-1, true, -1, ""}, {0, false, 0, ""}, {0x8000, false, 0x8000, ""}, {2, true, 0x8002, "ib0.8002"},
-		{0x8002, true, 0x8002, "ib0.8002"}, {0xffff, true, 0xffff, "ib0.ffff"}, {0x10000, false, 0x10000, ""},
+		{-1, true, ""}, {0, false, ""}, {0x8000, false, ""}, {2, true, "ib0.0002"},
+		{0x8002, true, "ib0.8002"}, {0xffff, true, "ib0.ffff"}, {0x10000, false, ""},
 	} {
 		if got := ValidPKey(tc.in); got != tc.valid {
 			t.Errorf("ValidPKey(%#x) = %v", tc.in, got)
 		}
-		if got := NormalizePKey(tc.in); got != tc.norm {
-			t.Errorf("NormalizePKey(%#x) = %#x, want %#x", tc.in, got, tc.norm)
-		}
-		if tc.name != "" && ChildName("ib0", NormalizePKey(tc.in)) != tc.name {
-			t.Errorf("ChildName(ib0, %#x) = %s", tc.in, ChildName("ib0", NormalizePKey(tc.in)))
+		if tc.name != "" && ChildName("ib0", tc.in) != tc.name {
+			t.Errorf("ChildName(ib0, %#x) = %s, want %s", tc.in, ChildName("ib0", tc.in), tc.name)
 		}
 	}
 	for s, want := range map[string]int{"default": -1, "0x8002": 0x8002, "32770": 0x8002, "": -1} {

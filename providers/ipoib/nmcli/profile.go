@@ -88,7 +88,6 @@ func (p Profile) Normalized() Profile {
 		q.PKey = PKeyDefault
 		q.Parent = ""
 	} else {
-		q.PKey = NormalizePKey(q.PKey)
 		if q.Parent != "" {
 			q.InterfaceName = ChildName(q.Parent, q.PKey)
 		}
@@ -117,15 +116,6 @@ func (c IPConfig) normalized() IPConfig {
 		c.DNS = nil
 	}
 	return c
-}
-
-// NormalizePKey sets the full-membership bit of a P_Key in 0x0001..0x7fff;
-// -1 (default) and values with the bit set are returned unchanged.
-func NormalizePKey(pkey int) int {
-	if pkey > 0 && pkey < PKeyFullMember {
-		return pkey | PKeyFullMember
-	}
-	return pkey
 }
 
 // ValidPKey reports whether NetworkManager accepts pkey: -1, or
