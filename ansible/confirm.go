@@ -29,6 +29,16 @@ import (
 // starts it so; Ansible passes the path of an arguments file.
 const BackgroundArg = "--rdmaform-ansible-background-apply"
 
+// CLIArg, as the first argument, makes the module's executable the
+// rdmaform command line (the rest of the arguments): the rollback watcher
+// of the background apply runs so.
+const CLIArg = "--rdmaform-cli"
+
+// SelfCopy is where the background apply installs a copy of the module's
+// executable (rooted under root or sim) for its rollback watcher or
+// timer to run: Ansible removes the module's own file when the task ends.
+const SelfCopy = "/run/rdmaform/rdmaform-ansible"
+
 // LogFile receives the output of each background apply, appended (rooted
 // under root or sim). /run is a tmpfs: a reboot empties it.
 const LogFile = "/run/rdmaform/ansible-confirm.log"
@@ -72,6 +82,21 @@ func Background(env cli.Env) int {
 		return plan.ExitError
 	}
 	m := &module{args: a, env: env}
+	// The rollback must survive this process: the apply arms a watcher
+	// (or a systemd timer) running a copy of this executable as rdmaform.
+	var self string
+	fsys, err := m.hostFS()
+	if err == nil {
+		self, err = fsys.Resolve(SelfCopy)
+	}
+	if err == nil {
+		err = host.InstallSelf(self)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "rdmaform module: background apply: installing %s for the rollback watcher: %v\n", self, err)
+		return plan.ExitError
+	}
+	m.env.Self, m.env.SelfArgs = self, []string{CLIArg}
 	fmt.Fprintf(env.Stdout, "=== %s pid %d: rdmaform apply --confirm-timeout %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), a.ConfirmTimeout)
 	code := m.rdmaformTo(env.Stdout, env.Stderr, "apply", m.confirmApplyArgs()...)
 	fmt.Fprintf(env.Stdout, "=== %s pid %d: exit %d\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), code)

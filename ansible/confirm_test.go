@@ -21,9 +21,10 @@ import (
 
 // TestMain lets the test binary be the module's background apply: a
 // module run in-process with confirm_timeout starts its own executable,
-// this binary, with ansible.BackgroundArg.
+// this binary, with ansible.BackgroundArg; and its rollback watcher, a
+// copy of it run with ansible.CLIArg.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == ansible.BackgroundArg {
+	if len(os.Args) >= 2 && (os.Args[1] == ansible.BackgroundArg || os.Args[1] == ansible.CLIArg) {
 		env := cli.OSEnv()
 		os.Exit(ansible.Main(os.Args[1:], env))
 	}
@@ -199,6 +200,42 @@ func TestConfirmInProcess(t *testing.T) {
 		}
 		if log := readLog(t, dir); !strings.Contains(log, "Not confirmed within 2s: reverting.") || !strings.Contains(log, ": exit 1\n") {
 			t.Errorf("log:\n%s", log)
+		}
+	})
+
+	t.Run("background apply killed while it waits", func(t *testing.T) {
+		// An OOM kill of the background apply: its rollback watcher (a
+		// copy of the module run as rdmaform, in a session of its own)
+		// reverts the change at the deadline.
+		dir := newSim(t, "cx5-roce")
+		start := time.Now()
+		res := module(t, map[string]any{"content": roceSpec, "sim": dir, "confirm_timeout": "3s"})
+		if res.Failed || !res.Changed {
+			t.Fatalf("apply: failed=%v changed=%v: %s", res.Failed, res.Changed, res.Msg)
+		}
+		bg := watch(t, res.Confirm)
+		if _, err := os.Stat(filepath.Join(dir, ansible.SelfCopy)); err != nil {
+			t.Fatalf("no copy of the module for the watcher: %v", err)
+		}
+		if err := syscall.Kill(bg.pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		bg.mustExit(t, "after SIGKILL")
+		journal := filepath.Join(dir, cli.JournalFile)
+		for time.Since(start) < 20*time.Second {
+			if _, err := os.Stat(journal); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		after := module(t, map[string]any{"content": roceSpec, "sim": dir, "state": "planned"})
+		if diff := cmp.Diff([]string{"rdma_cm[mlx5_0/1]"}, addresses(after)); diff != "" {
+			log, _ := os.ReadFile(filepath.Join(dir, "run/rdmaform/rollback.log"))
+			t.Fatalf("after the watcher's deadline the change should be planned again (-want +got):\n%s\nwatcher log:\n%s", diff, log)
+		}
+		t.Logf("rolled back %s after the task started (timeout 3s)", time.Since(start).Round(100*time.Millisecond))
+		if r := module(t, map[string]any{"sim": dir, "state": "confirmed"}); !r.Failed || !strings.Contains(r.Msg, "too late") {
+			t.Errorf("confirm after the rollback: failed=%v: %s", r.Failed, r.Msg)
 		}
 	})
 

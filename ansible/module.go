@@ -69,6 +69,11 @@ func Main(args []string, env cli.Env) int {
 	if len(args) == 1 && args[0] == BackgroundArg {
 		return Background(env)
 	}
+	if len(args) > 0 && args[0] == CLIArg {
+		// The background apply's rollback watcher (or timer) runs the
+		// module's installed copy as rdmaform.
+		return cli.Run(args[1:], env)
+	}
 	res := Run(args, env)
 	b, err := encode(res)
 	if err != nil {
@@ -147,7 +152,7 @@ func (m *module) rdmaformTo(stdout, stderr io.Writer, cmd string, extra ...strin
 		stdin = strings.NewReader(m.args.Content)
 	}
 	argv = append(argv, extra...)
-	return cli.Run(argv, cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Environ: m.env.Environ, Ctx: m.env.Ctx})
+	return cli.Run(argv, cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Environ: m.env.Environ, Ctx: m.env.Ctx, Self: m.env.Self, SelfArgs: m.env.SelfArgs})
 }
 
 // hostArgs are the global flags naming the host: --sim DIR, --root DIR

@@ -37,6 +37,9 @@ type Env struct {
 	// apply --confirm-timeout; "" (tests running in-process) means none is
 	// started and only the in-process timer guards the confirmation.
 	Self string
+	// SelfArgs come right after Self to make it the rdmaform command line
+	// (none for rdmaform itself; the Ansible module needs its marker).
+	SelfArgs []string
 }
 
 // SignalError is the cause of Env.Ctx's end when a signal stopped the run.

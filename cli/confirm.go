@@ -114,7 +114,7 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 					time.Sleep(200 * time.Millisecond)
 				}
 				note, _ := host.ReadAttr(h.FS, RolledBackFile)
-				fmt.Fprintln(a.msgs(), "Not kept: rdmaform rollback undid the changes.")
+				fmt.Fprintln(a.msgs(), "Not kept: the changes were rolled back.")
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("the changes were %s", strings.TrimSpace(note))}
 			}
 			fmt.Fprintln(a.msgs(), "Confirmed: the changes are kept.")

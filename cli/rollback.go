@@ -68,6 +68,10 @@ type journal struct {
 	BootSpec *string `json:"boot_spec,omitempty"`
 }
 
+// watcherGrace is how long after the deadline the watcher lets an apply
+// that is still alive decide (it reverts, or a confirm just came).
+const watcherGrace = 2 * time.Second
+
 // rollbackUnit names the transient timer and service that run
 // 'rdmaform rollback --watch' at the deadline.
 const rollbackUnit = "rdmaform-rollback"
@@ -221,7 +225,8 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	if a.env.Self == "" {
 		return nil
 	}
-	argv := append([]string{a.env.Self}, a.hostArgs()...)
+	argv := append([]string{a.env.Self}, a.env.SelfArgs...)
+	argv = append(argv, a.hostArgs()...)
 	argv = append(argv, "rollback", "--watch")
 	if mgr != nil {
 		// The service manager owns the deadline: a transient timer that
@@ -477,7 +482,11 @@ func (a *app) watch(ctx context.Context) error {
 		if err := json.Unmarshal(b, j); err != nil {
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", JournalFile, err)}
 		}
-		if time.Now().After(j.Deadline) {
+		// An apply still alive at the deadline reverts by itself (with its
+		// progress on the operator's terminal): the watcher leaves it
+		// watcherGrace before taking the decision.
+		late := time.Now().After(j.Deadline) && (!host.ProcessAlive(j.PID) || time.Now().After(j.Deadline.Add(watcherGrace)))
+		if late {
 			err := host.RemoveLocalFile(confirmPath)
 			switch {
 			case err == nil:

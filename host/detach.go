@@ -2,8 +2,10 @@ package host
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 )
 
@@ -71,3 +73,37 @@ func (d *Detached) Done() <-chan struct{} { return d.done }
 // ExitCode is the process's exit code once Done is closed; -1 if a
 // signal ended it.
 func (d *Detached) ExitCode() int { return d.cmd.ProcessState.ExitCode() }
+
+// InstallSelf copies this program's executable to dst (a real path, its
+// directory existing), mode 0700, through a temporary file renamed over
+// dst: a copy that another process is running is replaced, not rewritten.
+//
+// Equivalent to: install -m 0700 /proc/self/exe DST
+func InstallSelf(dst string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this program's executable: %w", err)
+	}
+	in, err := os.Open(exe)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, in); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o700); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
