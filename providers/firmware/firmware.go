@@ -293,11 +293,11 @@ type MSTMap struct {
 }
 
 // Node returns the /dev/mst node of an adapter function. The first call
-// lists the nodes and, when none exist, starts mst: that loads MFT's kernel
-// modules and creates the nodes, a change made only because MFT could not
-// open the adapter by its PCI address.
+// lists the nodes. rdmaform never runs 'mst start' itself: it loads MFT's
+// kernel modules, a change to the host no plan may make (and no apply
+// asked for); without nodes the error says what to do.
 //
-// Equivalent to: mst status -v; mst start; mst status -v
+// Equivalent to: mst status -v
 func (m *MSTMap) Node(ctx context.Context, h *host.Host, pci string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -321,12 +321,7 @@ func loadMST(ctx context.Context, h *host.Host) (map[string]string, error) {
 		return nil, err
 	}
 	if !hasNodes(st) {
-		if _, err := h.Run(ctx, "mst", "start"); err != nil {
-			return nil, err
-		}
-		if st, err = mstStatus(ctx, h); err != nil {
-			return nil, err
-		}
+		return nil, errors.New("MFT's /dev/mst nodes are not there (mst status -v lists none): run 'mst start' once (it loads MFT's kernel modules; rdmaform does not), or use the mstconfig tool")
 	}
 	out := map[string]string{}
 	for _, d := range st.Devices {

@@ -267,33 +267,53 @@ func TestNoTool(t *testing.T) {
 }
 
 // TestMSTFallback: when MFT cannot open the adapter by its PCI address,
-// mst is started once and the /dev/mst node is used for query and set.
+// its /dev/mst node is used if mst has been started; rdmaform never runs
+// 'mst start' itself (it loads kernel modules): without nodes, the plan
+// error says what to do, and nothing was started or written.
 func TestMSTFallback(t *testing.T) {
-	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Faults = []sim.Fault{{Tool: "mlxconfig", Match: "-d 0000:3b:00.0 ", Exit: 3, Stdout: "-E- Failed to open the device\n"}}
-	s, err := sim.Create(t.TempDir(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := s.Host()
-	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n")
-	ctx := context.Background()
-	out := apply.Run(ctx, h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
-	if out.Err != nil {
-		t.Fatal(out.Err)
-	}
-	want := []string{
-		"mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1",
-		"mst status -v",
-		"mst start",
-		"mst status -v",
-		"mlxconfig -d /dev/mst/mt4123_pciconf0 -e q LINK_TYPE_P1",
-		"mlxconfig -d /dev/mst/mt4123_pciconf0 -y set LINK_TYPE_P1=ETH",
-	}
-	if diff := cmp.Diff(want, s.Calls()); diff != "" {
-		t.Errorf("calls (-want +got):\n%s", diff)
+	for _, started := range []bool{false, true} {
+		st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.MSTStarted = started
+		st.Faults = []sim.Fault{{Tool: "mlxconfig", Match: "-d 0000:3b:00.0 ", Exit: 3, Stdout: "-E- Failed to open the device\n"}}
+		s, err := sim.Create(t.TempDir(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := s.Host()
+		spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n")
+		ctx := context.Background()
+		res, err := plan.Build(ctx, h, spec, []plan.Provider{&firmware.Provider{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !started {
+			var got []string
+			for _, f := range res.Plan.Errors {
+				got = append(got, f.Message)
+			}
+			if len(got) != 1 || !strings.Contains(got[0], "run 'mst start' once") || !strings.Contains(got[0], "Failed to open the device") {
+				t.Errorf("plan errors without /dev/mst nodes: %q", got)
+			}
+			if diff := cmp.Diff([]string{"mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1", "mst status -v"}, s.Calls()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			continue
+		}
+		out := apply.Run(ctx, h, res.Plan, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+		if out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		want := []string{
+			"mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1",
+			"mst status -v",
+			"mlxconfig -d /dev/mst/mt4123_pciconf0 -e q LINK_TYPE_P1",
+			"mlxconfig -d /dev/mst/mt4123_pciconf0 -y set LINK_TYPE_P1=ETH",
+		}
+		if diff := cmp.Diff(want, s.Calls()); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
 	}
 }
