@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -75,7 +76,59 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 	failed := map[string]bool{}
 	actx, stop := graceContext(ctx, o.Grace)
 	defer stop()
-	for i, c := range p.Changes {
+	record := func(c *plan.Change, err error, took time.Duration) {
+		if err != nil {
+			failed[c.Address] = true
+			out.Failed = append(out.Failed, c.Address)
+			fmt.Fprintf(progress, "%s: failed: %v\n", c.Address, err)
+			merr = multierror.Append(merr, &ChangeError{Address: c.Address, Err: err})
+			return
+		}
+		out.Applied = append(out.Applied, c.Address)
+		out.Done = append(out.Done, c)
+		fmt.Fprintf(progress, "%s: %s after %s\n", c.Address, done(c), took.Round(time.Millisecond))
+	}
+	for i := 0; i < len(p.Changes); i++ {
+		c := p.Changes[i]
+		if batch := parallelBatch(p.Changes[i:], byName, failed); len(batch) > 1 {
+			// Every change of the batch is started in plan order (the
+			// interrupt check and Before hook first), run at once, and
+			// recorded in plan order.
+			var started []*plan.Change
+			stopped := false
+			for j, b := range batch {
+				if err := ctx.Err(); err != nil {
+					out.Interrupted = true
+					merr = multierror.Append(merr, fmt.Errorf("interrupted before %s: %w", b.Address, err))
+					for _, rest := range p.Changes[i+j:] {
+						out.Skipped = append(out.Skipped, rest.Address)
+					}
+					stopped = true
+					break
+				}
+				if o.Before != nil {
+					if err := o.Before(b); err != nil {
+						merr = multierror.Append(merr, err)
+						for _, rest := range p.Changes[i+j:] {
+							out.Skipped = append(out.Skipped, rest.Address)
+						}
+						stopped = true
+						break
+					}
+				}
+				fmt.Fprintf(progress, "%s: %s...\n", b.Address, verb(b.Action))
+				started = append(started, b)
+			}
+			errs, took := runParallel(actx, h, byName[c.Provider], started)
+			for j, b := range started {
+				record(b, errs[j], took[j])
+			}
+			if stopped {
+				break
+			}
+			i += len(batch) - 1
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			out.Interrupted = true
 			for _, rest := range p.Changes[i:] {
@@ -109,22 +162,77 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 		}
 		start := time.Now()
 		fmt.Fprintf(progress, "%s: %s...\n", c.Address, verb(c.Action))
-		if err := pr.Apply(actx, h, c); err != nil {
-			failed[c.Address] = true
-			out.Failed = append(out.Failed, c.Address)
-			fmt.Fprintf(progress, "%s: failed: %v\n", c.Address, err)
-			merr = multierror.Append(merr, &ChangeError{Address: c.Address, Err: err})
-			continue
-		}
-		out.Applied = append(out.Applied, c.Address)
-		out.Done = append(out.Done, c)
-		fmt.Fprintf(progress, "%s: %s after %s\n", c.Address, done(c), time.Since(start).Round(time.Millisecond))
+		record(c, pr.Apply(actx, h, c), time.Since(start))
 	}
 	if merr != nil {
 		merr.ErrorFormat = listFormat
 		out.Err = merr
 	}
 	return out
+}
+
+// MaxParallel bounds how many changes of a Parallel provider run at once
+// (one firmware tool process per adapter).
+const MaxParallel = 32
+
+// parallelBatch is the run of consecutive changes from the first that one
+// Parallel provider may apply at once: same provider, a key each, none
+// depending on another of the batch or on a failed change. Fewer than two
+// is no batch.
+func parallelBatch(cs []*plan.Change, byName map[string]plan.Provider, failed map[string]bool) []*plan.Change {
+	pr, ok := byName[cs[0].Provider].(plan.Parallel)
+	if !ok {
+		return nil
+	}
+	in := map[string]bool{}
+	var batch []*plan.Change
+	for _, c := range cs {
+		if c.Provider != cs[0].Provider || pr.ParallelKey(c) == "" || failedDep(c, failed) != "" {
+			break
+		}
+		for _, d := range c.DependsOn {
+			if in[d] {
+				return batch
+			}
+		}
+		in[c.Address] = true
+		batch = append(batch, c)
+	}
+	return batch
+}
+
+// runParallel applies cs with pr, changes of one key in order, different
+// keys at once (at most MaxParallel), and returns each change's error and
+// duration in the order of cs.
+func runParallel(ctx context.Context, h *host.Host, pr plan.Provider, cs []*plan.Change) ([]error, []time.Duration) {
+	errs, took := make([]error, len(cs)), make([]time.Duration, len(cs))
+	keyed := pr.(plan.Parallel)
+	var order []string
+	byKey := map[string][]int{}
+	for i, c := range cs {
+		k := keyed.ParallelKey(c)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], i)
+	}
+	sem := make(chan struct{}, MaxParallel)
+	var wg sync.WaitGroup
+	for _, k := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(idx []int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, i := range idx {
+				start := time.Now()
+				errs[i] = pr.Apply(ctx, h, cs[i])
+				took[i] = time.Since(start)
+			}
+		}(byKey[k])
+	}
+	wg.Wait()
+	return errs, took
 }
 
 // graceContext is the context a change runs with: the caller's ending

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -104,5 +107,112 @@ func TestVerify(t *testing.T) {
 	}
 	if err := Verify(&plan.Plan{}, Outcome{}); err != nil {
 		t.Errorf("empty re-plan: err = %v", err)
+	}
+}
+
+// parallelRec is a Parallel provider: changes keyed "" run alone, others
+// by their key; it records the most changes in flight at once, the order
+// each key's changes ran in, and fails chosen addresses.
+type parallelRec struct {
+	mu       sync.Mutex
+	inFlight int
+	maxIn    int
+	byKey    map[string][]string
+	fail     map[string]bool
+	// The first gate changes wait for each other (at most 5s): run at
+	// once, all of them are in flight together.
+	gate    int
+	started int
+	open    chan struct{}
+}
+
+func (r *parallelRec) Name() string { return "par" }
+func (r *parallelRec) Discover(context.Context, *host.Host, *plan.Request) (any, error) {
+	return nil, nil
+}
+func (r *parallelRec) Diff(*plan.Request, any, *plan.Facts) plan.Proposal { return plan.Proposal{} }
+func (r *parallelRec) ParallelKey(c *plan.Change) string {
+	k, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(c.Address, "fw["), "]"), ".")
+	if k == "solo" {
+		return ""
+	}
+	return k
+}
+func (r *parallelRec) Apply(_ context.Context, _ *host.Host, c *plan.Change) error {
+	r.mu.Lock()
+	r.inFlight++
+	r.maxIn = max(r.maxIn, r.inFlight)
+	r.byKey[r.ParallelKey(c)] = append(r.byKey[r.ParallelKey(c)], c.Address)
+	if r.started++; r.started == r.gate {
+		close(r.open)
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.open:
+	case <-time.After(5 * time.Second):
+	}
+	r.mu.Lock()
+	r.inFlight--
+	r.mu.Unlock()
+	if r.fail[c.Address] {
+		return errors.New("Applying... Failed!")
+	}
+	return nil
+}
+
+// TestRunParallel: consecutive changes of a Parallel provider with
+// different keys run at once (all of them in flight together, bounded by
+// MaxParallel), changes of one key one after another in plan order, a
+// failure fails only its change, and outcome and output stay in plan
+// order; a change depending on one of the batch waits for the batch.
+func TestRunParallel(t *testing.T) {
+	par := &parallelRec{byKey: map[string][]string{}, fail: map[string]bool{"fw[b.0]": true}, gate: 4, open: make(chan struct{})}
+	pc := func(addr string, deps ...string) *plan.Change {
+		return &plan.Change{Address: addr, Provider: "par", Action: plan.Update, DependsOn: deps}
+	}
+	p := &plan.Plan{Changes: []*plan.Change{
+		pc("fw[a.0]"), pc("fw[a.1]"), pc("fw[b.0]"), pc("fw[c.0]"), pc("fw[d.0]"),
+		pc("fw[e.0]", "fw[a.0]"), // after the batch
+		pc("fw[solo.0]"),
+	}}
+	var progress bytes.Buffer
+	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{par}, Options{Progress: &progress})
+	if par.maxIn != 4 {
+		t.Errorf("at most %d changes in flight, want 4 (a, b, c, d; a.1 after a.0)", par.maxIn)
+	}
+	if diff := cmp.Diff([]string{"fw[a.0]", "fw[a.1]"}, par.byKey["a"]); diff != "" {
+		t.Errorf("one key in plan order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"fw[a.0]", "fw[a.1]", "fw[c.0]", "fw[d.0]", "fw[e.0]", "fw[solo.0]"}, out.Applied); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"fw[b.0]"}, out.Failed); diff != "" {
+		t.Errorf("failed (-want +got):\n%s", diff)
+	}
+	var starts []string
+	for _, l := range strings.Split(progress.String(), "\n") {
+		if a, ok := strings.CutSuffix(l, ": updating..."); ok {
+			starts = append(starts, a)
+		}
+	}
+	if diff := cmp.Diff([]string{"fw[a.0]", "fw[a.1]", "fw[b.0]", "fw[c.0]", "fw[d.0]", "fw[e.0]", "fw[solo.0]"}, starts); diff != "" {
+		t.Errorf("progress in plan order (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunParallelBound: MaxParallel changes run at once, one more waits
+// for a free slot.
+func TestRunParallelBound(t *testing.T) {
+	par := &parallelRec{byKey: map[string][]string{}, gate: MaxParallel, open: make(chan struct{})}
+	p := &plan.Plan{}
+	for i := 0; i <= MaxParallel; i++ {
+		p.Changes = append(p.Changes, &plan.Change{Address: fmt.Sprintf("fw[k%d.0]", i), Provider: "par", Action: plan.Update})
+	}
+	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{par}, Options{})
+	if out.Err != nil || len(out.Applied) != MaxParallel+1 {
+		t.Fatalf("applied %d, err %v", len(out.Applied), out.Err)
+	}
+	if par.maxIn != MaxParallel {
+		t.Errorf("%d changes in flight at most, want MaxParallel = %d", par.maxIn, MaxParallel)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,4 +161,78 @@ func Total(resources map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// ApplyRun is one timed apply.
+type ApplyRun struct {
+	Wall  time.Duration
+	Stage time.Duration // first firmware set started to last one done
+}
+
+// ApplyTimed runs `rdmaform --sim DIR apply --yes -f -` in this process,
+// timing the firmware stage from its progress lines as they arrive.
+func ApplyTimed(ctx context.Context, dir string, spec []byte) (ApplyRun, error) {
+	tw := &stampWriter{}
+	env := cli.Env{Stdin: bytes.NewReader(spec), Stdout: io.Discard, Stderr: tw, Environ: []string{"NO_COLOR=1"}, Ctx: ctx}
+	start := time.Now()
+	code := cli.Run([]string{"--sim", dir, "apply", "--yes", "-f", "-"}, env)
+	run := ApplyRun{Wall: time.Since(start)}
+	if code != plan.ExitOK && code != plan.ExitReboot {
+		return run, fmt.Errorf("rdmaform apply: exit %d: %s", code, tw.text())
+	}
+	var first, last time.Time
+	for _, l := range tw.lines {
+		if !strings.HasPrefix(l.text, "firmware[") {
+			continue
+		}
+		if strings.HasSuffix(l.text, "...") && first.IsZero() {
+			first = l.at
+		}
+		if strings.Contains(l.text, " after ") {
+			last = l.at
+		}
+	}
+	if first.IsZero() || last.IsZero() {
+		return run, fmt.Errorf("rdmaform apply made no firmware sets:\n%s", tw.text())
+	}
+	run.Stage = last.Sub(first)
+	return run, nil
+}
+
+// stampWriter keeps each line written with the time it arrived.
+type stampWriter struct {
+	mu    sync.Mutex
+	part  string
+	lines []stamped
+}
+
+type stamped struct {
+	at   time.Time
+	text string
+}
+
+func (w *stampWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	w.part += string(b)
+	for {
+		i := strings.IndexByte(w.part, '\n')
+		if i < 0 {
+			break
+		}
+		w.lines = append(w.lines, stamped{now, w.part[:i]})
+		w.part = w.part[i+1:]
+	}
+	return len(b), nil
+}
+
+func (w *stampWriter) text() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, l := range w.lines {
+		b.WriteString(l.text + "\n")
+	}
+	return b.String() + w.part
 }

@@ -26,6 +26,14 @@ type Provider interface {
 	Apply(ctx context.Context, h *host.Host, c *Change) error
 }
 
+// Parallel is implemented by a provider whose changes may be applied at
+// the same time: consecutive changes of it whose keys differ run
+// concurrently (a bounded number at once), changes with one key one
+// after another, and "" runs alone. Results and output stay in plan order.
+type Parallel interface {
+	ParallelKey(c *Change) string
+}
+
 // Request is what every provider gets: the spec and the host's RDMA
 // inventory, with each spec device resolved.
 type Request struct {

@@ -427,6 +427,21 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 	return MarkRebootRequired(h)
 }
 
+// ParallelKey implements plan.Parallel: sets on different adapters run at
+// once, one tool process each; the functions of one adapter (0000:3b:00.0
+// and .1 share its firmware configuration) one after another.
+func (p *Provider) ParallelKey(c *plan.Change) string {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return ""
+	}
+	key := pl.pci
+	if i := strings.LastIndexByte(key, '.'); i > 0 {
+		key = key[:i]
+	}
+	return key
+}
+
 // paramOf finds which of a set's parameters a tool error is about.
 func paramOf(pl *payload, te *mlxfmt.ToolError) string {
 	for _, s := range pl.sets {
