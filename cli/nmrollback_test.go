@@ -53,7 +53,7 @@ func TestRollbackOnRealNetworkManager(t *testing.T) {
 	// The SSH session dropped (SIGHUP) or the process killed outright.
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGHUP} {
 		start := time.Now()
-		cmd, _ := startWaiting(t, bin, lab.Env(), "--root", root, "apply", "--yes", "--confirm-timeout", "3s", "-f", spec)
+		cmd, _, _ := startWaiting(t, bin, lab.Env(), "--root", root, "apply", "--yes", "--confirm-timeout", "3s", "-f", spec)
 		if got := show("keep-me"); !strings.Contains(got, "infiniband.mtu:1500") || show("new-one") == "(none)" {
 			t.Fatalf("while waiting: keep-me %q, new-one %q; want the changes made", got, show("new-one"))
 		}
@@ -84,7 +84,7 @@ func TestRollbackOnRealNetworkManager(t *testing.T) {
 	}
 
 	// Confirmed in time: the checkpoint is committed, the changes stay.
-	cmd, sc := startWaiting(t, bin, lab.Env(), "--root", root, "apply", "--yes", "--confirm-timeout", "20s", "-f", spec)
+	cmd, sc, _ := startWaiting(t, bin, lab.Env(), "--root", root, "apply", "--yes", "--confirm-timeout", "20s", "-f", spec)
 	// A second apply while one waits is refused.
 	second := exec.Command(bin, "--root", root, "apply", "--yes", "--confirm-timeout", "30s", "-f", spec)
 	second.Env = append(lab.Env(), "NO_COLOR=1")
@@ -124,18 +124,20 @@ func checkpoints(t *testing.T, lab *nmlab.Lab) []string {
 	return cps
 }
 
-// startWaiting starts rdmaform with args and returns once it prints that
-// it waits for confirmation; the scanner holds the rest of its output.
-func startWaiting(t *testing.T, bin string, env []string, args ...string) (*exec.Cmd, *bufio.Scanner) {
+// startWaiting starts rdmaform with args (env added to the test's
+// environment) and returns once it prints that it waits for confirmation;
+// the scanner holds the rest of its output, the builder its stderr (read
+// it only once the process has ended).
+func startWaiting(t *testing.T, bin string, env []string, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(env, "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), env...), "NO_COLOR=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errb strings.Builder
-	cmd.Stderr = &errb
+	errb := &strings.Builder{}
+	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,10 +146,10 @@ func startWaiting(t *testing.T, bin string, env []string, args ...string) (*exec
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 		if strings.Contains(sc.Text(), "to keep them") {
-			return cmd, sc
+			return cmd, sc, errb
 		}
 	}
 	_ = cmd.Wait()
 	t.Fatalf("%v never waited for confirmation:\n%s\n%s", args, strings.Join(lines, "\n"), errb.String())
-	return nil, nil
+	return nil, nil, nil
 }

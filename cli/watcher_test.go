@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -76,28 +75,12 @@ func rollbackSurvives(t *testing.T, env []string, armed func(t *testing.T, want 
 	}
 	// startApply runs apply --confirm-timeout and returns once it waits.
 	startApply := func(t *testing.T, h, timeout string) *exec.Cmd {
-		cmd := exec.Command(bin, "--sim", h, "apply", "--yes", "--confirm-timeout", timeout, "-f", spec)
-		cmd.Env = append(append(os.Environ(), env...), "NO_COLOR=1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "to keep them") {
-				go func() {
-					for sc.Scan() {
-					}
-				}()
-				return cmd
+		cmd, sc, _ := startWaiting(t, bin, env, "--sim", h, "apply", "--yes", "--confirm-timeout", timeout, "-f", spec)
+		go func() {
+			for sc.Scan() {
 			}
-		}
-		_ = cmd.Wait()
-		t.Fatalf("the apply never waited for confirmation")
-		return nil
+		}()
+		return cmd
 	}
 	planCode := func(h string) int { c, _ := rf("--sim", h, "plan", "-f", spec); return c }
 
@@ -245,29 +228,7 @@ func TestRollbackAfterReboot(t *testing.T) {
 		t.Fatalf("rollback --after-boot with nothing pending: exit %d %q", code, out)
 	}
 
-	cmd := exec.Command(bin, "--sim", h, "apply", "--yes", "--confirm-timeout", "10m", "-f", next)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	waiting := false
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "to keep them") {
-			waiting = true
-			break
-		}
-	}
-	if !waiting {
-		_ = cmd.Wait()
-		t.Fatalf("the apply never waited:\n%s", stderr.String())
-	}
+	cmd, _, stderr := startWaiting(t, bin, nil, "--sim", h, "apply", "--yes", "--confirm-timeout", "10m", "-f", next)
 	// The host goes down: the apply and its watcher (started by this
 	// test's rdmaform, ended here by PID) die, then the reboot.
 	_ = cmd.Process.Kill()
