@@ -137,18 +137,15 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, paths: map[string]string{}, source: map[string]*plan.Source{}}
 		var attrs []plan.Attr
 		var disrupts []string
-		bad := false
 		for _, prm := range d.Firmware.Params {
 			pp := fwPath + ".params." + prm.Name
 			if te := a.Unknown[prm.Name]; te != nil {
 				prop.Errors = append(prop.Errors, req.Finding(pp, "%s does not know parameter %s on %s (%s): -E- %s", a.Tool, prm.Name, dev.PCI, a.deviceType(), te.Message))
-				bad = true
 				continue
 			}
 			have, ok := a.Params[prm.Name]
 			if !ok {
 				prop.Errors = append(prop.Errors, req.Finding(pp, "%s printed no row for %s on %s", a.Tool, prm.Name, dev.PCI))
-				bad = true
 				continue
 			}
 			staged := func() {
@@ -172,13 +169,11 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			}
 			if have.ReadOnly {
 				prop.Errors = append(prop.Errors, req.Finding(pp, "%s is read-only on %s (%s marks it RO); it is %s and cannot be set to %s", prm.Name, dev.PCI, a.Tool, have.NextBoot, prm.Value))
-				bad = true
 				continue
 			}
 			arg, err := mlxfmt.SetArg(prm.Value)
 			if err != nil {
 				prop.Errors = append(prop.Errors, req.Finding(pp, "%v", err))
-				bad = true
 				continue
 			}
 			attrs = append(attrs, plan.Attr{Name: prm.Name, Before: have.NextBoot.Display(), After: prm.Value})
@@ -188,7 +183,10 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			pl.source[prm.Name] = req.Pos(pp)
 			staged()
 		}
-		if len(attrs) == 0 || bad {
+		// A parameter in error is an error at its line (and apply refuses
+		// a plan with errors); the adapter's other parameters are still
+		// planned, so the plan shows everything that is left to do.
+		if len(attrs) == 0 {
 			continue
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.NextBoot,

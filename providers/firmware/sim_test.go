@@ -223,7 +223,8 @@ func TestSetRefusedNamesSpecLine(t *testing.T) {
 
 // TestUnknownParameters: the tool's refusal of unknown names becomes one
 // finding per name, each at its spec line; the adapter is queried again
-// without them, and nothing is changed.
+// without them, and its other parameters are still planned (the CLI's
+// apply refuses a plan with errors).
 func TestUnknownParameters(t *testing.T) {
 	s, h := newSim(t, "cx5-roce", 0, mlxfmt.LayoutUnknown, "")
 	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n        NUM_OF_VFS: 4\n        FOO_BAR: 1\n")
@@ -239,8 +240,8 @@ func TestUnknownParameters(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
-	if len(p.Changes) != 0 {
-		t.Errorf("changes despite findings: %v", p.Changes)
+	if len(p.Changes) != 1 || p.Changes[0].Address != "firmware[0000:5e:00.0]" || len(p.Changes[0].Attributes) != 1 || p.Changes[0].Attributes[0].Name != "NUM_OF_VFS" {
+		t.Errorf("changes: %v, want NUM_OF_VFS still planned", p.Changes)
 	}
 	wantCalls := []string{
 		"mstconfig -d 0000:5e:00.0 -e q LINK_TYPE_P1 NUM_OF_VFS FOO_BAR",
@@ -315,5 +316,42 @@ func TestMSTFallback(t *testing.T) {
 		if diff := cmp.Diff(want, s.Calls()); diff != "" {
 			t.Errorf("calls (-want +got):\n%s", diff)
 		}
+	}
+}
+
+// TestDeviceDoesNotSupport: "-E- The Device doesn't support X parameter"
+// (mstflint's message for a parameter the tool knows and this adapter
+// lacks, exit 3) is an error on that parameter of that adapter at its
+// spec line; the adapter's other parameters and the other adapters are
+// still planned.
+func TestDeviceDoesNotSupport(t *testing.T) {
+	st, err := sim.NewState("gpu-node", "node1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcis := []string{st.Firmware[0].BDF, st.Firmware[2].BDF}
+	st.Faults = []sim.Fault{{Tool: "mlxconfig", Match: "-d " + pcis[0] + " -e q SRIOV_EN INTERNAL_CPU_OFFLOAD_ENGINE", Exit: 3,
+		Stdout: "-E- The Device doesn't support INTERNAL_CPU_OFFLOAD_ENGINE parameter\n"}}
+	s, err := sim.Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := s.Host()
+	spec := parse(t, fmt.Sprintf("version: 1\ndevices:\n  - pci: %q\n    firmware:\n      params:\n        SRIOV_EN: true\n        INTERNAL_CPU_OFFLOAD_ENGINE: DISABLED\n  - pci: %q\n    firmware:\n      params:\n        SRIOV_EN: true\n", pcis[0], pcis[1]))
+	p := build(t, h, spec)
+	var errs []string
+	for _, f := range p.Errors {
+		errs = append(errs, f.String())
+	}
+	want := []string{"host.yaml:7:38: error: $.devices[0].firmware.params.INTERNAL_CPU_OFFLOAD_ENGINE: mlxconfig does not know parameter INTERNAL_CPU_OFFLOAD_ENGINE on " + pcis[0] + " (" + st.Firmware[0].DeviceType + "): -E- The Device doesn't support INTERNAL_CPU_OFFLOAD_ENGINE parameter"}
+	if diff := cmp.Diff(want, errs); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	var changes []string
+	for _, c := range p.Changes {
+		changes = append(changes, c.Address)
+	}
+	if diff := cmp.Diff([]string{"firmware[" + pcis[0] + "]", "firmware[" + pcis[1] + "]"}, changes); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }

@@ -157,6 +157,12 @@ func ParseErrorLine(line string) *ToolError {
 			name = name[:i]
 		}
 		e.Param = name
+	case strings.HasPrefix(msg, "The Device doesn't support ") && strings.HasSuffix(msg, " parameter"):
+		// A parameter the tool knows and this adapter lacks (mstflint's
+		// GenericCommander: "The Device doesn't support %s parameter"),
+		// printed after the Configurations header, exit 3.
+		e.Kind = ErrUnknownParam
+		e.Param = strings.TrimSuffix(strings.TrimPrefix(msg, "The Device doesn't support "), " parameter")
 	case strings.HasPrefix(msg, "Operation is not supported (Read only TLV: "):
 		e.Kind = ErrReadOnly
 		e.TLV = strings.TrimSuffix(strings.TrimPrefix(msg, "Operation is not supported (Read only TLV: "), ")")

@@ -222,6 +222,7 @@ func TestParseErrorLine(t *testing.T) {
 		{"-E- Unknown Parameter: FOO", &ToolError{Kind: ErrUnknownParam, Param: "FOO", Message: "Unknown Parameter: FOO"}},
 		{"-E- Unknown Parameter FOO", &ToolError{Kind: ErrUnknownParam, Param: "FOO", Message: "Unknown Parameter FOO"}},
 		{"-E- Failed to find Param / TLV with name 'X_Y' port 0 module -1", &ToolError{Kind: ErrUnknownParam, Param: "X_Y", Message: "Failed to find Param / TLV with name 'X_Y' port 0 module -1"}},
+		{"-E- The Device doesn't support INTERNAL_CPU_OFFLOAD_ENGINE parameter", &ToolError{Kind: ErrUnknownParam, Param: "INTERNAL_CPU_OFFLOAD_ENGINE", Message: "The Device doesn't support INTERNAL_CPU_OFFLOAD_ENGINE parameter"}},
 		{"-E- Operation is not supported (Read only TLV: nv_x)", &ToolError{Kind: ErrReadOnly, TLV: "nv_x", Message: "Operation is not supported (Read only TLV: nv_x)"}},
 		{"-E- Unknown value IBB", &ToolError{Kind: ErrUnknownValue, Value: "IBB", Message: "Unknown value IBB"}},
 		{"-E- Invalid Configuration argument A", &ToolError{Kind: ErrInvalidArgument, Value: "A", Message: "Invalid Configuration argument A"}},
