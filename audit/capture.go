@@ -22,6 +22,8 @@ import (
 type Captured struct {
 	Spec *schema.Spec
 	Inv  *inventory.Inventory
+	// Notes are what the capture left out on purpose, by device index.
+	Notes *plan.CaptureNotes
 }
 
 // Capture describes the host as a spec: its hostname and one device per
@@ -59,6 +61,9 @@ func Capture(ctx context.Context, h *host.Host, providers []plan.Provider, o pla
 	// NetworkManager) is left out and reported; the rest is still captured,
 	// so an operator gets what can be had and a non-zero exit.
 	var errs []error
+	if o.Notes == nil {
+		o.Notes = &plan.CaptureNotes{}
+	}
 	for _, pr := range providers {
 		c, ok := pr.(plan.Capturer)
 		if !ok {
@@ -69,7 +74,7 @@ func Capture(ctx context.Context, h *host.Host, providers []plan.Provider, o pla
 		}
 	}
 	spec.Interfaces = unclaimed(spec)
-	return &Captured{Spec: spec, Inv: inv}, errors.Join(errs...)
+	return &Captured{Spec: spec, Inv: inv, Notes: o.Notes}, errors.Join(errs...)
 }
 
 // Port states and physical states a spec's expect block accepts.

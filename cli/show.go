@@ -78,6 +78,12 @@ spec as JSON (which validate and plan read too).
 				return err
 			}
 			a.wroteDoc = true
+			for i := range c.Spec.Devices {
+				kind, value := c.Spec.Devices[i].Selector()
+				for _, n := range c.Notes.Device(i) {
+					fmt.Fprintf(a.env.Stderr, "rdmaform: note: device %s %s: %s\n", kind, value, n)
+				}
+			}
 			if capErr != nil {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("part of the host could not be read and is missing from the capture:\n%v", capErr)}
 			}
@@ -86,7 +92,7 @@ spec as JSON (which validate and plan read too).
 	}
 	a.outputFlag(cmd, "yaml", "yaml", "json")
 	a.hostFlags(cmd)
-	cmd.Flags().StringSliceVar(&fwParams, "firmware", nil, "firmware parameters to capture, comma-separated (`P1,P2`); every adapter must know them")
+	cmd.Flags().StringSliceVar(&fwParams, "firmware", nil, "firmware parameters to capture, comma-separated (`P1,P2`); one an adapter lacks is left out of it and noted")
 	return cmd
 }
 
@@ -102,6 +108,14 @@ func showYAML(c *audit.Captured) ([]byte, error) {
 			}
 			d := c.Inv.Devices[i]
 			dn.Content[0].LineComment = deviceComment(d)
+			if notes := c.Notes.Device(i); len(notes) > 0 {
+				note := "left out: " + strings.Join(notes, "; ")
+				if k := mappingKey(dn, "firmware"); k != nil {
+					k.HeadComment = note
+				} else {
+					dn.Content[0].LineComment += "; " + note
+				}
+			}
 			ports := schema.MappingValue(dn, "ports")
 			if ports == nil {
 				continue
@@ -123,6 +137,16 @@ func showYAML(c *audit.Captured) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// mappingKey is the key node of key in a mapping node, or nil.
+func mappingKey(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return nil
 }
 
 func deviceComment(d *inventory.Device) string {

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
@@ -164,4 +165,34 @@ type CaptureOptions struct {
 	// Units are systemd units to capture besides the usual RDMA ones
 	// (for the same reason).
 	Units []string
+	// Notes, when set, receives what a capture left out on purpose (a
+	// named firmware parameter an adapter lacks), by spec device index.
+	Notes *CaptureNotes
+}
+
+// CaptureNotes collects notes of a capture, by spec device index. It is
+// safe for concurrent use.
+type CaptureNotes struct {
+	mu       sync.Mutex
+	byDevice map[int][]string
+}
+
+// Add records a note on spec device i.
+func (n *CaptureNotes) Add(i int, note string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.byDevice == nil {
+		n.byDevice = map[int][]string{}
+	}
+	n.byDevice[i] = append(n.byDevice[i], note)
+}
+
+// Device returns the notes of spec device i.
+func (n *CaptureNotes) Device(i int) []string {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.byDevice[i]...)
 }

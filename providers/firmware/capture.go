@@ -32,7 +32,9 @@ var _ plan.Capturer = (*Provider)(nil)
 // it ("expected after a reboot").
 //
 // A host without mlxconfig or mstconfig has nothing captured unless
-// parameters were asked for by name (then it is an error).
+// parameters were asked for by name (then it is an error). A parameter
+// asked for by name that an adapter lacks is left out of that adapter and
+// noted (o.Notes).
 //
 // Equivalent to: mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1 LINK_TYPE_P2 SRIOV_EN NUM_OF_VFS
 func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
@@ -78,8 +80,11 @@ func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request,
 		fw := &schema.Firmware{}
 		for _, name := range names {
 			if te := a.Unknown[name]; te != nil {
-				if explicit {
-					return fmt.Errorf("%s does not know parameter %s on %s (%s): -E- %s", a.Tool, name, dev.PCI, a.deviceType(), te.Message)
+				// An adapter that lacks a parameter asked for by name (an
+				// Ethernet-only ConnectX-5 has no LINK_TYPE_Pn) is noted,
+				// not an error: the others are still captured.
+				if explicit && o.Notes != nil {
+					o.Notes.Add(i, fmt.Sprintf("no %s on this adapter (%s; %s: -E- %s)", name, a.deviceType(), a.Tool, te.Message))
 				}
 				continue
 			}
