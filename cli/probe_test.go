@@ -26,8 +26,15 @@ func needPing(t *testing.T) {
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv is runCLI with env added to the environment.
+func runCLIEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := cli.Run(args, cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: append(os.Environ(), "NO_COLOR=1", "RDMAFORM_NOW=2026-03-01T12:00:00Z")})
+	environ := append(append(os.Environ(), "NO_COLOR=1", "RDMAFORM_NOW=2026-03-01T12:00:00Z"), env...)
+	code := cli.Run(args, cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: environ})
 	return code, out.String(), errb.String()
 }
 
