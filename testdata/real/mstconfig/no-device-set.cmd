@@ -1,0 +1,1 @@
+["mstconfig", "-y", "set", "SRIOV_EN=1"]

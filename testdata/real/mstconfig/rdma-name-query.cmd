@@ -1,0 +1,1 @@
+["mstconfig", "-d", "mlx5_0", "q"]

@@ -1,0 +1,1 @@
+["mstconfig", "-d", "0000:00:00.0", "frobnicate"]

@@ -1,0 +1,1 @@
+["nmcli","connection","up","uuid","05517b2f-a80a-44ef-8000-06619c735b38"]

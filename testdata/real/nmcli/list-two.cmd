@@ -1,0 +1,1 @@
+["nmcli","-t","-f","NAME,UUID,TYPE,DEVICE,ACTIVE,STATE","connection","show"]
