@@ -9,67 +9,80 @@ import (
 	"testing"
 )
 
-var updateReal = flag.Bool("update-real", false, "rewrite the expected parses of testdata/real/mstconfig (review the diff)")
+var updateReal = flag.Bool("update-real", false, "rewrite the expected parses of testdata/real/{mstconfig,mlxconfig,mst} (review the diff)")
 
-// realDir is the corpus of real mlxconfig/mstconfig outputs (see its
-// PROVENANCE.md).
-const realDir = "../../../testdata/real/mstconfig"
+// realDirs are the corpora of real mlxconfig/mstconfig and mst outputs
+// (see testdata/real/PROVENANCE.md).
+var realDirs = []string{"../../../testdata/real/mstconfig", "../../../testdata/real/mlxconfig", "../../../testdata/real/mst"}
 
-// TestRealCorpus parses every real output of the corpus: its -E- line
-// classified (ParseError), and for a query the whole of it (ParseQuery),
-// and compares the result with the checked-in expectation
-// (NAME.parsed.json); -update-real rewrites them.
+// TestRealCorpus parses every real output of the corpora: its -E- line
+// classified (ParseError), a query whole (ParseQuery), an `mst status -v`
+// listing (ParseMSTStatusVerbose), and compares the result with the
+// checked-in expectation (NAME.parsed.json); -update-real rewrites them.
 func TestRealCorpus(t *testing.T) {
-	outs, err := filepath.Glob(filepath.Join(realDir, "*.stdout"))
-	if err != nil || len(outs) == 0 {
-		t.Fatalf("no corpus in %s: %v", realDir, err)
+	for _, dir := range realDirs {
+		outs, err := filepath.Glob(filepath.Join(dir, "*.stdout"))
+		if err != nil || len(outs) == 0 {
+			t.Fatalf("no corpus in %s: %v", dir, err)
+		}
+		for _, f := range outs {
+			realCase(t, dir, f)
+		}
 	}
-	for _, f := range outs {
-		name := strings.TrimSuffix(filepath.Base(f), ".stdout")
-		t.Run(name, func(t *testing.T) {
-			stdout, err := os.ReadFile(f)
+}
+
+func realCase(t *testing.T, realDir, f string) {
+	name := strings.TrimSuffix(filepath.Base(f), ".stdout")
+	t.Run(filepath.Base(realDir)+"/"+name, func(t *testing.T) {
+		stdout, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var argv []string
+		cmd, err := os.ReadFile(filepath.Join(realDir, name+".cmd"))
+		if err == nil {
+			err = json.Unmarshal(cmd, &argv)
+		}
+		if err != nil {
+			t.Fatalf("%s.cmd: %v", name, err)
+		}
+		got := map[string]any{"error": nil}
+		if len(argv) > 1 && argv[0] == "mst" {
+			st, err := ParseMSTStatusVerbose(stdout)
+			got["mst_status"], got["mst_error"] = st, ""
 			if err != nil {
-				t.Fatal(err)
+				got["mst_error"] = err.Error()
 			}
-			var argv []string
-			cmd, err := os.ReadFile(filepath.Join(realDir, name+".cmd"))
-			if err == nil {
-				err = json.Unmarshal(cmd, &argv)
-			}
-			if err != nil {
-				t.Fatalf("%s.cmd: %v", name, err)
-			}
-			got := map[string]any{"error": nil}
-			if e := ParseError(stdout); e != nil {
-				got["error"] = map[string]string{"kind": e.Kind.String(), "param": e.Param, "value": e.Value, "tlv": e.TLV, "message": e.Message}
-			}
-			for _, a := range argv {
-				if a == "q" || a == "query" {
-					if q, err := ParseQuery(stdout); err != nil {
-						got["query_error"] = err.Error()
-					} else {
-						got["query"] = q
-					}
+		}
+		if e := ParseError(stdout); e != nil {
+			got["error"] = map[string]string{"kind": e.Kind.String(), "param": e.Param, "value": e.Value, "tlv": e.TLV, "message": e.Message}
+		}
+		for _, a := range argv {
+			if a == "q" || a == "query" {
+				if q, err := ParseQuery(stdout); err != nil {
+					got["query_error"] = err.Error()
+				} else {
+					got["query"] = q
 				}
 			}
-			b, err := json.MarshalIndent(got, "", "  ")
-			if err != nil {
+		}
+		b, err := json.MarshalIndent(got, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, '\n')
+		want := filepath.Join(realDir, name+".parsed.json")
+		if *updateReal {
+			if err := os.WriteFile(want, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			b = append(b, '\n')
-			want := filepath.Join(realDir, name+".parsed.json")
-			if *updateReal {
-				if err := os.WriteFile(want, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			w, err := os.ReadFile(want)
-			if err != nil {
-				t.Fatalf("%v (run go test ./providers/firmware/mlxfmt -run TestRealCorpus -update-real)", err)
-			}
-			if string(w) != string(b) {
-				t.Errorf("parse of %s differs from %s:\n%s", name, want, b)
-			}
-		})
-	}
+		}
+		w, err := os.ReadFile(want)
+		if err != nil {
+			t.Fatalf("%v (run go test ./providers/firmware/mlxfmt -run TestRealCorpus -update-real)", err)
+		}
+		if string(w) != string(b) {
+			t.Errorf("parse of %s differs from %s:\n%s", name, want, b)
+		}
+	})
 }
