@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/sim/mlxemu"
 )
 
@@ -52,7 +51,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		}
 		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
 		st.Tools = []string{"mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
-		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxfmt.G5, st.Devices)
+		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxemu.G5, st.Devices)
 	case "cx5-roce":
 		st.Modules = baseModules
 		st.Devices = []*Device{
@@ -61,7 +60,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		}
 		// A distribution's mstflint 4.28 (mstconfig, layout G4); an
 		// Ethernet-only card has no LINK_TYPE parameters.
-		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxfmt.G4, st.Devices)
+		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxemu.G4, st.Devices)
 	case "cx3-mlx4":
 		st.Modules = []string{"ib_core", "ib_uverbs", "mlx4_core", "mlx4_en", "mlx4_ib", "ib_ipoib"}
 		d := &Device{Name: "mlx4_0", Driver: "mlx4", PCI: "0000:81:00.0", PCIID: "0x1003", NodeGUID: "0002:c903:000c:c89a", FWVer: "2.42.5000", BoardID: "MT_1090120019"}
@@ -107,7 +106,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 				d.Ports[0].LID, d.Ports[0].SMLID = 0x100+n, 1
 				st.Devices = append(st.Devices, d)
 			}
-			st.Firmware = append(st.Firmware, card(newConnectX7VPI, mlxfmt.G6, st.Devices[2*i:2*i+2])...)
+			st.Firmware = append(st.Firmware, card(newConnectX7VPI, mlxemu.G6, st.Devices[2*i:2*i+2])...)
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
 		st.Tools = []string{"mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
@@ -128,7 +127,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 // card returns the firmware of one card: one emulated adapter per PCI
 // function of devs, all with the same parameters (they live in the card's
 // flash), printed in layout l.
-func card(preset func(bdf, rdmaName string) *mlxemu.Adapter, l mlxfmt.Layout, devs []*Device) []*mlxemu.Adapter {
+func card(preset func(bdf, rdmaName string) *mlxemu.Adapter, l mlxemu.Layout, devs []*Device) []*mlxemu.Adapter {
 	var out []*mlxemu.Adapter
 	for i, d := range devs {
 		a := preset(d.PCI, d.Name)

@@ -1,7 +1,11 @@
 // Command lint enforces rdmaform's one door to the OS: outside host/,
 // sim/ and the test harnesses, no package may import os/exec, netlink or
 // D-Bus, or call os file functions. Tests (_test.go) may use the OS for
-// fixtures. Run by `make lint`; prints offending positions and exits 1.
+// fixtures. It also keeps the simulator and the tool-output parsers apart:
+// nothing under sim/ (tests included) imports a provider package, and no
+// parser package imports the simulator, so a format one of them gets wrong
+// cannot be written wrong and read wrong the same way. Run by `make lint`;
+// prints offending positions and exits 1.
 package main
 
 import (
@@ -29,6 +33,27 @@ var forbiddenImports = map[string]bool{
 	"github.com/coreos/go-systemd/v22/dbus": true,
 	"github.com/godbus/dbus/v5":             true,
 	"github.com/Mellanox/rdmamap":           true,
+}
+
+// module is rdmaform's import path.
+const module = "github.com/rdmaform/rdmaform"
+
+// parsers are the packages that read real tools' output.
+var parsers = []string{"providers/firmware/mlxfmt", "providers/ipoib/nmcli", "probe"}
+
+// separation reports an import that joins the simulator and the parsers.
+func separation(dir, imp string) string {
+	if dir == "sim" || strings.HasPrefix(dir, "sim/") {
+		if imp == module+"/providers" || strings.HasPrefix(imp, module+"/providers/") || imp == module+"/probe" {
+			return "the simulator shares no code with the providers' parsers"
+		}
+	}
+	for _, p := range parsers {
+		if dir == p && (imp == module+"/sim" || strings.HasPrefix(imp, module+"/sim/")) {
+			return "a parser does not depend on the simulator"
+		}
+	}
+	return ""
 }
 
 // osFuncs are the os package's file-system and process functions.
@@ -82,15 +107,25 @@ func check(root string) ([]string, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
 		dir := filepath.ToSlash(filepath.Dir(rel))
-		if isAllowed(dir) {
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution|parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if why := separation(dir, p); why != "" {
+				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
+			}
+		}
+		if strings.HasSuffix(path, "_test.go") || isAllowed(dir) {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		f, err = parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}

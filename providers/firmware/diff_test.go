@@ -161,7 +161,7 @@ func TestDiff(t *testing.T) {
 			spec: spec1("LINK_TYPE_P3", "ETH"),
 			obs: func() *Observed {
 				o := observed()
-				o.Adapters[0].Unknown["LINK_TYPE_P3"] = mlxfmt.UnknownParamError(mlxfmt.G5, "LINK_TYPE_P3")
+				o.Adapters[0].Unknown["LINK_TYPE_P3"] = &mlxfmt.ToolError{Kind: mlxfmt.ErrUnknownParam, Param: "LINK_TYPE_P3", Message: "Failed to find Param / TLV with name 'LINK_TYPE_P3' port 0 module -1"}
 				return o
 			}(),
 			want: summary{Findings: []string{"$.devices[0].firmware.params.LINK_TYPE_P3"}},
@@ -216,7 +216,7 @@ func TestDiff(t *testing.T) {
 func TestUnknownParamFindingQuotesTheTool(t *testing.T) {
 	req := request(t, spec1("LINK_TYPE_P3", "ETH"))
 	o := observed()
-	o.Adapters[0].Unknown["LINK_TYPE_P3"] = mlxfmt.UnknownParamError(mlxfmt.G5, "LINK_TYPE_P3")
+	o.Adapters[0].Unknown["LINK_TYPE_P3"] = &mlxfmt.ToolError{Kind: mlxfmt.ErrUnknownParam, Param: "LINK_TYPE_P3", Message: "Failed to find Param / TLV with name 'LINK_TYPE_P3' port 0 module -1"}
 	prop := diff(req, o, plan.NewFacts())
 	if len(prop.Errors) != 1 {
 		t.Fatalf("findings: %v", prop.Errors)

@@ -14,18 +14,18 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
-	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/mlxemu"
 	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // newSim creates a simulated host of a profile, with every firmware
 // adapter printed in layout l and only tool (and mst) installed.
-func newSim(t *testing.T, profile string, adapters int, l mlxfmt.Layout, tool string) (*sim.Sim, *host.Host) {
+func newSim(t *testing.T, profile string, adapters int, l mlxemu.Layout, tool string) (*sim.Sim, *host.Host) {
 	t.Helper()
 	return simtest.New(t, profile, adapters, func(st *sim.State) {
-		if l != mlxfmt.LayoutUnknown {
+		if l != mlxemu.LayoutUnknown {
 			for _, a := range st.Firmware {
 				a.Layout = l
 			}
@@ -90,7 +90,7 @@ devices:
 // empty plan.
 func TestProviderOnEveryLayout(t *testing.T) {
 	for _, tool := range []string{firmware.MLXConfig, firmware.MSTConfig} {
-		for _, l := range mlxfmt.Layouts() {
+		for _, l := range mlxemu.Layouts() {
 			t.Run(tool+"/"+l.String(), func(t *testing.T) {
 				ctx := context.Background()
 				s, h := newSim(t, "gpu-node", 2, l, tool)
@@ -207,7 +207,7 @@ func TestFailedSetOnOneAdapter(t *testing.T) {
 // TestSetRefusedNamesSpecLine: a value the tool refuses fails the apply
 // with the parameter's spec position and the tool's -E- message.
 func TestSetRefusedNamesSpecLine(t *testing.T) {
-	s, h := newSim(t, "cx6-vpi-ib", 0, mlxfmt.LayoutUnknown, "")
+	s, h := newSim(t, "cx6-vpi-ib", 0, mlxemu.LayoutUnknown, "")
 	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: VPI\n")
 	p := build(t, h, spec)
 	out := apply.Run(context.Background(), h, p, []plan.Provider{&firmware.Provider{}}, apply.Options{})
@@ -226,7 +226,7 @@ func TestSetRefusedNamesSpecLine(t *testing.T) {
 // without them, and its other parameters are still planned (the CLI's
 // apply refuses a plan with errors).
 func TestUnknownParameters(t *testing.T) {
-	s, h := newSim(t, "cx5-roce", 0, mlxfmt.LayoutUnknown, "")
+	s, h := newSim(t, "cx5-roce", 0, mlxemu.LayoutUnknown, "")
 	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n        NUM_OF_VFS: 4\n        FOO_BAR: 1\n")
 	p := build(t, h, spec)
 	var got []string
@@ -255,7 +255,7 @@ func TestUnknownParameters(t *testing.T) {
 
 // TestNoTool: neither tool installed is a clear error naming both.
 func TestNoTool(t *testing.T) {
-	_, h := newSim(t, "cx6-vpi-ib", 0, mlxfmt.LayoutUnknown, "modprobe")
+	_, h := newSim(t, "cx6-vpi-ib", 0, mlxemu.LayoutUnknown, "modprobe")
 	p := build(t, h, parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n"))
 	var got []string
 	for _, f := range p.Errors {
@@ -353,5 +353,38 @@ func TestDeviceDoesNotSupport(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"firmware[" + pcis[0] + "]", "firmware[" + pcis[1] + "]"}, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestSetAboveMaximum: a NUM_OF_VFS above the card's maximum fails the way
+// the real tool fails ("Applying... Failed!", then "-E- Parameter
+// NUM_OF_VFS' value is larger than maximum allowed 127", exit 3): that
+// adapter's change fails with the tool's message at the parameter's spec
+// line, the other adapter's change is applied, and the next plan shows
+// exactly what is left.
+func TestSetAboveMaximum(t *testing.T) {
+	_, h := newSim(t, "gpu-node", 2, mlxemu.LayoutUnknown, "")
+	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:10:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 200\n  - pci: \"0000:20:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 8\n")
+	out := apply.Run(context.Background(), h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
+	if diff := cmp.Diff([]string{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	want := "firmware[0000:10:00.0]: host.yaml:6:21: NUM_OF_VFS: mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200: -E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127"
+	if diff := cmp.Diff(want, fmt.Sprint(out.Err)); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+	p := build(t, h, spec)
+	var changes, pending []string
+	for _, c := range p.Changes {
+		changes = append(changes, c.Address)
+	}
+	for _, pe := range p.Pending {
+		pending = append(pending, pe.Address+" "+pe.Attribute)
+	}
+	if diff := cmp.Diff([]string{"firmware[0000:10:00.0]"}, changes); diff != "" {
+		t.Errorf("left to change (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"firmware[0000:20:00.0] NUM_OF_VFS"}, pending); diff != "" {
+		t.Errorf("pending (-want +got):\n%s", diff)
 	}
 }

@@ -2,8 +2,6 @@ package mlxemu
 
 import (
 	"strings"
-
-	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 )
 
 // RunMST emulates MFT's `mst start`, `mst stop` and `mst status -v` on the
@@ -29,7 +27,7 @@ func (e *Emulator) RunMST(args []string) (stdout, stderr []byte, exit int) {
 		e.MSTStarted = false
 		return []byte(b.String()), nil, 0
 	case len(args) == 2 && args[0] == "status" && args[1] == "-v":
-		return mlxfmt.RenderMSTStatusVerbose(e.MSTStatus()), nil, 0
+		return RenderMSTStatusVerbose(e.MSTStatus()), nil, 0
 	}
 	arg := strings.Join(args, " ")
 	if len(args) > 1 {
@@ -40,8 +38,8 @@ func (e *Emulator) RunMST(args []string) (stdout, stderr []byte, exit int) {
 }
 
 // MSTStatus is what `mst status -v` reports for the emulator's adapters.
-func (e *Emulator) MSTStatus() mlxfmt.MSTStatus {
-	s := mlxfmt.MSTStatus{PCIConfModuleLoaded: e.MSTStarted}
+func (e *Emulator) MSTStatus() MSTStatus {
+	s := MSTStatus{PCIConfModuleLoaded: e.MSTStarted}
 	domain := false
 	for _, a := range e.Adapters {
 		if !strings.HasPrefix(fullBDF(a.BDF), "0000:") {
@@ -53,7 +51,7 @@ func (e *Emulator) MSTStatus() mlxfmt.MSTStatus {
 		if !domain {
 			bdf = strings.TrimPrefix(bdf, "0000:")
 		}
-		entry := mlxfmt.MSTEntry{DeviceType: a.DeviceType, Rev: "0", BDF: bdf, RDMA: a.RDMAName, Netdevs: a.Netdevs, NUMA: a.NUMA}
+		entry := MSTEntry{DeviceType: a.DeviceType, Rev: "0", BDF: bdf, RDMA: a.RDMAName, Netdevs: a.Netdevs, NUMA: a.NUMA}
 		if e.MSTStarted {
 			entry.MST = "/dev/mst/" + e.mstName(i)
 		}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 )
 
 // TestRealMstconfig runs Debian's mstconfig (mstflint 4.21, layout G1) on
@@ -69,7 +67,7 @@ func TestRealMstconfig(t *testing.T) {
 	for _, args := range cases {
 		t.Run(fmtArgs(args), func(t *testing.T) {
 			wantOut, wantErr, wantExit := real(args...)
-			e := &Emulator{Layout: mlxfmt.G1}
+			e := &Emulator{Layout: G1}
 			gotOut, gotErr, gotExit := e.Run("mstconfig", args, nil)
 			if diff := cmp.Diff(string(wantOut), string(gotOut)); diff != "" {
 				t.Errorf("stdout (-real +emulator):\n%s", diff)

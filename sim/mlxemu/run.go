@@ -4,8 +4,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
-
-	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 )
 
 // usageText is mstconfig 4.21's help, captured from Debian's mstflint with
@@ -21,7 +19,7 @@ type Emulator struct {
 	// Layout is the family of the installed tool, used for output printed
 	// before any adapter is found (a missing device, usage errors). Zero
 	// means: the first adapter's layout, else G5.
-	Layout   mlxfmt.Layout
+	Layout   Layout
 	Adapters []*Adapter
 	// MSTStarted: `mst start` has created /dev/mst nodes, so mlxconfig
 	// accepts /dev/mst/... device names.
@@ -35,28 +33,28 @@ func Run(tool string, args []string, adapters []*Adapter, stdin []byte) (stdout,
 	return e.Run(tool, args, stdin)
 }
 
-func (e *Emulator) layout() mlxfmt.Layout {
-	if e.Layout != mlxfmt.LayoutUnknown {
+func (e *Emulator) layout() Layout {
+	if e.Layout != LayoutUnknown {
 		return e.Layout
 	}
-	if len(e.Adapters) > 0 && e.Adapters[0].Layout != mlxfmt.LayoutUnknown {
+	if len(e.Adapters) > 0 && e.Adapters[0].Layout != LayoutUnknown {
 		return e.Adapters[0].Layout
 	}
-	return mlxfmt.G5
+	return G5
 }
 
 // versions is a representative mstflint release of each layout family.
-func version(l mlxfmt.Layout) string {
+func version(l Layout) string {
 	switch l {
-	case mlxfmt.G1:
+	case G1:
 		return "4.21.0"
-	case mlxfmt.G2:
+	case G2:
 		return "4.24.0"
-	case mlxfmt.G3:
+	case G3:
 		return "4.25.0"
-	case mlxfmt.G4:
+	case G4:
 		return "4.30.0"
-	case mlxfmt.G6:
+	case G6:
 		return "4.36.0"
 	}
 	return "4.34.0"
@@ -81,7 +79,7 @@ func (e *Emulator) Run(tool string, args []string, stdin []byte) (stdout, stderr
 			out.WriteString("-E- " + msg + "\n")
 		}
 		out.WriteString(strings.ReplaceAll(usageText, "mstconfig", tool))
-		return []byte(out.String()), nil, mlxfmt.ExitError
+		return []byte(out.String()), nil, exitError
 	}
 	var inv invocation
 	for i := 0; i < len(args); i++ {
@@ -99,10 +97,10 @@ func (e *Emulator) Run(tool string, args []string, stdin []byte) (stdout, stderr
 			inv.yes = true
 		case "-h", "--help":
 			_, _, _ = usage("")
-			return []byte(out.String()), nil, mlxfmt.ExitOK
+			return []byte(out.String()), nil, exitOK
 		case "-v", "--version":
 			fmt.Fprintf(&out, "%s, mstflint %s, Git SHA Hash: N/A\n", tool, version(e.layout()))
-			return []byte(out.String()), nil, mlxfmt.ExitOK
+			return []byte(out.String()), nil, exitOK
 		default:
 			switch {
 			case strings.HasPrefix(a, "-"):
@@ -135,15 +133,15 @@ func (e *Emulator) query(tool string, inv invocation, out, errOut *strings.Build
 	if !inv.haveDev {
 		if len(e.Adapters) == 0 {
 			out.WriteString("-E- Failed to get devices.\n")
-			return []byte(out.String()), nil, mlxfmt.ExitError
+			return []byte(out.String()), nil, exitError
 		}
-		exit := mlxfmt.ExitOK
+		exit := exitOK
 		for i, a := range e.Adapters {
 			r := e.report(a, a.BDF, inv.verbose)
 			r.Index = i + 1
 			b, code := e.queryOne(a, r, inv.params)
 			out.Write(b)
-			if code != mlxfmt.ExitOK {
+			if code != exitOK {
 				exit = code
 			}
 		}
@@ -151,22 +149,22 @@ func (e *Emulator) query(tool string, inv invocation, out, errOut *strings.Build
 	}
 	a := e.resolve(tool, inv.dev, errOut)
 	if a == nil {
-		b, code := mlxfmt.RenderQuery(e.layout(), mlxfmt.Report{Err: mlxfmt.OpenDeviceError()})
+		b, code := RenderQuery(e.layout(), Report{Err: OpenDeviceError()})
 		return b, []byte(errOut.String()), code
 	}
 	b, code := e.queryOne(a, e.report(a, inv.dev, inv.verbose), inv.params)
 	return b, nil, code
 }
 
-func (e *Emulator) queryOne(a *Adapter, r mlxfmt.Report, names []string) ([]byte, int) {
+func (e *Emulator) queryOne(a *Adapter, r Report, names []string) ([]byte, int) {
 	ps := a.Params
 	if len(names) > 0 {
 		ps = nil
 		for _, n := range names {
 			p := a.Param(n)
 			if p == nil {
-				r.Err = mlxfmt.UnknownParamError(a.Layout, n)
-				return mlxfmt.RenderQuery(a.Layout, r)
+				r.Err = UnknownParamError(a.Layout, n)
+				return RenderQuery(a.Layout, r)
 			}
 			ps = append(ps, *p)
 		}
@@ -174,16 +172,16 @@ func (e *Emulator) queryOne(a *Adapter, r mlxfmt.Report, names []string) ([]byte
 	for _, p := range ps {
 		r.Rows = append(r.Rows, row(p))
 	}
-	return mlxfmt.RenderQuery(a.Layout, r)
+	return RenderQuery(a.Layout, r)
 }
 
-func row(p Param) mlxfmt.Row {
-	return mlxfmt.Row{Name: p.Name, Default: p.Value(p.Default), Current: p.Value(p.Current), NextBoot: p.Value(p.Next), ReadOnly: p.ReadOnly}
+func row(p Param) Row {
+	return Row{Name: p.Name, Default: p.Value(p.Default), Current: p.Value(p.Current), NextBoot: p.Value(p.Next), ReadOnly: p.ReadOnly}
 }
 
-func (e *Emulator) report(a *Adapter, dev string, verbose bool) mlxfmt.Report {
-	return mlxfmt.Report{
-		Device:    mlxfmt.DeviceInfo{Type: a.DeviceType, Name: orNA(a.Name), Description: orNA(a.Description), Device: dev},
+func (e *Emulator) report(a *Adapter, dev string, verbose bool) Report {
+	return Report{
+		Device:    DeviceInfo{Type: a.DeviceType, Name: orNA(a.Name), Description: orNA(a.Description), Device: dev},
 		Verbose:   verbose,
 		NoDefault: a.NoDefault,
 		NoCurrent: a.NoCurrent,
@@ -202,26 +200,26 @@ func orNA(s string) string {
 func (e *Emulator) reset(tool string, inv invocation, stdin []byte, out, errOut *strings.Builder) ([]byte, []byte, int) {
 	if !inv.haveDev {
 		out.WriteString("-E- Failed to get devices.\n")
-		return []byte(out.String()), nil, mlxfmt.ExitError
+		return []byte(out.String()), nil, exitError
 	}
 	out.WriteString("\n Reset configuration for device " + inv.dev + "? (y/n) [n] : ")
 	if inv.yes {
 		out.WriteString("y\n")
 	} else if !answeredYes(stdin) {
-		out.WriteString(mlxfmt.AbortedError().Line())
-		return []byte(out.String()), nil, mlxfmt.ExitAborted
+		out.WriteString(AbortedError().Line())
+		return []byte(out.String()), nil, exitAborted
 	}
 	out.WriteString("Applying... ")
 	a := e.resolve(tool, inv.dev, errOut)
 	if a == nil {
-		out.WriteString("Failed!\n" + mlxfmt.OpenDeviceError().Line())
-		return []byte(out.String()), []byte(errOut.String()), mlxfmt.ExitError
+		out.WriteString("Failed!\n" + OpenDeviceError().Line())
+		return []byte(out.String()), []byte(errOut.String()), exitError
 	}
 	for i := range a.Params {
 		a.Params[i].Next = a.Params[i].Default
 	}
 	out.WriteString("Done!\n-I- Please reboot machine to load new configurations.\n")
-	return []byte(out.String()), nil, mlxfmt.ExitOK
+	return []byte(out.String()), nil, exitOK
 }
 
 // answeredYes reads the prompt's answer: the first line of stdin, y or yes
@@ -259,15 +257,15 @@ func (e *Emulator) set(tool string, inv invocation, stdin []byte, out, errOut *s
 	}
 	a := e.resolve(tool, inv.dev, errOut)
 	if a == nil {
-		b, code := mlxfmt.RenderSet(e.layout(), mlxfmt.Report{Err: mlxfmt.OpenDeviceError()}, mlxfmt.AnswerNo)
+		b, code := RenderSet(e.layout(), Report{Err: OpenDeviceError()}, AnswerNo)
 		return b, []byte(errOut.String()), code
 	}
 	r := e.report(a, inv.dev, inv.verbose)
-	answer := mlxfmt.AnswerYesFlag
+	answer := AnswerYesFlag
 	if !inv.yes {
-		answer = mlxfmt.AnswerNo
+		answer = AnswerNo
 		if answeredYes(stdin) {
-			answer = mlxfmt.AnswerYes
+			answer = AnswerYes
 		}
 	}
 	targets := make([]*Param, len(settings))
@@ -276,26 +274,32 @@ func (e *Emulator) set(tool string, inv invocation, stdin []byte, out, errOut *s
 		p := a.Param(s.name)
 		switch {
 		case p == nil:
-			r.Err = mlxfmt.UnknownParamError(a.Layout, s.name)
+			r.Err = UnknownParamError(a.Layout, s.name)
 		case p.ReadOnly:
-			r.Err = mlxfmt.ReadOnlyError(p.TLV)
+			r.Err = ReadOnlyError(p.TLV)
 		default:
 			v, ok := p.Parse(s.value)
 			if !ok {
-				r.Err = mlxfmt.UnknownValueError(s.value)
+				r.Err = UnknownValueError(s.value)
 			}
 			targets[i], values[i] = p, v
 		}
 		if r.Err != nil {
-			b, code := mlxfmt.RenderSet(a.Layout, r, answer)
+			b, code := RenderSet(a.Layout, r, answer)
 			return b, nil, code
 		}
 		rw := row(*p)
 		rw.New = p.Value(values[i])
 		r.Rows = append(r.Rows, rw)
 	}
-	b, code := mlxfmt.RenderSet(a.Layout, r, answer)
-	if code == mlxfmt.ExitOK {
+	for i, p := range targets {
+		if p.Max > 0 && values[i] > p.Max {
+			r.ApplyErr = TooLargeError(p.Name, p.Max)
+			break
+		}
+	}
+	b, code := RenderSet(a.Layout, r, answer)
+	if code == exitOK {
 		for i, p := range targets {
 			p.Next = values[i]
 		}
@@ -348,7 +352,7 @@ func (e *Emulator) mstName(i int) string {
 			index++
 		}
 	}
-	return mlxfmt.MSTDeviceName(a.PCIDeviceID, index, fn)
+	return MSTDeviceName(a.PCIDeviceID, index, fn)
 }
 
 func splitFunction(bdf string) (slot string, fn int) {

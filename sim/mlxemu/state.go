@@ -1,16 +1,15 @@
 // Package mlxemu emulates the mlxconfig (MFT) and mstconfig (mstflint)
 // command lines, and MFT's `mst`, over a serializable adapter state, for
-// rdmaform's simulated host. Output is rendered by mlxfmt, so the simulator
-// prints byte for byte what the real tools print and rdmaform's parser reads
-// it exactly as it reads a real host.
+// rdmaform's simulated host. Output is printed by the emulator's own writer
+// (format.go), which shares no code with rdmaform's parser: the tests check
+// it against real outputs, so a parser that misreads a layout fails on the
+// simulated host as it would on a real one.
 package mlxemu
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 )
 
 // ParamType is a firmware parameter's type in the tool's database.
@@ -81,26 +80,29 @@ type Param struct {
 	Next    int64 `json:"next" yaml:"next"`
 	// ReadOnly parameters refuse set.
 	ReadOnly bool `json:"read_only,omitempty" yaml:"read_only,omitempty"`
+	// Max bounds a number the firmware accepts (0: no bound); a set above
+	// it fails after the prompt.
+	Max int64 `json:"max,omitempty" yaml:"max,omitempty"`
 }
 
 // Value renders n the way the tool prints this parameter.
-func (p Param) Value(n int64) mlxfmt.Value {
+func (p Param) Value(n int64) Cell {
 	switch p.Type {
 	case TypeBool:
 		switch n {
 		case 0:
-			return mlxfmt.Enum("False", 0)
+			return EnumCell("False", 0)
 		case 1:
-			return mlxfmt.Enum("True", 1)
+			return EnumCell("True", 1)
 		}
 	case TypeEnum:
 		for _, e := range p.Enum {
 			if e.Value == n {
-				return mlxfmt.Enum(e.Name, n)
+				return EnumCell(e.Name, n)
 			}
 		}
 	}
-	return mlxfmt.Num(n)
+	return NumCell(n)
 }
 
 // Parse reads a value given on a set command line the way the tool does: a
@@ -147,7 +149,7 @@ type Adapter struct {
 	Name        string `json:"name" yaml:"name"`
 	Description string `json:"description" yaml:"description"`
 	// Layout is the version family of the tool installed on the host.
-	Layout mlxfmt.Layout `json:"layout" yaml:"layout"`
+	Layout Layout `json:"layout" yaml:"layout"`
 	// NoDefault and NoCurrent: firmware that cannot report these columns.
 	NoDefault bool `json:"no_default,omitempty" yaml:"no_default,omitempty"`
 	NoCurrent bool `json:"no_current,omitempty" yaml:"no_current,omitempty"`
@@ -175,6 +177,11 @@ func Reboot(adapters []*Adapter) {
 	}
 }
 
+func withMax(p Param, max int64) Param {
+	p.Max = max
+	return p
+}
+
 func newParam(name string, t ParamType, tlv string, def int64, enum ...EnumValue) Param {
 	return Param{Name: name, Type: t, Enum: enum, TLV: tlv, Default: def, Current: def, Next: def}
 }
@@ -184,7 +191,7 @@ func newParam(name string, t ParamType, tlv string, def int64, enum ...EnumValue
 func commonParams(ports int) []Param {
 	ps := []Param{
 		newParam("SRIOV_EN", TypeBool, "nv_global_pci_conf", 0),
-		newParam("NUM_OF_VFS", TypeUnsigned, "nv_global_pci_conf", 0),
+		withMax(newParam("NUM_OF_VFS", TypeUnsigned, "nv_global_pci_conf", 0), 127),
 		newParam("ROCE_CONTROL", TypeEnum, "nv_hca_conf", 2,
 			EnumValue{"DEVICE_DEFAULT", 0}, EnumValue{"ROCE_DISABLE", 1}, EnumValue{"ROCE_ENABLE", 2}),
 	}
@@ -212,7 +219,7 @@ func NewConnectX6VPI(bdf, rdmaName string) *Adapter {
 		DeviceType:  "ConnectX6",
 		Name:        "MCX653106A-HDA_Ax",
 		Description: "ConnectX-6 VPI adapter card; HDR IB (200Gb/s) and 200GbE; dual-port QSFP56; PCIe4.0 x16; tall bracket; ROHS R6",
-		Layout:      mlxfmt.G5,
+		Layout:      G5,
 		Params:      append([]Param{link(1), link(2)}, commonParams(2)...),
 	}
 }
@@ -225,7 +232,7 @@ func NewConnectX5Eth(bdf, rdmaName string) *Adapter {
 		DeviceType:  "ConnectX5",
 		Name:        "MCX516A-CCAT",
 		Description: "ConnectX-5 EN network interface card; 100GbE dual-port QSFP28; PCIe3.0 x16; tall bracket; ROHS R6",
-		Layout:      mlxfmt.G5,
+		Layout:      G5,
 		Params:      commonParams(2),
 	}
 }
@@ -238,7 +245,7 @@ func NewConnectX4Lx(bdf, rdmaName string) *Adapter {
 		DeviceType:  "ConnectX4LX",
 		Name:        "MCX4121A-ACA_Ax",
 		Description: "ConnectX-4 Lx EN network interface card; 25GbE dual-port SFP28; PCIe3.0 x8; ROHS R6",
-		Layout:      mlxfmt.G1,
+		Layout:      G1,
 		Params:      commonParams(2),
 	}
 }

@@ -34,6 +34,7 @@ const (
 	ErrAborted                          // Aborted by user.
 	ErrInvalidArgument                  // Invalid Configuration argument x
 	ErrDuplicateParam                   // Duplicate parameter, X.
+	ErrTooLarge                         // Parameter X' value is larger than maximum allowed N
 )
 
 // String names the kind.
@@ -57,6 +58,8 @@ func (k ErrorKind) String() string {
 		return "invalid-argument"
 	case ErrDuplicateParam:
 		return "duplicate-parameter"
+	case ErrTooLarge:
+		return "too-large"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
@@ -95,16 +98,6 @@ func (e *ToolError) Line() string { return "-E- " + e.Message + "\n" }
 // OpenDeviceError is "-E- Failed to open the device".
 func OpenDeviceError() *ToolError {
 	return &ToolError{Kind: ErrOpenDevice, Message: "Failed to open the device"}
-}
-
-// UnknownParamError is the unknown-parameter message in the wording of the
-// layout's version.
-func UnknownParamError(l Layout, name string) *ToolError {
-	msg := "Unknown Parameter: " + name
-	if l.newUnknownParamWording() {
-		msg = "Failed to find Param / TLV with name '" + name + "' port 0 module -1"
-	}
-	return &ToolError{Kind: ErrUnknownParam, Param: name, Message: msg}
 }
 
 // ReadOnlyError is "-E- Operation is not supported (Read only TLV: tlv)".
@@ -163,6 +156,11 @@ func ParseErrorLine(line string) *ToolError {
 		// printed after the Configurations header, exit 3.
 		e.Kind = ErrUnknownParam
 		e.Param = strings.TrimSuffix(strings.TrimPrefix(msg, "The Device doesn't support "), " parameter")
+	case strings.HasPrefix(msg, "Parameter ") && strings.Contains(msg, "' value is larger than maximum allowed "):
+		// After "Applying... Failed!": the firmware refused a value
+		// above the parameter's maximum.
+		name, max, _ := strings.Cut(strings.TrimPrefix(msg, "Parameter "), "' value is larger than maximum allowed ")
+		e.Kind, e.Param, e.Value = ErrTooLarge, name, max
 	case strings.HasPrefix(msg, "Operation is not supported (Read only TLV: "):
 		e.Kind = ErrReadOnly
 		e.TLV = strings.TrimSuffix(strings.TrimPrefix(msg, "Operation is not supported (Read only TLV: "), ")")

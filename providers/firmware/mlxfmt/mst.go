@@ -7,18 +7,6 @@ import (
 	"strings"
 )
 
-// MSTDeviceName is the /dev/mst node name MFT's `mst start` gives a PCI
-// function: mt<PCI device id in decimal>_pciconf<index>, with ".<fn>" when
-// the PCI function is not 0. index counts cards with the same device id.
-// ConnectX-6 (0x101b), first card, function 1 → "mt4123_pciconf0.1".
-func MSTDeviceName(pciDeviceID uint16, index, function int) string {
-	name := fmt.Sprintf("mt%d_pciconf%d", pciDeviceID, index)
-	if function != 0 {
-		name += "." + strconv.Itoa(function)
-	}
-	return name
-}
-
 var mstNameRE = regexp.MustCompile(`^(?:/dev/mst/)?mt(\d+)_pci(?:conf|_cr)(\d+)(?:\.(\d+))?$`)
 
 // ParseMSTDeviceName is the inverse of MSTDeviceName; it accepts the bare
@@ -69,62 +57,6 @@ type MSTStatus struct {
 	PCIModuleLoaded     bool // "MST PCI module loaded"
 	PCIConfModuleLoaded bool // "MST PCI configuration module loaded"
 	Devices             []MSTEntry
-}
-
-// RenderMSTStatusVerbose prints `mst status -v` the way MFT does: module
-// lines, then the device table with columns DEVICE_TYPE 24, MST 30 (9 when
-// no MST node is listed), PCI 10 (16 when a full domain is printed), RDMA 16,
-// NET 26 (wider when a NET entry needs it), NUMA; every row is followed by an
-// empty line.
-func RenderMSTStatusVerbose(s MSTStatus) []byte {
-	var b strings.Builder
-	b.WriteString("MST modules:\n------------\n")
-	b.WriteString(moduleLine("MST PCI module", s.PCIModuleLoaded))
-	b.WriteString(moduleLine("MST PCI configuration module", s.PCIConfModuleLoaded))
-	b.WriteString("PCI devices:\n------------\n")
-	mstW, pciW, netW := 9, 10, 26
-	for _, d := range s.Devices {
-		if d.MST != "" {
-			mstW = 30
-		}
-		if len(d.BDF) > 9 {
-			pciW = 16
-		}
-		if n := len(netColumn(d)); n >= netW {
-			netW = 40
-			if n >= netW {
-				netW = n + 1
-			}
-		}
-	}
-	fmt.Fprintf(&b, "%-24s%-*s%-*s%-16s%-*s%s\n", "DEVICE_TYPE", mstW, "MST", pciW, "PCI", "RDMA", netW, "NET", "NUMA")
-	for _, d := range s.Devices {
-		typ := "NA"
-		if d.DeviceType != "" && d.DeviceType != "NA" {
-			typ = d.DeviceType + "(rev:" + d.Rev + ")"
-		}
-		mst := d.MST
-		if mst == "" {
-			mst = "NA"
-		}
-		fmt.Fprintf(&b, "%-24s%-*s%-*s%-16s%-*s%d\n\n", typ, mstW, mst, pciW, d.BDF, d.RDMA, netW, netColumn(d), d.NUMA)
-	}
-	return []byte(b.String())
-}
-
-func moduleLine(name string, loaded bool) string {
-	if loaded {
-		return "    " + name + " loaded\n"
-	}
-	return "    " + name + " is not loaded\n"
-}
-
-func netColumn(d MSTEntry) string {
-	parts := make([]string, len(d.Netdevs))
-	for i, n := range d.Netdevs {
-		parts[i] = "net-" + n
-	}
-	return strings.Join(parts, ",")
 }
 
 var (

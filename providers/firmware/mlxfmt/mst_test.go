@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestMSTDeviceName(t *testing.T) {
+func TestParseMSTDeviceName(t *testing.T) {
 	tests := []struct {
 		id       uint16
 		index    int
@@ -22,9 +22,6 @@ func TestMSTDeviceName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := MSTDeviceName(tt.id, tt.index, tt.function); got != tt.want {
-				t.Errorf("got %q", got)
-			}
 			id, idx, fn, err := ParseMSTDeviceName("/dev/mst/" + tt.want)
 			if err != nil || id != tt.id || idx != tt.index || fn != tt.function {
 				t.Errorf("ParseMSTDeviceName = %#x %d %d %v", id, idx, fn, err)
@@ -70,9 +67,6 @@ func TestMSTStatusRealCapture(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parse (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(mstReal, string(RenderMSTStatusVerbose(want))); diff != "" {
-		t.Errorf("render (-want +got):\n%s", diff)
-	}
 }
 
 func TestMSTStatusRows(t *testing.T) {
@@ -99,14 +93,6 @@ func TestMSTStatusRows(t *testing.T) {
 			if diff := cmp.Diff([]MSTEntry{tt.want}, got.Devices); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			// and back through the renderer
-			again, err := ParseMSTStatusVerbose(RenderMSTStatusVerbose(got))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(got, again); diff != "" {
-				t.Errorf("round trip (-want +got):\n%s", diff)
-			}
 		})
 	}
 }
@@ -117,7 +103,9 @@ func FuzzParseMSTStatus(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseMSTStatusVerbose(b)
 		if err == nil {
-			_ = RenderMSTStatusVerbose(s)
+			for _, d := range s.Devices {
+				_ = d.BDF
+			}
 		}
 	})
 }

@@ -193,3 +193,22 @@ func parseRow(line string, c Columns) (Param, error) {
 	}
 	return p, nil
 }
+
+// DeviceInfo is the "Device #1:" block of a query or set.
+type DeviceInfo struct {
+	Type        string // "Device type:", e.g. ConnectX6
+	Name        string // "Name:", board part number or N/A
+	Description string // "Description:"
+	Device      string // "Device:", exactly what was passed to -d
+}
+
+// sameValue compares two values the way the tool decides the '*' mark: by
+// number when both have one.
+func sameValue(a, b Value) bool {
+	an, aok := a.Number()
+	bn, bok := b.Number()
+	if aok && bok {
+		return an == bn
+	}
+	return a.String() == b.String()
+}

@@ -1,4 +1,4 @@
-package nmemu
+package simcheck_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
 	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
+	"github.com/rdmaform/rdmaform/sim/nmemu"
 )
 
 // step is one nmcli run; "$A" in an argument is the UUID the step named A
@@ -135,9 +136,9 @@ func labRunner(lab *nmlab.Lab) nmcli.Runner {
 	}
 }
 
-func emuRunner(st *State) nmcli.Runner {
+func emuRunner(st *nmemu.State) nmcli.Runner {
 	return func(_ context.Context, argv []string) (nmcli.Result, error) {
-		o, e, x := Run(argv, st, nil)
+		o, e, x := nmemu.Run(argv, st, nil)
 		return nmcli.Result{Stdout: o, Stderr: e, Exit: x}, nil
 	}
 }
@@ -148,7 +149,7 @@ func emuRunner(st *State) nmcli.Runner {
 func TestEmulatorMatchesRealNetworkManager(t *testing.T) {
 	lab := nmlab.Start(t)
 	real := labRunner(lab)
-	emu := emuRunner(&State{})
+	emu := emuRunner(&nmemu.State{})
 	call := func(r nmcli.Runner) func([]string) nmcli.Result {
 		return func(argv []string) nmcli.Result {
 			res, err := r(t.Context(), argv)
@@ -177,7 +178,7 @@ func TestReadBackRealAndEmulated(t *testing.T) {
 		run  func(t *testing.T) nmcli.Runner
 	}{
 		{"real", func(t *testing.T) nmcli.Runner { return labRunner(nmlab.Start(t)) }},
-		{"emulated", func(t *testing.T) nmcli.Runner { return emuRunner(&State{}) }},
+		{"emulated", func(t *testing.T) nmcli.Runner { return emuRunner(&nmemu.State{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &nmcli.Client{Run: tc.run(t)}

@@ -1,4 +1,8 @@
-package mlxemu
+// Package simcheck_test checks the simulator's emulated tools against
+// rdmaform's parsers: what the emulator prints, the parser reads as the
+// emulator meant it. It lives outside both, since the simulator and the
+// parsers share no code (not even in their tests).
+package simcheck_test
 
 import (
 	"encoding/json"
@@ -12,12 +16,23 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/sim/mlxemu"
 )
+
+// usageText is the usage the emulated tools print.
+func usageText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "sim", "mlxemu", "usage.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // The byte-exact samples of reference/formats.md §1.5, kept by mlxfmt.
 func sample(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "providers", "firmware", "mlxfmt", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "providers", "firmware", "mlxfmt", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +41,8 @@ func sample(t *testing.T, name string) string {
 
 // sampleCard is the ConnectX-6 of the samples: SR-IOV on with 8 VFs, both
 // ports on InfiniBand.
-func sampleCard(l mlxfmt.Layout) *Adapter {
-	a := NewConnectX6VPI("0000:81:00.0", "mlx5_0")
+func sampleCard(l mlxemu.Layout) *mlxemu.Adapter {
+	a := mlxemu.NewConnectX6VPI("0000:81:00.0", "mlx5_0")
 	a.Layout = l
 	for _, n := range []string{"SRIOV_EN", "NUM_OF_VFS"} {
 		p := a.Param(n)
@@ -44,11 +59,11 @@ var sampleNames = []string{"LINK_TYPE_P1", "LINK_TYPE_P2", "SRIOV_EN", "NUM_OF_V
 
 func TestEmulatorReproducesSamples(t *testing.T) {
 	dev := "/dev/mst/mt4123_pciconf0"
-	for _, l := range []mlxfmt.Layout{mlxfmt.G1, mlxfmt.G4, mlxfmt.G5, mlxfmt.G6} {
+	for _, l := range []mlxemu.Layout{mlxemu.G1, mlxemu.G4, mlxemu.G5, mlxemu.G6} {
 		prefix := strings.ToLower(l.String())
 		t.Run(l.String(), func(t *testing.T) {
 			// query, then set: the fresh card prints the query and set samples.
-			adapters := []*Adapter{sampleCard(l)}
+			adapters := []*mlxemu.Adapter{sampleCard(l)}
 			steps := []struct {
 				args []string
 				want string
@@ -57,7 +72,7 @@ func TestEmulatorReproducesSamples(t *testing.T) {
 				{[]string{"-d", dev, "-y", "set", "LINK_TYPE_P1=2", "LINK_TYPE_P2=ETH"}, sample(t, prefix+"_set.txt")},
 			}
 			for _, s := range steps {
-				out, errOut, exit := Run("mlxconfig", s.args, adapters, nil)
+				out, errOut, exit := mlxemu.Run("mlxconfig", s.args, adapters, nil)
 				if diff := cmp.Diff(s.want, string(out)); diff != "" {
 					t.Errorf("%v (-want +got):\n%s", s.args, diff)
 				}
@@ -66,11 +81,11 @@ func TestEmulatorReproducesSamples(t *testing.T) {
 				}
 			}
 			// A pending IB->ETH on port 1 gives the -e sample.
-			adapters = []*Adapter{sampleCard(l)}
-			if _, _, exit := Run("mlxconfig", []string{"-d", dev, "-y", "s", "link_type_p1=eth"}, adapters, nil); exit != 0 {
+			adapters = []*mlxemu.Adapter{sampleCard(l)}
+			if _, _, exit := mlxemu.Run("mlxconfig", []string{"-d", dev, "-y", "s", "link_type_p1=eth"}, adapters, nil); exit != 0 {
 				t.Fatalf("set exit %d", exit)
 			}
-			out, _, exit := Run("mlxconfig", append([]string{"-d", dev, "-e", "q"}, sampleNames...), adapters, nil)
+			out, _, exit := mlxemu.Run("mlxconfig", append([]string{"-d", dev, "-e", "q"}, sampleNames...), adapters, nil)
 			if diff := cmp.Diff(sample(t, prefix+"_query_e.txt"), string(out)); diff != "" {
 				t.Errorf("-e query (-want +got):\n%s", diff)
 			}
@@ -82,12 +97,12 @@ func TestEmulatorReproducesSamples(t *testing.T) {
 }
 
 // What the emulator prints, rdmaform's parser reads: a staged value is
-// pending until Reboot.
+// pending until mlxemu.Reboot.
 func TestSetPendingReboot(t *testing.T) {
-	adapters := []*Adapter{NewConnectX5Eth("0000:3b:00.0", "mlx5_0"), NewConnectX6VPI("0000:81:00.0", "mlx5_2")}
+	adapters := []*mlxemu.Adapter{mlxemu.NewConnectX5Eth("0000:3b:00.0", "mlx5_0"), mlxemu.NewConnectX6VPI("0000:81:00.0", "mlx5_2")}
 	query := func() mlxfmt.Query {
 		t.Helper()
-		out, _, exit := Run("mstconfig", []string{"-d", "81:00.0", "-e", "q", "LINK_TYPE_P1", "NUM_OF_VFS", "SRIOV_EN"}, adapters, nil)
+		out, _, exit := mlxemu.Run("mstconfig", []string{"-d", "81:00.0", "-e", "q", "LINK_TYPE_P1", "NUM_OF_VFS", "SRIOV_EN"}, adapters, nil)
 		if exit != 0 {
 			t.Fatalf("query exit %d:\n%s", exit, out)
 		}
@@ -97,7 +112,7 @@ func TestSetPendingReboot(t *testing.T) {
 		}
 		return q
 	}
-	out, _, exit := Run("mstconfig", []string{"-d", "mlx5_2", "-y", "set", "LINK_TYPE_P1=ETH", "NUM_OF_VFS=8", "SRIOV_EN=true"}, adapters, nil)
+	out, _, exit := mlxemu.Run("mstconfig", []string{"-d", "mlx5_2", "-y", "set", "LINK_TYPE_P1=ETH", "NUM_OF_VFS=8", "SRIOV_EN=true"}, adapters, nil)
 	if exit != 0 {
 		t.Fatalf("set exit %d:\n%s", exit, out)
 	}
@@ -114,7 +129,7 @@ func TestSetPendingReboot(t *testing.T) {
 			t.Errorf("%s before reboot: %+v", want.name, p)
 		}
 	}
-	Reboot(adapters)
+	mlxemu.Reboot(adapters)
 	q = query()
 	for _, p := range q.Params {
 		if p.Pending() {
@@ -131,27 +146,27 @@ func TestSetPendingReboot(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	roCard := func() []*Adapter {
-		a := NewConnectX6VPI("0000:81:00.0", "mlx5_0")
-		a.Params = append(a.Params, Param{Name: "PF_BAR2_SIZE", Type: TypeUnsigned, TLV: "nv_pf_pci_conf", ReadOnly: true})
-		return []*Adapter{a}
+	roCard := func() []*mlxemu.Adapter {
+		a := mlxemu.NewConnectX6VPI("0000:81:00.0", "mlx5_0")
+		a.Params = append(a.Params, mlxemu.Param{Name: "PF_BAR2_SIZE", Type: mlxemu.TypeUnsigned, TLV: "nv_pf_pci_conf", ReadOnly: true})
+		return []*mlxemu.Adapter{a}
 	}
-	header := func(l mlxfmt.Layout, dev string, set bool) string {
-		r := mlxfmt.Report{Device: mlxfmt.DeviceInfo{Type: "ConnectX6", Name: "MCX653106A-HDA_Ax",
-			Description: NewConnectX6VPI("", "").Description, Device: dev}, Err: &mlxfmt.ToolError{Message: "X"}}
+	header := func(l mlxemu.Layout, dev string, set bool) string {
+		r := mlxemu.Report{Device: mlxemu.DeviceInfo{Type: "ConnectX6", Name: "MCX653106A-HDA_Ax",
+			Description: mlxemu.NewConnectX6VPI("", "").Description, Device: dev}, Err: mlxemu.Message("X")}
 		var b []byte
 		if set {
-			b, _ = mlxfmt.RenderSet(l, r, mlxfmt.AnswerYesFlag)
+			b, _ = mlxemu.RenderSet(l, r, mlxemu.AnswerYesFlag)
 		} else {
-			b, _ = mlxfmt.RenderQuery(l, r)
+			b, _ = mlxemu.RenderQuery(l, r)
 		}
 		return strings.TrimSuffix(string(b), "-E- X\n")
 	}
-	usage := strings.ReplaceAll(usageText, "mstconfig", "mlxconfig")
+	usage := strings.ReplaceAll(usageText(t), "mstconfig", "mlxconfig")
 	tests := []struct {
 		name       string
 		tool       string
-		layout     mlxfmt.Layout
+		layout     mlxemu.Layout
 		args       []string
 		stdin      string
 		wantOut    string
@@ -160,37 +175,37 @@ func TestErrors(t *testing.T) {
 		wantKind   mlxfmt.ErrorKind
 		wantNextP1 int64
 	}{
-		{name: "unknown parameter, old wording", tool: "mstconfig", layout: mlxfmt.G1, args: []string{"-d", "0000:81:00.0", "q", "SRIOV_EN", "FOO"},
-			wantOut: header(mlxfmt.G1, "0000:81:00.0", false) + "-E- Unknown Parameter: FOO\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownParam, wantNextP1: 1},
-		{name: "unknown parameter, new wording", tool: "mlxconfig", layout: mlxfmt.G6, args: []string{"-d", "81:00.0", "-y", "set", "FOO=1"},
-			wantOut: header(mlxfmt.G6, "81:00.0", true) + "-E- Failed to find Param / TLV with name 'FOO' port 0 module -1\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownParam, wantNextP1: 1},
-		{name: "read-only", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=ETH", "PF_BAR2_SIZE=2"},
-			wantOut: header(mlxfmt.G5, "mlx5_0", true) + "-E- Operation is not supported (Read only TLV: nv_pf_pci_conf)\n", wantExit: 3, wantKind: mlxfmt.ErrReadOnly, wantNextP1: 1},
-		{name: "unknown value", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=INFINIBAND"},
-			wantOut: header(mlxfmt.G5, "mlx5_0", true) + "-E- Unknown value INFINIBAND\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownValue, wantNextP1: 1},
-		{name: "number not in the enum", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=3"},
-			wantOut: header(mlxfmt.G5, "mlx5_0", true) + "-E- Unknown value 3\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownValue, wantNextP1: 1},
-		{name: "no =", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1"},
+		{name: "unknown parameter, old wording", tool: "mstconfig", layout: mlxemu.G1, args: []string{"-d", "0000:81:00.0", "q", "SRIOV_EN", "FOO"},
+			wantOut: header(mlxemu.G1, "0000:81:00.0", false) + "-E- Unknown Parameter: FOO\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownParam, wantNextP1: 1},
+		{name: "unknown parameter, new wording", tool: "mlxconfig", layout: mlxemu.G6, args: []string{"-d", "81:00.0", "-y", "set", "FOO=1"},
+			wantOut: header(mlxemu.G6, "81:00.0", true) + "-E- Failed to find Param / TLV with name 'FOO' port 0 module -1\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownParam, wantNextP1: 1},
+		{name: "read-only", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=ETH", "PF_BAR2_SIZE=2"},
+			wantOut: header(mlxemu.G5, "mlx5_0", true) + "-E- Operation is not supported (Read only TLV: nv_pf_pci_conf)\n", wantExit: 3, wantKind: mlxfmt.ErrReadOnly, wantNextP1: 1},
+		{name: "unknown value", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=INFINIBAND"},
+			wantOut: header(mlxemu.G5, "mlx5_0", true) + "-E- Unknown value INFINIBAND\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownValue, wantNextP1: 1},
+		{name: "number not in the enum", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=3"},
+			wantOut: header(mlxemu.G5, "mlx5_0", true) + "-E- Unknown value 3\n", wantExit: 3, wantKind: mlxfmt.ErrUnknownValue, wantNextP1: 1},
+		{name: "no =", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1"},
 			wantOut: "-E- Invalid Configuration argument LINK_TYPE_P1\n" + usage, wantExit: 3, wantKind: mlxfmt.ErrInvalidArgument, wantNextP1: 1},
-		{name: "duplicate", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=1", "LINK_TYPE_P1=2"},
+		{name: "duplicate", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "-y", "set", "LINK_TYPE_P1=1", "LINK_TYPE_P1=2"},
 			wantOut: "-E- Duplicate parameter, LINK_TYPE_P1.\n" + usage, wantExit: 3, wantKind: mlxfmt.ErrDuplicateParam, wantNextP1: 1},
-		{name: "device not found", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "0000:82:00.0", "q"},
+		{name: "device not found", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "0000:82:00.0", "q"},
 			wantOut: "-E- Failed to open the device\n", wantExit: 3, wantKind: mlxfmt.ErrOpenDevice, wantNextP1: 1},
-		{name: "device not found, G6 prints it twice", tool: "mlxconfig", layout: mlxfmt.G6, args: []string{"-d", "mlx5_7", "q"},
+		{name: "device not found, G6 prints it twice", tool: "mlxconfig", layout: mlxemu.G6, args: []string{"-d", "mlx5_7", "q"},
 			wantOut: "-E- Failed to open the device\n-E- Failed to open the device\n", wantExit: 3, wantKind: mlxfmt.ErrOpenDevice, wantNextP1: 1},
-		{name: "mstconfig has no /dev/mst", tool: "mstconfig", layout: mlxfmt.G1, args: []string{"-d", "/dev/mst/mt4123_pciconf0", "q"},
+		{name: "mstconfig has no /dev/mst", tool: "mstconfig", layout: mlxemu.G1, args: []string{"-d", "/dev/mst/mt4123_pciconf0", "q"},
 			wantOut: "-E- Failed to open the device\n", wantErr: "Unable to parse device name /dev/mst/mt4123_pciconf0\n", wantExit: 3, wantKind: mlxfmt.ErrOpenDevice, wantNextP1: 1},
-		{name: "aborted without -y", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1=ETH"}, stdin: "n\n",
+		{name: "aborted without -y", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1=ETH"}, stdin: "n\n",
 			wantExit: 2, wantKind: mlxfmt.ErrAborted, wantNextP1: 1},
-		{name: "empty stdin aborts", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1=ETH"},
+		{name: "empty stdin aborts", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1=ETH"},
 			wantExit: 2, wantKind: mlxfmt.ErrAborted, wantNextP1: 1},
-		{name: "yes on stdin applies", tool: "mlxconfig", layout: mlxfmt.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1=ETH"}, stdin: "YES\n",
+		{name: "yes on stdin applies", tool: "mlxconfig", layout: mlxemu.G5, args: []string{"-d", "mlx5_0", "set", "LINK_TYPE_P1=ETH"}, stdin: "YES\n",
 			wantExit: 0, wantKind: -1, wantNextP1: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			adapters := roCard()
-			e := &Emulator{Layout: tt.layout, Adapters: adapters, MSTStarted: true}
+			e := &mlxemu.Emulator{Layout: tt.layout, Adapters: adapters, MSTStarted: true}
 			adapters[0].Layout = tt.layout
 			out, errOut, exit := e.Run(tt.tool, tt.args, []byte(tt.stdin))
 			if tt.wantOut != "" {
@@ -219,8 +234,8 @@ func TestErrors(t *testing.T) {
 }
 
 func TestQueryAllDevicesWithoutD(t *testing.T) {
-	adapters := []*Adapter{NewConnectX4Lx("0000:19:00.0", "mlx5_0"), NewConnectX4Lx("0000:19:00.1", "mlx5_1")}
-	out, _, exit := Run("mstconfig", []string{"q"}, adapters, nil)
+	adapters := []*mlxemu.Adapter{mlxemu.NewConnectX4Lx("0000:19:00.0", "mlx5_0"), mlxemu.NewConnectX4Lx("0000:19:00.1", "mlx5_1")}
+	out, _, exit := mlxemu.Run("mstconfig", []string{"q"}, adapters, nil)
 	if exit != 0 {
 		t.Fatalf("exit %d", exit)
 	}
@@ -236,13 +251,13 @@ func TestQueryAllDevicesWithoutD(t *testing.T) {
 }
 
 func TestAdapterSerializes(t *testing.T) {
-	for _, a := range []*Adapter{NewConnectX6VPI("0000:81:00.0", "mlx5_0"), NewConnectX5Eth("0000:3b:00.0", "mlx5_2"), NewConnectX4Lx("0000:19:00.0", "mlx5_4")} {
+	for _, a := range []*mlxemu.Adapter{mlxemu.NewConnectX6VPI("0000:81:00.0", "mlx5_0"), mlxemu.NewConnectX5Eth("0000:3b:00.0", "mlx5_2"), mlxemu.NewConnectX4Lx("0000:19:00.0", "mlx5_4")} {
 		t.Run(a.DeviceType, func(t *testing.T) {
 			j, err := json.Marshal(a)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fromJSON Adapter
+			var fromJSON mlxemu.Adapter
 			if err := json.Unmarshal(j, &fromJSON); err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +268,7 @@ func TestAdapterSerializes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fromYAML Adapter
+			var fromYAML mlxemu.Adapter
 			if err := yaml.Unmarshal(y, &fromYAML); err != nil {
 				t.Fatal(err)
 			}
@@ -265,16 +280,16 @@ func TestAdapterSerializes(t *testing.T) {
 			}
 		})
 	}
-	hasLink := func(a *Adapter) bool { return a.Param("LINK_TYPE_P1") != nil }
-	if !hasLink(NewConnectX6VPI("", "")) || hasLink(NewConnectX5Eth("", "")) || hasLink(NewConnectX4Lx("", "")) {
+	hasLink := func(a *mlxemu.Adapter) bool { return a.Param("LINK_TYPE_P1") != nil }
+	if !hasLink(mlxemu.NewConnectX6VPI("", "")) || hasLink(mlxemu.NewConnectX5Eth("", "")) || hasLink(mlxemu.NewConnectX4Lx("", "")) {
 		t.Error("LINK_TYPE_P* must exist on VPI cards only")
 	}
 }
 
 func TestMST(t *testing.T) {
-	e := &Emulator{Adapters: []*Adapter{
-		NewConnectX6VPI("0000:3b:00.1", "mlx5_1"), NewConnectX6VPI("0000:3b:00.0", "mlx5_0"),
-		NewConnectX5Eth("0000:5e:00.0", "mlx5_2"), NewConnectX6VPI("0000:af:00.0", "mlx5_3"),
+	e := &mlxemu.Emulator{Adapters: []*mlxemu.Adapter{
+		mlxemu.NewConnectX6VPI("0000:3b:00.1", "mlx5_1"), mlxemu.NewConnectX6VPI("0000:3b:00.0", "mlx5_0"),
+		mlxemu.NewConnectX5Eth("0000:5e:00.0", "mlx5_2"), mlxemu.NewConnectX6VPI("0000:af:00.0", "mlx5_3"),
 	}}
 	e.Adapters[1].Netdevs = []string{"enp59s0f0"}
 	if _, _, exit := e.Run("mlxconfig", []string{"-d", "/dev/mst/mt4123_pciconf0", "q"}, nil); exit != 3 {
@@ -320,8 +335,8 @@ func TestMST(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	adapters := []*Adapter{sampleCard(mlxfmt.G5)}
-	out, _, exit := Run("mlxconfig", []string{"-d", "mlx5_0", "-y", "reset"}, adapters, nil)
+	adapters := []*mlxemu.Adapter{sampleCard(mlxemu.G5)}
+	out, _, exit := mlxemu.Run("mlxconfig", []string{"-d", "mlx5_0", "-y", "reset"}, adapters, nil)
 	want := "\n Reset configuration for device mlx5_0? (y/n) [n] : y\nApplying... Done!\n-I- Please reboot machine to load new configurations.\n"
 	if diff := cmp.Diff(want, string(out)); diff != "" || exit != 0 {
 		t.Errorf("reset exit %d (-want +got):\n%s", exit, diff)

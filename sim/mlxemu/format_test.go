@@ -1,4 +1,4 @@
-package mlxfmt
+package mlxemu
 
 import (
 	"os"
@@ -8,64 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var cx6 = DeviceInfo{
-	Type:        "ConnectX6",
-	Name:        "MCX653106A-HDA_Ax",
-	Description: "ConnectX-6 VPI adapter card; HDR IB (200Gb/s) and 200GbE; dual-port QSFP56; PCIe4.0 x16; tall bracket; ROHS R6",
-	Device:      "/dev/mst/mt4123_pciconf0",
-}
-
-// The reports behind the samples of reference/formats.md §1.5.
-func sampleQuery() Report {
-	return Report{Device: cx6, Rows: []Row{
-		{Name: "LINK_TYPE_P1", NextBoot: Enum("IB", 1)},
-		{Name: "LINK_TYPE_P2", NextBoot: Enum("IB", 1)},
-		{Name: "SRIOV_EN", NextBoot: Enum("True", 1)},
-		{Name: "NUM_OF_VFS", NextBoot: Num(8)},
-	}}
-}
-
-func sampleQueryE() Report {
-	return Report{Device: cx6, Verbose: true, Rows: []Row{
-		{Name: "LINK_TYPE_P1", Default: Enum("IB", 1), Current: Enum("IB", 1), NextBoot: Enum("ETH", 2)},
-		{Name: "LINK_TYPE_P2", Default: Enum("IB", 1), Current: Enum("IB", 1), NextBoot: Enum("IB", 1)},
-		{Name: "SRIOV_EN", Default: Enum("False", 0), Current: Enum("True", 1), NextBoot: Enum("True", 1)},
-		{Name: "NUM_OF_VFS", Default: Num(0), Current: Num(8), NextBoot: Num(8)},
-	}}
-}
-
-func sampleSet() Report {
-	return Report{Device: cx6, Rows: []Row{
-		{Name: "LINK_TYPE_P1", NextBoot: Enum("IB", 1), New: Enum("ETH", 2)},
-		{Name: "LINK_TYPE_P2", NextBoot: Enum("IB", 1), New: Enum("ETH", 2)},
-	}}
-}
-
-func sampleSNO() Report {
-	atomic := Enum("PCI_ATOMIC_DISABLED_EXT_ATOMIC_ENABLED", 0)
-	arr := Value{Kind: KindArray, Lo: 0, Hi: 15}
-	return Report{
-		Device: DeviceInfo{Type: "ConnectX4LX", Name: "0R887V", Description: "MCX422A-ACAA ConnectX-4 Lx EN Dual Port SFP28; 25GbE for Dell rack NDC", Device: "19:00.0"},
-		// The SNO excerpt stops before the '*' footer; Verbose rows only.
-		Verbose: true,
-		Rows: []Row{
-			{Name: "MEMIC_BAR_SIZE", Default: Num(0), Current: Num(0), NextBoot: Num(0)},
-			{Name: "MEMIC_SIZE_LIMIT", Default: Enum("_256KB", 1), Current: Enum("_256KB", 1), NextBoot: Enum("_256KB", 1)},
-			{Name: "NUM_OF_VFS", Default: Num(8), Current: Num(5), NextBoot: Num(10)},
-			{Name: "PCI_DOWNSTREAM_PORT_OWNER", Default: arr, Current: arr, NextBoot: arr},
-			{Name: "PCI_ATOMIC_MODE", Default: atomic, Current: atomic, NextBoot: atomic},
-			{Name: "ROCE_CC_PRIO_MASK_P1", Default: Num(255), Current: Num(255), NextBoot: Num(255)},
-			{Name: "KEEP_ETH_LINK_UP_P1", Default: Enum("True", 1), Current: Enum("True", 1), NextBoot: Enum("True", 1)},
-			{Name: "KEEP_IB_LINK_UP_P1", Default: Enum("False", 0), Current: Enum("False", 0), NextBoot: Enum("False", 0)},
-			{Name: "ROCE_CONTROL", Default: Enum("ROCE_ENABLE", 2), Current: Enum("DEVICE_DEFAULT", 0), NextBoot: Enum("ROCE_ENABLE", 2)},
-			{Name: "LEGACY_BOOT_PROTOCOL", Default: Enum("PXE", 1), Current: Enum("PXE", 1), NextBoot: Enum("NONE", 0)},
-		},
-	}
-}
-
 func readGolden(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "providers", "firmware", "mlxfmt", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,18 +24,18 @@ func TestRenderMatchesSamples(t *testing.T) {
 		set    bool
 		report Report
 	}{
-		{"g1_query.txt", G1, false, sampleQuery()},
-		{"g1_query_e.txt", G1, false, sampleQueryE()},
-		{"g1_set.txt", G1, true, sampleSet()},
-		{"g4_query.txt", G4, false, sampleQuery()},
-		{"g4_query_e.txt", G4, false, sampleQueryE()},
-		{"g4_set.txt", G4, true, sampleSet()},
-		{"g5_query.txt", G5, false, sampleQuery()},
-		{"g5_query_e.txt", G5, false, sampleQueryE()},
-		{"g5_set.txt", G5, true, sampleSet()},
-		{"g6_query.txt", G6, false, sampleQuery()},
-		{"g6_query_e.txt", G6, false, sampleQueryE()},
-		{"g6_set.txt", G6, true, sampleSet()},
+		{"g1_query.txt", G1, false, SampleQuery()},
+		{"g1_query_e.txt", G1, false, SampleQueryE()},
+		{"g1_set.txt", G1, true, SampleSet()},
+		{"g4_query.txt", G4, false, SampleQuery()},
+		{"g4_query_e.txt", G4, false, SampleQueryE()},
+		{"g4_set.txt", G4, true, SampleSet()},
+		{"g5_query.txt", G5, false, SampleQuery()},
+		{"g5_query_e.txt", G5, false, SampleQueryE()},
+		{"g5_set.txt", G5, true, SampleSet()},
+		{"g6_query.txt", G6, false, SampleQuery()},
+		{"g6_query_e.txt", G6, false, SampleQueryE()},
+		{"g6_set.txt", G6, true, SampleSet()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -105,7 +50,7 @@ func TestRenderMatchesSamples(t *testing.T) {
 			if diff := cmp.Diff(string(want), string(got)); diff != "" {
 				t.Errorf("render (-want +got):\n%s", diff)
 			}
-			if exit != ExitOK {
+			if exit != exitOK {
 				t.Errorf("exit = %d, want 0", exit)
 			}
 		})
@@ -116,7 +61,7 @@ func TestRenderMatchesSamples(t *testing.T) {
 // the '*' footer, so compare the rendered lines it covers.
 func TestRenderMatchesSNOCapture(t *testing.T) {
 	want := string(readGolden(t, "g4_sno_cx4lx_query_e.txt"))
-	got, _ := RenderQuery(G4, sampleSNO())
+	got, _ := RenderQuery(G4, SampleSNO())
 	const footer = "The '*' shows parameters with next value different from default/current value.\n"
 	if diff := cmp.Diff("\n"+want+footer, string(got)); diff != "" {
 		t.Errorf("render (-want +got):\n%s", diff)
@@ -124,28 +69,28 @@ func TestRenderMatchesSNOCapture(t *testing.T) {
 }
 
 func TestRenderVariants(t *testing.T) {
-	ro := Report{Device: cx6, Verbose: true, Rows: []Row{
-		{Name: "SRIOV_EN", Default: Enum("False", 0), Current: Enum("True", 1), NextBoot: Enum("True", 1), ReadOnly: true},
-		{Name: "NUM_OF_VFS", Default: Num(0), Current: Num(0), NextBoot: Num(0), ReadOnly: true},
+	ro := Report{Device: SampleDevice, Verbose: true, Rows: []Row{
+		{Name: "SRIOV_EN", Default: EnumCell("False", 0), Current: EnumCell("True", 1), NextBoot: EnumCell("True", 1), ReadOnly: true},
+		{Name: "NUM_OF_VFS", Default: NumCell(0), Current: NumCell(0), NextBoot: NumCell(0), ReadOnly: true},
 	}}
-	noDef := sampleQueryE()
+	noDef := SampleQueryE()
 	noDef.NoDefault = true
-	noBoth := sampleQueryE()
+	noBoth := SampleQueryE()
 	noBoth.NoDefault, noBoth.NoCurrent = true, true
-	unknown := sampleQuery()
+	unknown := SampleQuery()
 	unknown.Err = UnknownParamError(G1, "FOO")
 	unknown.Rows = nil
-	open := Report{Device: cx6, Err: OpenDeviceError()}
+	open := Report{Device: SampleDevice, Err: OpenDeviceError()}
 
 	head := "\nDevice #1:\n----------\n\n" +
 		"Device type:        ConnectX6           \n" +
 		"Name:               MCX653106A-HDA_Ax   \n" +
-		"Description:        " + cx6.Description + "\n" +
+		"Description:        " + SampleDevice.Description + "\n" +
 		"Device:             /dev/mst/mt4123_pciconf0\n\n"
 	headG1 := "\nDevice #1:\n----------\n\n" +
 		"Device type:    ConnectX6       \n" +
 		"Name:           MCX653106A-HDA_Ax\n" +
-		"Description:    " + cx6.Description + "\n" +
+		"Description:    " + SampleDevice.Description + "\n" +
 		"Device:         /dev/mst/mt4123_pciconf0\n\n"
 
 	tests := []struct {
@@ -201,7 +146,7 @@ func TestRenderVariants(t *testing.T) {
 }
 
 func TestRenderSetAnswers(t *testing.T) {
-	base, _ := RenderSet(G5, sampleSet(), AnswerYesFlag)
+	base, _ := RenderSet(G5, SampleSet(), AnswerYesFlag)
 	table := string(base[:len(base)-len("y\nApplying... Done!\n-I- Please reboot machine to load new configurations.\n")])
 	tests := []struct {
 		answer   Answer
@@ -214,7 +159,7 @@ func TestRenderSetAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.answer.String(), func(t *testing.T) {
-			got, exit := RenderSet(G5, sampleSet(), tt.answer)
+			got, exit := RenderSet(G5, SampleSet(), tt.answer)
 			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
 				t.Errorf("RenderSet (-want +got):\n%s", diff)
 			}
@@ -228,4 +173,70 @@ func TestRenderSetAnswers(t *testing.T) {
 	}
 }
 
-func readFile(name string) ([]byte, error) { return os.ReadFile(filepath.Join("testdata", name)) }
+func TestLayoutText(t *testing.T) {
+	for _, l := range Layouts() {
+		b, err := l.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Layout
+		if err := back.UnmarshalText(b); err != nil || back != l {
+			t.Errorf("%v: round trip gave %v, %v", l, back, err)
+		}
+	}
+	if _, err := ParseLayout("G7"); err == nil {
+		t.Error("G7 must not parse")
+	}
+	if l, err := ParseLayout("g4"); err != nil || l != G4 {
+		t.Errorf("g4 = %v, %v", l, err)
+	}
+}
+
+func TestMSTDeviceName(t *testing.T) {
+	for _, tt := range []struct {
+		id              uint16
+		index, function int
+		want            string
+	}{
+		{0x1017, 0, 0, "mt4119_pciconf0"},
+		{0x1017, 0, 1, "mt4119_pciconf0.1"},
+		{0x101b, 1, 0, "mt4123_pciconf1"},
+		{0xa2dc, 0, 1, "mt41692_pciconf0.1"},
+	} {
+		if got := MSTDeviceName(tt.id, tt.index, tt.function); got != tt.want {
+			t.Errorf("MSTDeviceName(%#x, %d, %d) = %q, want %q", tt.id, tt.index, tt.function, got, tt.want)
+		}
+	}
+}
+
+// The real `mst status -v` capture of reference/formats.md §2.4.
+const mstReal = `MST modules:
+------------
+    MST PCI module is not loaded
+    MST PCI configuration module loaded
+PCI devices:
+------------
+DEVICE_TYPE             MST                           PCI       RDMA            NET                       NUMA
+ConnectX6(rev:0)        /dev/mst/mt4123_pciconf0.1    3b:00.1   mlx5_1          net-enp59s0f1             0
+
+ConnectX6(rev:0)        /dev/mst/mt4123_pciconf0      3b:00.0   mlx5_0          net-enp59s0f0             0
+
+ConnectX5(rev:0)        /dev/mst/mt4119_pciconf0.1    5e:00.1   mlx5_3          net-enp94s0f1             0
+
+ConnectX5(rev:0)        /dev/mst/mt4119_pciconf0      5e:00.0   mlx5_2          net-enp94s0f0             0
+
+`
+
+// TestRenderMSTStatusMatchesCapture: the emulated mst prints that capture
+// byte for byte for the same devices.
+func TestRenderMSTStatusMatchesCapture(t *testing.T) {
+	s := MSTStatus{PCIConfModuleLoaded: true, Devices: []MSTEntry{
+		{DeviceType: "ConnectX6", Rev: "0", MST: "/dev/mst/mt4123_pciconf0.1", BDF: "3b:00.1", RDMA: "mlx5_1", Netdevs: []string{"enp59s0f1"}},
+		{DeviceType: "ConnectX6", Rev: "0", MST: "/dev/mst/mt4123_pciconf0", BDF: "3b:00.0", RDMA: "mlx5_0", Netdevs: []string{"enp59s0f0"}},
+		{DeviceType: "ConnectX5", Rev: "0", MST: "/dev/mst/mt4119_pciconf0.1", BDF: "5e:00.1", RDMA: "mlx5_3", Netdevs: []string{"enp94s0f1"}},
+		{DeviceType: "ConnectX5", Rev: "0", MST: "/dev/mst/mt4119_pciconf0", BDF: "5e:00.0", RDMA: "mlx5_2", Netdevs: []string{"enp94s0f0"}},
+	}}
+	if diff := cmp.Diff(mstReal, string(RenderMSTStatusVerbose(s))); diff != "" {
+		t.Errorf("render (-capture +emulator):\n%s", diff)
+	}
+}

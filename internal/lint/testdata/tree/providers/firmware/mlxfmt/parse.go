@@ -1,0 +1,3 @@
+package mlxfmt
+
+import _ "github.com/rdmaform/rdmaform/sim/mlxemu"

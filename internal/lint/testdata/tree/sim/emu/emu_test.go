@@ -1,0 +1,3 @@
+package emu
+
+import _ "github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
