@@ -286,10 +286,11 @@ func pkgOf(tool string) string {
 // MSTMap maps PCI addresses to MFT's /dev/mst nodes, running mst at most
 // once per plan. It is safe for concurrent use.
 type MSTMap struct {
-	mu    sync.Mutex
-	nodes map[string]string
-	err   error
-	done  bool
+	mu      sync.Mutex
+	nodes   map[string]string
+	skipped []string
+	err     error
+	done    bool
 }
 
 // Node returns the /dev/mst node of an adapter function. The first call
@@ -303,25 +304,28 @@ func (m *MSTMap) Node(ctx context.Context, h *host.Host, pci string) (string, er
 	defer m.mu.Unlock()
 	if !m.done {
 		m.done = true
-		m.nodes, m.err = loadMST(ctx, h)
+		m.nodes, m.skipped, m.err = loadMST(ctx, h)
 	}
 	if m.err != nil {
 		return "", m.err
 	}
 	n, ok := m.nodes[normBDF(pci)]
 	if !ok {
+		if len(m.skipped) > 0 {
+			return "", fmt.Errorf("mst status -v lists no /dev/mst node for %s (rows it could not read: %s)", pci, strings.Join(m.skipped, "; "))
+		}
 		return "", fmt.Errorf("mst status -v lists no /dev/mst node for %s", pci)
 	}
 	return n, nil
 }
 
-func loadMST(ctx context.Context, h *host.Host) (map[string]string, error) {
+func loadMST(ctx context.Context, h *host.Host) (map[string]string, []string, error) {
 	st, err := mstStatus(ctx, h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !hasNodes(st) {
-		return nil, errors.New("MFT's /dev/mst nodes are not there (mst status -v lists none): run 'mst start' once (it loads MFT's kernel modules; rdmaform does not), or use the mstconfig tool")
+		return nil, st.Skipped, errors.New("MFT's /dev/mst nodes are not there (mst status -v lists none): run 'mst start' once (it loads MFT's kernel modules; rdmaform does not), or use the mstconfig tool")
 	}
 	out := map[string]string{}
 	for _, d := range st.Devices {
@@ -329,7 +333,7 @@ func loadMST(ctx context.Context, h *host.Host) (map[string]string, error) {
 			out[normBDF(d.BDF)] = d.MST
 		}
 	}
-	return out, nil
+	return out, st.Skipped, nil
 }
 
 func mstStatus(ctx context.Context, h *host.Host) (mlxfmt.MSTStatus, error) {

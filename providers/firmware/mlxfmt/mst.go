@@ -57,6 +57,8 @@ type MSTStatus struct {
 	PCIModuleLoaded     bool // "MST PCI module loaded"
 	PCIConfModuleLoaded bool // "MST PCI configuration module loaded"
 	Devices             []MSTEntry
+	// Skipped lists the lines that could not be read as a device, with why.
+	Skipped []string
 }
 
 var (
@@ -70,8 +72,12 @@ var (
 // identified by their shape, not their position, because the RDMA column can
 // be empty and the widths differ between MFT versions: DEVICE_TYPE(rev:N) or
 // NA first, then a /dev/mst/ path or NA, a BDF, an RDMA name, a
-// comma-separated list of net-<ifname>, and the NUMA number. Columns newer
-// releases append (VFIO, FWCTL, STATE) are ignored.
+// comma-separated list of net-<ifname> ("net-" and the name may be split by
+// blanks), and the NUMA number. Columns newer releases append (VFIO, FWCTL,
+// STATE) are ignored. A line that does not start a row continues the one
+// before (a terminal wrapped it). A row that cannot be read (no PCI
+// address: older MFT printed some without) is left out and listed in
+// Skipped; it never fails the listing.
 func ParseMSTStatusVerbose(out []byte) (MSTStatus, error) {
 	var s MSTStatus
 	inTable := false
@@ -93,9 +99,18 @@ func ParseMSTStatusVerbose(out []byte) (MSTStatus, error) {
 		if !inTable {
 			continue
 		}
+		if f := strings.Fields(line); !startsRow(f[0]) {
+			if n := len(s.Devices); n > 0 {
+				addMSTTokens(&s.Devices[n-1], f)
+			} else {
+				s.Skipped = append(s.Skipped, fmt.Sprintf("line %d: %q: not a device row", i+1, line))
+			}
+			continue
+		}
 		e, err := parseMSTRow(line)
 		if err != nil {
-			return s, fmt.Errorf("mlxfmt: mst status line %d: %w", i+1, err)
+			s.Skipped = append(s.Skipped, fmt.Sprintf("line %d: %v", i+1, err))
+			continue
 		}
 		s.Devices = append(s.Devices, e)
 	}
@@ -105,18 +120,16 @@ func ParseMSTStatusVerbose(out []byte) (MSTStatus, error) {
 	return s, nil
 }
 
+// startsRow reports whether a token begins a device row.
+func startsRow(t string) bool { return t == "NA" || mstTypeRE.MatchString(t) }
+
 func parseMSTRow(line string) (MSTEntry, error) {
 	f := strings.Fields(line)
 	var e MSTEntry
-	if len(f) == 0 {
-		return e, fmt.Errorf("empty row")
-	}
 	if m := mstTypeRE.FindStringSubmatch(f[0]); m != nil {
 		e.DeviceType, e.Rev = m[1], m[2]
-	} else if f[0] == "NA" {
-		e.DeviceType = "NA"
 	} else {
-		return e, fmt.Errorf("row %q: %q is not DEVICE_TYPE(rev:N)", line, f[0])
+		e.DeviceType = "NA"
 	}
 	f = f[1:]
 	if len(f) > 0 && (f[0] == "NA" || strings.HasPrefix(f[0], "/dev/mst/")) {
@@ -125,27 +138,39 @@ func parseMSTRow(line string) (MSTEntry, error) {
 		}
 		f = f[1:]
 	}
-	haveNUMA := false
-	for _, t := range f {
-		switch {
-		case e.BDF == "" && mstBDFRE.MatchString(t):
-			e.BDF = t
-		case strings.HasPrefix(t, "net-"):
-			for _, n := range strings.Split(t, ",") {
-				e.Netdevs = append(e.Netdevs, strings.TrimPrefix(n, "net-"))
-			}
-		case !haveNUMA && e.BDF != "" && mstNUMARE.MatchString(t):
-			n, err := strconv.Atoi(t)
-			if err != nil {
-				return e, fmt.Errorf("row %q: NUMA %q: %w", line, t, err)
-			}
-			e.NUMA, haveNUMA = n, true
-		case e.RDMA == "" && e.BDF != "" && !haveNUMA && e.Netdevs == nil && mstRDMARE.MatchString(t):
-			e.RDMA = t
-		}
-	}
+	addMSTTokens(&e, f)
 	if e.BDF == "" {
 		return e, fmt.Errorf("row %q has no PCI address", line)
 	}
 	return e, nil
+}
+
+// addMSTTokens reads a row's tokens after DEVICE_TYPE and MST (or those of
+// a wrapped continuation line) into e.
+func addMSTTokens(e *MSTEntry, f []string) {
+	haveNUMA := e.NUMA != 0
+	for i := 0; i < len(f); i++ {
+		t := f[i]
+		switch {
+		case e.BDF == "" && mstBDFRE.MatchString(t):
+			e.BDF = t
+		case t == "net-" && i+1 < len(f) && !mstNUMARE.MatchString(f[i+1]):
+			// "net-" and the name printed apart.
+			i++
+			e.Netdevs = append(e.Netdevs, strings.Split(f[i], ",")...)
+		case strings.HasPrefix(t, "net-"):
+			for _, n := range strings.Split(t, ",") {
+				if n = strings.TrimPrefix(n, "net-"); n != "" {
+					e.Netdevs = append(e.Netdevs, n)
+				}
+			}
+		case !haveNUMA && e.BDF != "" && mstNUMARE.MatchString(t):
+			n, err := strconv.Atoi(t)
+			if err == nil {
+				e.NUMA, haveNUMA = n, true
+			}
+		case e.RDMA == "" && e.BDF != "" && !haveNUMA && e.Netdevs == nil && mstRDMARE.MatchString(t):
+			e.RDMA = t
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package mlxfmt
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,4 +109,32 @@ func FuzzParseMSTStatus(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMSTStatusOddRows: the row shapes operators reported (no sample of
+// them is in testdata/real yet): "net-" and the name printed apart, a row
+// with no PCI/RDMA/NET cells (older MFT), a row a terminal wrapped, and a
+// PCI domain other than 0000. An odd row never fails the listing: one that
+// cannot be read is skipped and said why.
+func TestMSTStatusOddRows(t *testing.T) {
+	out := "MST modules:\n------------\n    MST PCI module is not loaded\n    MST PCI configuration module loaded\nPCI devices:\n------------\n" +
+		"DEVICE_TYPE             MST                           PCI       RDMA            NET                       NUMA\n" +
+		"ConnectX6(rev:0)        /dev/mst/mt4123_pciconf0      3b:00.0   mlx5_0          net-    ib0               0\n" +
+		"ConnectX4(rev:0)        /dev/mst/mt4115_pciconf0\n" +
+		"ConnectX7(rev:0)        /dev/mst/mt4129_pciconf0      0001:3b:00.0    mlx5_4          net-ens1np0,net-ens1np0v0,\n" +
+		"                                                                                      net-ens1np0v1           1\n"
+	s, err := ParseMSTStatusVerbose([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MSTEntry{
+		{DeviceType: "ConnectX6", Rev: "0", MST: "/dev/mst/mt4123_pciconf0", BDF: "3b:00.0", RDMA: "mlx5_0", Netdevs: []string{"ib0"}},
+		{DeviceType: "ConnectX7", Rev: "0", MST: "/dev/mst/mt4129_pciconf0", BDF: "0001:3b:00.0", RDMA: "mlx5_4", Netdevs: []string{"ens1np0", "ens1np0v0", "ens1np0v1"}, NUMA: 1},
+	}
+	if diff := cmp.Diff(want, s.Devices); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
+	}
+	if len(s.Skipped) != 1 || !strings.Contains(s.Skipped[0], "line 9") || !strings.Contains(s.Skipped[0], "no PCI address") {
+		t.Errorf("skipped: %q, want the row without a PCI address (line 9)", s.Skipped)
+	}
 }
