@@ -52,6 +52,42 @@ func TestEmulatorMatchesRealLayouts(t *testing.T) {
 		})
 	}
 
+	// Whole outputs, device block and prompt included (G1: Debian's
+	// mstflint era), transcribed from public issues.
+	for _, tt := range []struct {
+		file string
+		set  bool
+	}{
+		{"mstconfig/issue-mstflint551-set.stdout", true},
+		{"mstconfig/issue-sno48-query-e.stdout", false},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(realDir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := mlxfmt.ParseQuery(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := q.Device
+			r := mlxemu.Report{Device: mlxemu.DeviceInfo{Type: d.Type, Name: d.Name, Description: d.Description, Device: d.Device},
+				Verbose: q.Columns.Default && q.Columns.Current}
+			for _, p := range q.Params {
+				r.Rows = append(r.Rows, mlxemu.Row{Name: p.Name, Default: cell(p.Default), Current: cell(p.Current), NextBoot: cell(p.NextBoot), New: cell(p.New)})
+			}
+			var got []byte
+			if tt.set {
+				got, _ = mlxemu.RenderSet(mlxemu.G1, r, mlxemu.AnswerYesFlag)
+			} else {
+				got, _ = mlxemu.RenderQuery(mlxemu.G1, r)
+			}
+			if diff := cmp.Diff(trimmed(string(b), false), trimmed(string(got), false)); diff != "" {
+				t.Errorf("G1 (-real +emulator):\n%s", diff)
+			}
+		})
+	}
+
 	// mst status -v: the device table, column for column.
 	b, err := os.ReadFile(filepath.Join(realDir, "mst/issue-sno786-cx7-ib.stdout"))
 	if err != nil {

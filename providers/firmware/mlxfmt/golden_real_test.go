@@ -58,7 +58,7 @@ func realCase(t *testing.T, realDir, f string) {
 			got["error"] = map[string]string{"kind": e.Kind.String(), "param": e.Param, "value": e.Value, "tlv": e.TLV, "message": e.Message}
 		}
 		for _, a := range argv {
-			if a == "q" || a == "query" {
+			if a == "q" || a == "query" || a == "set" {
 				if q, err := ParseQuery(stdout); err != nil {
 					got["query_error"] = err.Error()
 				} else {

@@ -105,6 +105,26 @@ func TestRealNmcliOutputs(t *testing.T) {
 			t.Errorf("%s: nmcli %v succeeded", name, args)
 		}
 	}
+	// A limited-membership P_Key child, read back as written.
+	lim := save("add-limited-child", []string{"connection", "add", "type", "infiniband", "con-name", "lim", "infiniband.parent", "ib0",
+		"infiniband.p-key", "0x0002", "connection.autoconnect", "no"})
+	limUUID, err := nmcli.ParseAdded(lim.Stdout)
+	if err != nil {
+		t.Fatalf("add limited: %v %+v", err, lim)
+	}
+	lp, err := nmcli.ParseProfiles(save("show-limited-child", append(show, "uuid", limUUID)).Stdout)
+	if err != nil || len(lp) != 1 || lp[0].PKey != 0x0002 || lp[0].Parent != "ib0" {
+		t.Errorf("limited child read back: %v %+v", err, lp)
+	}
+	for name, args := range map[string][]string{
+		"error-down-inactive":      {"connection", "down", "uuid", uuid},
+		"error-add-reserved-pkey":  {"connection", "add", "type", "infiniband", "con-name", "bad", "infiniband.parent", "ib0", "infiniband.p-key", "0x8000"},
+		"error-modify-bad-address": {"connection", "modify", uuid, "ipv4.addresses", "192.0.2.300/24"},
+	} {
+		if r := save(name, args); r.Exit == 0 {
+			t.Errorf("%s: nmcli %v succeeded", name, args)
+		}
+	}
 	if r := save("delete", []string{"connection", "delete", "uuid", uuid}); r.Exit != 0 {
 		t.Errorf("delete: %+v", r)
 	}

@@ -1,1 +1,1 @@
-["nmcli","connection","delete","uuid","05517b2f-a80a-44ef-8000-06619c735b38"]
+["nmcli","connection","delete","uuid","07dab37b-5a3e-47d0-90c6-547d47cf299d"]

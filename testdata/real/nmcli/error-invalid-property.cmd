@@ -1,1 +1,1 @@
-["nmcli","connection","modify","05517b2f-a80a-44ef-8000-06619c735b38","infiniband.nonsense","1"]
+["nmcli","connection","modify","07dab37b-5a3e-47d0-90c6-547d47cf299d","infiniband.nonsense","1"]

@@ -1,0 +1,1 @@
+["nmcli","-t","-f","connection.id,connection.uuid,connection.type,connection.interface-name,connection.autoconnect,infiniband.mtu,infiniband.transport-mode,infiniband.p-key,infiniband.parent,ipv4.method,ipv4.addresses,ipv4.gateway,ipv4.dns,ipv6.method,ipv6.addresses,ipv6.gateway,ipv6.dns","connection","show","uuid","3da9c5cf-60a5-4d3e-8bf9-a0f8610f5660"]
