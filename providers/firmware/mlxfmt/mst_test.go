@@ -1,6 +1,7 @@
 package mlxfmt
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -36,24 +37,6 @@ func TestParseMSTDeviceName(t *testing.T) {
 	}
 }
 
-// The real `mst status -v` captures of reference/formats.md §2.4.
-const mstReal = `MST modules:
-------------
-    MST PCI module is not loaded
-    MST PCI configuration module loaded
-PCI devices:
-------------
-DEVICE_TYPE             MST                           PCI       RDMA            NET                       NUMA
-ConnectX6(rev:0)        /dev/mst/mt4123_pciconf0.1    3b:00.1   mlx5_1          net-enp59s0f1             0
-
-ConnectX6(rev:0)        /dev/mst/mt4123_pciconf0      3b:00.0   mlx5_0          net-enp59s0f0             0
-
-ConnectX5(rev:0)        /dev/mst/mt4119_pciconf0.1    5e:00.1   mlx5_3          net-enp94s0f1             0
-
-ConnectX5(rev:0)        /dev/mst/mt4119_pciconf0      5e:00.0   mlx5_2          net-enp94s0f0             0
-
-`
-
 func TestMSTStatusRealCapture(t *testing.T) {
 	want := MSTStatus{PCIConfModuleLoaded: true, Devices: []MSTEntry{
 		{DeviceType: "ConnectX6", Rev: "0", MST: "/dev/mst/mt4123_pciconf0.1", BDF: "3b:00.1", RDMA: "mlx5_1", Netdevs: []string{"enp59s0f1"}},
@@ -61,7 +44,7 @@ func TestMSTStatusRealCapture(t *testing.T) {
 		{DeviceType: "ConnectX5", Rev: "0", MST: "/dev/mst/mt4119_pciconf0.1", BDF: "5e:00.1", RDMA: "mlx5_3", Netdevs: []string{"enp94s0f1"}},
 		{DeviceType: "ConnectX5", Rev: "0", MST: "/dev/mst/mt4119_pciconf0", BDF: "5e:00.0", RDMA: "mlx5_2", Netdevs: []string{"enp94s0f0"}},
 	}}
-	got, err := ParseMSTStatusVerbose([]byte(mstReal))
+	got, err := ParseMSTStatusVerbose(mstReal(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +82,11 @@ func TestMSTStatusRows(t *testing.T) {
 }
 
 func FuzzParseMSTStatus(f *testing.F) {
-	f.Add([]byte(mstReal))
+	b, err := os.ReadFile(mstRealFile)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Add([]byte("DEVICE_TYPE\nNA NA 00:00.0 -1\nX(rev:1) 0000:00:00.0 net-a,net- 1 2 3\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseMSTStatusVerbose(b)
@@ -137,4 +124,16 @@ func TestMSTStatusOddRows(t *testing.T) {
 	if len(s.Skipped) != 1 || !strings.Contains(s.Skipped[0], "line 9") || !strings.Contains(s.Skipped[0], "no PCI address") {
 		t.Errorf("skipped: %q, want the row without a PCI address (line 9)", s.Skipped)
 	}
+}
+
+// mstRealFile is a real `mst status -v` (testdata/real/PROVENANCE.md).
+const mstRealFile = "../../../testdata/real/mst/formats-cx6-cx5.stdout"
+
+func mstReal(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(mstRealFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

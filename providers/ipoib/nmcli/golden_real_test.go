@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/golden"
 )
 
 var updateReal = flag.Bool("update-real", false, "rewrite the expected parses of testdata/real/nmcli (review the diff)")
@@ -67,19 +69,7 @@ func TestRealCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			b = append(b, '\n')
-			want := filepath.Join(realDir, name+".parsed.json")
-			if *updateReal {
-				if err := os.WriteFile(want, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			w, err := os.ReadFile(want)
-			if err != nil {
-				t.Fatalf("%v (run go test ./providers/ipoib/nmcli -run TestRealCorpus -update-real)", err)
-			}
-			if string(w) != string(b) {
-				t.Errorf("parse of %s differs from %s:\n%s", name, want, b)
-			}
+			golden.Compare(t, filepath.Join(realDir, name+".parsed.json"), b, *updateReal, "go test ./providers/ipoib/nmcli -run TestRealCorpus -update-real")
 		})
 	}
 }
