@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,5 +58,58 @@ func TestShowRoundTripEveryProfile(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPlanJSONUnsupportedParameter: a firmware parameter the adapter lacks
+// ("-E- The Device doesn't support X parameter", exit 3 from the tool) is
+// in plan -o json's errors at its spec position, plan exits 1, and the
+// adapter's other parameter and the other adapter are still in changes.
+func TestPlanJSONUnsupportedParameter(t *testing.T) {
+	st, err := sim.NewState("gpu-node", "node1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Faults = []sim.Fault{{Tool: "mlxconfig", Match: "-d 0000:10:00.0 -e q SRIOV_EN INTERNAL_CPU_OFFLOAD_ENGINE", Exit: 3,
+		Stdout: "-E- The Device doesn't support INTERNAL_CPU_OFFLOAD_ENGINE parameter\n"}}
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if _, err := sim.Create(h, st); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "fw.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:10:00.0\"\n    firmware:\n      params:\n        SRIOV_EN: true\n        INTERNAL_CPU_OFFLOAD_ENGINE: DISABLED\n  - pci: \"0000:20:00.0\"\n    firmware:\n      params:\n        SRIOV_EN: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "--sim", h, "plan", "-o", "json", "-f", spec)
+	if code != 1 {
+		t.Fatalf("plan: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	var doc struct {
+		Changes []struct {
+			Address string `json:"address"`
+		} `json:"changes"`
+		Errors []struct {
+			Path    string `json:"path"`
+			Message string `json:"message"`
+			Source  struct {
+				Line int `json:"line"`
+				Col  int `json:"col"`
+			} `json:"source"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(doc.Errors) != 1 || doc.Errors[0].Path != "$.devices[0].firmware.params.INTERNAL_CPU_OFFLOAD_ENGINE" ||
+		doc.Errors[0].Source.Line != 7 || !strings.Contains(doc.Errors[0].Message, "The Device doesn't support INTERNAL_CPU_OFFLOAD_ENGINE parameter") {
+		t.Errorf("errors: %+v", doc.Errors)
+	}
+	var addrs []string
+	for _, c := range doc.Changes {
+		addrs = append(addrs, c.Address)
+	}
+	if strings.Join(addrs, " ") != "firmware[0000:10:00.0] firmware[0000:20:00.0]" {
+		t.Errorf("changes: %v, want both adapters", addrs)
 	}
 }
