@@ -52,14 +52,17 @@ func TestEmulatorMatchesRealLayouts(t *testing.T) {
 		})
 	}
 
-	// Whole outputs, device block and prompt included (G1: Debian's
-	// mstflint era), transcribed from public issues.
+	// Whole outputs, device block and prompt included, transcribed from
+	// public issues: G1 (Debian's mstflint era) and G5 (MFT 4.3x).
 	for _, tt := range []struct {
-		file string
-		set  bool
+		file   string
+		layout mlxemu.Layout
+		set    bool
 	}{
-		{"mstconfig/issue-mstflint551-set.stdout", true},
-		{"mstconfig/issue-sno48-query-e.stdout", false},
+		{"mstconfig/issue-mstflint551-set.stdout", mlxemu.G1, true},
+		{"mstconfig/issue-sno48-query-e.stdout", mlxemu.G1, false},
+		{"mstconfig/issue-sno968-cx6lx-query-e.stdout", mlxemu.G5, false},
+		{"mlxconfig/issue-maas2-cx6-set.stdout", mlxemu.G5, true},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(realDir, tt.file))
@@ -78,12 +81,12 @@ func TestEmulatorMatchesRealLayouts(t *testing.T) {
 			}
 			var got []byte
 			if tt.set {
-				got, _ = mlxemu.RenderSet(mlxemu.G1, r, mlxemu.AnswerYesFlag)
+				got, _ = mlxemu.RenderSet(tt.layout, r, mlxemu.AnswerYesFlag)
 			} else {
-				got, _ = mlxemu.RenderQuery(mlxemu.G1, r)
+				got, _ = mlxemu.RenderQuery(tt.layout, r)
 			}
 			if diff := cmp.Diff(trimmed(string(b), false), trimmed(string(got), false)); diff != "" {
-				t.Errorf("G1 (-real +emulator):\n%s", diff)
+				t.Errorf("%v (-real +emulator):\n%s", tt.layout, diff)
 			}
 		})
 	}
