@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/probe"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
@@ -594,7 +595,7 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 	if ip.State != wantState {
 		r.Status = Fail
 		r.Message = fmt.Sprintf("%s (physical state %s), expected %s%s", ip.State, ip.PhysState, wantState, hint)
-		if hint == "" && ip.LinkLayer == "InfiniBand" && ip.PhysState == "LinkUp" && ip.SMLID == 0 {
+		if hint == "" && ip.LinkLayer == linklayer.InfiniBand && ip.PhysState == "LinkUp" && ip.SMLID == 0 {
 			r.Message += "; the link is up but no subnet manager has configured the port: run opensm on one node of the fabric"
 		}
 	}
@@ -607,7 +608,7 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 		}
 		out = append(out, r)
 	}
-	if ip.LinkLayer == "InfiniBand" && ip.PhysState == "LinkUp" {
+	if ip.LinkLayer == linklayer.InfiniBand && ip.PhysState == "LinkUp" {
 		r := res(CheckSubnetManager)
 		if !services.SubnetManagerPresent(ip) {
 			r.Status = Fail
@@ -615,14 +616,14 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 		}
 		out = append(out, r)
 	}
-	if sp.Roce != nil && sp.Roce.Mode == "" && ip.LinkLayer == "Ethernet" {
+	if sp.Roce != nil && sp.Roce.Mode == "" && ip.LinkLayer == linklayer.Ethernet {
 		r := res(CheckRoCEMode)
 		r.path = pp + ".roce"
 		r.Source = a.pos(r.path)
 		r.Message = "mode not set: " + EffectiveRoCEMode(dev, ip)
 		out = append(out, r)
 	}
-	if sp.Roce != nil && sp.Roce.Mode == "v2" && ip.LinkLayer == "Ethernet" {
+	if sp.Roce != nil && sp.Roce.Mode == "v2" && ip.LinkLayer == linklayer.Ethernet {
 		r := res(CheckRoCEv2GID)
 		r.path = pp + ".roce"
 		r.Source = a.pos(r.path)
@@ -680,7 +681,7 @@ func (a *auditor) pkeyChecks() []Result {
 			continue
 		}
 		dev, port := a.req.Inv.PortOfNetdev(c.Parent)
-		if port == nil || port.LinkLayer != "InfiniBand" {
+		if port == nil || port.LinkLayer != linklayer.InfiniBand {
 			continue // plan reports a parent that is missing or not IPoIB
 		}
 		p := fmt.Sprintf("$.ipoib[%d].pkey", i)

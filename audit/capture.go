@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -88,7 +89,7 @@ var (
 // its state, physical state and rate (whole Gb/s, rounded down).
 func capturePort(p *inventory.Port) schema.Port {
 	sp := schema.Port{Port: p.Num}
-	if p.LinkLayer == "InfiniBand" || p.LinkLayer == "Ethernet" {
+	if p.LinkLayer == linklayer.InfiniBand || p.LinkLayer == linklayer.Ethernet {
 		sp.LinkLayer = p.LinkLayer
 	}
 	e := &schema.Expect{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/firmware"
@@ -177,7 +178,7 @@ func portComment(p *inventory.Port) string {
 	if len(p.Netdevs) > 0 {
 		info = append(info, "netdev "+strings.Join(p.Netdevs, " "))
 	}
-	if p.LinkLayer == "InfiniBand" {
+	if p.LinkLayer == linklayer.InfiniBand {
 		info = append(info, fmt.Sprintf("lid 0x%x, sm_lid 0x%x", p.LID, p.SMLID))
 	}
 	return strings.Join(info, ", ")

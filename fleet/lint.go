@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -182,7 +183,7 @@ func rocePorts(h *Host) []rocePort {
 	for i, d := range h.Spec.Devices {
 		for j := range d.Ports {
 			p := &d.Ports[j]
-			if linkLayer(p) != "Ethernet" {
+			if linkLayer(p) != linklayer.Ethernet {
 				continue
 			}
 			r := rocePort{ref: portRef{h, i, j}, mode: DefaultMode, assumed: true, role: role}
@@ -483,9 +484,9 @@ func linkLayer(p *schema.Port) string {
 	case p.LinkLayer != "":
 		return p.LinkLayer
 	case p.Type == "ib":
-		return "InfiniBand"
+		return linklayer.InfiniBand
 	case p.Type == "eth", p.Roce != nil:
-		return "Ethernet"
+		return linklayer.Ethernet
 	}
 	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/linklayer"
 )
 
 // Sysfs paths.
@@ -243,7 +244,7 @@ func readDevice(f host.FS, name string) (*Device, error) {
 			LID:       parseHex(pa("lid")),
 			SMLID:     parseHex(pa("sm_lid")),
 		}
-		if port.LinkLayer == "Ethernet" {
+		if port.LinkLayer == linklayer.Ethernet {
 			port.GIDs = readGIDs(f, pb)
 		}
 		d.Ports = append(d.Ports, port)

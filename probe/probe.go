@@ -20,6 +20,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -183,7 +184,7 @@ func clientArgs(inv *inventory.Inventory, p *schema.Probe) ([]string, error) {
 		switch {
 		case p.Verbs.GIDIndex != nil:
 			args = append(args, "-g", strconv.Itoa(*p.Verbs.GIDIndex))
-		case pt.LinkLayer == "Ethernet":
+		case pt.LinkLayer == linklayer.Ethernet:
 			g, ok := RoCEv2IPv4GID(pt)
 			if !ok {
 				return nil, fmt.Errorf("%s port %d has no RoCE v2 GID with an IPv4 address; give gid_index", p.Verbs.Device, port)
@@ -197,7 +198,7 @@ func clientArgs(inv *inventory.Inventory, p *schema.Probe) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if pt.LinkLayer != "InfiniBand" {
+		if pt.LinkLayer != linklayer.InfiniBand {
 			return nil, fmt.Errorf("ibping needs an InfiniBand port, but %s port %d is %s; probe it with rdma_cm or verbs", p.IB.Device, port, pt.LinkLayer)
 		}
 		args := []string{"ibping", "-C", p.IB.Device, "-P", strconv.Itoa(port), "-c", count}

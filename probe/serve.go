@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -71,7 +72,7 @@ func Responders(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Respond
 				continue
 			}
 			args := []string{"ibv_rc_pingpong", "-d", d.Name, "-i", strconv.Itoa(pt.Num), "-n", strconv.Itoa(p.Count()), "-p", strconv.Itoa(PingpongPort)}
-			if pt.LinkLayer == "Ethernet" {
+			if pt.LinkLayer == linklayer.Ethernet {
 				a, _ := netip.ParseAddr(p.Verbs.To)
 				g, ok := GIDFor(pt, a)
 				if !ok {
@@ -122,7 +123,7 @@ func localAddr(h *host.Host, inv *inventory.Inventory, to string) (*inventory.De
 func localIBPort(h *host.Host, inv *inventory.Inventory, p *schema.IBProbe) (*inventory.Device, *inventory.Port, bool) {
 	for _, d := range inv.Devices {
 		for _, pt := range d.Ports {
-			if pt.LinkLayer != "InfiniBand" {
+			if pt.LinkLayer != linklayer.InfiniBand {
 				continue
 			}
 			if p.ToLID != nil && pt.LID == *p.ToLID {

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/rdmaform/rdmaform/linklayer"
 )
 
 // Kind is the probe's kind key: ping, rdma_cm, verbs or ib ("" when none
@@ -151,7 +153,7 @@ func (v *validator) probes() {
 			case pr.IB.ToGUID != "" && !portGUIDRE.MatchString(pr.IB.ToGUID):
 				v.add(kp+".to_guid", "%q is not a port GUID (up to 16 hex digits, e.g. 0x0002c903000e0b72)", truncate(pr.IB.ToGUID))
 			}
-			if ll, where := v.specLinkLayer(pr.IB.Device, PortOr(pr.IB.Port)); ll == "Ethernet" {
+			if ll, where := v.specLinkLayer(pr.IB.Device, PortOr(pr.IB.Port)); ll == linklayer.Ethernet {
 				v.add(kp+".device", "ibping needs an InfiniBand port, but %s port %d is Ethernet (%s); probe it with rdma_cm or verbs", pr.IB.Device, PortOr(pr.IB.Port), where)
 			}
 		}
@@ -193,7 +195,7 @@ func (v *validator) specLinkLayer(dev string, port int) (ll, where string) {
 			case pt.LinkLayer != "":
 				return pt.LinkLayer, "link_layer at " + v.spec.Src.Lookup(pp+".link_layer").String()
 			case pt.Roce != nil:
-				return "Ethernet", "roce settings at " + v.spec.Src.Lookup(pp+".roce").String()
+				return linklayer.Ethernet, "roce settings at " + v.spec.Src.Lookup(pp+".roce").String()
 			}
 		}
 	}

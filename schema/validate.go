@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmaform/rdmaform/linklayer"
 )
 
 // Parse loads and validates a spec: the one call commands use. The report
@@ -247,12 +249,12 @@ func (v *validator) devices() {
 					v.add(pp+".roce", "give mode, tos or dscp")
 				}
 				v.roceDSCP(pt.Roce, pp+".roce")
-				if pt.LinkLayer == "InfiniBand" {
+				if pt.LinkLayer == linklayer.InfiniBand {
 					v.add(pp+".roce", "RoCE settings need an Ethernet port, but link_layer is InfiniBand")
 				}
 			}
 			if pt.Type != "" && pt.LinkLayer != "" && pt.Type != "auto" {
-				want := map[string]string{"ib": "InfiniBand", "eth": "Ethernet"}[pt.Type]
+				want := map[string]string{"ib": linklayer.InfiniBand, "eth": linklayer.Ethernet}[pt.Type]
 				if want != pt.LinkLayer {
 					v.add(pp+".link_layer", "type %s gives link layer %s, not %s", pt.Type, want, pt.LinkLayer)
 				}

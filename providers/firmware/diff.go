@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/schema"
@@ -36,9 +37,9 @@ var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
 func LinkLayerOf(value string) string {
 	switch {
 	case mlxfmt.Equal(value, mlxfmt.Enum("IB", 1)):
-		return "InfiniBand"
+		return linklayer.InfiniBand
 	case mlxfmt.Equal(value, mlxfmt.Enum("ETH", 2)):
-		return "Ethernet"
+		return linklayer.Ethernet
 	}
 	return ""
 }

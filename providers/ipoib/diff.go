@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
 	"github.com/rdmaform/rdmaform/schema"
@@ -301,7 +302,7 @@ func stagedIB(inv *inventory.Inventory, facts *plan.Facts) (plan.StagedLink, boo
 			continue
 		}
 		for _, p := range d.Ports {
-			if s, ok := facts.Staged(d.PCI, p.Num); ok && s.LinkLayer == "InfiniBand" && p.LinkLayer != "InfiniBand" {
+			if s, ok := facts.Staged(d.PCI, p.Num); ok && s.LinkLayer == linklayer.InfiniBand && p.LinkLayer != linklayer.InfiniBand {
 				return s, true
 			}
 		}
@@ -315,7 +316,7 @@ func ibNetdevs(inv *inventory.Inventory) string {
 	if inv != nil {
 		for _, d := range inv.Devices {
 			for _, p := range d.Ports {
-				if p.LinkLayer == "InfiniBand" {
+				if p.LinkLayer == linklayer.InfiniBand {
 					out = append(out, p.Netdevs...)
 				}
 			}
@@ -347,15 +348,15 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 		if dev.PCI != "" && facts != nil {
 			staged, isStaged = facts.Staged(dev.PCI, port.Num)
 		}
-		if port.LinkLayer != "InfiniBand" {
-			if isStaged && staged.LinkLayer == "InfiniBand" {
+		if port.LinkLayer != linklayer.InfiniBand {
+			if isStaged && staged.LinkLayer == linklayer.InfiniBand {
 				return nil, deferred(staged)
 			}
 			return []schema.Finding{req.Finding(path+".parent",
 				"%s is on port %d of %s, whose link layer is %s; IPoIB needs an InfiniBand port (a VPI adapter switches with firmware LINK_TYPE_P%d: IB)",
 				c.Parent, port.Num, dev.Name, port.LinkLayer, port.Num)}, nil
 		}
-		if isStaged && staged.LinkLayer != "InfiniBand" {
+		if isStaged && staged.LinkLayer != linklayer.InfiniBand {
 			return []schema.Finding{req.Finding(path+".parent",
 				"port %d of %s becomes %s at the next boot (%s); %s and this connection would lose their port",
 				port.Num, dev.Name, staged.LinkLayer, staged.Param, c.Parent)}, nil

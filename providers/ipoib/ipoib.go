@@ -35,6 +35,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
 	"github.com/rdmaform/rdmaform/schema"
@@ -158,7 +159,7 @@ func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
 		}
 		obs.Links[name] = l
 		dev, port := req.Inv.PortOfNetdev(name)
-		if port == nil || port.LinkLayer != "InfiniBand" {
+		if port == nil || port.LinkLayer != linklayer.InfiniBand {
 			continue
 		}
 		k := portKey(dev.Name, port.Num)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/schema"
@@ -212,7 +213,7 @@ func missingChange(req *plan.Request, it schema.Interface, path string, want []n
 func hasIBPort(req *plan.Request) bool {
 	for _, d := range req.Inv.Devices {
 		for _, p := range d.Ports {
-			if p.LinkLayer == "InfiniBand" {
+			if p.LinkLayer == linklayer.InfiniBand {
 				return true
 			}
 		}

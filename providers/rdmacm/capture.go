@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -32,7 +33,7 @@ func (p *Provider) Capture(_ context.Context, h *host.Host, req *plan.Request, s
 		}
 		var ports []int
 		for j, pt := range spec.Devices[i].Ports {
-			if ip := d.Port(pt.Port); pt.LinkLayer == "Ethernet" && ip != nil && ip.LinkLayer == "Ethernet" {
+			if ip := d.Port(pt.Port); pt.LinkLayer == linklayer.Ethernet && ip != nil && ip.LinkLayer == linklayer.Ethernet {
 				ports = append(ports, j)
 			}
 		}

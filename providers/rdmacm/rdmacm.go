@@ -18,6 +18,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -310,7 +311,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes InfiniBand in this plan (%s); RoCE settings need an Ethernet port", t.port, t.dev, mc.Address))
 				continue
 			}
-			if port.LinkLayer != "Ethernet" {
+			if port.LinkLayer != linklayer.Ethernet {
 				c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
 					Source: req.Pos(t.specPath), DependsOn: []string{mc.Address}, Payload: pl}
 				if t.mode != "" {
@@ -324,16 +325,16 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			}
 		}
 		if staged, ok := facts.Staged(dev.PCI, t.port); ok {
-			if staged.LinkLayer == "Ethernet" && port.LinkLayer != "Ethernet" {
+			if staged.LinkLayer == linklayer.Ethernet && port.LinkLayer != linklayer.Ethernet {
 				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Reason: staged.Reason(), Source: req.Pos(t.specPath)})
 				continue
 			}
-			if staged.LinkLayer != "Ethernet" {
+			if staged.LinkLayer != linklayer.Ethernet {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes %s at the next boot (%s); RoCE settings need an Ethernet port", t.port, t.dev, staged.LinkLayer, staged.Param))
 				continue
 			}
 		}
-		if port.LinkLayer != "Ethernet" {
+		if port.LinkLayer != linklayer.Ethernet {
 			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s has link layer %s; RoCE settings need an Ethernet port (a VPI adapter switches with firmware LINK_TYPE_P%d: ETH)", t.port, t.dev, port.LinkLayer, t.port))
 			continue
 		}

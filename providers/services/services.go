@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -156,10 +157,10 @@ func subnetManagerCheck(inv *inventory.Inventory, facts *plan.Facts) (reason str
 	var staged []string
 	for _, d := range inv.Devices {
 		for _, p := range d.Ports {
-			if p.LinkLayer == "InfiniBand" {
+			if p.LinkLayer == linklayer.InfiniBand {
 				return "", false
 			}
-			if s, ok := facts.Staged(d.PCI, p.Num); ok && s.LinkLayer == "InfiniBand" {
+			if s, ok := facts.Staged(d.PCI, p.Num); ok && s.LinkLayer == linklayer.InfiniBand {
 				staged = append(staged, s.Reason())
 			}
 		}
@@ -188,7 +189,7 @@ func linkLayers(inv *inventory.Inventory) string {
 // has configured it) and sysfs sm_lid names the SM's LID (non-zero).
 // Ethernet ports have no subnet manager and report false.
 func SubnetManagerPresent(port *inventory.Port) bool {
-	return port != nil && port.LinkLayer == "InfiniBand" && port.State == "ACTIVE" && port.SMLID != 0
+	return port != nil && port.LinkLayer == linklayer.InfiniBand && port.State == "ACTIVE" && port.SMLID != 0
 }
 
 // Apply implements plan.Provider: enable (or disable) first, then start
