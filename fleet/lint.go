@@ -483,9 +483,9 @@ func linkLayer(p *schema.Port) string {
 	switch {
 	case p.LinkLayer != "":
 		return p.LinkLayer
-	case p.Type == "ib":
-		return linklayer.InfiniBand
-	case p.Type == "eth", p.Roce != nil:
+	case linklayer.OfMlx4Type(p.Type) != "":
+		return linklayer.OfMlx4Type(p.Type)
+	case p.Roce != nil:
 		return linklayer.Ethernet
 	}
 	return ""

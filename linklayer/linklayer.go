@@ -10,3 +10,15 @@ const (
 	// Ethernet is an Ethernet port (RoCE).
 	Ethernet = "Ethernet"
 )
+
+// OfMlx4Type is the link layer an mlx4 (ConnectX-3) port type gives: ib
+// is InfiniBand, eth is Ethernet; "" for auto or anything else.
+func OfMlx4Type(t string) string {
+	switch t {
+	case "ib":
+		return InfiniBand
+	case "eth":
+		return Ethernet
+	}
+	return ""
+}

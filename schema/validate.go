@@ -254,7 +254,7 @@ func (v *validator) devices() {
 				}
 			}
 			if pt.Type != "" && pt.LinkLayer != "" && pt.Type != "auto" {
-				want := map[string]string{"ib": linklayer.InfiniBand, "eth": linklayer.Ethernet}[pt.Type]
+				want := linklayer.OfMlx4Type(pt.Type)
 				if want != pt.LinkLayer {
 					v.add(pp+".link_layer", "type %s gives link layer %s, not %s", pt.Type, want, pt.LinkLayer)
 				}
