@@ -604,7 +604,7 @@ func getenv(environ []string, key string) string {
 func (r *report) applyRounds(ctx context.Context, dir string, log io.Writer) error {
 	L := r.opts.latency
 	sec := section{
-		title: fmt.Sprintf("Apply on simulated gpu-node hosts, every emulated tool run taking L = %s: firmware sets run one process per adapter at once", L),
+		title: fmt.Sprintf("Apply on simulated gpu-node hosts, every emulated tool run taking L = %s: firmware sets run one process per card at once", L),
 		head:  []string{"cards", "PCI functions", "rdmaform apply", "× L", "firmware stage (sets)", "× L", "sets one after another", "× L"},
 	}
 	for _, cards := range r.opts.cards {
