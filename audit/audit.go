@@ -479,11 +479,10 @@ func (a *auditor) nextLinks() map[string]nextLink {
 		}
 	}
 	add := func(addr, attr, value string, staged bool) {
-		pci, ok := strings.CutPrefix(addr, "firmware[")
-		if !ok {
+		kind, pci, _ := plan.SplitAddr(addr)
+		if kind != firmware.Kind {
 			return
 		}
-		pci = strings.TrimSuffix(pci, "]")
 		m := linkTypeRE.FindStringSubmatch(attr)
 		ll := firmware.LinkLayerOf(value)
 		if m == nil || ll == "" {

@@ -19,6 +19,10 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/netdev"
+	"github.com/rdmaform/rdmaform/providers/rxe"
+	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -146,11 +150,11 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	// that show would not capture (no RDMA device's interface, yet).
 	var o plan.CaptureOptions
 	for _, ch := range p.Changes {
-		if name, ok := strings.CutPrefix(ch.Address, "interface["); ok {
-			o.Netdevs = append(o.Netdevs, strings.TrimSuffix(name, "]"))
-		}
-		if name, ok := strings.CutPrefix(ch.Address, "service["); ok {
-			o.Units = append(o.Units, strings.TrimSuffix(name, "]"))
+		switch kind, key, _ := plan.SplitAddr(ch.Address); kind {
+		case netdev.Kind:
+			o.Netdevs = append(o.Netdevs, key)
+		case services.Kind:
+			o.Units = append(o.Units, key)
 		}
 	}
 	c, err := audit.Capture(ctx, h, prov, o)
@@ -165,14 +169,13 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			continue
 		}
 		// What the apply creates, the rollback removes.
-		if name, ok := strings.CutPrefix(ch.Address, "rxe["); ok {
-			before.Rxe = append(before.Rxe, schema.Rxe{Name: strings.TrimSuffix(name, "]"), State: "absent"})
-		}
-		if name, ok := strings.CutPrefix(ch.Address, "ipoib["); ok {
-			name = strings.TrimSuffix(name, "]")
+		switch kind, name, _ := plan.SplitAddr(ch.Address); kind {
+		case rxe.Kind:
+			before.Rxe = append(before.Rxe, schema.Rxe{Name: name, State: "absent"})
+		case ipoib.Kind:
 			for _, ic := range spec.IPoIB {
 				if ic.Name == name {
-					before.IPoIB = append(before.IPoIB, schema.IPoIB{Name: name, Parent: ic.Parent, PKey: ic.PKey, State: "absent"})
+					before.IPoIB = append(before.IPoIB, schema.IPoIB{Name: name, Parent: ic.Parent, PKey: ic.PKey, Membership: ic.Membership, State: "absent"})
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -313,4 +314,18 @@ func (p *Plan) JSON() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// Addr builds a change's address, KIND[KEY] (rxe[rxe0], firmware[0000:3b:00.0]):
+// every provider builds its addresses with it.
+func Addr(kind, key string) string { return kind + "[" + key + "]" }
+
+// SplitAddr splits an address built by Addr into its kind and key; ok is
+// false for anything else.
+func SplitAddr(a string) (kind, key string, ok bool) {
+	i := strings.IndexByte(a, '[')
+	if i <= 0 || !strings.HasSuffix(a, "]") {
+		return "", "", false
+	}
+	return a[:i], a[i+1 : len(a)-1], true
 }

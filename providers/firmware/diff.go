@@ -14,8 +14,11 @@ import (
 	"github.com/rdmaform/rdmaform/schema"
 )
 
+// Kind is the kind of this provider's addresses.
+const Kind = "firmware"
+
 // Address is the plan address of one adapter's firmware configuration.
-func Address(pci string) string { return "firmware[" + pci + "]" }
+func Address(pci string) string { return plan.Addr(Kind, pci) }
 
 // payload is what Apply needs for one adapter: the tool, the -d argument
 // and the NAME=VALUE arguments in spec order, with their spec positions

@@ -49,8 +49,11 @@ var _ plan.Provider = (*Provider)(nil)
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "ipoib" }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "ipoib"
+
 // Address is the plan address of one connection.
-func Address(name string) string { return "ipoib[" + name + "]" }
+func Address(name string) string { return plan.Addr(Kind, name) }
 
 // ARPHRDInfiniband is /sys/class/net/X/type of an IPoIB netdev.
 const ARPHRDInfiniband = 32

@@ -30,8 +30,11 @@ var _ plan.Provider = (*Provider)(nil)
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "mlx4_port" }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "mlx4_port"
+
 // Address is the plan address of one mlx4 port's type.
-func Address(pci string, port int) string { return fmt.Sprintf("mlx4_port[%s/%d]", pci, port) }
+func Address(pci string, port int) string { return plan.Addr(Kind, pci+"/"+strconv.Itoa(port)) }
 
 // File is the sysfs attribute of a port's type.
 func File(pci string, port int) string {

@@ -46,8 +46,11 @@ func (*Provider) Name() string { return "modules" }
 // alike and /proc/modules shows '_'.
 func Normalize(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "module"
+
 // Address is the plan address of a module.
-func Address(name string) string { return "module[" + Normalize(name) + "]" }
+func Address(name string) string { return plan.Addr(Kind, Normalize(name)) }
 
 // Observed is what the host says about modules.
 type Observed struct {

@@ -31,8 +31,11 @@ var _ plan.Provider = (*Provider)(nil)
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "netdev" }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "interface"
+
 // Address is the plan address of an interface.
-func Address(name string) string { return "interface[" + name + "]" }
+func Address(name string) string { return plan.Addr(Kind, name) }
 
 // Iface is one existing netdev as netlink shows it.
 type Iface struct {

@@ -20,6 +20,8 @@ import (
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/mlx4port"
+	"github.com/rdmaform/rdmaform/providers/rxe"
 )
 
 // Root is where configfs shows rdma_cm.
@@ -86,8 +88,11 @@ type Observed struct {
 
 func key(dev string, port int) string { return fmt.Sprintf("%s/%d", dev, port) }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "rdma_cm"
+
 // Address is the plan address of one port's rdma_cm defaults.
-func Address(dev string, port int) string { return fmt.Sprintf("rdma_cm[%s]", key(dev, port)) }
+func Address(dev string, port int) string { return plan.Addr(Kind, key(dev, port)) }
 
 type target struct {
 	dev  string
@@ -261,13 +266,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		// A device the plan (re)creates (an rxe link made or moved to
 		// another netdev) starts with the kernel's defaults: everything is
 		// set after it, whatever the old device had.
-		if rc := facts.Planned("rxe[" + t.dev + "]"); rc != nil && rc.Action != plan.Delete {
+		if rc := facts.Planned(rxe.Address(t.dev)); rc != nil && rc.Action != plan.Delete {
 			dev = nil
 		}
 		if dev == nil {
 			// A device this plan creates (rxe): everything is set after it.
-			rxe := "rxe[" + t.dev + "]"
-			if facts.Planned(rxe) == nil {
+			rxeAddr := rxe.Address(t.dev)
+			if facts.Planned(rxeAddr) == nil {
 				// The missing device is already a finding: the engine's (no
 				// such device) or the rxe entry's (why it cannot be made).
 				continue
@@ -282,7 +287,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				continue
 			}
 			c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
-				Source: req.Pos(t.specPath), DependsOn: []string{rxe}, Payload: pl}
+				Source: req.Pos(t.specPath), DependsOn: []string{rxeAddr}, Payload: pl}
 			if t.mode != "" {
 				c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
 			}
@@ -306,7 +311,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		}
 		// An mlx4 port type written in this plan changes the link layer now;
 		// the port's RDMA device comes back with the kernel's defaults.
-		if mc := facts.Planned(fmt.Sprintf("mlx4_port[%s/%d]", dev.PCI, t.port)); mc != nil {
+		if mc := facts.Planned(mlx4port.Address(dev.PCI, t.port)); mc != nil {
 			if mlx4Type(mc) != "eth" {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes InfiniBand in this plan (%s); RoCE settings need an Ethernet port", t.port, t.dev, mc.Address))
 				continue

@@ -29,9 +29,12 @@ var _ plan.Provider = (*Provider)(nil)
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "rxe" }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "rxe"
+
 // Address is the plan address of an rxe link; rdma_cm settings of a link
 // this plan creates depend on it.
-func Address(name string) string { return "rxe[" + name + "]" }
+func Address(name string) string { return plan.Addr(Kind, name) }
 
 // Observed is what the host says about RDMA links and the spec's netdevs.
 type Observed struct {

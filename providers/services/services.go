@@ -28,8 +28,11 @@ var _ plan.Provider = (*Provider)(nil)
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "services" }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "service"
+
 // Address is the plan address of one unit.
-func Address(unit string) string { return "service[" + unit + "]" }
+func Address(unit string) string { return plan.Addr(Kind, unit) }
 
 // ErrNoSystemd is the discovery error of a host where no systemd runs.
 var ErrNoSystemd = errors.New("no systemd runs on this host (no /run/systemd/system): services cannot be managed")

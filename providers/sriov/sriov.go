@@ -34,8 +34,11 @@ var _ plan.Provider = (*Provider)(nil)
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "sriov" }
 
+// Kind is the kind of this provider's addresses.
+const Kind = "sriov"
+
 // Address is the plan address of a PF's SR-IOV state.
-func Address(pci string) string { return "sriov[" + pci + "]" }
+func Address(pci string) string { return plan.Addr(Kind, pci) }
 
 // Dir is the sysfs directory of a PCI function.
 func Dir(pci string) string { return "/sys/bus/pci/devices/" + pci }
