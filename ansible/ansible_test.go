@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 )
 
 // lab is a temporary Ansible installation: the module built into a
@@ -134,7 +136,7 @@ func TestAnsible(t *testing.T) {
 	inline := "{version: 1, devices: [{name: mlx5_0, ports: [{port: 1, roce: {tos: 106}}]}]}"
 	args := "sim=" + dir + " content='" + inline + "'" // -a k=v: every value a string
 
-	before := snapshot(t, dir)
+	before := fstree.Snapshot(t, dir)
 	res, status, out := l.adhoc(t, args, "--check", "--diff")
 	want(t, "check mode", res, map[string]any{"changed": true, "rc": 2.0, "reboot_required": false})
 	if status != "CHANGED" {
@@ -145,7 +147,7 @@ func TestAnsible(t *testing.T) {
 			t.Errorf("--diff output lacks %q:\n%s", line, out)
 		}
 	}
-	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+	if diff := cmp.Diff(before, fstree.Snapshot(t, dir)); diff != "" {
 		t.Fatalf("check mode changed the host (-before +after):\n%s", diff)
 	}
 
@@ -154,7 +156,7 @@ func TestAnsible(t *testing.T) {
 	if status != "CHANGED" {
 		t.Errorf("apply: status %s, want CHANGED:\n%s", status, out)
 	}
-	if cmp.Equal(before, snapshot(t, dir)) {
+	if cmp.Equal(before, fstree.Snapshot(t, dir)) {
 		t.Errorf("apply changed no file of the simulated host")
 	}
 	res, status, out = l.adhoc(t, args)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/ansible"
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
@@ -174,14 +175,14 @@ func TestConfirmInProcess(t *testing.T) {
 	t.Run("not confirmed", func(t *testing.T) {
 		dir := newSim(t, "cx5-roce")
 		// Check mode starts nothing, and a check-mode confirm does not fail.
-		before := snapshot(t, dir)
+		before := fstree.Snapshot(t, dir)
 		if r := module(t, map[string]any{"content": roceSpec, "sim": dir, "confirm_timeout": "2s", "_ansible_check_mode": true}); r.Failed || !r.Changed || r.Confirm != nil {
 			t.Errorf("check mode: failed=%v changed=%v confirm=%+v: %s", r.Failed, r.Changed, r.Confirm, r.Msg)
 		}
 		if r := module(t, map[string]any{"sim": dir, "state": "confirmed", "_ansible_check_mode": true}); r.Failed || r.Changed {
 			t.Errorf("check mode confirm, nothing waiting: failed=%v changed=%v: %s", r.Failed, r.Changed, r.Msg)
 		}
-		if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+		if diff := cmp.Diff(before, fstree.Snapshot(t, dir)); diff != "" {
 			t.Fatalf("check mode changed the host (-before +after):\n%s", diff)
 		}
 

@@ -3,7 +3,6 @@ package ansible_test
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/ansible"
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
@@ -65,39 +65,6 @@ func module(t *testing.T, args map[string]any) ansible.Result {
 	return res
 }
 
-// snapshot is every file of a tree: path → mode and content (or link).
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			files[rel] = "link " + target
-			return err
-		case d.IsDir():
-			files[rel] = "dir " + info.Mode().String()
-		default:
-			b, err := os.ReadFile(p)
-			files[rel] = info.Mode().String() + " " + string(b)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
 func addresses(r ansible.Result) []string {
 	var out []string
 	if r.Plan != nil {
@@ -110,7 +77,7 @@ func addresses(r ansible.Result) []string {
 
 func TestCheckModeChangesNothing(t *testing.T) {
 	dir := newSim(t, "cx5-roce")
-	before := snapshot(t, dir)
+	before := fstree.Snapshot(t, dir)
 	res := module(t, map[string]any{"content": roceSpec, "sim": dir, "_ansible_check_mode": true})
 	if res.Failed || !res.Changed || res.RC != 2 {
 		t.Fatalf("check mode: failed=%v changed=%v rc=%d, want a change (rc 2): %s", res.Failed, res.Changed, res.RC, res.Msg)
@@ -118,7 +85,7 @@ func TestCheckModeChangesNothing(t *testing.T) {
 	if diff := cmp.Diff([]string{"rdma_cm[mlx5_0/1]"}, addresses(res)); diff != "" {
 		t.Errorf("planned changes (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+	if diff := cmp.Diff(before, fstree.Snapshot(t, dir)); diff != "" {
 		t.Errorf("check mode changed the host (-before +after):\n%s", diff)
 	}
 	// state: planned is the same, without --check.
@@ -126,14 +93,14 @@ func TestCheckModeChangesNothing(t *testing.T) {
 	if res.Failed || !res.Changed || res.RC != 2 {
 		t.Fatalf("state planned: failed=%v changed=%v rc=%d: %s", res.Failed, res.Changed, res.RC, res.Msg)
 	}
-	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+	if diff := cmp.Diff(before, fstree.Snapshot(t, dir)); diff != "" {
 		t.Errorf("state planned changed the host (-before +after):\n%s", diff)
 	}
 }
 
 func TestApplyThenNoChange(t *testing.T) {
 	dir := newSim(t, "cx5-roce")
-	before := snapshot(t, dir)
+	before := fstree.Snapshot(t, dir)
 	res := module(t, map[string]any{"content": roceSpec, "sim": dir})
 	if res.Failed || !res.Changed || res.RC != 0 || res.RebootRequired {
 		t.Fatalf("apply: failed=%v changed=%v rc=%d reboot=%v: %s", res.Failed, res.Changed, res.RC, res.RebootRequired, res.Msg)
@@ -145,7 +112,7 @@ func TestApplyThenNoChange(t *testing.T) {
 	if got := s.State().RdmaCM["mlx5_0/1"].Tos; got != 106 {
 		t.Errorf("the simulated kernel's default ToS of mlx5_0/1 is %d after apply, want 106", got)
 	}
-	if cmp.Equal(before, snapshot(t, dir)) {
+	if cmp.Equal(before, fstree.Snapshot(t, dir)) {
 		t.Error("apply reported a change but no file changed")
 	}
 	res = module(t, map[string]any{"content": roceSpec, "sim": dir})
@@ -180,7 +147,7 @@ func TestFirmware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, dir)
+	before := fstree.Snapshot(t, dir)
 	for _, args := range []map[string]any{
 		{"spec": spec, "sim": dir},
 		{"spec": spec, "sim": dir, "allow_firmware": "no"},
@@ -191,7 +158,7 @@ func TestFirmware(t *testing.T) {
 			t.Errorf("%v: failed=%v rc=%d msg=%q; want a refusal naming the change", args, res.Failed, res.RC, res.Msg)
 		}
 	}
-	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+	if diff := cmp.Diff(before, fstree.Snapshot(t, dir)); diff != "" {
 		t.Fatalf("a refused run changed the host (-before +after):\n%s", diff)
 	}
 	// state: planned only plans: no refusal.
@@ -266,7 +233,7 @@ func TestFailures(t *testing.T) {
 			msg:  []string{"mutually exclusive", "unsupported parameters: mode"},
 		},
 	}
-	before := snapshot(t, dir)
+	before := fstree.Snapshot(t, dir)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := module(t, tt.args)
@@ -280,7 +247,7 @@ func TestFailures(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+	if diff := cmp.Diff(before, fstree.Snapshot(t, dir)); diff != "" {
 		t.Errorf("a failed run changed the host (-before +after):\n%s", diff)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/xml"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/schema"
@@ -33,36 +33,6 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func newSim(t *testing.T, profile string, mutate func(st *sim.State)) (*sim.Sim, *host.Host) {
 	t.Helper()
 	return simtest.New(t, profile, 1, mutate)
-}
-
-// tree reads every file and symlink below dir, for before/after
-// comparisons.
-func tree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			out[rel] = "-> " + target
-			return err
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(p)
-			out[rel] = string(b)
-			return err
-		case d.IsDir():
-			out[rel+"/"] = ""
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func parse(t *testing.T, text string) *schema.Spec {
@@ -399,7 +369,7 @@ func TestPrometheusExposition(t *testing.T) {
 // configfs groups they create for reading are gone again.
 func TestAuditAndShowLeaveTheHostAlone(t *testing.T) {
 	s, _ := newSim(t, "cx5-roce", func(st *sim.State) { st.Modules = append(st.Modules, "rdma_cm") })
-	before := tree(t, s.Dir)
+	before := fstree.Snapshot(t, s.Dir)
 	// Each phase opens the simulated host afresh, as each rdmaform run does.
 	open := func() *host.Host {
 		s, err := sim.Open(s.Dir)
@@ -431,7 +401,7 @@ func TestAuditAndShowLeaveTheHostAlone(t *testing.T) {
 	if got := r.ExitCode(); got != plan.ExitChanges {
 		t.Errorf("exit code %d, want %d (drift):\n%s", got, plan.ExitChanges, audit.Text(r))
 	}
-	if diff := cmp.Diff(before, tree(t, s.Dir)); diff != "" {
+	if diff := cmp.Diff(before, fstree.Snapshot(t, s.Dir)); diff != "" {
 		t.Errorf("the host changed (-before +after):\n%s", diff)
 	}
 }

@@ -52,14 +52,7 @@ func (a *app) progress() (io.Writer, func()) {
 	return p, func() { t.Stop(); p.Close() }
 }
 
-func (a *app) envIs(name, value string) bool {
-	for _, kv := range a.env.Environ {
-		if kv == name+"="+value {
-			return true
-		}
-	}
-	return false
-}
+func (a *app) envIs(name, value string) bool { return a.getenv(name) == value }
 
 // liveProgress shows the change being applied on a terminal: a line
 // "ADDRESS: updating..." stays on screen with its elapsed time, redrawn

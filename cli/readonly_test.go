@@ -1,9 +1,6 @@
 package cli_test
 
 import (
-	"crypto/sha256"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 )
 
 // readOnlyCall is every command line plan, show, status and audit may
@@ -44,7 +43,7 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 				// The first run renders the simulated tree; from then on
 				// it must not change.
 				rdmaform(t, "--sim", h, "status")
-				before := fileDigests(t, h)
+				before := fstree.Snapshot(t, h)
 				_ = os.Remove(calls)
 				for _, args := range [][]string{{"plan", "-f", spec}, {"show"}, {"status"}, {"audit", "-f", spec}} {
 					cmd := append([]string{"--sim", h}, args...)
@@ -53,7 +52,7 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 						t.Errorf("%s: %v: exit 1 without a message\n%s", when, args, out)
 					}
 				}
-				if diff := cmp.Diff(before, fileDigests(t, h)); diff != "" {
+				if diff := cmp.Diff(before, fstree.Snapshot(t, h)); diff != "" {
 					t.Errorf("%s: plan, show, status or audit changed the host's files (-before +after):\n%s", when, diff)
 				}
 				b, _ := os.ReadFile(calls)
@@ -77,44 +76,13 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 			if err := os.CopyFS(root, os.DirFS(h)); err != nil {
 				t.Fatal(err)
 			}
-			before := fileDigests(t, root)
+			before := fstree.Snapshot(t, root)
 			for _, args := range [][]string{{"plan", "-f", spec}, {"show"}, {"status"}, {"audit", "-f", spec}} {
 				runCLIEnv(t, nil, append([]string{"--root", root}, args...)...)
 			}
-			if diff := cmp.Diff(before, fileDigests(t, root)); diff != "" {
+			if diff := cmp.Diff(before, fstree.Snapshot(t, root)); diff != "" {
 				t.Errorf("under --root: plan, show, status or audit changed the tree (-before +after):\n%s", diff)
 			}
 		})
 	}
-}
-
-// fileDigests maps every file and directory under dir to its mode and,
-// for files, a digest of its contents.
-func fileDigests(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = fmt.Sprintf("%v %x", info.Mode(), sha256.Sum256(b))
-			return nil
-		}
-		out[rel] = info.Mode().String()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -118,7 +118,7 @@ var _ Systemd = (*SystemdBus)(nil)
 // liveSystemd returns the live host's service manager, or nil when systemd
 // is not the init system (no /run/systemd/system, as sd_booted(3) checks).
 func liveSystemd() Systemd {
-	if fi, err := os.Stat("/run/systemd/system"); err != nil || !fi.IsDir() {
+	if !SystemdBooted() {
 		return nil
 	}
 	return &SystemdBus{}
