@@ -106,6 +106,12 @@ func typeSchema(t reflect.Type) obj {
 	switch t {
 	case paramsType:
 		return paramsSchema()
+	case dscpMapType:
+		return obj{
+			{"type", "object"},
+			{"propertyNames", obj{{"pattern", `^([0-9]|[1-5][0-9]|6[0-3])$`}}},
+			{"additionalProperties", obj{{"type", "integer"}, {"minimum", 0}, {"maximum", 7}}},
+		}
 	case pkeyType:
 		return obj{{"anyOf", []obj{
 			{{"type", "integer"}, {"minimum", 1}, {"maximum", 0xffff}},

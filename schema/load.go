@@ -233,8 +233,9 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 }
 
 var (
-	paramsType = reflect.TypeOf(Params(nil))
-	pkeyType   = reflect.TypeOf(PKey{})
+	paramsType  = reflect.TypeOf(Params(nil))
+	pkeyType    = reflect.TypeOf(PKey{})
+	dscpMapType = reflect.TypeOf(DSCPMap(nil))
 )
 
 func kindName(n *yaml.Node) string {
@@ -286,6 +287,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	case pkeyType:
 		d.decodePKey(n, v, path)
+		return
+	case dscpMapType:
+		d.decodeDSCPMap(n, v, path)
 		return
 	}
 	switch v.Kind() {
@@ -486,6 +490,50 @@ func (d *decoder) decodeParams(n *yaml.Node, v reflect.Value, path string) {
 		ps = append(ps, Param{Name: k.Value, Value: val.Value})
 	}
 	v.Set(reflect.ValueOf(ps))
+}
+
+// decodeDSCPMap reads {DSCP: PRIO}: integer keys 0-63, each once, and
+// integer priorities 0-7, kept in spec order.
+func (d *decoder) decodeDSCPMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(path, n, "must be a mapping of DSCP: priority (e.g. {26: 3}), not %s", kindName(n))
+		return
+	}
+	m := DSCPMap{}
+	seen := map[int]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if val.Kind == yaml.AliasNode && val.Alias != nil {
+			val = val.Alias
+		}
+		child := path + "." + k.Value
+		dscp, err := strconv.Atoi(k.Value)
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!int" || err != nil {
+			d.errorf(path, k, "DSCP %q is not a number 0-63", truncate(k.Value))
+			continue
+		}
+		if dscp < 0 || dscp > 63 {
+			d.errorf(child, k, "DSCP %d is out of range 0-63", dscp)
+			continue
+		}
+		if line, dup := seen[dscp]; dup {
+			d.errorf(child, k, "DSCP %d is mapped twice (first at line %d)", dscp, line)
+			continue
+		}
+		seen[dscp] = k.Line
+		d.src.set(child, val)
+		prio, err := strconv.Atoi(val.Value)
+		if val.Kind != yaml.ScalarNode || val.Tag != "!!int" || err != nil {
+			d.errorf(child, val, "priority must be a number 0-7, not %s", kindName(val))
+			continue
+		}
+		if prio < 0 || prio > 7 {
+			d.errorf(child, val, "priority %d is out of range 0-7", prio)
+			continue
+		}
+		m = append(m, DSCPPrio{DSCP: dscp, Prio: prio})
+	}
+	v.Set(reflect.ValueOf(m))
 }
 
 func (d *decoder) decodePKey(n *yaml.Node, v reflect.Value, path string) {

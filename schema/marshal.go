@@ -60,6 +60,18 @@ func nodeOf(v reflect.Value, omitEmpty bool) (*yaml.Node, bool) {
 			m.Content = append(m.Content, strNode(p.Name), paramValueNode(p.Value))
 		}
 		return m, true
+	case dscpMapType:
+		m := v.Interface().(DSCPMap)
+		if len(m) == 0 && (omitEmpty || m == nil) {
+			return nil, false
+		}
+		n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		for _, e := range m {
+			n.Content = append(n.Content,
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(e.DSCP)},
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(e.Prio)})
+		}
+		return n, true
 	case pkeyType:
 		// Written as configured (a limited member's key has bit 0x8000
 		// clear, and its entry says membership: limited).
@@ -99,8 +111,8 @@ func nodeOf(v reflect.Value, omitEmpty bool) (*yaml.Node, bool) {
 			return nil, false
 		}
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
-		if v.Type().Elem().Kind() == reflect.String {
-			// Lists of names and addresses read best on one line.
+		if k := v.Type().Elem().Kind(); k == reflect.String || k == reflect.Int {
+			// Lists of names, addresses and numbers read best on one line.
 			seq.Style = yaml.FlowStyle
 		}
 		if v.Len() == 0 {

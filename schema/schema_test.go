@@ -100,6 +100,15 @@ devices:
         roce:
           mode: v2
           tos: 106
+        qos:
+          trust: dscp
+          dscp_map: {26: 3, 48: 6}
+          pfc: [3]
+          cable_length: 7
+          pause: false
+          ets: {prio_tc: [0, 1, 2, 3, 4, 5, 6, 7], tsa: [ets, ets, ets, ets, strict, strict, strict, strict], bw: [25, 25, 25, 25, 0, 0, 0, 0]}
+          ecn: [3]
+          dcbx: host
         expect:
           state: ACTIVE
           phys_state: LinkUp
@@ -161,7 +170,9 @@ func TestParseFullSpec(t *testing.T) {
 	for path, want := range map[string]Pos{
 		"$.devices[0].ports[0].roce.mode":           {"host.yaml", 16, 17},
 		"$.devices[0].firmware.params.LINK_TYPE_P1": {"host.yaml", 9, 23},
-		"$.ipoib[0].pkey":                           {"host.yaml", 28, 11},
+		"$.ipoib[0].pkey":                           {"host.yaml", 37, 11},
+		"$.devices[0].ports[0].qos.dscp_map.26":     {"host.yaml", 20, 26},
+		"$.devices[0].ports[0].qos.pfc[0]":          {"host.yaml", 21, 17},
 	} {
 		if got := spec.Src.Lookup(path); got != want {
 			t.Errorf("Lookup(%s) = %v, want %v", path, got, want)

@@ -82,6 +82,7 @@ type Port struct {
 	LinkLayer string  `yaml:"link_layer,omitempty" enum:"InfiniBand,Ethernet" doc:"expected link layer (after a reboot, if firmware changes it)"`
 	Type      string  `yaml:"type,omitempty" enum:"ib,eth,auto" doc:"mlx4 only: sysfs mlx4_portN; effective now"`
 	Roce      *Roce   `yaml:"roce,omitempty" doc:"configfs rdma_cm defaults; Ethernet ports only; not persistent"`
+	QoS       *QoS    `yaml:"qos,omitempty" doc:"lossless RoCE (DCB: trust, PFC, ETS, ECN, pause) of the port's netdev; Ethernet ports only; not persistent (the boot unit sets it again)"`
 	Expect    *Expect `yaml:"expect,omitempty" doc:"audit-only assertions, never changed"`
 	Peer      *Peer   `yaml:"peer,omitempty" doc:"lint-only: the port at the other end of the cable; rdmaform lint compares the link layers of both ends"`
 }
@@ -104,6 +105,43 @@ type Roce struct {
 	ECN  *bool `yaml:"ecn,omitempty" doc:"with dscp: mark RoCE packets ECN-capable (ECT(0)), tos | 2"`
 	// Role is for rdmaform lint only: it overrides host.role for this port.
 	Role string `yaml:"role,omitempty" enum:"client,server,peer" doc:"lint-only: this port's RDMA CM role, overriding host.role"`
+}
+
+// QoS is the lossless-Ethernet side of a RoCE port: what the NIC must
+// agree on with the switch (DSCP trust, PFC on the RoCE priority, ECN,
+// global pause off). It lives in the kernel until the next boot.
+type QoS struct {
+	Trust string `yaml:"trust,omitempty" enum:"dscp,pcp" doc:"which header picks a packet's priority: dscp (the IP DSCP, what RoCE v2 fabrics use) or pcp (the VLAN 802.1p bits)"`
+	// DSCPMap overrides entries of the default map DSCP -> DSCP>>3.
+	DSCPMap DSCPMap `yaml:"dscp_map,omitempty" doc:"with trust dscp: DSCP: priority overrides on top of the default map (priority = dscp>>3), e.g. {26: 3, 48: 6}"`
+	// PFC lists the priorities with priority flow control on; an empty
+	// list (pfc: []) turns it off on all eight.
+	PFC         *[]int `yaml:"pfc,omitempty" doc:"priorities (0-7) with priority flow control on; [] turns PFC off on all"`
+	CableLength *int   `yaml:"cable_length,omitempty" min:"1" max:"999" doc:"cable length in metres, for the PFC headroom of the receive buffers (mlx5: 1-999)"`
+	Pause       *bool  `yaml:"pause,omitempty" doc:"global 802.3x pause frames, rx and tx (ethtool -A); lossless RoCE with PFC wants false"`
+	ETS         *ETS   `yaml:"ets,omitempty" doc:"enhanced transmission selection: priority to traffic class, and each class's scheduler and bandwidth"`
+	// ECN lists the priorities with RoCE congestion control (ECN marking
+	// answered by CNPs, DCQCN) on, as reaction and notification point.
+	ECN  *[]int `yaml:"ecn,omitempty" doc:"priorities (0-7) with RoCE ECN (DCQCN) on, reaction and notification point; needs the MLNX_OFED sysfs tree (upstream: firmware ROCE_CC_PRIO_MASK_P<n>)"`
+	DCBX string `yaml:"dcbx,omitempty" enum:"host,firmware" doc:"who owns DCB on the port: host (these settings; the default when any is given) or firmware (DCBX negotiated with the switch)"`
+}
+
+// DSCPMap is a list of DSCP to priority overrides, written as a mapping
+// {DSCP: PRIO} and kept in spec order.
+type DSCPMap []DSCPPrio
+
+// DSCPPrio maps one DSCP value (0-63) to a priority (0-7).
+type DSCPPrio struct {
+	DSCP int
+	Prio int
+}
+
+// ETS is a port's enhanced transmission selection: all three lists, eight
+// entries each.
+type ETS struct {
+	PrioTC []int    `yaml:"prio_tc" doc:"traffic class (0-7) of each priority 0-7: eight entries"`
+	TSA    []string `yaml:"tsa" doc:"scheduler of each traffic class 0-7, ets or strict: eight entries"`
+	BW     []int    `yaml:"bw" doc:"bandwidth percent of each traffic class 0-7: the ets classes sum to 100, strict classes have 0"`
 }
 
 // Expect holds audit-only assertions about a port.

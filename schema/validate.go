@@ -107,7 +107,7 @@ func (v *validator) tags(val reflect.Value, path string) {
 			v.tags(val.Elem(), path)
 		}
 	case reflect.Slice:
-		if val.Type() == paramsType {
+		if val.Type() == paramsType || val.Type() == dscpMapType {
 			return
 		}
 		for i := 0; i < val.Len(); i++ {
@@ -253,6 +253,12 @@ func (v *validator) devices() {
 					v.add(pp+".roce", "RoCE settings need an Ethernet port, but link_layer is InfiniBand")
 				}
 			}
+			if pt.QoS != nil {
+				v.qos(pt.QoS, pp+".qos")
+				if pt.LinkLayer == linklayer.InfiniBand {
+					v.add(pp+".qos", "qos is Ethernet DCB (PFC, ETS, DSCP trust); an InfiniBand port has none (link_layer is InfiniBand)")
+				}
+			}
 			if pt.Type != "" && pt.LinkLayer != "" && pt.Type != "auto" {
 				want := linklayer.OfMlx4Type(pt.Type)
 				if want != pt.LinkLayer {
@@ -281,6 +287,85 @@ func (v *validator) roceDSCP(r *Roce, p string) {
 	}
 	tos := RoceTos(*r.DSCP, r.ECN != nil && *r.ECN)
 	r.Tos = &tos
+}
+
+// qos checks a port's DCB settings: priorities 0-7, each once; an ETS
+// table the kernel takes (eight entries each, ets bandwidths summing to
+// 100, strict classes at 0); a DSCP map only with DSCP trust.
+func (v *validator) qos(q *QoS, p string) {
+	if q.Trust == "" && q.DSCPMap == nil && q.PFC == nil && q.CableLength == nil && q.Pause == nil && q.ETS == nil && q.ECN == nil && q.DCBX == "" {
+		v.add(p, "give at least one of trust, dscp_map, pfc, cable_length, pause, ets, ecn or dcbx")
+	}
+	if q.DSCPMap != nil && q.Trust != "dscp" {
+		v.add(p+".dscp_map", "dscp_map needs trust: dscp (with pcp trust the DSCP is not looked at)")
+	}
+	v.prioList(q.PFC, p+".pfc")
+	v.prioList(q.ECN, p+".ecn")
+	if q.ETS != nil {
+		v.ets(q.ETS, p+".ets")
+	}
+}
+
+// prioList checks a list of priorities: 0-7, each once.
+func (v *validator) prioList(l *[]int, p string) {
+	if l == nil {
+		return
+	}
+	seen := map[int]bool{}
+	for i, pr := range *l {
+		switch {
+		case pr < 0 || pr > 7:
+			v.add(fmt.Sprintf("%s[%d]", p, i), "priority %d is out of range 0-7", pr)
+		case seen[pr]:
+			v.add(fmt.Sprintf("%s[%d]", p, i), "priority %d is listed twice", pr)
+		}
+		seen[pr] = true
+	}
+}
+
+// ets checks an ETS table as the kernel's DCB code and mlx5 do.
+func (v *validator) ets(e *ETS, p string) {
+	for _, k := range []struct {
+		name string
+		n    int
+	}{{"prio_tc", len(e.PrioTC)}, {"tsa", len(e.TSA)}, {"bw", len(e.BW)}} {
+		if !v.spec.Src.Has(p + "." + k.name) {
+			v.add(p, "%s: is required (ets gives prio_tc, tsa and bw together)", k.name)
+		} else if k.n != 8 {
+			v.add(p+"."+k.name, "needs eight entries (one per priority or traffic class 0-7), not %d", k.n)
+		}
+	}
+	for i, tc := range e.PrioTC {
+		if tc < 0 || tc > 7 {
+			v.add(fmt.Sprintf("%s.prio_tc[%d]", p, i), "traffic class %d is out of range 0-7", tc)
+		}
+	}
+	sum, haveETS := 0, false
+	for i, t := range e.TSA {
+		bw := 0
+		if i < len(e.BW) {
+			bw = e.BW[i]
+		}
+		switch t {
+		case "ets":
+			haveETS = true
+			sum += bw
+		case "strict":
+			if bw != 0 {
+				v.add(fmt.Sprintf("%s.bw[%d]", p, i), "traffic class %d is strict, so its bandwidth is 0, not %d", i, bw)
+			}
+		default:
+			v.add(fmt.Sprintf("%s.tsa[%d]", p, i), "must be ets or strict, not %q", truncate(t))
+		}
+	}
+	for i, bw := range e.BW {
+		if bw < 0 || bw > 100 {
+			v.add(fmt.Sprintf("%s.bw[%d]", p, i), "bandwidth %d is out of range 0-100", bw)
+		}
+	}
+	if haveETS && sum != 100 && len(e.BW) == 8 && len(e.TSA) == 8 {
+		v.add(p+".bw", "the ets traffic classes' bandwidths sum to %d, not 100", sum)
+	}
 }
 
 // RoceTos is the ToS byte of a DSCP and an ECN-capable flag: 26 with ECN
