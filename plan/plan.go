@@ -116,7 +116,7 @@ func (a *Activation) UnmarshalText(b []byte) error {
 }
 
 // Stage orders changes: firmware → modules → SR-IOV → mlx4 port type → rxe →
-// netdev → rdma_cm → NetworkManager → services → boot unit.
+// netdev → qos → rdma_cm → NetworkManager → services → boot unit.
 type Stage int
 
 // Stages, in apply order.
@@ -127,6 +127,7 @@ const (
 	StageMlx4Port
 	StageRxe
 	StageNetdev
+	StageQoS
 	StageRdmaCM
 	StageNetworkManager
 	StageServices
@@ -147,6 +148,8 @@ func (s Stage) String() string {
 		return "rxe"
 	case StageNetdev:
 		return "netdev"
+	case StageQoS:
+		return "qos"
 	case StageRdmaCM:
 		return "rdma_cm"
 	case StageNetworkManager:

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/netdev"
+	"github.com/rdmaform/rdmaform/providers/qos"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
@@ -25,6 +26,7 @@ func All() []plan.Provider {
 		&mlx4port.Provider{},
 		&rxe.Provider{},
 		&netdev.Provider{},
+		&qos.Provider{},
 		&rdmacm.Provider{},
 		&ipoib.Provider{},
 		&services.Provider{},

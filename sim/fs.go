@@ -126,6 +126,13 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 	if m := autoprobeRE.FindStringSubmatch(name); m != nil {
 		return f.sim.mutate(false, func(st *State) error { return st.writeAutoprobe(name, m[1], string(data)) })
 	}
+	if m := ecnRE.FindStringSubmatch(name); m != nil {
+		// One file changes: save the state and write just that file.
+		if err := f.sim.mutateSaved(func(st *State) error { return st.writeECN(name, m[1], m[2], m[3], string(data)) }); err != nil {
+			return err
+		}
+		return f.RootFS.WriteFile(name, []byte(strings.TrimSpace(string(data))+"\n"), 0o644)
+	}
 	if m := pciDrvRE.FindStringSubmatch(name); m != nil {
 		return f.sim.mutate(false, func(st *State) error { return st.writeBind(name, m[1], m[2], string(data)) })
 	}

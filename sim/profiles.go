@@ -12,6 +12,7 @@ import (
 var Profiles = map[string]string{
 	"cx6-vpi-ib": "dual-port ConnectX-6 VPI, both ports on InfiniBand (HDR), IPoIB ib0/ib1",
 	"cx5-roce":   "dual-port ConnectX-5 Ethernet adapter running RoCE, netdevs ens1f0np0/ens1f1np1",
+	"cx6dx-ofed": "dual-port ConnectX-6 Dx Ethernet adapter under MLNX_OFED (per-priority ECN tree), netdevs ens2f0np0/ens2f1np1",
 	"cx3-mlx4":   "dual-port ConnectX-3 (mlx4) VPI, port types through sysfs",
 	"vm-soft":    "a VM with no RDMA adapter and one virtio NIC, for Soft-RoCE",
 	"gpu-node":   "a GPU node with N dual-port ConnectX-7 adapters (--adapters N)",
@@ -32,7 +33,7 @@ var baseModules = []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "rdma
 var availableModules = []string{"configfs", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_core", "mlx4_en", "mlx4_ib", "mlx5_core", "mlx5_ib", "rdma_cm", "rdma_rxe", "rdma_ucm", "ib_cm"}
 
 func defaultTools() []string {
-	return []string{"mstconfig", "modprobe", "nmcli", "systemctl"}
+	return []string{"dcb", "ethtool", "mstconfig", "modprobe", "nmcli", "systemctl"}
 }
 
 // NewState returns the state of a simulated host of a profile. adapters is
@@ -50,7 +51,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			d.Ports[0].LID, d.Ports[0].SMLID = 0x10+i, 1
 		}
 		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
-		st.Tools = []string{"mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
 		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxemu.G5, st.Devices)
 	case "cx5-roce":
 		st.Modules = baseModules
@@ -60,6 +61,16 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		}
 		// A distribution's mstflint 4.28 (mstconfig, layout G4); an
 		// Ethernet-only card has no LINK_TYPE parameters.
+		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxemu.G4, st.Devices)
+	case "cx6dx-ofed":
+		st.Modules = baseModules
+		st.Devices = []*Device{
+			cx("mlx5_0", "0000:af:00.0", "0x101d", "b8ce:f603:00a1:5e40", "22.36.1010", "MT_0000000359", 1, "Ethernet", "", "ens2f0np0", "100 Gb/sec (2X HDR)"),
+			cx("mlx5_1", "0000:af:00.1", "0x101d", "b8ce:f603:00a1:5e41", "22.36.1010", "MT_0000000359", 1, "Ethernet", "", "ens2f1np1", "100 Gb/sec (2X HDR)"),
+		}
+		for _, d := range st.Devices {
+			d.OFED = true
+		}
 		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxemu.G4, st.Devices)
 	case "cx3-mlx4":
 		st.Modules = []string{"ib_core", "ib_uverbs", "mlx4_core", "mlx4_en", "mlx4_ib", "ib_ipoib"}
@@ -71,7 +82,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		d.Ports[0].NetdevEth = "ens2"
 		st.Devices = []*Device{d}
 		// Port types go through sysfs; no firmware tool is installed.
-		st.Tools = []string{"modprobe", "nmcli", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "modprobe", "nmcli", "systemctl"}
 	case "vm-soft":
 		// ib_core is loaded (RDMA netlink answers) as on a VM with
 		// rdma-core installed; rdma_rxe is only available.
@@ -109,7 +120,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			st.Firmware = append(st.Firmware, card(newConnectX7VPI, mlxemu.G6, st.Devices[2*i:2*i+2])...)
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
-		st.Tools = []string{"mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
 	}

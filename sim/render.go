@@ -333,6 +333,9 @@ func (s *State) renderNetdev(t *tree, n *Netdev) {
 		t.file(dir+"/dev_port", fmt.Sprintf("%d\n", n.Port-1))
 		t.file(dir+"/dev_id", fmt.Sprintf("0x%x\n", n.Port-1))
 	}
+	if n.ECN != nil {
+		s.renderECN(t, dir, n.ECN)
+	}
 	if n.Kind == "ipoib" {
 		t.file(dir+"/type", "32\n")
 		t.file(dir+"/mode", n.Mode+"\n")
@@ -352,6 +355,9 @@ func (s *State) renderProc(t *tree) {
 		fmt.Fprintf(&b, "%s 16384 0 - Live 0x0000000000000000\n", m)
 	}
 	t.file("/proc/modules", b.String())
+	for _, p := range s.Processes {
+		t.file(fmt.Sprintf("/proc/%d/comm", p.PID), p.Comm+"\n")
+	}
 	t.file("/proc/mounts", "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\nconfigfs /sys/kernel/config configfs rw,nosuid,nodev,noexec,relatime 0 0\n")
 }
 

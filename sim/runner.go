@@ -20,6 +20,8 @@ var tools = map[string]toolFunc{
 	"mstconfig": firmwareTool("mstconfig"),
 	"mst":       mstTool,
 	"nmcli":     nmcliTool,
+	"dcb":       dcbTool,
+	"ethtool":   ethtoolTool,
 }
 
 // runner runs emulated programs in-process, with the simulated host's

@@ -148,6 +148,25 @@ func (s *Sim) mutate(configfsOnly bool, fn func(st *State) error) error {
 	return s.state.renderAll(s.Dir)
 }
 
+// view runs fn on the state under the lock, for a read: nothing is saved
+// or rendered.
+func (s *Sim) view(fn func(st *State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.state)
+}
+
+// mutateSaved changes state no file of the tree shows (a driver's DCB
+// tables, pause): it is saved, the tree is left as it is.
+func (s *Sim) mutateSaved(fn func(st *State) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := fn(s.state); err != nil {
+		return err
+	}
+	return s.save()
+}
+
 // Host returns a host whose files, commands and netlink are this
 // simulated host's.
 func (s *Sim) Host() (*host.Host, error) {
@@ -213,6 +232,10 @@ func (s *Sim) Reboot() error {
 				n.MTU, n.Up = n.Boot.MTU, n.Boot.Up
 				n.Addrs = append([]string(nil), n.Boot.Addrs...)
 			}
+			if n.Kind == "ether" && n.Device != "" {
+				// DCB, pause and ECN are the driver's defaults again.
+				n.resetQoS(st.Device(n.Device))
+			}
 		}
 		st.Modules = append([]string(nil), st.BootModules...)
 		for _, m := range s.modulesLoadD() {
@@ -260,10 +283,25 @@ func (st *State) reconcilePorts() {
 				} else {
 					nd.MTU = 1500
 					nd.MAC = ethMAC(d, p)
+					nd.resetQoS(d)
 				}
 				st.Netdevs = append(st.Netdevs, nd)
 			}
 		}
+	}
+}
+
+// resetQoS gives an adapter's Ethernet netdev its driver's QoS state at
+// probe time: mlx5's DCB and pause, and the OFED ECN tree under MLNX_OFED.
+// Other drivers get none (the simulator models mlx5 DCB only).
+func (n *Netdev) resetQoS(d *Device) {
+	n.DCB, n.Pause, n.ECN = nil, nil, nil
+	if d == nil || d.Driver != "mlx5" {
+		return
+	}
+	n.DCB, n.Pause = mlx5DCB(), mlx5Pause()
+	if d.OFED {
+		n.ECN = ofedECN()
 	}
 }
 

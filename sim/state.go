@@ -63,6 +63,9 @@ type State struct {
 	// Latency per tool run (emulated tools sleep this long), e.g.
 	// mlxconfig: 1.4s.
 	Latency map[string]Duration `yaml:"latency,omitempty"`
+	// Processes are running processes other than rdmaform (lldpad).
+	Processes []Process `yaml:"processes,omitempty"`
+
 	// Faults make emulated tools fail, for tests of failure handling.
 	Faults []Fault `yaml:"faults,omitempty"`
 }
@@ -84,6 +87,9 @@ type Device struct {
 	// SRIOV is the PF's runtime SR-IOV state (the capability and TotalVFs
 	// come from its firmware's SRIOV_EN and NUM_OF_VFS); nil: no VFs.
 	SRIOV *SRIOVState `yaml:"sriov,omitempty"`
+	// OFED: the MLNX_OFED driver runs it, so its Ethernet netdevs have the
+	// per-priority ECN tree.
+	OFED bool `yaml:"ofed,omitempty"`
 }
 
 // Port is one port of a device.
@@ -132,6 +138,17 @@ type Netdev struct {
 	// PCI function. Both empty for other netdevs.
 	VFOf string `yaml:"vf_of,omitempty"`
 	PCI  string `yaml:"pci,omitempty"`
+	// DCB, Pause and ECN are the netdev's QoS state (see dcb.go); nil
+	// where the driver has none.
+	DCB   *DCBState   `yaml:"dcb,omitempty"`
+	Pause *PauseState `yaml:"pause,omitempty"`
+	ECN   *ECNState   `yaml:"ecn,omitempty"`
+}
+
+// Process is a running process, shown as /proc/PID/comm.
+type Process struct {
+	PID  int    `yaml:"pid"`
+	Comm string `yaml:"comm"`
 }
 
 // NetdevBoot is a netdev's state right after boot.
