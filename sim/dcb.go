@@ -113,12 +113,14 @@ func dcbTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string
 	}
 	err := run(func(st *State) error {
 		n := st.Netdev(dev)
-		if n == nil {
-			errOut, code = "Attribute read: No such device\n", 1
-			return nil
-		}
-		if n.DCB == nil {
+		if n == nil || n.DCB == nil {
 			errOut, code = "Attribute read: Operation not supported\n", 1
+			if n == nil {
+				errOut = "Attribute read: No such device\n"
+			}
+			if jsonOut {
+				out = "\n" // the JSON writer's closing newline, printed on failure too
+			}
 			return nil
 		}
 		d := n.DCB
@@ -369,7 +371,9 @@ func dcbChange(d *DCBState, object, cmd string, args []string) (string, int) {
 		return "", 0
 	case object == "dcbx" && cmd == "set":
 		if len(args) == 0 {
-			return "", 0 // dcb prints its help and changes nothing
+			// dcb prints its help and changes nothing: it has no way to
+			// ask for mode 0 (firmware DCBX).
+			return "Usage: dcb dcbx set dev STRING\n           [ host | lld-managed ]\n           [ cee | ieee ] [ static ]\n\n", 0
 		}
 		host := false
 		for _, a := range args {

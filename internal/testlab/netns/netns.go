@@ -18,6 +18,7 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -155,4 +156,22 @@ func (l *Lab) IP(t testing.TB, args ...string) string {
 		t.Fatalf("ip -n %s %s: %v", l.Name, strings.Join(args, " "), err)
 	}
 	return string(out)
+}
+
+// Runner runs commands inside the lab's namespace, as
+// `ip netns exec NAME PROGRAM ARGS...`: dcb and ethtool then see the
+// namespace's links. Errors name the command as the caller gave it.
+func (l *Lab) Runner() host.Runner { return &nsRunner{name: l.Name} }
+
+type nsRunner struct{ name string }
+
+func (r *nsRunner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
+	inner := c
+	inner.Args = append([]string{"ip", "netns", "exec", r.name}, c.Args...)
+	res, err := (&host.ExecRunner{Env: os.Environ()}).Run(ctx, inner)
+	var ee *host.ExitError
+	if errors.As(err, &ee) {
+		ee.Cmd = c
+	}
+	return res, err
 }

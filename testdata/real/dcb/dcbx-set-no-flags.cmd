@@ -1,0 +1,1 @@
+["dcb", "dcbx", "set", "dev", "v0"]

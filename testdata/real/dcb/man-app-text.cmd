@@ -1,0 +1,1 @@
+["dcb", "-N", "app", "show", "dev", "eth0", "dscp-prio"]

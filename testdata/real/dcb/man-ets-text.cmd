@@ -1,0 +1,1 @@
+["dcb", "ets", "show", "dev", "eth0", "prio-tc", "tc-tsa", "tc-bw"]

@@ -1,0 +1,1 @@
+["dcb", "pfc", "show", "dev", "eth0"]

@@ -1,0 +1,1 @@
+["dcb", "-j", "pfc", "show", "dev", "rf-none"]

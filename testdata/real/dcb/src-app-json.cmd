@@ -1,0 +1,1 @@
+["dcb", "-j", "app", "show", "dev", "eth0"]

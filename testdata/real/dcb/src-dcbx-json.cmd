@@ -1,0 +1,1 @@
+["dcb", "-j", "dcbx", "show", "dev", "eth0"]

@@ -1,0 +1,1 @@
+["dcb", "-j", "ets", "show", "dev", "eth0"]

@@ -1,0 +1,1 @@
+["dcb", "app", "replace", "dev", "v0", "dscp-prio", "26:3"]

@@ -1,0 +1,1 @@
+["dcb", "pfc", "set", "dev", "v0", "prio-pfc", "all:off", "3:on"]

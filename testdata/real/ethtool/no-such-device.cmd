@@ -1,0 +1,1 @@
+["ethtool", "-a", "rf-none"]

@@ -1,0 +1,1 @@
+["ethtool", "-a", "ens1f0np0"]

@@ -1,0 +1,1 @@
+["ethtool", "-A", "v0", "rx", "off", "tx", "off"]
