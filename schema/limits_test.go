@@ -14,6 +14,12 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		return "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {" + v + "}\n"
 	}
 	ipoib := func(v string) string { return "version: 1\nipoib:\n  - {name: st, parent: ib0, " + v + "}\n" }
+	qos := func(v string) string {
+		return "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        qos: {" + v + "}\n"
+	}
+	ets := func(prioTC, bw string) string {
+		return qos("ets: {prio_tc: [" + prioTC + "], tsa: [ets, ets, ets, ets, ets, ets, ets, strict], bw: [" + bw + "]}")
+	}
 	probe := func(v string) string { return "version: 1\nprobes:\n  - name: p\n    " + v + "\n" }
 	n := func(c byte, k int) string { return strings.Repeat(string(c), k) }
 	cases := []struct {
@@ -70,10 +76,22 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		{"RDMA CM port", func(v string) string { return probe("rdma_cm: {to: 192.0.2.1, port: " + v + "}") }, "65535", "65536", "$.probes[0].rdma_cm.port"},
 		{"LID", func(v string) string { return probe("ib: {device: mlx5_1, to_lid: " + v + "}") }, "49151", "49152", "$.probes[0].ib.to_lid"},
 		{"GID index", func(v string) string { return probe("verbs: {to: 192.0.2.1, device: mlx5_0, gid_index: " + v + "}") }, "65535", "65536", "$.probes[0].verbs.gid_index"},
+		{"PFC priority", func(v string) string { return qos("pfc: [" + v + "]") }, "7", "8", "$.devices[0].ports[0].qos.pfc[0]"},
+		{"PFC priority below", func(v string) string { return qos("pfc: [" + v + "]") }, "0", "-1", "$.devices[0].ports[0].qos.pfc[0]"},
+		{"ECN priority", func(v string) string { return qos("ecn: [" + v + "]") }, "7", "8", "$.devices[0].ports[0].qos.ecn[0]"},
+		{"DSCP map key", func(v string) string { return qos("trust: dscp, dscp_map: {" + v + ": 3}") }, "63", "64", "$.devices[0].ports[0].qos.dscp_map.64"},
+		{"DSCP map priority", func(v string) string { return qos("trust: dscp, dscp_map: {26: " + v + "}") }, "7", "8", "$.devices[0].ports[0].qos.dscp_map.26"},
+		{"cable length", func(v string) string { return qos("cable_length: " + v) }, "999", "1000", "$.devices[0].ports[0].qos.cable_length"},
+		{"cable length below", func(v string) string { return qos("cable_length: " + v) }, "1", "0", "$.devices[0].ports[0].qos.cable_length"},
+		{"ETS traffic class", func(v string) string { return ets("0, 1, 2, 3, 4, 5, 6, "+v, "30, 10, 10, 10, 10, 10, 20, 0") }, "7", "8", "$.devices[0].ports[0].qos.ets.prio_tc[7]"},
+		{"ETS bandwidth sum", func(v string) string { return ets("0, 1, 2, 3, 4, 5, 6, 7", v+", 10, 10, 10, 10, 10, 20, 0") }, "30", "31", "$.devices[0].ports[0].qos.ets.bw"},
+		{"ETS entries", func(v string) string {
+			return qos("ets: {prio_tc: [" + v + "], tsa: [ets, ets, ets, ets, ets, ets, ets, ets], bw: [30, 10, 10, 10, 10, 10, 10, 10]}")
+		}, "0, 1, 2, 3, 4, 5, 6, 7", "0, 1, 2, 3, 4, 5, 6, 7, 7", "$.devices[0].ports[0].qos.ets.prio_tc"},
 	}
 	// A finding about a value that another key makes too long points at
-	// that key's value.
-	pointsAt := map[string]string{"P_Key child name 15 bytes": "0x8002"}
+	// that key's value; one about a whole list points at the list.
+	pointsAt := map[string]string{"P_Key child name 15 bytes": "0x8002", "ETS entries": "[0, 1, 2, 3, 4, 5, 6, 7, 7]", "ETS bandwidth sum": "[31"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, rep := Parse("s.yaml", []byte(c.spec(c.at)))
