@@ -63,6 +63,7 @@ func Lint(hosts []*Host) schema.Report {
 	l.names()
 	l.roce()
 	l.tos()
+	l.qos()
 	l.mtu()
 	l.ipoib()
 	l.addresses()
@@ -286,6 +287,64 @@ func (l *linter) tos() {
 	}
 }
 
+// qos reports two hosts on one network whose RoCE ports disagree on DSCP
+// trust or on the PFC priorities: a lossless class works only when every
+// NIC and the switches classify and pause the same way. Each host is
+// compared with the first earlier host of its network that sets them;
+// the finding is at the later host's key.
+func (l *linter) qos() {
+	type qosUse struct {
+		r     rocePort
+		trust string
+		pfc   string // "3,4", "none"; "" when not set
+	}
+	uses := make([][]qosUse, len(l.hosts))
+	for i, h := range l.hosts {
+		for _, r := range rocePorts(h) {
+			q := r.ref.p().QoS
+			if q == nil || (q.Trust == "" && q.PFC == nil) {
+				continue
+			}
+			u := qosUse{r: r, trust: q.Trust}
+			if q.PFC != nil {
+				ps := append([]int(nil), *q.PFC...)
+				sort.Ints(ps)
+				var s []string
+				for _, p := range ps {
+					s = append(s, fmt.Sprint(p))
+				}
+				u.pfc = "none"
+				if len(s) > 0 {
+					u.pfc = strings.Join(s, ",")
+				}
+			}
+			uses[i] = append(uses[i], u)
+		}
+	}
+	for j, b := range l.hosts {
+		for i := 0; i < j; i++ {
+			a := l.hosts[i]
+			rel, why := related(a, b)
+			if !rel || len(uses[i]) == 0 {
+				continue
+			}
+			ua := uses[i][0]
+			for _, ub := range uses[j] {
+				at := ub.r.ref.path() + ".qos"
+				if ua.trust != "" && ub.trust != "" && ua.trust != ub.trust {
+					l.add(b, at+".trust", "%s trusts %s, but %s at %s trusts %s (%s): one network's hosts must classify RoCE traffic the same way, or it misses the lossless class",
+						ub.r.ref, ub.trust, ua.r.ref, a.pos(ua.r.ref.path()+".qos.trust"), ua.trust, why)
+				}
+				if ua.pfc != "" && ub.pfc != "" && ua.pfc != ub.pfc {
+					l.add(b, at+".pfc", "%s has PFC on priorities %s, but %s at %s on %s (%s): one network needs PFC on the same priorities on every NIC and switch port",
+						ub.r.ref, ub.pfc, ua.r.ref, a.pos(ua.r.ref.path()+".qos.pfc"), ua.pfc, why)
+				}
+			}
+			break
+		}
+	}
+}
+
 // mtu reports interfaces of different hosts on one IPv4 subnet whose
 // MTUs differ: frames above the smaller MTU are dropped, and RDMA over
 // them stalls.
@@ -485,7 +544,7 @@ func linkLayer(p *schema.Port) string {
 		return p.LinkLayer
 	case linklayer.OfMlx4Type(p.Type) != "":
 		return linklayer.OfMlx4Type(p.Type)
-	case p.Roce != nil:
+	case p.Roce != nil, p.QoS != nil:
 		return linklayer.Ethernet
 	}
 	return ""

@@ -265,3 +265,30 @@ func TestLintLimitedMembers(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
+
+// TestLintQoS: hosts of one network must agree on DSCP trust and on the
+// PFC priorities (the order of the list does not matter); hosts of
+// another network, or that leave a key out, are not compared on it.
+func TestLintQoS(t *testing.T) {
+	host := func(qos, addr string) string {
+		return "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        qos: " + qos + "\ninterfaces:\n  - {name: ens1, addresses: [" + addr + "]}\n"
+	}
+	rep := Lint(hosts(t, map[string]string{
+		"a.yaml": host("{trust: dscp, pfc: [3, 4]}", "10.0.0.1/24"),
+		"b.yaml": host("{trust: dscp, pfc: [4, 3]}", "10.0.0.2/24"),
+		"c.yaml": host("{trust: pcp, pfc: [3]}", "10.0.0.3/24"),
+		"d.yaml": host("{pause: false}", "10.0.0.4/24"),
+		"e.yaml": host("{trust: pcp, pfc: []}", "10.9.0.1/24"),
+	}, "a.yaml", "b.yaml", "c.yaml", "d.yaml", "e.yaml"))
+	var got []string
+	for _, f := range rep {
+		got = append(got, f.String())
+	}
+	want := []string{
+		"c.yaml:6:22: error: $.devices[0].ports[0].qos.trust: c mlx5_0 port 1 trusts pcp, but a mlx5_0 port 1 at a.yaml:6:22 trusts dscp (both on 10.0.0.0/24): one network's hosts must classify RoCE traffic the same way, or it misses the lossless class",
+		"c.yaml:6:32: error: $.devices[0].ports[0].qos.pfc: c mlx5_0 port 1 has PFC on priorities 3, but a mlx5_0 port 1 at a.yaml:6:33 on 3,4 (both on 10.0.0.0/24): one network needs PFC on the same priorities on every NIC and switch port",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
