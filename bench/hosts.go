@@ -21,7 +21,7 @@ import (
 // AllTools are the emulated programs of a gpu-node host; each gets the
 // same latency so the benchmark counts rounds of tool runs, whatever the
 // tool.
-var AllTools = []string{"mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
+var AllTools = []string{"dcb", "ethtool", "mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
 
 // GPUNode creates a simulated gpu-node host with cards dual-port
 // ConnectX-7 cards (2×cards PCI functions, each an RDMA device with one
@@ -118,4 +118,35 @@ func cardPCIs(st *sim.State) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RoCENode creates a gpu-node host with cards cards whose ports are all
+// Ethernet (switched with the emulated mlxconfig and a simulated reboot,
+// as on a real host), every emulated tool run taking latency.
+func RoCENode(dir, scratch string, cards int, latency time.Duration) (*sim.Sim, error) {
+	st, err := sim.NewState("gpu-node", "bench", cards)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sim.Create(scratch, st)
+	if err != nil {
+		return nil, err
+	}
+	for _, pci := range cardPCIs(st) {
+		res, err := s.RunTool(context.Background(), []string{"mlxconfig", "-d", pci, "-y", "set", "LINK_TYPE_P1=ETH", "LINK_TYPE_P2=ETH"})
+		if err != nil {
+			return nil, fmt.Errorf("mlxconfig -d %s set: %w\n%s", pci, err, res.Stdout)
+		}
+	}
+	if err := s.Reboot(); err != nil {
+		return nil, err
+	}
+	st = s.State()
+	if latency > 0 {
+		st.Latency = map[string]sim.Duration{}
+		for _, t := range AllTools {
+			st.Latency[t] = sim.Duration(latency)
+		}
+	}
+	return sim.Create(dir, st)
 }

@@ -187,3 +187,22 @@ func BigSpec(st *sim.State) (spec []byte, resources map[string]int) {
 	}
 	return []byte(b.String()), resources
 }
+
+// RoCESpec is a spec of every RoCE port of a host: the firmware link
+// type it already has (so the firmware provider queries every function,
+// and plans nothing) and, with qos, the lossless profile on each port.
+func RoCESpec(st *sim.State, qos bool) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\ndevices:\n")
+	for _, t := range FirmwareTargets(st) {
+		param := "LINK_TYPE_P2"
+		if strings.HasSuffix(t.PCI, ".0") {
+			param = "LINK_TYPE_P1"
+		}
+		fmt.Fprintf(&b, "  - pci: %q\n    firmware:\n      params: {%s: ETH}\n", t.PCI, param)
+		if qos {
+			b.WriteString("    ports:\n      - port: 1\n        qos: {trust: dscp, pfc: [3], pause: false}\n")
+		}
+	}
+	return []byte(b.String())
+}

@@ -77,7 +77,8 @@ func (w want) setsDCB() bool {
 }
 
 func (w want) need() need {
-	return need{dcb: w.dcbx != "" || w.setsDCB(), pause: w.pause != nil, ecn: w.ecn != nil}
+	return need{dcb: w.dcbx != "" || w.setsDCB(), pause: w.pause != nil, ecn: w.ecn != nil,
+		pfc: w.pfc != nil || w.delay != nil, ets: w.ets != nil, app: w.trust != "" || w.app != nil}
 }
 
 // step is one write: a command, or a sysfs attribute.

@@ -41,9 +41,11 @@ func Address(dev string, port int) string { return plan.Addr(Kind, key(dev, port
 
 func key(dev string, port int) string { return dev + "/" + strconv.Itoa(port) }
 
-// MaxReads bounds the dcb and ethtool commands a plan runs at once: a
-// host with 32 RoCE ports reads them in one parallel round.
-const MaxReads = 64
+// MaxReads bounds the dcb and ethtool commands a plan runs at once (each
+// a short-lived process): a host with 64 RoCE ports (32 dual-port cards)
+// reads a lossless profile in one parallel round, and a bigger one does
+// not fork thousands of processes at once.
+const MaxReads = 256
 
 // Observed is what Discover read, by "dev/port".
 type Observed struct {

@@ -57,9 +57,25 @@ func (p *Port) Trust() string {
 	return "pcp"
 }
 
-// what a read needs, so a plan runs only the reads its spec asks for.
+// what a read needs, so a plan runs only the reads its spec asks for:
+// the DCBX owner whenever DCB is touched, and each dcb object only when
+// the spec sets something in it.
 type need struct {
 	dcb, pause, ecn bool
+	// pfc, ets and app narrow dcb to the objects that are read; with dcb
+	// set and all three false, all are.
+	pfc, ets, app bool
+}
+
+// dcbObjects are the dcb objects n reads, dcbx always among them.
+func (n need) dcbObjects() map[string]bool {
+	if !n.dcb {
+		return nil
+	}
+	if !n.pfc && !n.ets && !n.app {
+		return map[string]bool{"pfc": true, "ets": true, "app": true, "dcbx": true}
+	}
+	return map[string]bool{"pfc": n.pfc, "ets": n.ets, "app": n.app, "dcbx": true}
 }
 
 // ErrNoDCB marks a netdev whose driver has no DCB support.
@@ -94,28 +110,34 @@ func readPort(ctx context.Context, h *host.Host, netdev string, n need, sem chan
 			return nil
 		}
 	}
-	if n.dcb {
-		jobs = append(jobs,
-			dcb("pfc", func(b []byte) error {
-				v, err := ParsePFC(b)
-				p.PFC, p.Delay = v.PFC, v.Delay
-				return err
-			}),
-			dcb("ets", func(b []byte) error {
-				v, err := ParseETS(b)
-				p.ETS, p.ETSCap = v.ETS, v.Cap
-				return err
-			}),
-			dcb("app", func(b []byte) error {
-				v, err := ParseApp(b)
-				p.App = v
-				return err
-			}),
-			dcb("dcbx", func(b []byte) error {
-				v, err := ParseDCBX(b)
-				p.DCBXHost = v["host"]
-				return err
-			}))
+	objs := n.dcbObjects()
+	if objs["pfc"] {
+		jobs = append(jobs, dcb("pfc", func(b []byte) error {
+			v, err := ParsePFC(b)
+			p.PFC, p.Delay = v.PFC, v.Delay
+			return err
+		}))
+	}
+	if objs["ets"] {
+		jobs = append(jobs, dcb("ets", func(b []byte) error {
+			v, err := ParseETS(b)
+			p.ETS, p.ETSCap = v.ETS, v.Cap
+			return err
+		}))
+	}
+	if objs["app"] {
+		jobs = append(jobs, dcb("app", func(b []byte) error {
+			v, err := ParseApp(b)
+			p.App = v
+			return err
+		}))
+	}
+	if objs["dcbx"] {
+		jobs = append(jobs, dcb("dcbx", func(b []byte) error {
+			v, err := ParseDCBX(b)
+			p.DCBXHost = v["host"]
+			return err
+		}))
 	}
 	if n.pause {
 		jobs = append(jobs, func() error {

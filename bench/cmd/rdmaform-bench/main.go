@@ -35,6 +35,7 @@ import (
 	"github.com/rdmaform/rdmaform/bench"
 	"github.com/rdmaform/rdmaform/internal/testlab/benchlab"
 	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
+	"github.com/rdmaform/rdmaform/providers/qos"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr)) }
@@ -78,7 +79,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.reps, "reps", 3, "plans per size (the median is reported)")
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
-	fs.StringVar(&o.only, "only", "", "run one part: plan, nm, big, kernel")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, qos, nm, big, kernel")
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +110,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		fn   func(context.Context, string, io.Writer) error
 	}{
 		{"plan", r.planRounds},
+		{"qos", r.qosRounds},
 		{"nm", r.networkManager},
 		{"big", r.big},
 		{"kernel", r.kernelLab},
@@ -129,6 +131,56 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// qosRounds: what a qos block on every RoCE port adds to a plan, side by
+// side with the same plan without it.
+func (r *report) qosRounds(ctx context.Context, dir string, log io.Writer) error {
+	L := r.opts.latency
+	sec := section{
+		title: fmt.Sprintf("QoS reads on simulated RoCE gpu-node hosts, every emulated tool run taking L = %s", L),
+		head:  []string{"cards", "RoCE ports", "plan without qos", "× L", "plan with qos", "× L", "qos adds", "× L", "dcb + ethtool runs", "the same runs one by one"},
+	}
+	for _, cards := range r.opts.cards {
+		fmt.Fprintf(log, "   %d cards\n", cards)
+		hdir := filepath.Join(dir, fmt.Sprintf("roce-%d", cards))
+		s, err := bench.RoCENode(hdir, filepath.Join(dir, fmt.Sprintf("scratch-%d", cards)), cards, L)
+		if err != nil {
+			return err
+		}
+		var without, with []time.Duration
+		var qosRuns int
+		for i := 0; i < r.opts.reps; i++ {
+			for _, q := range []bool{false, true} {
+				pr, err := bench.Plan(ctx, hdir, bench.RoCESpec(s.State(), q))
+				if err != nil {
+					return err
+				}
+				if !q {
+					without = append(without, pr.Wall)
+					continue
+				}
+				with = append(with, pr.Wall)
+				qosRuns = 0
+				for _, c := range pr.Calls {
+					if strings.HasPrefix(c, "dcb ") || strings.HasPrefix(c, "ethtool ") {
+						qosRuns++
+					}
+				}
+			}
+		}
+		w0, w1 := median(without), median(with)
+		added := max(w1-w0, 0)
+		seq := time.Duration(qosRuns) * L
+		sec.rows = append(sec.rows, []string{
+			strconv.Itoa(cards), strconv.Itoa(2 * cards), ms(w0), ratio(w0, L), ms(w1), ratio(w1, L), ms(added), ratio(added, L), strconv.Itoa(qosRuns), ms(seq),
+		})
+	}
+	sec.notes = append(sec.notes,
+		fmt.Sprintf("Both plans list every PCI function with the LINK_TYPE it has (the firmware queries run either way); \"with qos\" adds {trust: dscp, pfc: [3], pause: false} to every port: the dcb reads it needs (pfc, app, dcbx) and one ethtool read per port, all at once (at most %d at a time), alongside the firmware queries (providers discover in parallel). Median of %d plans each, in-process.", qos.MaxReads, r.opts.reps),
+		"\"The same runs one by one\" is what reading them sequentially would add: runs × L.")
+	r.sections = append(r.sections, sec)
+	return nil
 }
 
 // planRounds: parts 1-3.
