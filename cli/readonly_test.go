@@ -15,7 +15,7 @@ import (
 // readOnlyCall is every command line plan, show, status and audit may
 // run: firmware queries, mst's listing, NetworkManager's listings, dcb's and ethtool's QoS reads. No set,
 // no mst start, no modprobe, no nmcli change.
-var readOnlyCall = regexp.MustCompile(`^((mlxconfig|mstconfig) -d \S+ -e q( [A-Z0-9_]+)*|mst status -v|nmcli -t -f \S+ connection show( uuid \S+)*|dcb -j (pfc|ets|app|dcbx) show dev \S+|ethtool -a \S+)$`)
+var readOnlyCall = regexp.MustCompile(`^((mlxconfig|mstconfig) -d \S+ -e q( [A-Z0-9_]+)*|mst status -v|nmcli -t -f \S+ connection show( uuid \S+)*|dcb -j (pfc|ets|app|dcbx) show dev \S+|ethtool -a \S+|ip -j link show dev \S+)$`)
 
 // TestReadOnlyCommandsChangeNothing: on the simulated host of every
 // example, before and after its changes are applied, plan, show, status

@@ -70,4 +70,18 @@ type Net interface {
 	RdmaLinkAdd(name, netdev string) error
 	// RdmaLinkDel is equivalent to: rdma link delete NAME
 	RdmaLinkDel(name string) error
+	// LinkSetVF sets what c gives of virtual function vf of the physical
+	// function's netdev pf, one netlink request per setting. Equivalent
+	// to: ip link set dev PF vf N [node_guid G] [port_guid G] [mac M]
+	// [trust on|off] [spoofchk on|off] [state auto|enable|disable]
+	LinkSetVF(pf string, vf int, c VFConfig) error
+}
+
+// VFConfig is what LinkSetVF sets; nil and "" leave a setting alone.
+// GUIDs and MACs are colon-separated hex (8 and 6 bytes).
+type VFConfig struct {
+	NodeGUID, PortGUID string
+	MAC                string
+	Trust, Spoofchk    *bool
+	State              string // auto, enable, disable
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -206,3 +207,76 @@ func (n *Netlink) RdmaLinkDel(name string) error {
 type netIPNet = net.IPNet
 
 func cidrMask(ones, bits int) net.IPMask { return net.CIDRMask(ones, bits) }
+
+// LinkSetVF implements Net. The GUIDs go first: an InfiniBand VF takes
+// them only when its driver binds again, which the caller does.
+func (n *Netlink) LinkSetVF(pf string, vf int, c VFConfig) error {
+	l, err := n.link(pf)
+	if err != nil {
+		return err
+	}
+	hw := func(what, s string, size int) (net.HardwareAddr, error) {
+		a, err := net.ParseMAC(s)
+		if err != nil || len(a) != size {
+			return nil, fmt.Errorf("%s %q is not %d colon-separated hex bytes", what, s, size)
+		}
+		return a, nil
+	}
+	wrap := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("ip link set dev %s vf %d %s: %w", pf, vf, what, err)
+		}
+		return nil
+	}
+	for _, g := range []struct {
+		what, v string
+		typ     int
+	}{{"node_guid", c.NodeGUID, nl.IFLA_VF_IB_NODE_GUID}, {"port_guid", c.PortGUID, nl.IFLA_VF_IB_PORT_GUID}} {
+		if g.v == "" {
+			continue
+		}
+		a, err := hw(g.what, g.v, 8)
+		if err != nil {
+			return err
+		}
+		if err := wrap(g.what+" "+g.v, n.h.LinkSetVfGUID(l, vf, a, g.typ)); err != nil {
+			return err
+		}
+	}
+	if c.MAC != "" {
+		a, err := hw("mac", c.MAC, 6)
+		if err != nil {
+			return err
+		}
+		if err := wrap("mac "+c.MAC, n.h.LinkSetVfHardwareAddr(l, vf, a)); err != nil {
+			return err
+		}
+	}
+	if c.Trust != nil {
+		if err := wrap("trust "+onOff(*c.Trust), n.h.LinkSetVfTrust(l, vf, *c.Trust)); err != nil {
+			return err
+		}
+	}
+	if c.Spoofchk != nil {
+		if err := wrap("spoofchk "+onOff(*c.Spoofchk), n.h.LinkSetVfSpoofchk(l, vf, *c.Spoofchk)); err != nil {
+			return err
+		}
+	}
+	if c.State != "" {
+		st, ok := map[string]uint32{"auto": netlink.VF_LINK_STATE_AUTO, "enable": netlink.VF_LINK_STATE_ENABLE, "disable": netlink.VF_LINK_STATE_DISABLE}[c.State]
+		if !ok {
+			return fmt.Errorf("VF link state %q is not auto, enable or disable", c.State)
+		}
+		if err := wrap("state "+c.State, n.h.LinkSetVfState(l, vf, st)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

@@ -26,6 +26,7 @@ var requiredKeys = map[reflect.Type][]string{
 	reflect.TypeOf(Spec{}):      {"version"},
 	reflect.TypeOf(Port{}):      {"port"},
 	reflect.TypeOf(SRIOV{}):     {"num_vfs"},
+	reflect.TypeOf(VF{}):        {"vf"},
 	reflect.TypeOf(IPoIB{}):     {"name", "parent"},
 	reflect.TypeOf(Rxe{}):       {"name", "netdev"},
 	reflect.TypeOf(Interface{}): {"name"},

@@ -334,6 +334,7 @@ func TestJSONSchemaRequiredMatchesValidate(t *testing.T) {
 		"Interface.name": {"version: 1\ninterfaces: [{state: up}]\n", "$.interfaces[0]"},
 		"Service.name":   {"version: 1\nservices: [{active: true}]\n", "$.services[0]"},
 		"SRIOV.num_vfs":  {"version: 1\ndevices: [{pci: \"0000:81:00.0\", sriov: {drivers_autoprobe: true}}]\n", "$.devices[0].sriov"},
+		"VF.vf":          {"version: 1\ndevices: [{pci: \"0000:81:00.0\", sriov: {num_vfs: 2, vfs: [{trust: true}]}}]\n", "$.devices[0].sriov.vfs[0]"},
 	}
 	for typ, keys := range requiredKeys {
 		for _, key := range keys {

@@ -64,6 +64,15 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		{"VF count below", func(v string) string {
 			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov: {num_vfs: " + v + "}\n"
 		}, "0", "-1", "$.devices[0].sriov.num_vfs"},
+		{"VF number", func(v string) string {
+			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov: {num_vfs: 65535, vfs: [{vf: " + v + ", trust: true}]}\n"
+		}, "65534", "65535", "$.devices[0].sriov.vfs[0].vf"},
+		{"VF number below num_vfs", func(v string) string {
+			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov: {num_vfs: 4, vfs: [{vf: " + v + ", trust: true}]}\n"
+		}, "3", "4", "$.devices[0].sriov.vfs[0].vf"},
+		{"VF number below", func(v string) string {
+			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov: {num_vfs: 4, vfs: [{vf: " + v + ", trust: true}]}\n"
+		}, "0", "-1", "$.devices[0].sriov.vfs[0].vf"},
 		{"firmware value 64 bytes", func(v string) string {
 			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {NUM_OF_VFS: " + v + "}\n"
 		}, n('9', 64), n('9', 65), "$.devices[0].firmware.params.NUM_OF_VFS"},

@@ -94,6 +94,12 @@ devices:
         LINK_TYPE_P1: ETH
         SRIOV_EN: true
         NUM_OF_VFS: 8
+    sriov:
+      num_vfs: 4
+      drivers_autoprobe: true
+      vfs:
+        - {vf: 0, mac: "02:00:00:00:00:01", trust: true, spoofchk: false, state: auto}
+        - {vf: 1, node_guid: "02:00:00:00:00:00:00:01", port_guid: "02:00:00:00:00:00:01:01"}
     ports:
       - port: 1
         link_layer: Ethernet
@@ -168,11 +174,11 @@ func TestParseFullSpec(t *testing.T) {
 	}
 	// Positions point at values.
 	for path, want := range map[string]Pos{
-		"$.devices[0].ports[0].roce.mode":           {"host.yaml", 16, 17},
+		"$.devices[0].ports[0].roce.mode":           {"host.yaml", 22, 17},
 		"$.devices[0].firmware.params.LINK_TYPE_P1": {"host.yaml", 9, 23},
-		"$.ipoib[0].pkey":                           {"host.yaml", 37, 11},
-		"$.devices[0].ports[0].qos.dscp_map.26":     {"host.yaml", 20, 26},
-		"$.devices[0].ports[0].qos.pfc[0]":          {"host.yaml", 21, 17},
+		"$.ipoib[0].pkey":                           {"host.yaml", 43, 11},
+		"$.devices[0].ports[0].qos.dscp_map.26":     {"host.yaml", 26, 26},
+		"$.devices[0].ports[0].qos.pfc[0]":          {"host.yaml", 27, 17},
 	} {
 		if got := spec.Src.Lookup(path); got != want {
 			t.Errorf("Lookup(%s) = %v, want %v", path, got, want)

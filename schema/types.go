@@ -44,6 +44,19 @@ type Device struct {
 type SRIOV struct {
 	NumVFs           *int  `yaml:"num_vfs" min:"0" max:"65535" doc:"virtual functions enabled now (sriov_numvfs); at most sriov_totalvfs, which firmware NUM_OF_VFS sets"`
 	DriversAutoprobe *bool `yaml:"drivers_autoprobe,omitempty" doc:"sriov_drivers_autoprobe: bind drivers to new VFs (set before the VFs are enabled)"`
+	VFs              []VF  `yaml:"vfs,omitempty" doc:"settings of single virtual functions: GUIDs on an InfiniBand PF; mac, trust, spoofchk on an Ethernet PF; state on both"`
+}
+
+// VF is the settings of one virtual function, set through netlink on the
+// physical function's netdev (ip link set dev PF vf N ...).
+type VF struct {
+	VF       int    `yaml:"vf" min:"0" max:"65534" doc:"VF number, from 0; below num_vfs"`
+	NodeGUID string `yaml:"node_guid,omitempty" doc:"InfiniBand PF: the VF's node GUID, 8 colon-separated hex bytes (02:00:00:00:00:00:00:01); the VF driver is bound again to take it"`
+	PortGUID string `yaml:"port_guid,omitempty" doc:"InfiniBand PF: the VF's port GUID, 8 colon-separated hex bytes; needs a subnet manager with virtualization to come up"`
+	MAC      string `yaml:"mac,omitempty" doc:"Ethernet PF: the VF's MAC address (unicast)"`
+	Trust    *bool  `yaml:"trust,omitempty" doc:"Ethernet PF: trusted VF (may set promiscuous mode, change its MAC)"`
+	Spoofchk *bool  `yaml:"spoofchk,omitempty" doc:"Ethernet PF: drop frames whose source MAC is not the VF's"`
+	State    string `yaml:"state,omitempty" enum:"auto,enable,disable" doc:"the VF's link state: auto (follows the PF), enable, disable"`
 }
 
 // Selector returns which selector the device uses and its value.

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"reflect"
 	"regexp"
@@ -383,6 +384,62 @@ func (v *validator) sriov(s *SRIOV, p string) {
 	if !v.spec.Src.Has(p + ".num_vfs") {
 		v.add(p, "num_vfs: is required (0 disables SR-IOV)")
 	}
+	seen := map[int]string{}
+	for i := range s.VFs {
+		vf := &s.VFs[i]
+		vp := fmt.Sprintf("%s.vfs[%d]", p, i)
+		if !v.spec.Src.Has(vp + ".vf") {
+			v.add(vp, "vf: is required (the VF number, from 0)")
+			continue
+		}
+		if prev, dup := seen[vf.VF]; dup {
+			v.add(vp+".vf", "VF %d is already listed at %s", vf.VF, prev)
+		}
+		seen[vf.VF] = vp
+		if s.NumVFs != nil && vf.VF >= *s.NumVFs && vf.VF >= 0 {
+			v.add(vp+".vf", "VF %d does not exist with num_vfs: %d (VFs are numbered 0 to %d)", vf.VF, *s.NumVFs, *s.NumVFs-1)
+		}
+		if vf.NodeGUID == "" && vf.PortGUID == "" && vf.MAC == "" && vf.Trust == nil && vf.Spoofchk == nil && vf.State == "" {
+			v.add(vp, "give at least one of node_guid, port_guid, mac, trust, spoofchk or state")
+		}
+		for _, g := range []struct{ key, val string }{{"node_guid", vf.NodeGUID}, {"port_guid", vf.PortGUID}} {
+			if g.val == "" {
+				continue
+			}
+			if n := NormalizeVFGUID(g.val); n == "" {
+				v.add(vp+"."+g.key, "%q is not a GUID of 8 colon-separated hex bytes (02:00:00:00:00:00:00:01)", truncate(g.val))
+			} else if n == "00:00:00:00:00:00:00:00" {
+				v.add(vp+"."+g.key, "the zero GUID is what an unset VF has; give a unique one")
+			} else if g.key == "node_guid" {
+				vf.NodeGUID = n
+			} else {
+				vf.PortGUID = n
+			}
+		}
+		if vf.MAC != "" {
+			a, err := net.ParseMAC(vf.MAC)
+			switch {
+			case err != nil || len(a) != 6:
+				v.add(vp+".mac", "%q is not a MAC address (02:00:00:00:00:01)", truncate(vf.MAC))
+			case a[0]&1 == 1:
+				v.add(vp+".mac", "%s is a multicast address; a VF needs a unicast MAC", vf.MAC)
+			case a.String() == "00:00:00:00:00:00":
+				v.add(vp+".mac", "the zero MAC is what an unset VF has; give a unique one")
+			default:
+				vf.MAC = a.String()
+			}
+		}
+	}
+}
+
+// NormalizeVFGUID returns a VF GUID as ip link prints it (8 lower-case
+// colon-separated bytes), or "" when s is not one.
+func NormalizeVFGUID(s string) string {
+	a, err := net.ParseMAC(s)
+	if err != nil || len(a) != 8 || strings.Count(s, ":") != 7 {
+		return ""
+	}
+	return a.String()
 }
 
 func (v *validator) firmware(fw *Firmware, p string) {

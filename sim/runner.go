@@ -22,6 +22,7 @@ var tools = map[string]toolFunc{
 	"nmcli":     nmcliTool,
 	"dcb":       dcbTool,
 	"ethtool":   ethtoolTool,
+	"ip":        ipTool,
 }
 
 // runner runs emulated programs in-process, with the simulated host's

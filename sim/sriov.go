@@ -31,6 +31,11 @@ type SRIOVState struct {
 	VFs         []*VFState `yaml:"vfs,omitempty"`
 	// Dmesg keeps the kernel's messages about this PF, newest last.
 	Dmesg []string `yaml:"dmesg,omitempty"`
+	// NoGUIDReadback: the kernel does not report VF GUIDs (before 5.5,
+	// no ndo_get_vf_guid): ip link shows no "node guid".
+	NoGUIDReadback bool `yaml:"no_guid_readback,omitempty"`
+	// Rebinds counts VF driver unbind/bind cycles.
+	Rebinds int `yaml:"rebinds,omitempty"`
 }
 
 // VFState is one virtual function's settings as the PF driver keeps them
@@ -257,6 +262,9 @@ func (st *State) writeBind(name, driver, op, data string) error {
 				return perr("write", name, syscall.EBUSY)
 			}
 			vf.Unbound = op == "unbind"
+			if op == "bind" {
+				d.SRIOV.Rebinds++
+			}
 			st.syncVFNetdevs(d)
 			return nil
 		}

@@ -16,7 +16,10 @@ import (
 // writes in order (0, then the new count, when VFs are enabled already).
 //
 // Equivalent to: echo 0 > /sys/bus/pci/devices/PCI/sriov_numvfs; echo M > .../sriov_numvfs
-func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
+func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
+	if vp, ok := c.Payload.(*vfPayload); ok {
+		return applyVF(ctx, h, vp)
+	}
 	pl, ok := c.Payload.(*payload)
 	if !ok {
 		return fmt.Errorf("%s: no sriov payload", c.Address)

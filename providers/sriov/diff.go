@@ -109,12 +109,15 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				pl.writes = append(pl.writes, want)
 			}
 		}
-		if len(attrs) == 0 {
-			continue
+		recreated := want != pf.NumVFs && want != 0
+		vfs, vfErrs := vfChanges(req, sp, d, pf, recreated, addr)
+		prop.Errors = append(prop.Errors, vfErrs...)
+		if len(attrs) > 0 {
+			sort.Strings(disrupts)
+			prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime,
+				Stage: plan.StageSRIOV, Source: req.Pos(sp), Attributes: attrs, Payload: pl, Disrupts: disrupts})
 		}
-		sort.Strings(disrupts)
-		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime,
-			Stage: plan.StageSRIOV, Source: req.Pos(sp), Attributes: attrs, Payload: pl, Disrupts: disrupts})
+		prop.Changes = append(prop.Changes, vfs...)
 	}
 	return prop
 }

@@ -13,6 +13,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // autoprobe setting it had (0 first when VFs are enabled, as any change).
 // The VFs come back new: settings made on them outside rdmaform are gone.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
+	if vp, ok := c.Payload.(*vfPayload); ok {
+		return revertVF(c, vp), nil
+	}
 	pl, ok := c.Payload.(*payload)
 	if !ok {
 		return nil, fmt.Errorf("%s: no sriov payload", c.Address)
@@ -39,4 +42,40 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	}
 	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
 		Provider: c.Provider, Attributes: attrs, Payload: back, Disrupts: c.Disrupts}, nil
+}
+
+// revertVF puts back what a VF change replaced. A VF the change's plan
+// created goes with the count's revert, so nothing is left to undo.
+func revertVF(c *plan.Change, pl *vfPayload) *plan.Change {
+	if pl.created {
+		return nil
+	}
+	back := &vfPayload{pci: pl.pci, netdev: pl.netdev, vf: pl.vf, rebind: pl.rebind}
+	b := pl.before
+	if pl.cfg.NodeGUID != "" {
+		back.cfg.NodeGUID = b.NodeGUID
+	}
+	if pl.cfg.PortGUID != "" {
+		back.cfg.PortGUID = b.PortGUID
+	}
+	if pl.cfg.MAC != "" {
+		back.cfg.MAC = b.MAC
+	}
+	if pl.cfg.Trust != nil {
+		v := b.Trust
+		back.cfg.Trust = &v
+	}
+	if pl.cfg.Spoofchk != nil {
+		v := b.Spoofchk
+		back.cfg.Spoofchk = &v
+	}
+	if pl.cfg.State != "" {
+		back.cfg.State = b.State
+	}
+	var attrs []plan.Attr
+	for _, a := range c.Attributes {
+		attrs = append(attrs, plan.Attr{Name: a.Name, Before: a.After, After: a.Before})
+	}
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
+		Provider: c.Provider, Attributes: attrs, Payload: back, Disrupts: c.Disrupts}
 }

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -55,6 +56,15 @@ type PF struct {
 	VFs []string
 	// VFNetdevs are the netdevs of the VFs (what disabling them removes).
 	VFNetdevs []string
+	// VFNetdev[i] is the netdev of VF i ("" when it has none).
+	VFNetdev []string
+	// Netdev is the PF's own netdev, the one VF settings are made on, and
+	// IB says it is an IPoIB netdev (an InfiniBand PF).
+	Netdev string
+	IB     bool
+	// VFInfo is what the PF's driver says of each VF (ip -j link show),
+	// read when the spec sets VFs; nil otherwise.
+	VFInfo map[int]VFInfo
 }
 
 // Observed maps a spec device index to its PF.
@@ -66,7 +76,7 @@ type Observed struct {
 // listing of its virtfn links; nothing is written.
 //
 // Equivalent to: cat /sys/bus/pci/devices/PCI/sriov_{totalvfs,numvfs,drivers_autoprobe}
-func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
 	obs := &Observed{PFs: map[int]*PF{}}
 	for i, d := range req.Spec.Devices {
 		if d.SRIOV == nil || req.Devices[i] == nil || req.Devices[i].PCI == "" {
@@ -77,6 +87,21 @@ func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) 
 			return nil, err
 		}
 		obs.PFs[i] = pf
+		inv := req.Devices[i]
+		if len(inv.Ports) > 0 {
+			pf.IB = inv.Ports[0].LinkLayer == linklayer.InfiniBand
+			for _, n := range inv.Ports[0].Netdevs {
+				if !strings.Contains(n, ".") {
+					pf.Netdev = n
+					break
+				}
+			}
+		}
+		if len(d.SRIOV.VFs) > 0 && pf.NumVFs > 0 && pf.Netdev != "" && !h.Offline() {
+			if pf.VFInfo, err = ReadVFs(ctx, h, pf.Netdev); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if len(obs.PFs) == 0 {
 		return nil, nil
@@ -116,12 +141,14 @@ func Read(h *host.Host, pci string) (*PF, error) {
 		}
 		vf := path.Base(target)
 		pf.VFs = append(pf.VFs, vf)
+		pf.VFNetdev = append(pf.VFNetdev, "")
 		ents, err := h.FS.ReadDir(path.Join(Dir(vf), "net"))
 		if err != nil {
 			continue // no driver bound, or not a network function
 		}
 		for _, e := range ents {
 			pf.VFNetdevs = append(pf.VFNetdevs, e.Name())
+			pf.VFNetdev[i] = e.Name()
 		}
 	}
 	return pf, nil

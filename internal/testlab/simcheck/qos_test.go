@@ -241,3 +241,117 @@ func TestEmulatedDCBLayouts(t *testing.T) {
 		t.Errorf("ethtool -a names another netdev: %q", got)
 	}
 }
+
+// keyOrder is the order of an object's keys.
+func keyOrder(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", raw)
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// TestEmulatedIPLinkMatchesReal: the emulated `ip -j link show dev PF`
+// prints the link object's keys in the order the real ip prints them (a
+// capture), each VF's in print_vfinfo's order (the source layouts, with
+// and without the GUIDs a kernel before 5.5 leaves out), and a missing
+// netdev as the real ip does.
+func TestEmulatedIPLinkMatchesReal(t *testing.T) {
+	withVFs := func(profile string, mutate func(st *sim.State)) *sim.Sim {
+		st, err := sim.NewState(profile, "node1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range st.Firmware {
+			a.Param("SRIOV_EN").Current, a.Param("NUM_OF_VFS").Current = 1, 4
+		}
+		if mutate != nil {
+			mutate(st)
+		}
+		s, err := sim.Create(t.TempDir(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pci := st.Devices[0].PCI
+		if err := h.FS.WriteAttr("/sys/bus/pci/devices/"+pci+"/sriov_numvfs", []byte("2\n")); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	split := func(t *testing.T, out string) (link json.RawMessage, vf json.RawMessage) {
+		t.Helper()
+		var links []map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 {
+			t.Fatalf("%v: %s", err, out)
+		}
+		var vfs []json.RawMessage
+		if v, ok := links[0]["vfinfo_list"]; ok {
+			if err := json.Unmarshal(v, &vfs); err != nil || len(vfs) == 0 {
+				t.Fatalf("vfinfo_list: %v %s", err, v)
+			}
+			vf = vfs[0]
+		}
+		var raw []json.RawMessage
+		_ = json.Unmarshal([]byte(out), &raw)
+		return raw[0], vf
+	}
+	_, veth, _, _ := realCase(t, "ip", "veth-link-json")
+	realLink, _ := split(t, veth)
+	wantLink := keyOrder(t, realLink)
+	// The veth capture has "link" (its peer), which an adapter has not.
+	wantLink = append(wantLink[:1], wantLink[2:]...)
+	for _, c := range []struct{ profile, dev, layout string }{
+		{"cx6-vpi-ib", "ib0", "src-ib-pf-vfs"},
+		{"cx5-roce", "ens1f0np0", "src-eth-pf-vfs"},
+	} {
+		t.Run(c.layout, func(t *testing.T) {
+			s := withVFs(c.profile, nil)
+			out, _, code := runSim(t, s, "ip", "-j", "link", "show", "dev", c.dev)
+			if code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			link, vf := split(t, out)
+			if got := keyOrder(t, link); strings.Join(got[:len(got)-1], " ") != strings.Join(wantLink, " ") || got[len(got)-1] != "vfinfo_list" {
+				t.Errorf("link keys:\n emulated %v\n real     %v + vfinfo_list", got, wantLink)
+			}
+			_, want, _, _ := realCase(t, "ip", c.layout)
+			_, wantVF := split(t, want)
+			if g, w := keyOrder(t, vf), keyOrder(t, wantVF); strings.Join(g, " ") != strings.Join(w, " ") {
+				t.Errorf("VF keys:\n emulated %v\n source   %v", g, w)
+			}
+		})
+	}
+	t.Run("src-ib-pf-vfs-old-kernel", func(t *testing.T) {
+		s := withVFs("cx6-vpi-ib", func(st *sim.State) { st.Devices[0].SRIOV = &sim.SRIOVState{NoGUIDReadback: true} })
+		out, _, _ := runSim(t, s, "ip", "-j", "link", "show", "dev", "ib0")
+		_, vf := split(t, out)
+		_, want, _, _ := realCase(t, "ip", "src-ib-pf-vfs-old-kernel")
+		_, wantVF := split(t, want)
+		if g, w := keyOrder(t, vf), keyOrder(t, wantVF); strings.Join(g, " ") != strings.Join(w, " ") {
+			t.Errorf("VF keys:\n emulated %v\n source   %v", g, w)
+		}
+	})
+	s := newSim(t, "cx5-roce")
+	argv, wantOut, wantErr, wantCode := realCase(t, "ip", "no-such-device")
+	out, errOut, code := runSim(t, s, argv...)
+	if out != wantOut || errOut != wantErr || code != wantCode {
+		t.Errorf("%v: emulated exit %d %q %q, real exit %d %q %q", argv, code, out, errOut, wantCode, wantOut, wantErr)
+	}
+}

@@ -1,0 +1,1 @@
+["ip", "-j", "link", "show", "dev", "rf-none"]

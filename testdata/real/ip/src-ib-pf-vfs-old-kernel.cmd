@@ -1,0 +1,1 @@
+["ip", "-j", "link", "show", "dev", "ib0"]
