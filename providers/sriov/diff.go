@@ -62,6 +62,10 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		}
 		addr := Address(dev.PCI)
 		want := *d.SRIOV.NumVFs
+		if o, ok := obs.NMOwners[pf.Netdev]; ok && pf.Netdev != "" {
+			prop.Errors = append(prop.Errors, req.Finding(sp, "NetworkManager connection %q (%s) sets sriov.total-vfs=%s on %s, the netdev of %s: two owners of one PF's VFs (NetworkManager sets the count whenever it activates the connection); remove its sriov setting (nmcli connection modify %s remove sriov) or leave SR-IOV to it", o.Name, o.UUID, o.TotalVFs, pf.Netdev, dev.PCI, o.UUID))
+			continue
+		}
 		stagedEn, enStaged := facts.StagedParam(dev.PCI, "SRIOV_EN")
 		stagedNum, numStaged := facts.StagedParam(dev.PCI, "NUM_OF_VFS")
 		stagedN, numErr := strconv.Atoi(stagedNum)

@@ -24,6 +24,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -70,6 +71,9 @@ type PF struct {
 // Observed maps a spec device index to its PF.
 type Observed struct {
 	PFs map[int]*PF
+	// NMOwners are NetworkManager profiles with an sriov setting, by
+	// their interface name: a second owner of that PF's VF count.
+	NMOwners map[string]nmcli.SRIOVOwner
 }
 
 // Discover implements plan.Provider: three small sysfs reads per PF and a
@@ -106,7 +110,57 @@ func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request
 	if len(obs.PFs) == 0 {
 		return nil, nil
 	}
+	if !h.Offline() {
+		owners, err := nmOwners(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		obs.NMOwners = owners
+	}
 	return obs, nil
+}
+
+// nmOwners lists the NetworkManager profiles (InfiniBand and Ethernet)
+// that carry an sriov setting: NetworkManager sets the VF count of their
+// interface when it activates them, also to 0. A host without
+// NetworkManager has none.
+//
+// Equivalent to: nmcli -t -f NAME,UUID,TYPE,... connection show;
+// nmcli -t -f connection.uuid,connection.id,connection.interface-name,sriov.total-vfs connection show uuid U...
+func nmOwners(ctx context.Context, h *host.Host) (map[string]nmcli.SRIOVOwner, error) {
+	res, err := h.Run(ctx, nmcli.ListArgs()...)
+	if errors.Is(err, host.ErrNotFound) || nmcli.IsNotRunning(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries, err := nmcli.ParseList(res.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	var uuids []string
+	for _, e := range entries {
+		if e.Type == "infiniband" || e.Type == "802-3-ethernet" {
+			uuids = append(uuids, e.UUID)
+		}
+	}
+	if len(uuids) == 0 {
+		return nil, nil
+	}
+	res, err = h.Run(ctx, nmcli.SRIOVOwnersArgs(uuids)...)
+	if err != nil {
+		return nil, err
+	}
+	list, err := nmcli.ParseSRIOVOwners(res.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]nmcli.SRIOVOwner{}
+	for _, o := range list {
+		out[o.Interface] = o
+	}
+	return out, nil
 }
 
 // Read reads one PF's SR-IOV state.

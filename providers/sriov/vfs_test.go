@@ -180,3 +180,28 @@ func TestVFRevert(t *testing.T) {
 		t.Fatalf("VF 1 after the rollback (-before +after):\n%s", d)
 	}
 }
+
+// TestNetworkManagerOwnsTheVFs: a NetworkManager profile with an sriov
+// setting on the PF's netdev sets the VF count whenever it activates, so
+// a spec that sets it too is "two owners", an error at the sriov line;
+// a profile without the setting is no owner.
+func TestNetworkManagerOwnsTheVFs(t *testing.T) {
+	dir := newSRIOVHost(t, "cx6-vpi-ib", 8, nil)
+	for _, args := range [][]string{
+		{"nmcli", "connection", "add", "type", "infiniband", "con-name", "ib1-plain", "ifname", "ib1", "connection.autoconnect", "no"},
+		{"nmcli", "connection", "add", "type", "infiniband", "con-name", "ib0-vfs", "ifname", "ib0", "connection.autoconnect", "no", "sriov.total-vfs", "4"},
+	} {
+		if code, out, errs := clitest.Run(t, append([]string{"sim", "tool", dir, "--"}, args...)...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \""+ibPF+"\"\n    sriov: {num_vfs: 2}\n  - pci: \"0000:3b:00.1\"\n    sriov: {num_vfs: 2}\n")
+	_, out := planLines(t, dir, spec, 1)
+	if !strings.Contains(out, `"path": "$.devices[0].sriov"`) || !strings.Contains(out, `NetworkManager connection \"ib0-vfs\"`) ||
+		!strings.Contains(out, "sets sriov.total-vfs=4 on ib0, the netdev of 0000:3b:00.0: two owners of one PF's VFs") {
+		t.Fatalf("want the two-owners finding at devices[0].sriov:\n%s", out)
+	}
+	if strings.Count(out, "two owners") != 1 || !strings.Contains(out, `"address": "sriov[0000:3b:00.1]"`) {
+		t.Errorf("a profile without an sriov setting is an owner:\n%s", out)
+	}
+}

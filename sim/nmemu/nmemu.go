@@ -282,7 +282,11 @@ func show(o *out, st *State, fields string, args []string) {
 				}
 				continue
 			}
-			fmt.Fprintf(&o.stdout, "%s:%s\n", c, p.Settings[c])
+			v, set := p.Settings[c]
+			if !set && strings.HasPrefix(c, "sriov.") {
+				continue // a profile without an sriov setting prints no line for it
+			}
+			fmt.Fprintf(&o.stdout, "%s:%s\n", c, v)
 		}
 	}
 	for _, s := range missing {
@@ -304,7 +308,7 @@ func newInfiniband() map[string]string {
 
 func knownProperty(name string) bool {
 	_, ok := newInfiniband()[name]
-	return ok
+	return ok || name == "sriov.total-vfs"
 }
 
 // nextUUID derives a stable, well-formed version-4 UUID from a counter.
@@ -420,6 +424,12 @@ func normalizeValue(name, v string) (string, string) {
 			return "no", ""
 		}
 		return "", fmt.Sprintf("'%s' is not valid; use [true, yes, on] or [false, no, off]", v)
+	case "sriov.total-vfs":
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return "", fmt.Sprintf("'%s' is not a valid number (or out of range)", v)
+		}
+		return strconv.FormatUint(n, 10), ""
 	case "infiniband.mtu":
 		if v == "auto" || v == "" {
 			return "auto", ""

@@ -58,7 +58,10 @@ func TestRealCorpus(t *testing.T) {
 			case strings.HasPrefix(name, "show-"):
 				ps, err := ParseProfiles(stdout)
 				got["profiles"], got["err"] = ps, errString(err)
-			case strings.HasPrefix(name, "add-"):
+			case name == "sriov-owners":
+				o, err := ParseSRIOVOwners(stdout)
+				got["sriov_owners"], got["err"] = o, errString(err)
+			case strings.HasPrefix(name, "add-"), strings.HasPrefix(name, "sriov-add-"):
 				u, err := ParseAdded(stdout)
 				got["uuid"], got["err"] = u, errString(err)
 			default:

@@ -1,0 +1,1 @@
+["nmcli","connection","add","type","infiniband","con-name","ib6-plain","ifname","ib6","connection.autoconnect","no"]

@@ -1,0 +1,1 @@
+["nmcli","-t","-f","connection.uuid,connection.id,connection.interface-name,sriov.total-vfs","connection","show","uuid","dc66df6c-8c82-4cf7-8e2f-e8ec71f793f1","uuid","a05b3caa-2c00-4d5a-b354-a9de252acabe"]
