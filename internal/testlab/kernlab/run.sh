@@ -10,7 +10,7 @@
 #      /lib/modules.
 #   2. build: a static rdmaform and the guest test binaries
 #      (`go test -c -tags kernlab`), an initramfs with busybox, kmod, the
-#      RDMA modules and their dependencies, iproute2's ip/rdma, rdma-core's
+#      RDMA modules and their dependencies, iproute2's ip/rdma/dcb, ethtool, rdma-core's
 #      tools and rxe provider.
 #   3. boot: qemu-system-x86_64 with the tests as /init's work; the serial
 #      console carries each test's output, its exit status and coverage.
@@ -48,9 +48,11 @@ need go "the Go toolchain"
 kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
 [ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
 kver=${kpkg#linux-image-}
-pkgs=("$kpkg" busybox-static kmod libkmod2 liblzma5 libzstd1 libssl3 iproute2 libmnl0 libelf1 libbpf1 libcap2 libselinux1 libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1 zlib1g libdb5.3 libxtables12 libatm1 libbsd0 libmd0 rdmacm-utils ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libc6 libgcc-s1 iputils-ping)
+pkgs=("$kpkg" busybox-static kmod libkmod2 liblzma5 libzstd1 libssl3 iproute2 libmnl0 libelf1 libbpf1 libcap2 libselinux1 libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1 zlib1g libdb5.3 libxtables12 libatm1 libbsd0 libmd0 rdmacm-utils ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libc6 libgcc-s1 iputils-ping ethtool)
 mkdir -p "$cache/debs"
-stamp="$cache/x/.unpacked-$kver"
+# The stamp names the kernel and the package list, so a changed list
+# unpacks again.
+stamp="$cache/x/.unpacked-$kver-$(printf '%s\n' "${pkgs[@]}" | cksum | cut -d' ' -f1)"
 if [ ! -e "$stamp" ]; then
   echo "kernlab: fetching ${#pkgs[@]} packages into $cache/debs"
   (cd "$cache/debs" && apt-get download "${pkgs[@]}" >/dev/null 2>"$cache/download.err") ||
@@ -92,6 +94,8 @@ copy_bin "$x/bin/kmod" /sbin/kmod
 for a in modprobe lsmod rmmod insmod depmod modinfo; do ln -sf kmod "$r/sbin/$a"; done
 copy_bin "$x/bin/ip" /sbin/ip
 copy_bin "$x/usr/bin/rdma" /sbin/rdma
+copy_bin "$x/sbin/dcb" /sbin/dcb
+copy_bin "$x/sbin/ethtool" /sbin/ethtool
 copy_bin "$x/bin/ping" /bin/ping
 for t in rping ucmatose udaddy rdma_server rdma_client ibv_devinfo ibv_devices ibv_rc_pingpong; do
   copy_bin "$x/usr/bin/$t" "/usr/bin/$t"
