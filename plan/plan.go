@@ -173,6 +173,18 @@ type Attr struct {
 	After  string `json:"after"`
 }
 
+// Reversed is the attributes of the change that undoes one: each
+// attribute's before and after swapped. Attributes are for people; code
+// that needs a value keeps it in its payload (make lint checks that
+// providers read no Before or After).
+func Reversed(attrs []Attr) []Attr {
+	out := make([]Attr, 0, len(attrs))
+	for _, a := range attrs {
+		out = append(out, Attr{Name: a.Name, Before: a.After, After: a.Before})
+	}
+	return out
+}
+
 // Change is one resource to create, update or delete.
 type Change struct {
 	Address    string     `json:"address"`

@@ -4,7 +4,9 @@
 // fixtures. It also keeps the simulator and the tool-output parsers apart:
 // nothing under sim/ (tests included) imports a provider package, and no
 // parser package imports the simulator, so a format one of them gets wrong
-// cannot be written wrong and read wrong the same way. Run by `make lint`;
+// cannot be written wrong and read wrong the same way. And providers read
+// no attribute of a change back (Attr.Before, Attr.After): attributes are
+// for people, values live in payloads. Run by `make lint`;
 // prints offending positions and exits 1.
 package main
 
@@ -128,6 +130,21 @@ func check(root string) ([]string, error) {
 		f, err = parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
+		}
+		if strings.HasPrefix(dir, "providers/") {
+			// A change's attributes are for people: code keeps the values
+			// it needs in its payload, and never reads them back.
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || (sel.Sel.Name != "Before" && sel.Sel.Name != "After") {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "time" {
+					return true
+				}
+				problems = append(problems, fmt.Sprintf("%s: reads .%s; an attribute is for people: keep the value in the payload (plan.Reversed swaps attributes for a revert)", fset.Position(sel.Pos()), sel.Sel.Name))
+				return true
+			})
 		}
 		osName := ""
 		for _, imp := range f.Imports {

@@ -25,7 +25,6 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		return nil, fmt.Errorf("%s: what was installed before the change is not known", c.Address)
 	}
 	b := pl.before
-	var attrs []plan.Attr
 	action := plan.Update
 	switch {
 	case b.Unit == nil && !pl.remove:
@@ -33,11 +32,8 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	case pl.remove:
 		action = plan.Create
 	}
-	for _, a := range c.Attributes {
-		attrs = append(attrs, plan.Attr{Name: a.Name, Before: a.After, After: a.Before})
-	}
 	return &plan.Change{Address: c.Address, Action: action, Activation: c.Activation, Stage: c.Stage,
-		Provider: c.Provider, Attributes: attrs, Payload: &payload{restore: b}}, nil
+		Provider: c.Provider, Attributes: plan.Reversed(c.Attributes), Payload: &payload{restore: b}}, nil
 }
 
 // restore makes the installed files exactly what was observed: each file

@@ -30,6 +30,9 @@ type payload struct {
 	sets   []string
 	paths  map[string]string // param name -> spec path
 	source map[string]*plan.Source
+	// was holds the Next Boot value each set replaces, for Revert, in
+	// the tool's display form (a name such as ETH, or a number).
+	was map[string]string
 }
 
 var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
@@ -138,7 +141,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		addr := Address(dev.PCI)
-		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, paths: map[string]string{}, source: map[string]*plan.Source{}}
+		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, paths: map[string]string{}, source: map[string]*plan.Source{}, was: map[string]string{}}
 		var attrs []plan.Attr
 		var disrupts []string
 		for _, prm := range d.Firmware.Params {
@@ -183,6 +186,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			attrs = append(attrs, plan.Attr{Name: prm.Name, Before: have.NextBoot.Display(), After: prm.Value})
 			disrupts = append(disrupts, linkNetdevs(req, dev, prm.Name, prm.Value, have)...)
 			pl.sets = append(pl.sets, prm.Name+"="+arg)
+			pl.was[prm.Name] = have.NextBoot.Display()
 			pl.paths[prm.Name] = pp
 			pl.source[prm.Name] = req.Pos(pp)
 			staged()

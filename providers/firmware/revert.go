@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
@@ -63,19 +64,23 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no firmware payload", c.Address)
 	}
-	back := &payload{tool: pl.tool, dev: pl.dev, pci: pl.pci, paths: pl.paths, source: pl.source}
-	attrs := make([]plan.Attr, 0, len(c.Attributes))
-	for _, a := range c.Attributes {
-		arg, err := mlxfmt.SetArg(a.Before)
-		if err != nil {
-			return nil, fmt.Errorf("%s: cannot stage %s back to %q: %w", c.Address, a.Name, a.Before, err)
+	back := &payload{tool: pl.tool, dev: pl.dev, pci: pl.pci, paths: pl.paths, source: pl.source, was: map[string]string{}}
+	for _, set := range pl.sets {
+		name, now, _ := strings.Cut(set, "=")
+		was, ok := pl.was[name]
+		if !ok {
+			return nil, fmt.Errorf("%s: no value recorded that %s replaced", c.Address, name)
 		}
-		back.sets = append(back.sets, a.Name+"="+arg)
-		attrs = append(attrs, plan.Attr{Name: a.Name, Before: a.After, After: a.Before})
+		arg, err := mlxfmt.SetArg(was)
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot stage %s back to %q: %w", c.Address, name, was, err)
+		}
+		back.sets = append(back.sets, name+"="+arg)
+		back.was[name] = now
 	}
 	if len(back.sets) == 0 {
 		return nil, nil
 	}
 	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
-		Provider: c.Provider, Attributes: attrs, Payload: back, Disrupts: c.Disrupts}, nil
+		Provider: c.Provider, Attributes: plan.Reversed(c.Attributes), Payload: back, Disrupts: c.Disrupts}, nil
 }

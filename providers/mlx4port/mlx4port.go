@@ -137,6 +137,16 @@ func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request
 
 // payload is what Apply needs: the port and, for the order of writes, the
 // type this plan gives the device's other port.
+// PlannedType is the port type (ib, eth, auto) a change of this provider
+// writes, "" for another change: what later stages ask of a planned
+// mlx4_port change.
+func PlannedType(c *plan.Change) string {
+	if pl, ok := c.Payload.(*payload); ok {
+		return pl.want
+	}
+	return ""
+}
+
 type payload struct {
 	pci   string
 	port  int

@@ -57,11 +57,7 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 		return fmt.Errorf("reading %s back: %w", pl.netdev, err)
 	}
 	if left := compare(pl.want, got); len(left.steps) > 0 || len(left.problems) > 0 {
-		var what []string
-		for _, a := range left.attrs {
-			what = append(what, fmt.Sprintf("%s is %s, not %s", a.Name, a.Before, a.After))
-		}
-		what = append(what, left.problems...)
+		what := append(left.differs(), left.problems...)
 		msg := fmt.Sprintf("%s after the writes: %s", pl.netdev, strings.Join(what, "; "))
 		if len(notes) > 0 {
 			msg += " (the tools said: " + strings.Join(notes, "; ") + ")"
@@ -121,12 +117,11 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		v := b.ECNRP
 		w.ecn = &v
 	}
-	attrs := []plan.Attr{}
-	for _, a := range c.Attributes {
-		if a.Name == "dcbx" {
-			continue
+	var attrs []plan.Attr
+	for _, a := range plan.Reversed(c.Attributes) {
+		if a.Name != "dcbx" { // stays with the host (see above)
+			attrs = append(attrs, a)
 		}
-		attrs = append(attrs, plan.Attr{Name: a.Name, Before: a.After, After: a.Before})
 	}
 	if len(attrs) == 0 {
 		return nil, nil

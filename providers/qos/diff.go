@@ -94,10 +94,21 @@ func (s step) String() string {
 	return strings.Join(s.args, " ")
 }
 
+// add records one differing setting: an attribute for the plan, and the
+// words for an error should it still differ after apply.
+func (c *compared) add(name, before, after string) {
+	c.attrs = append(c.attrs, plan.Attr{Name: name, Before: before, After: after})
+	c.msgs = append(c.msgs, fmt.Sprintf("%s is %s, not %s", name, before, after))
+}
+
+// differs words what still differs, for an error: "pfc is none, not 3".
+func (c compared) differs() []string { return c.msgs }
+
 // compared is what differs between a want and a port.
 type compared struct {
 	steps []step
 	attrs []plan.Attr
+	msgs  []string
 	// disrupts: a step takes the link down (PFC) or reopens the queues
 	// (trust).
 	disrupts bool
@@ -120,7 +131,7 @@ func compare(w want, p *Port) compared {
 		switch {
 		case w.dcbx == "host" && !p.DCBXHost:
 			c.steps = append(c.steps, step{args: []string{"dcb", "dcbx", "set", "dev", nd, "host", "cee", "ieee"}})
-			c.attrs = append(c.attrs, plan.Attr{Name: "dcbx", Before: "firmware", After: "host"})
+			c.add("dcbx", "firmware", "host")
 		case w.dcbx == "firmware" && p.DCBXHost:
 			c.problems = append(c.problems, fmt.Sprintf("DCB on %s is owned by the host; iproute2's dcb cannot hand it back to the firmware (its dcbx set needs at least one flag), so run `mlnx_qos -i %s -d fw` once or reload the driver", nd, nd))
 		}
@@ -134,7 +145,7 @@ func compare(w want, p *Port) compared {
 		} else if p.PauseRX != *w.pause || p.PauseTX != *w.pause {
 			v := onOff(*w.pause)
 			c.steps = append(c.steps, step{args: []string{"ethtool", "-A", nd, "rx", v, "tx", v}})
-			c.attrs = append(c.attrs, plan.Attr{Name: "pause", Before: fmt.Sprintf("rx %s, tx %s", onOff(p.PauseRX), onOff(p.PauseTX)), After: fmt.Sprintf("rx %s, tx %s", v, v)})
+			c.add("pause", fmt.Sprintf("rx %s, tx %s", onOff(p.PauseRX), onOff(p.PauseTX)), fmt.Sprintf("rx %s, tx %s", v, v))
 		}
 	}
 	if w.ecn != nil {
@@ -155,7 +166,7 @@ func compare(w want, p *Port) compared {
 			if p.ECNRP != p.ECNNP {
 				before = "rp " + prioList(p.ECNRP) + ", np " + prioList(p.ECNNP)
 			}
-			c.attrs = append(c.attrs, plan.Attr{Name: "ecn", Before: before, After: prioList(*w.ecn)})
+			c.add("ecn", before, prioList(*w.ecn))
 		}
 	}
 	return c
@@ -187,7 +198,7 @@ func (c *compared) app(w want, p *Port) {
 			c.steps = append(c.steps, step{args: args})
 		}
 		c.disrupts = c.disrupts || (len(p.App) > 0) != (len(*w.app) > 0)
-		c.attrs = append(c.attrs, plan.Attr{Name: "dscp_map", Before: describeApp(p.App), After: describeExact(*w.app)})
+		c.add("dscp_map", describeApp(p.App), describeExact(*w.app))
 	case w.trust == "dscp":
 		var entries, before []string
 		for d := 0; d < 64; d++ {
@@ -205,7 +216,7 @@ func (c *compared) app(w want, p *Port) {
 			}
 		}
 		if p.Trust() != "dscp" {
-			c.attrs = append(c.attrs, plan.Attr{Name: "trust", Before: p.Trust(), After: "dscp"})
+			c.add("trust", p.Trust(), "dscp")
 			c.disrupts = true
 		}
 		if len(entries) == 0 {
@@ -217,10 +228,10 @@ func (c *compared) app(w want, p *Port) {
 			// A whole new table: say what it is, not 64 entries.
 			b, a = "none", describeMap(w.dscp)
 		}
-		c.attrs = append(c.attrs, plan.Attr{Name: "dscp_map", Before: b, After: a})
+		c.add("dscp_map", b, a)
 	case w.trust == "pcp" && len(p.App) > 0:
 		c.steps = append(c.steps, step{args: []string{"dcb", "app", "flush", "dev", nd, "dscp-prio"}})
-		c.attrs = append(c.attrs, plan.Attr{Name: "trust", Before: "dscp", After: "pcp"})
+		c.add("trust", "dscp", "pcp")
 		c.disrupts = true
 	}
 }
@@ -242,7 +253,7 @@ func (c *compared) etsStep(w want, p *Port) {
 		args = append(args, fmt.Sprintf("%d:%d", i, bw))
 	}
 	c.steps = append(c.steps, step{args: args})
-	c.attrs = append(c.attrs, plan.Attr{Name: "ets", Before: describeETS(p.ETS), After: describeETS(*w.ets)})
+	c.add("ets", describeETS(p.ETS), describeETS(*w.ets))
 }
 
 // sameETS compares an ETS table as mlx5 reports it back: the bandwidth of
@@ -278,12 +289,12 @@ func (c *compared) pfcStep(w want, p *Port) {
 	}
 	c.steps = append(c.steps, step{args: args})
 	if pfcDiffers {
-		c.attrs = append(c.attrs, plan.Attr{Name: "pfc", Before: prioList(p.PFC), After: prioList(*w.pfc)})
+		c.add("pfc", prioList(p.PFC), prioList(*w.pfc))
 		// mlx5 toggles the port's link when the PFC priorities change.
 		c.disrupts = true
 	}
 	if delayDiffers {
-		c.attrs = append(c.attrs, plan.Attr{Name: "cable_length", Before: strconv.Itoa(p.Delay), After: strconv.Itoa(*w.delay)})
+		c.add("cable_length", strconv.Itoa(p.Delay), strconv.Itoa(*w.delay))
 	}
 }
 

@@ -312,7 +312,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		// An mlx4 port type written in this plan changes the link layer now;
 		// the port's RDMA device comes back with the kernel's defaults.
 		if mc := facts.Planned(mlx4port.Address(dev.PCI, t.port)); mc != nil {
-			if mlx4Type(mc) != "eth" {
+			if mlx4port.PlannedType(mc) != "eth" {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes InfiniBand in this plan (%s); RoCE settings need an Ethernet port", t.port, t.dev, mc.Address))
 				continue
 			}
@@ -487,14 +487,4 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	}
 	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
 		Provider: c.Provider, Attributes: attrs, Payload: back}, nil
-}
-
-// mlx4Type is the port type an mlx4_port change writes.
-func mlx4Type(c *plan.Change) string {
-	for _, a := range c.Attributes {
-		if a.Name == "type" {
-			return a.After
-		}
-	}
-	return ""
 }

@@ -72,10 +72,6 @@ func revertVF(c *plan.Change, pl *vfPayload) *plan.Change {
 	if pl.cfg.State != "" {
 		back.cfg.State = b.State
 	}
-	var attrs []plan.Attr
-	for _, a := range c.Attributes {
-		attrs = append(attrs, plan.Attr{Name: a.Name, Before: a.After, After: a.Before})
-	}
 	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
-		Provider: c.Provider, Attributes: attrs, Payload: back, Disrupts: c.Disrupts}
+		Provider: c.Provider, Attributes: plan.Reversed(c.Attributes), Payload: back, Disrupts: c.Disrupts}
 }

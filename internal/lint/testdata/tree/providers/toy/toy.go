@@ -1,0 +1,10 @@
+package toy
+
+import "time"
+
+type attr struct{ Before, After string }
+
+func peek(a attr) string {
+	<-time.After(time.Millisecond)
+	return a.After
+}
