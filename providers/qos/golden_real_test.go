@@ -3,10 +3,7 @@ package qos
 import (
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -25,34 +22,15 @@ func TestRealCorpus(t *testing.T) {
 	n := 0
 	for _, dir := range []string{"dcb", "ethtool"} {
 		root := filepath.Join("..", "..", "testdata", "real", dir)
-		exits, err := filepath.Glob(filepath.Join(root, "*.exit"))
-		if err != nil || len(exits) == 0 {
-			t.Fatalf("no corpus in %s: %v", root, err)
-		}
-		for _, ex := range exits {
-			name := strings.TrimSuffix(filepath.Base(ex), ".exit")
+		for _, name := range golden.Cases(t, root) {
 			n++
 			t.Run(dir+"/"+name, func(t *testing.T) {
-				read := func(suffix string) []byte {
-					b, err := os.ReadFile(filepath.Join(root, name+suffix))
-					if err != nil && !os.IsNotExist(err) {
-						t.Fatal(err)
-					}
-					return b
-				}
-				code, err := strconv.Atoi(strings.TrimSpace(string(read(".exit"))))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var argv []string
-				if err := json.Unmarshal(read(".cmd"), &argv); err != nil {
-					t.Fatalf("%s.cmd: %v", name, err)
-				}
-				stdout := read(".stdout")
+				c := golden.ReadCase(t, root, name)
+				argv, code, stdout := c.Argv, c.Exit, c.Stdout
 				got := map[string]any{}
 				switch {
 				case code != 0:
-					e := &host.ExitError{Cmd: host.Cmd{Args: argv}, Code: code, Stdout: stdout, Stderr: read(".stderr")}
+					e := &host.ExitError{Cmd: host.Cmd{Args: argv}, Code: code, Stdout: stdout, Stderr: c.Stderr}
 					got["not_supported"] = notSupported(e)
 				case argv[0] == "ethtool":
 					rx, tx, err := ParsePause(stdout)

@@ -3,10 +3,7 @@ package sriov
 import (
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/golden"
@@ -19,29 +16,18 @@ var updateReal = flag.Bool("update-real", false, "rewrite the expected parses of
 // compares the result with NAME.parsed.json; -update-real rewrites them.
 func TestRealCorpus(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "real", "ip")
-	exits, err := filepath.Glob(filepath.Join(root, "*.exit"))
-	if err != nil || len(exits) < 5 {
-		t.Fatalf("corpus in %s: %d cases, %v", root, len(exits), err)
+	names := golden.Cases(t, root)
+	if len(names) < 5 {
+		t.Fatalf("only %d cases in %s", len(names), root)
 	}
-	for _, ex := range exits {
-		name := strings.TrimSuffix(filepath.Base(ex), ".exit")
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			read := func(suffix string) []byte {
-				b, err := os.ReadFile(filepath.Join(root, name+suffix))
-				if err != nil && !os.IsNotExist(err) {
-					t.Fatal(err)
-				}
-				return b
-			}
-			code, err := strconv.Atoi(strings.TrimSpace(string(read(".exit"))))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := golden.ReadCase(t, root, name)
 			got := map[string]any{}
-			if code != 0 {
-				got["exit"], got["stderr"] = code, string(read(".stderr"))
+			if c.Exit != 0 {
+				got["exit"], got["stderr"] = c.Exit, string(c.Stderr)
 			} else {
-				vfs, err := ParseVFs(read(".stdout"))
+				vfs, err := ParseVFs(c.Stdout)
 				got["vfs"] = vfs
 				if err != nil {
 					got["err"] = err.Error()

@@ -3,7 +3,11 @@
 package golden
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -24,4 +28,49 @@ func Compare(t testing.TB, path string, got []byte, update bool, how string) {
 	if string(want) != string(got) {
 		t.Errorf("differs from %s (%s to accept):\n%s", path, how, got)
 	}
+}
+
+// Case is one case of the real-output corpus (testdata/real/DIR/NAME.*):
+// the command line, what it printed and its exit status.
+type Case struct {
+	Argv           []string
+	Stdout, Stderr []byte
+	Exit           int
+}
+
+// ReadCase reads case name of the corpus directory dir; a missing
+// .stdout or .stderr is empty.
+func ReadCase(t testing.TB, dir, name string) Case {
+	t.Helper()
+	read := func(suffix string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name+suffix))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var c Case
+	if err := json.Unmarshal(read(".cmd"), &c.Argv); err != nil {
+		t.Fatalf("%s/%s.cmd: %v", dir, name, err)
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(read(".exit"))))
+	if err != nil {
+		t.Fatalf("%s/%s.exit: %v", dir, name, err)
+	}
+	c.Exit, c.Stdout, c.Stderr = code, read(".stdout"), read(".stderr")
+	return c
+}
+
+// Cases lists the case names of a corpus directory (one per NAME.exit).
+func Cases(t testing.TB, dir string) []string {
+	t.Helper()
+	exits, err := filepath.Glob(filepath.Join(dir, "*.exit"))
+	if err != nil || len(exits) == 0 {
+		t.Fatalf("no corpus in %s: %v", dir, err)
+	}
+	var out []string
+	for _, e := range exits {
+		out = append(out, strings.TrimSuffix(filepath.Base(e), ".exit"))
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,28 +12,15 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/golden"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
 // realCase reads one case of testdata/real/DIR.
 func realCase(t *testing.T, dir, name string) (argv []string, stdout, stderr string, code int) {
 	t.Helper()
-	base := filepath.Join("..", "..", "..", "testdata", "real", dir, name)
-	read := func(suffix string) string {
-		b, err := os.ReadFile(base + suffix)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	if err := json.Unmarshal([]byte(read(".cmd")), &argv); err != nil {
-		t.Fatalf("%s/%s.cmd: %v", dir, name, err)
-	}
-	code, err := strconv.Atoi(strings.TrimSpace(read(".exit")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return argv, read(".stdout"), read(".stderr"), code
+	c := golden.ReadCase(t, filepath.Join("..", "..", "..", "testdata", "real", dir), name)
+	return c.Argv, string(c.Stdout), string(c.Stderr), c.Exit
 }
 
 // runSim runs an emulated tool on a fresh simulated host of a profile.
