@@ -268,23 +268,31 @@ func (l *linter) tos() {
 	// Each host is compared with the first earlier host of its network
 	// that sets a ToS: the reference, as for IPoIB.
 	for j, b := range l.hosts {
-		for i := 0; i < j; i++ {
-			a := l.hosts[i]
-			rel, why := related(a, b)
-			if !rel || len(uses[i]) == 0 {
-				continue
+		i, why, ok := l.reference(j, func(i int) bool { return len(uses[i]) > 0 })
+		if !ok {
+			continue
+		}
+		a, ua := l.hosts[i], uses[i][0]
+		for _, ub := range uses[j] {
+			if ua.tos != ub.tos {
+				l.add(b, ub.r.ref.path()+".roce"+pathIf(b.Spec.Src.Has(ub.r.ref.path()+".roce.tos"), ".tos"), "%s uses RoCE ToS %d, but %s at %s uses ToS %d (%s): RoCE traffic of one network needs one ToS (one DSCP in the switches' lossless class)",
+					ub.r.ref, ub.tos, ua.r.ref, a.pos(ua.r.ref.path()+".roce"), ua.tos, why)
+				break
 			}
-			ua := uses[i][0]
-			for _, ub := range uses[j] {
-				if ua.tos != ub.tos {
-					l.add(b, ub.r.ref.path()+".roce"+pathIf(b.Spec.Src.Has(ub.r.ref.path()+".roce.tos"), ".tos"), "%s uses RoCE ToS %d, but %s at %s uses ToS %d (%s): RoCE traffic of one network needs one ToS (one DSCP in the switches' lossless class)",
-						ub.r.ref, ub.tos, ua.r.ref, a.pos(ua.r.ref.path()+".roce"), ua.tos, why)
-					break
-				}
-			}
-			break
 		}
 	}
+}
+
+// reference is the first host before host j that shares a network with
+// it and has what lint compares (has): the one j is compared with, and
+// why they are related.
+func (l *linter) reference(j int, has func(i int) bool) (int, string, bool) {
+	for i := 0; i < j; i++ {
+		if rel, why := related(l.hosts[i], l.hosts[j]); rel && has(i) {
+			return i, why, true
+		}
+	}
+	return 0, "", false
 }
 
 // qos reports two hosts on one network whose RoCE ports disagree on DSCP
@@ -322,25 +330,21 @@ func (l *linter) qos() {
 		}
 	}
 	for j, b := range l.hosts {
-		for i := 0; i < j; i++ {
-			a := l.hosts[i]
-			rel, why := related(a, b)
-			if !rel || len(uses[i]) == 0 {
-				continue
+		i, why, ok := l.reference(j, func(i int) bool { return len(uses[i]) > 0 })
+		if !ok {
+			continue
+		}
+		a, ua := l.hosts[i], uses[i][0]
+		for _, ub := range uses[j] {
+			at := ub.r.ref.path() + ".qos"
+			if ua.trust != "" && ub.trust != "" && ua.trust != ub.trust {
+				l.add(b, at+".trust", "%s trusts %s, but %s at %s trusts %s (%s): one network's hosts must classify RoCE traffic the same way, or it misses the lossless class",
+					ub.r.ref, ub.trust, ua.r.ref, a.pos(ua.r.ref.path()+".qos.trust"), ua.trust, why)
 			}
-			ua := uses[i][0]
-			for _, ub := range uses[j] {
-				at := ub.r.ref.path() + ".qos"
-				if ua.trust != "" && ub.trust != "" && ua.trust != ub.trust {
-					l.add(b, at+".trust", "%s trusts %s, but %s at %s trusts %s (%s): one network's hosts must classify RoCE traffic the same way, or it misses the lossless class",
-						ub.r.ref, ub.trust, ua.r.ref, a.pos(ua.r.ref.path()+".qos.trust"), ua.trust, why)
-				}
-				if ua.pfc != "" && ub.pfc != "" && ua.pfc != ub.pfc {
-					l.add(b, at+".pfc", "%s has PFC on priorities %s, but %s at %s on %s (%s): one network needs PFC on the same priorities on every NIC and switch port",
-						ub.r.ref, ub.pfc, ua.r.ref, a.pos(ua.r.ref.path()+".qos.pfc"), ua.pfc, why)
-				}
+			if ua.pfc != "" && ub.pfc != "" && ua.pfc != ub.pfc {
+				l.add(b, at+".pfc", "%s has PFC on priorities %s, but %s at %s on %s (%s): one network needs PFC on the same priorities on every NIC and switch port",
+					ub.r.ref, ub.pfc, ua.r.ref, a.pos(ua.r.ref.path()+".qos.pfc"), ua.pfc, why)
 			}
-			break
 		}
 	}
 }

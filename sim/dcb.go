@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -152,7 +153,7 @@ func dcbShow(d *DCBState, object string, jsonOut bool) string {
 			fmt.Fprintf(&b, "pfc-cap 8 macsec-bypass off delay %d \nprio-pfc %s \n", d.CableLen, indexed(len(d.PFC), func(i int) string { return map[bool]string{true: "on", false: "off"}[d.PFC[i]] }))
 		}
 	case "ets":
-		bw := d.reportedBW()
+		bw := d.BW // as mlx5e_dcbnl_ieee_getets reports it: 100 for strict and vendor classes
 		if jsonOut {
 			zeros := "0,0,0,0,0,0,0,0"
 			fmt.Fprintf(&b, `{"willing":false,"ets_cap":8,"cbs":false,"tc_bw":[%s],"pg_bw":[%s],"tc_tsa":[%s],"prio_tc":[%s],"reco_tc_bw":[%s],"reco_tc_tsa":[%s],"reco_prio_tc":[%s]}`+"\n",
@@ -198,14 +199,6 @@ func dcbShow(d *DCBState, object string, jsonOut bool) string {
 		}
 	}
 	return b.String()
-}
-
-// reportedBW is what mlx5e_dcbnl_ieee_getets reports: the programmed
-// bandwidths, 100 for strict and vendor classes.
-func (d *DCBState) reportedBW() []int {
-	out := make([]int, 8)
-	copy(out, d.BW)
-	return out
 }
 
 // dcbChange carries out set/replace/flush with mlx5's rules. Errors are
@@ -260,7 +253,7 @@ func dcbChange(d *DCBState, object, cmd string, args []string) (string, int) {
 				return fmt.Sprintf("What is \"%s\"?\n", args[i]), 1
 			}
 		}
-		if !equalBools(pfc, d.PFC) {
+		if !slices.Equal(pfc, d.PFC) {
 			d.LinkToggles++
 		}
 		d.PFC, d.CableLen = pfc, cable
@@ -578,18 +571,6 @@ func indexed(n int, f func(int) string) string {
 		s[i] = fmt.Sprintf("%d:%s", i, f(i))
 	}
 	return strings.Join(s, " ")
-}
-
-func equalBools(a, b []bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func capitalize(s string) string {

@@ -300,6 +300,7 @@ func (n *Netdev) resetQoS(d *Device) {
 		return
 	}
 	n.DCB, n.Pause = mlx5DCB(), mlx5Pause()
+	n.DCB.Host = !d.DCBXFirmware
 	if d.OFED {
 		n.ECN = ofedECN()
 	}

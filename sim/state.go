@@ -90,6 +90,9 @@ type Device struct {
 	// OFED: the MLNX_OFED driver runs it, so its Ethernet netdevs have the
 	// per-priority ECN tree.
 	OFED bool `yaml:"ofed,omitempty"`
+	// DCBXFirmware: the firmware runs DCBX (mlx5 finds version_oper AUTO
+	// at probe), so its netdevs start with firmware-owned DCB.
+	DCBXFirmware bool `yaml:"dcbx_firmware,omitempty"`
 }
 
 // Port is one port of a device.

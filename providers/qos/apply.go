@@ -81,7 +81,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if pl.before == nil {
 		return nil, nil
 	}
-	b := pl.before
+	b := *pl.before // a copy: the revert's want points into it
 	w := want{}
 	if pl.want.trust != "" || pl.want.app != nil {
 		app := map[int]int{}
@@ -93,29 +93,24 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		w.app = &app
 	}
 	if pl.want.pfc != nil {
-		v := b.PFC
-		w.pfc = &v
+		w.pfc = &b.PFC
 	}
 	if pl.want.delay != nil {
-		v := b.Delay
-		w.delay = &v
+		w.delay = &b.Delay
 	}
 	if pl.want.ets != nil {
-		v := b.ETS
-		for i := range v.TSA {
-			if v.TSA[i] != "ets" {
-				v.BW[i] = 0 // dcb takes 0 for strict and vendor classes
+		for i := range b.ETS.TSA {
+			if b.ETS.TSA[i] != "ets" {
+				b.ETS.BW[i] = 0 // dcb takes 0 for strict and vendor classes
 			}
 		}
-		w.ets = &v
+		w.ets = &b.ETS
 	}
 	if pl.want.pause != nil {
-		v := b.PauseRX
-		w.pause = &v
+		w.pause = &[2]bool{b.PauseRX, b.PauseTX}
 	}
 	if pl.want.ecn != nil {
-		v := b.ECNRP
-		w.ecn = &v
+		w.ecn = &[2][8]bool{b.ECNRP, b.ECNNP}
 	}
 	var attrs []plan.Attr
 	for _, a := range plan.Reversed(c.Attributes) {

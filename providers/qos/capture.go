@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/linklayer"
@@ -24,7 +25,17 @@ func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request,
 	if h.Offline() {
 		return nil
 	}
+	// Every port is read at once, as plan reads them.
 	sem := make(chan struct{}, MaxReads)
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	// notes keeps each port's note in port order, so show prints them in
+	// the same order whatever order the reads finish in.
+	type portNote struct {
+		dev  int
+		note string
+	}
+	var notes []*portNote
 	for i, d := range req.Devices {
 		if d == nil {
 			continue
@@ -39,26 +50,51 @@ func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request,
 			if nd == "" || !host.Exists(h.FS, "/sys/class/net/"+nd) {
 				continue
 			}
-			have, err := readPort(ctx, h, nd, need{dcb: true, pause: true, ecn: true}, sem)
-			if errors.Is(err, host.ErrNotFound) {
-				// No dcb or ethtool on the host: nothing to capture, and
-				// nothing a plan could set either.
-				if o.Notes != nil {
-					o.Notes.Add(i, fmt.Sprintf("%s: qos left out: %v", nd, err))
+			pn := &portNote{dev: i}
+			notes = append(notes, pn)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				note, err := capturePort(ctx, h, nd, pt, sem)
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
 				}
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			q, note := captureQoS(have)
-			pt.QoS = q
-			if note != "" && o.Notes != nil {
-				o.Notes.Add(i, note)
-			}
+				pn.note = note
+			}()
 		}
 	}
-	return nil
+	wg.Wait()
+	for _, pn := range notes {
+		if pn.note != "" && o.Notes != nil {
+			o.Notes.Add(pn.dev, pn.note)
+		}
+	}
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// capturePort reads one port and writes its qos into pt; the note says
+// what it left out.
+func capturePort(ctx context.Context, h *host.Host, nd string, pt *schema.Port, sem chan struct{}) (string, error) {
+	have, err := readPort(ctx, h, nd, need{dcb: true, pause: true, ecn: true}, sem)
+	if errors.Is(err, host.ErrNotFound) {
+		// No dcb or ethtool on the host: nothing to capture, and nothing
+		// a plan could set either.
+		return fmt.Sprintf("%s: qos left out: %v", nd, err), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	q, note := captureQoS(have)
+	pt.QoS = q
+	return note, nil
 }
 
 // captureQoS is the spec form of a port's state, and a note on what it

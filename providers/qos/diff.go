@@ -25,8 +25,11 @@ type want struct {
 	pfc   *[8]bool
 	delay *int
 	ets   *ETS
-	pause *bool
-	ecn   *[8]bool
+	// pause is global pause, rx then tx.
+	pause *[2]bool
+	// ecn is the ECN enables per priority, reaction point then
+	// notification point.
+	ecn *[2][8]bool
 }
 
 // wantOf turns a spec's qos block into what the netdev must have. dcbx
@@ -57,13 +60,15 @@ func wantOf(q *schema.QoS) want {
 		copy(e.BW[:], q.ETS.BW)
 		w.ets = &e
 	}
-	w.pause = q.Pause
+	if q.Pause != nil {
+		w.pause = &[2]bool{*q.Pause, *q.Pause}
+	}
 	if q.ECN != nil {
 		var b [8]bool
 		for _, p := range *q.ECN {
 			b[p] = true
 		}
-		w.ecn = &b
+		w.ecn = &[2][8]bool{b, b}
 	}
 	if w.dcbx == "" && w.setsDCB() {
 		w.dcbx = "host"
@@ -142,31 +147,24 @@ func compare(w want, p *Port) compared {
 	if w.pause != nil {
 		if p.NoPause != "" {
 			c.problems = append(c.problems, fmt.Sprintf("global pause of %s cannot be read: `ethtool -a %s` answered %q", nd, nd, p.NoPause))
-		} else if p.PauseRX != *w.pause || p.PauseTX != *w.pause {
-			v := onOff(*w.pause)
-			c.steps = append(c.steps, step{args: []string{"ethtool", "-A", nd, "rx", v, "tx", v}})
-			c.add("pause", fmt.Sprintf("rx %s, tx %s", onOff(p.PauseRX), onOff(p.PauseTX)), fmt.Sprintf("rx %s, tx %s", v, v))
+		} else if have := [2]bool{p.PauseRX, p.PauseTX}; have != *w.pause {
+			rx, tx := onOff(w.pause[0]), onOff(w.pause[1])
+			c.steps = append(c.steps, step{args: []string{"ethtool", "-A", nd, "rx", rx, "tx", tx}})
+			c.add("pause", fmt.Sprintf("rx %s, tx %s", onOff(p.PauseRX), onOff(p.PauseTX)), fmt.Sprintf("rx %s, tx %s", rx, tx))
 		}
 	}
 	if w.ecn != nil {
 		if !p.ECNTree {
 			c.problems = append(c.problems, fmt.Sprintf("%s has no per-priority ECN tree (%s/roce_rp, MLNX_OFED's mlx5); with the upstream driver ECN is chosen per priority by firmware ROCE_CC_PRIO_MASK_P<port> (a bitmask: 8 is priority 3), set under the device's firmware params, so drop qos.ecn", nd, ECNDir(nd)))
-		} else if p.ECNRP != *w.ecn || p.ECNNP != *w.ecn {
-			for _, side := range []struct {
-				dir string
-				cur [8]bool
-			}{{"roce_rp", p.ECNRP}, {"roce_np", p.ECNNP}} {
+		} else if have := [2][8]bool{p.ECNRP, p.ECNNP}; have != *w.ecn {
+			for side, dir := range []string{"roce_rp", "roce_np"} {
 				for prio := 0; prio < 8; prio++ {
-					if side.cur[prio] != w.ecn[prio] {
-						c.steps = append(c.steps, step{file: path.Join(ECNDir(nd), side.dir, "enable", strconv.Itoa(prio)), value: bit(w.ecn[prio])})
+					if have[side][prio] != w.ecn[side][prio] {
+						c.steps = append(c.steps, step{file: path.Join(ECNDir(nd), dir, "enable", strconv.Itoa(prio)), value: bit(w.ecn[side][prio])})
 					}
 				}
 			}
-			before := prioList(p.ECNRP)
-			if p.ECNRP != p.ECNNP {
-				before = "rp " + prioList(p.ECNRP) + ", np " + prioList(p.ECNNP)
-			}
-			c.add("ecn", before, prioList(*w.ecn))
+			c.add("ecn", ecnList(have), ecnList(*w.ecn))
 		}
 	}
 	return c
@@ -338,6 +336,15 @@ func prioList(b [8]bool) string {
 	return strings.Join(s, ",")
 }
 
+// ecnList words the ECN enables: "3" when both points agree, else
+// "rp 3, np none".
+func ecnList(e [2][8]bool) string {
+	if e[0] == e[1] {
+		return prioList(e[0])
+	}
+	return "rp " + prioList(e[0]) + ", np " + prioList(e[1])
+}
+
 // summarize shortens a long list of DSCP:prio entries for the plan.
 func summarize(entries []string) string {
 	if len(entries) <= 8 {
@@ -473,6 +480,16 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if w.dcbx == "firmware" && w.setsDCB() && willing(req.Spec.Devices[t.devIndex], t.port) {
 			prop.Errors = append(prop.Errors, req.Finding(sp+".dcbx", "with dcbx: firmware and willing firmware (DCBX_WILLING_P%d is True unless the device's firmware params set it false) the switch's DCBX overwrites trust, PFC and ETS; use dcbx: host, or set DCBX_WILLING_P%d: false", t.port, t.port))
 			continue
+		}
+		if w.dcbx == "firmware" && w.setsDCB() {
+			// Not willing from the next boot on: until then the switch may
+			// still overwrite what is set now.
+			name := fmt.Sprintf("DCBX_WILLING_P%d", t.port)
+			if v, staged := facts.StagedParam(dev.PCI, name); staged {
+				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Source: req.Pos(sp),
+					Reason: fmt.Sprintf("waits for %s=%s on %s (reboot); until then the firmware's DCBX is willing", name, v, dev.PCI)})
+				continue
+			}
 		}
 		cmp := compare(w, have)
 		if len(cmp.problems) > 0 {

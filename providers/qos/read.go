@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ func readPort(ctx context.Context, h *host.Host, netdev string, n need, sem chan
 	var missing []string
 	for _, err := range errs {
 		var ee *host.ExitError
-		if errors.As(err, &ee) && errors.Is(err, host.ErrNotFound) && len(ee.Cmd.Args) > 0 && !contains(missing, ee.Cmd.Args[0]) {
+		if errors.As(err, &ee) && errors.Is(err, host.ErrNotFound) && len(ee.Cmd.Args) > 0 && !slices.Contains(missing, ee.Cmd.Args[0]) {
 			missing = append(missing, ee.Cmd.Args[0])
 		}
 	}
@@ -211,15 +212,6 @@ func (m missingTools) Error() string {
 }
 
 func (m missingTools) Is(target error) bool { return target == host.ErrNotFound }
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // notSupported returns the tool's own words when a command failed because
 // the netdev's driver lacks the operation ("Attribute read: Operation not

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/mlxemu"
 )
 
 // newHost creates a simulated host of a profile, changed by mutate.
@@ -223,13 +224,38 @@ func TestFindings(t *testing.T) {
 			}
 		})
 	}
-	// Firmware that is not willing keeps host-set values: no finding.
-	dir := newHost(t, "cx5-roce", func(st *sim.State) { st.Netdevs[0].DCB.Host = false })
+	// Firmware that is not willing keeps host-set values: no finding. The
+	// emulated ConnectX-5 gets DCBX_WILLING_P1 at its factory default,
+	// True (reference/qos-sriov.md §1.1, from public mlxconfig dumps).
+	dir := newHost(t, "cx5-roce", func(st *sim.State) {
+		st.Netdevs[0].DCB.Host = false
+		st.DeviceByPCI(cx5).DCBXFirmware = true // and so after the reboot
+		for _, a := range st.Firmware {
+			a.Params = append(a.Params, mlxemu.Param{Name: "DCBX_WILLING_P1", Type: mlxemu.TypeBool, TLV: "nv_dcbx", Default: 1, Current: 1, Next: 1})
+		}
+	})
 	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \""+cx5+"\"\n    firmware: {params: {DCBX_WILLING_P1: false}}\n    ports:\n      - port: 1\n        qos: {dcbx: firmware, pfc: [3]}\n")
+	// The firmware change is staged for the next boot; until then the
+	// firmware is still willing, so the port's QoS waits for the reboot.
 	code, out, errs := clitest.Run(t, "--sim", dir, "plan", "-f", spec)
-	if strings.Contains(out+errs, "willing") {
-		t.Fatalf("DCBX_WILLING_P1: false still found willing: exit %d\n%s%s", code, out, errs)
+	if code != 2 || !strings.Contains(out, "~ firmware[0000:5e:00.0]") || strings.Contains(out, "~ qos[") ||
+		!strings.Contains(out, "? qos[mlx5_0/1] waits for DCBX_WILLING_P1=false on 0000:5e:00.0 (reboot)") {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errs)
 	}
+	if code, out, errs := clitest.Run(t, "--sim", dir, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply before the reboot: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	if code, out, errs := clitest.Run(t, "sim", "reboot", dir); code != 0 {
+		t.Fatalf("sim reboot: %d\n%s%s", code, out, errs)
+	}
+	// After it the firmware is not willing: the host's PFC is set (the
+	// reboot brought mlx5's defaults back, firmware-owned DCBX kept), and
+	// apply then plan is empty.
+	p := planJSON(t, dir, spec, 2)
+	if len(p.Errors) != 0 || len(p.Changes) != 1 || p.Changes[0].Address != "qos[mlx5_0/1]" {
+		t.Fatalf("after the reboot: want the PFC change alone: %+v", p)
+	}
+	applyThenEmpty(t, dir, spec)
 }
 
 // TestConfirmTimeoutRevertsQoS: under --confirm-timeout an unconfirmed

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // TestSRIOVRulesOnNetdevsim runs the SR-IOV count scenarios against the
@@ -50,23 +51,15 @@ func TestSRIOVRulesOnNetdevsim(t *testing.T) {
 		return 0
 	}
 
-	st, err := sim.NewState("cx5-roce", "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range st.Firmware {
-		a.Param("SRIOV_EN").Current, a.Param("NUM_OF_VFS").Current = 1, 4
-	}
-	s, err := sim.Create(t.TempDir(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var pci string
+	_, h := simtest.New(t, "cx5-roce", 0, func(st *sim.State) {
+		for _, a := range st.Firmware {
+			a.Param("SRIOV_EN").Current, a.Param("NUM_OF_VFS").Current = 1, 4
+		}
+		pci = st.Devices[0].PCI
+	})
 	simulated := func(n int) syscall.Errno {
-		err := h.FS.WriteAttr("/sys/bus/pci/devices/"+st.Devices[0].PCI+"/sriov_numvfs", []byte(strconv.Itoa(n)+"\n"))
+		err := h.FS.WriteAttr("/sys/bus/pci/devices/"+pci+"/sriov_numvfs", []byte(strconv.Itoa(n)+"\n"))
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			return errno

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/golden"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // realCase reads one case of testdata/real/DIR.
@@ -39,14 +40,7 @@ func runSim(t *testing.T, s *sim.Sim, args ...string) (stdout, stderr string, co
 
 func newSim(t *testing.T, profile string) *sim.Sim {
 	t.Helper()
-	st, err := sim.NewState(profile, "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.Create(t.TempDir(), st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := simtest.New(t, profile, 0, nil)
 	return s
 }
 
@@ -257,25 +251,16 @@ func keyOrder(t *testing.T, raw json.RawMessage) []string {
 // netdev as the real ip does.
 func TestEmulatedIPLinkMatchesReal(t *testing.T) {
 	withVFs := func(profile string, mutate func(st *sim.State)) *sim.Sim {
-		st, err := sim.NewState(profile, "node1", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range st.Firmware {
-			a.Param("SRIOV_EN").Current, a.Param("NUM_OF_VFS").Current = 1, 4
-		}
-		if mutate != nil {
-			mutate(st)
-		}
-		s, err := sim.Create(t.TempDir(), st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := s.Host()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pci := st.Devices[0].PCI
+		var pci string
+		s, h := simtest.New(t, profile, 0, func(st *sim.State) {
+			for _, a := range st.Firmware {
+				a.Param("SRIOV_EN").Current, a.Param("NUM_OF_VFS").Current = 1, 4
+			}
+			if mutate != nil {
+				mutate(st)
+			}
+			pci = st.Devices[0].PCI
+		})
 		if err := h.FS.WriteAttr("/sys/bus/pci/devices/"+pci+"/sriov_numvfs", []byte("2\n")); err != nil {
 			t.Fatal(err)
 		}
