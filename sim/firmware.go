@@ -13,20 +13,19 @@ import (
 // simulated adapters; a successful set changes their Next Boot values.
 // Firmware values show in no file until a reboot, so only sim.yaml is
 // saved, and only when a value changed (no tree rendering: a query is
-// cheap, as on a host where mlxconfig only reads the flash).
+// cheap, as on a host where mlxconfig only reads the flash); sets on
+// several adapters at once share saves (leaveFirmware).
 func firmwareTool(tool string) toolFunc {
 	return func(_ context.Context, s *Sim, args []string, stdin []byte) (string, string, int) {
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		st := s.state
 		e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted && tool == "mlxconfig"}
 		before := snapshot(st.Firmware)
 		stdout, stderr, code := e.Run(tool, args, stdin)
 		if shareCardParams(st.Firmware, before) {
-			if err := s.save(); err != nil {
-				return string(stdout), string(stderr) + err.Error() + "\n", 1
-			}
+			s.rev++ // saved by the runner's leaveFirmware
 		}
+		s.mu.Unlock()
 		return string(stdout), string(stderr), code
 	}
 }
@@ -58,22 +57,37 @@ func snapshot(as []*mlxemu.Adapter) [][]mlxemu.Param {
 
 // shareCardParams gives every PCI function of a card the parameters a set
 // or reset through one of them wrote: firmware configuration lives in the
-// card's flash, so 0000:3b:00.0 and 0000:3b:00.1 show the same values. It
-// reports whether anything changed.
+// card's flash, so 0000:3b:00.0 and 0000:3b:00.1 show the same values,
+// except for the per-host-function TLVs (PerFunctionTLV), which each
+// function keeps for itself. It reports whether anything changed.
 func shareCardParams(as []*mlxemu.Adapter, before [][]mlxemu.Param) bool {
 	for i, a := range as {
 		if paramsEqual(a.Params, before[i]) {
 			continue
 		}
 		for _, b := range as {
-			if b != a && slotOf(b.BDF) == slotOf(a.BDF) {
-				b.Params = append([]mlxemu.Param(nil), a.Params...)
+			if b == a || slotOf(b.BDF) != slotOf(a.BDF) {
+				continue
+			}
+			at := map[string]int{}
+			for j, p := range b.Params {
+				at[p.Name] = j
+			}
+			for _, p := range a.Params {
+				if j, ok := at[p.Name]; ok && !PerFunctionTLV[p.TLV] {
+					b.Params[j] = p
+				}
 			}
 		}
 		return true
 	}
 	return false
 }
+
+// PerFunctionTLV lists the emulated parameters' TLVs that each PCI
+// function of a card has for itself (class 3, per host function, in
+// mstflint's parameter database; simcheck compares the two).
+var PerFunctionTLV = map[string]bool{"nv_hca_conf": true}
 
 func paramsEqual(a, b []mlxemu.Param) bool {
 	if len(a) != len(b) {
