@@ -44,7 +44,25 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 	installed := r.sim.state.HasTool(name)
 	latency := time.Duration(r.sim.state.Latency[name])
 	fault := r.sim.takeLocked(faultTool, name, strings.Join(c.Args[1:], " "))
+	firmware := installed && (name == "mlxconfig" || name == "mstconfig")
+	if firmware {
+		r.sim.enterFirmware()
+	}
 	r.sim.mu.Unlock()
+	if firmware {
+		res, err := r.run(ctx, c, installed, fault, latency)
+		if serr := r.sim.leaveFirmware(); serr != nil && err == nil {
+			return res, &host.ExitError{Cmd: c, Code: 1, Stdout: res.Stdout, Stderr: append(res.Stderr, serr.Error()+"\n"...)}
+		}
+		return res, err
+	}
+	return r.run(ctx, c, installed, fault, latency)
+}
+
+// run is one tool run after the bookkeeping: the fault or the emulated
+// tool, after the emulated latency.
+func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fault, latency time.Duration) (host.Result, error) {
+	name := c.Args[0]
 	fn := tools[name]
 	if !installed || fn == nil {
 		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: fmt.Errorf("%w on PATH (simulated host)", host.ErrNotFound)}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -23,6 +24,12 @@ type Sim struct {
 	mu    sync.Mutex
 	state *State
 	calls []string
+	// rev counts the firmware sets that changed state; saved is the rev
+	// sim.yaml holds; fwBusy counts firmware tool runs under way, and
+	// flushed is closed by the save they wait for (see leaveFirmware).
+	rev, saved uint64
+	fwBusy     int
+	flushed    chan struct{}
 }
 
 // Open opens the simulated host in dir, rendering its tree if it has none.
@@ -100,7 +107,57 @@ func (s *Sim) save() error {
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, p)
+	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	s.saved = s.rev
+	if s.flushed != nil {
+		close(s.flushed)
+		s.flushed = nil
+	}
+	return nil
+}
+
+// Firmware tool runs share saves: a set that changed the adapters does
+// not save the whole state itself while other runs of the firmware tools
+// are under way; the last one to finish saves for all (at most
+// coalesceWait later, each saves what is left). Sets on 32 adapters at
+// once then cost one save, not 32: on a 32-card host a save takes 10 to
+// 30 ms, which would add up to more than the emulated tool run itself.
+const coalesceWait = 100 * time.Millisecond
+
+// enterFirmware counts a firmware tool run under way. Callers hold mu.
+func (s *Sim) enterFirmware() { s.fwBusy++ }
+
+// leaveFirmware ends a firmware tool run: it returns once sim.yaml holds
+// every change made so far.
+func (s *Sim) leaveFirmware() error {
+	s.mu.Lock()
+	s.fwBusy--
+	rev := s.rev
+	if s.saved >= rev {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.fwBusy > 0 {
+		if s.flushed == nil {
+			s.flushed = make(chan struct{})
+		}
+		ch := s.flushed
+		s.mu.Unlock()
+		t := time.NewTimer(coalesceWait)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	if s.saved >= rev {
+		return nil
+	}
+	return s.save()
 }
 
 // cmGroupsInTree lists the rdma_cm configfs groups present in a tree.

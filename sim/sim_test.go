@@ -1,9 +1,16 @@
 package sim
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // TestRebootLoadsModulesLoadD: modules listed in /etc/modules-load.d come
@@ -34,5 +41,83 @@ func TestRebootLoadsModulesLoadD(t *testing.T) {
 	}
 	if after.Boot != 1 || after.BootID() == bootID {
 		t.Errorf("boot %d, boot_id %s: a reboot changes the boot_id", after.Boot, after.BootID())
+	}
+}
+
+// TestConcurrentSetsAllSaved: firmware sets on every card of a host at
+// once, with queries running beside them, share their saves; every one of
+// them is in sim.yaml when its run returns, as a host opened again from
+// the directory shows.
+func TestConcurrentSetsAllSaved(t *testing.T) {
+	const cards = 8
+	st, err := NewState("gpu-node", "node1", cards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Latency = map[string]Duration{"mlxconfig": Duration(20 * time.Millisecond)}
+	s, err := Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pcis []string
+	for _, a := range s.State().Firmware {
+		if strings.HasSuffix(a.BDF, ".0") {
+			pcis = append(pcis, a.BDF)
+		}
+	}
+	if len(pcis) != cards {
+		t.Fatalf("%d cards, want %d", len(pcis), cards)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2*len(pcis))
+	for i, pci := range pcis {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, errs[2*i] = s.RunTool(context.Background(), []string{"mlxconfig", "-d", pci, "-y", "set", fmt.Sprintf("NUM_OF_VFS=%d", i+1)}); errs[2*i] != nil {
+				return
+			}
+			// Saved by the time the run returns.
+			b, err := os.ReadFile(filepath.Join(s.Dir, StateFile))
+			if err != nil {
+				errs[2*i] = err
+				return
+			}
+			var saved State
+			if err := yaml.Unmarshal(b, &saved); err != nil {
+				errs[2*i] = err
+				return
+			}
+			for _, a := range saved.Firmware {
+				if p := a.Param("NUM_OF_VFS"); a.BDF == pci && p != nil && p.Next != int64(i+1) {
+					errs[2*i] = fmt.Errorf("%s: set returned, sim.yaml still has NUM_OF_VFS %d", pci, p.Next)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_, errs[2*i+1] = s.RunTool(context.Background(), []string{"mlxconfig", "-d", pci, "-e", "q", "NUM_OF_VFS"})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := Open(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, a := range again.State().Firmware {
+		if p := a.Param("NUM_OF_VFS"); p != nil {
+			got[a.BDF] = p.Next
+		}
+	}
+	for i, pci := range pcis {
+		if got[pci] != int64(i+1) {
+			t.Errorf("%s: NUM_OF_VFS next boot %d in sim.yaml, want %d", pci, got[pci], i+1)
+		}
 	}
 }
