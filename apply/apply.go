@@ -201,9 +201,10 @@ func parallelBatch(cs []*plan.Change, byName map[string]plan.Provider, failed ma
 	return batch
 }
 
-// runParallel applies cs with pr, changes of one key in order, different
-// keys at once (at most MaxParallel), and returns each change's error and
-// duration in the order of cs.
+// runParallel applies cs with pr, changes of one key in order (in one
+// ApplyBatch when pr is a plan.Batcher), different keys at once (at most
+// MaxParallel), and returns each change's error and duration in the order
+// of cs.
 func runParallel(ctx context.Context, h *host.Host, pr plan.Provider, cs []*plan.Change) ([]error, []time.Duration) {
 	errs, took := make([]error, len(cs)), make([]time.Duration, len(cs))
 	keyed := pr.(plan.Parallel)
@@ -224,6 +225,18 @@ func runParallel(ctx context.Context, h *host.Host, pr plan.Provider, cs []*plan
 		go func(idx []int) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if b, ok := pr.(plan.Batcher); ok && len(idx) > 1 {
+				group := make([]*plan.Change, len(idx))
+				for j, i := range idx {
+					group[j] = cs[i]
+				}
+				start := time.Now()
+				gerrs := b.ApplyBatch(ctx, h, group)
+				for j, i := range idx {
+					errs[i], took[i] = gerrs[j], time.Since(start)
+				}
+				return
+			}
 			for _, i := range idx {
 				start := time.Now()
 				errs[i] = pr.Apply(ctx, h, cs[i])

@@ -216,3 +216,49 @@ func TestRunParallelBound(t *testing.T) {
 		t.Errorf("%d changes in flight at most, want MaxParallel = %d", par.maxIn, MaxParallel)
 	}
 }
+
+// batchRec is a parallelRec that is also a plan.Batcher: it records the
+// groups ApplyBatch got and fails chosen addresses within them.
+type batchRec struct {
+	parallelRec
+	groups [][]string
+}
+
+func (r *batchRec) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Change) []error {
+	var g []string
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		g = append(g, c.Address)
+		if r.fail[c.Address] {
+			errs[i] = errors.New("Applying... Failed!")
+		}
+	}
+	r.mu.Lock()
+	r.groups = append(r.groups, g)
+	r.mu.Unlock()
+	return errs
+}
+
+// TestRunBatch: a Batcher gets the changes of one key in one ApplyBatch,
+// in plan order; a key with one change goes through Apply; each change
+// keeps its own outcome.
+func TestRunBatch(t *testing.T) {
+	b := &batchRec{parallelRec: parallelRec{byKey: map[string][]string{}, fail: map[string]bool{"fw[a.1]": true}, gate: 1, open: make(chan struct{})}}
+	pc := func(addr string) *plan.Change {
+		return &plan.Change{Address: addr, Provider: "par", Action: plan.Update}
+	}
+	p := &plan.Plan{Changes: []*plan.Change{pc("fw[a.0]"), pc("fw[b.0]"), pc("fw[a.1]")}}
+	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{b}, Options{})
+	if diff := cmp.Diff([][]string{{"fw[a.0]", "fw[a.1]"}}, b.groups); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"fw[b.0]"}, b.byKey["b"]); diff != "" {
+		t.Errorf("a lone change goes through Apply (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"fw[a.0]", "fw[b.0]"}, out.Applied); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"fw[a.1]"}, out.Failed); diff != "" {
+		t.Errorf("failed (-want +got):\n%s", diff)
+	}
+}

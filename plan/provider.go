@@ -35,6 +35,15 @@ type Parallel interface {
 	ParallelKey(c *Change) string
 }
 
+// Batcher is a Parallel provider that can carry out several changes of
+// one key in one go (one tool run for an adapter's two PCI functions).
+// ApplyBatch returns each change's error in the order of cs; a change it
+// cannot join to the others it applies on its own.
+type Batcher interface {
+	Parallel
+	ApplyBatch(ctx context.Context, h *host.Host, cs []*Change) []error
+}
+
 // Request is what every provider gets: the spec and the host's RDMA
 // inventory, with each spec device resolved.
 type Request struct {

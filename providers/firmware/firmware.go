@@ -433,7 +433,7 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 
 // ParallelKey implements plan.Parallel: sets on different adapters run at
 // once, one tool process each; the functions of one adapter (0000:3b:00.0
-// and .1 share its firmware configuration) one after another.
+// and .1 share its firmware configuration) go to ApplyBatch together.
 func (p *Provider) ParallelKey(c *plan.Change) string {
 	pl, ok := c.Payload.(*payload)
 	if !ok {
@@ -444,6 +444,92 @@ func (p *Provider) ParallelKey(c *plan.Change) string {
 		key = key[:i]
 	}
 	return key
+}
+
+// ApplyBatch implements plan.Batcher for the changes of one adapter (its
+// PCI functions in the spec): one set through the first change's function
+// carries the others' parameters too when all of them are card-wide (see
+// CardWide) and none is set twice, so an adapter costs one flash write and
+// one tool run. A change that cannot join is set on its own afterwards. If
+// the joint set fails, each of its changes is set on its own, one after
+// another, so that each gets its own outcome and the tool's own message.
+//
+// Equivalent to: mlxconfig -d 0000:81:00.0 -y set LINK_TYPE_P1=ETH SRIOV_EN=True LINK_TYPE_P2=ETH
+// (LINK_TYPE_P2 written in the spec under 0000:81:00.1)
+func (p *Provider) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Change) []error {
+	errs := make([]error, len(cs))
+	joint, alone := jointSets(cs)
+	if len(joint) > 1 {
+		first := cs[joint[0]].Payload.(*payload)
+		args := []string{first.tool, "-d", first.dev, "-y", "set"}
+		for _, i := range joint {
+			args = append(args, cs[i].Payload.(*payload).sets...)
+		}
+		_, err := h.Runner.Run(ctx, host.Cmd{Args: args, Gentle: true})
+		switch {
+		case err == nil:
+			err = MarkRebootRequired(h)
+			for _, i := range joint {
+				errs[i] = err
+			}
+		case ctx.Err() != nil:
+			for _, i := range joint {
+				errs[i] = &SetError{Address: cs[i].Address, Cmd: host.Cmd{Args: args}, Err: err}
+			}
+		default:
+			alone = append(joint, alone...)
+		}
+	} else {
+		alone = append(joint, alone...)
+	}
+	sort.Ints(alone)
+	for _, i := range alone {
+		errs[i] = p.Apply(ctx, h, cs[i])
+	}
+	return errs
+}
+
+// jointSets splits one adapter's changes into those one set can carry
+// (the first change with sets, and every later one with sets of the same
+// tool whose parameters are all card-wide and not set by another of the
+// joint) and those to set on their own.
+func jointSets(cs []*plan.Change) (joint, alone []int) {
+	var first *payload
+	names := map[string]bool{}
+	for i, c := range cs {
+		pl, ok := c.Payload.(*payload)
+		if !ok || len(pl.sets) == 0 {
+			alone = append(alone, i)
+			continue
+		}
+		if first == nil {
+			first = pl
+			joint = append(joint, i)
+			for _, s := range pl.sets {
+				names[setName(s)] = true
+			}
+			continue
+		}
+		fits := pl.tool == first.tool
+		for _, s := range pl.sets {
+			n := setName(s)
+			fits = fits && CardWide(n) && !names[n]
+		}
+		if !fits {
+			alone = append(alone, i)
+			continue
+		}
+		for _, s := range pl.sets {
+			names[setName(s)] = true
+		}
+		joint = append(joint, i)
+	}
+	return joint, alone
+}
+
+func setName(s string) string {
+	name, _, _ := strings.Cut(s, "=")
+	return name
 }
 
 // paramOf finds which of a set's parameters a tool error is about.

@@ -26,6 +26,9 @@ type DBParam struct {
 	Enum []mlxfmt.Value
 	// PerPort parameters (TLV class 1) are written NAME_P1, NAME_P2.
 	PerPort bool
+	// Class is the TLV class: 0 global, 1 physical port, 3 per host
+	// function, 7 per host, 9 per module.
+	Class int
 	// Bits is the field width (size 0x0.16 is 16 bits, 0x4.0 is 32).
 	Bits int
 	// Min and Max bound a number when the database gives them.
@@ -62,7 +65,7 @@ func LoadParamDB(path string) (*ParamDB, error) {
 		if err := rows.Scan(&name, &typ, &textual, &size, &minV, &maxV, &class); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		p := DBParam{Name: name, Type: typ, PerPort: class == 1, Bits: sizeBits(size), Min: parseInt(minV), Max: parseInt(maxV)}
+		p := DBParam{Name: name, Type: typ, PerPort: class == 1, Class: class, Bits: sizeBits(size), Min: parseInt(minV), Max: parseInt(maxV)}
 		if typ == "ENUM" {
 			p.Enum = parseTextual(textual)
 		}

@@ -388,3 +388,83 @@ func TestSetAboveMaximum(t *testing.T) {
 		t.Errorf("pending (-want +got):\n%s", diff)
 	}
 }
+
+// TestOneSetPerAdapter: the functions of one adapter are set in one tool
+// run through the first when their parameters are card-wide; a
+// per-host-function parameter (ROCE_CONTROL) goes through its own
+// function; a joint set that fails is split, so the parameter at fault
+// fails its own resource with the tool's message and the other function's
+// change is made; every case ends with apply, then a plan with nothing to
+// change.
+func TestOneSetPerAdapter(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		fn0, fn1 string
+		sets     []string
+		failed   []string
+		err      string
+		left     []string
+	}{
+		{
+			name: "card-wide",
+			fn0:  "LINK_TYPE_P1: ETH\n        SRIOV_EN: true",
+			fn1:  "LINK_TYPE_P2: ETH",
+			sets: []string{"mlxconfig -d 0000:10:00.0 -y set LINK_TYPE_P1=ETH SRIOV_EN=True LINK_TYPE_P2=ETH"},
+		},
+		{
+			name: "per-function",
+			fn0:  "LINK_TYPE_P1: ETH",
+			fn1:  "LINK_TYPE_P2: ETH\n        ROCE_CONTROL: ROCE_DISABLE",
+			sets: []string{
+				"mlxconfig -d 0000:10:00.0 -y set LINK_TYPE_P1=ETH",
+				"mlxconfig -d 0000:10:00.1 -y set LINK_TYPE_P2=ETH ROCE_CONTROL=ROCE_DISABLE",
+			},
+		},
+		{
+			name: "joint set fails",
+			fn0:  "NUM_OF_VFS: 200",
+			fn1:  "LINK_TYPE_P2: ETH",
+			sets: []string{
+				"mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200",
+				"mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200 LINK_TYPE_P2=ETH",
+				"mlxconfig -d 0000:10:00.1 -y set LINK_TYPE_P2=ETH",
+			},
+			failed: []string{"firmware[0000:10:00.0]"},
+			err:    "firmware[0000:10:00.0]: host.yaml:6:21: NUM_OF_VFS: mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200: -E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127",
+			left:   []string{"firmware[0000:10:00.0]"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, h := newSim(t, "gpu-node", 1, mlxemu.LayoutUnknown, firmware.MLXConfig)
+			spec := parse(t, fmt.Sprintf("version: 1\ndevices:\n  - pci: \"0000:10:00.0\"\n    firmware:\n      params:\n        %s\n  - pci: \"0000:10:00.1\"\n    firmware:\n      params:\n        %s\n", c.fn0, c.fn1))
+			p := build(t, h, spec)
+			if len(p.Changes) != 2 {
+				t.Fatalf("%d changes, want one per function: %+v", len(p.Changes), p)
+			}
+			n := len(s.Calls())
+			out := apply.Run(context.Background(), h, p, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+			if diff := cmp.Diff(c.sets, firmwareCalls(s.Calls()[n:])); diff != "" {
+				t.Errorf("sets (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.failed, out.Failed); diff != "" {
+				t.Errorf("failed (-want +got):\n%s", diff)
+			}
+			if c.err != "" || out.Err != nil {
+				if diff := cmp.Diff(c.err, fmt.Sprint(out.Err)); diff != "" {
+					t.Errorf("error (-want +got):\n%s", diff)
+				}
+			}
+			p = build(t, h, spec)
+			var left []string
+			for _, ch := range p.Changes {
+				left = append(left, ch.Address)
+			}
+			if diff := cmp.Diff(c.left, left); diff != "" {
+				t.Errorf("left to change after apply (-want +got):\n%s", diff)
+			}
+			if c.left == nil && p.ExitCode() != plan.ExitReboot {
+				t.Errorf("after apply: exit %d, want 3 (pending until a reboot)", p.ExitCode())
+			}
+		})
+	}
+}
