@@ -656,7 +656,7 @@ func getenv(environ []string, key string) string {
 func (r *report) applyRounds(ctx context.Context, dir string, log io.Writer) error {
 	L := r.opts.latency
 	sec := section{
-		title: fmt.Sprintf("Apply on simulated gpu-node hosts, every emulated tool run taking L = %s: firmware sets run one process per card at once", L),
+		title: fmt.Sprintf("Apply on simulated gpu-node hosts, every emulated tool run taking L = %s: one firmware set per card, all cards at once", L),
 		head:  []string{"cards", "PCI functions", "rdmaform apply", "× L", "firmware stage (sets)", "× L", "sets one after another", "× L"},
 	}
 	for _, cards := range r.opts.cards {
@@ -683,7 +683,7 @@ func (r *report) applyRounds(ctx context.Context, dir string, log io.Writer) err
 		sec.rows = append(sec.rows, []string{strconv.Itoa(cards), strconv.Itoa(len(targets)), ms(wall), ratio(wall, L), ms(stage), ratio(stage, L), ms(seq), ratio(seq, L)})
 	}
 	sec.notes = append(sec.notes,
-		fmt.Sprintf("rdmaform: `rdmaform --sim DIR apply --yes -f SPEC` in-process on a fresh host each time (plan, sets, plan again), median of %d; the firmware stage runs from the first set's start to the last set's end, read from apply's progress lines as they arrive. Sets run at once per card (at most %d at a time); the two functions of one card share its firmware configuration and are set one after the other, so 2 × L is the floor. Above it is the simulator's own work: it emulates each set and saves its whole state under one lock, which on a 32-card host costs tens of ms per set. One after another is what apply did before: one L per PCI function.", r.opts.reps, apply.MaxParallel))
+		fmt.Sprintf("rdmaform: `rdmaform --sim DIR apply --yes -f SPEC` in-process on a fresh host each time (plan, sets, plan again), median of %d; the firmware stage runs from the first set's start to the last set's end, read from apply's progress lines as they arrive. Cards are set at once (at most %d at a time); a card's two functions share its firmware configuration, so their card-wide parameters go in one set through function 0 (firmware.CardWide, from mstflint's database), and L is the floor. Above it is the simulator's own work: it emulates each set under one lock and saves its whole state once for the sets that finish together. One after another is what apply did before: one L per PCI function.", r.opts.reps, apply.MaxParallel))
 	r.sections = append(r.sections, sec)
 	return nil
 }
