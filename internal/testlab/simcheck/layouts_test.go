@@ -53,7 +53,8 @@ func TestEmulatorMatchesRealLayouts(t *testing.T) {
 	}
 
 	// Whole outputs, device block and prompt included, transcribed from
-	// public issues: G1 (Debian's mstflint era) and G5 (MFT 4.3x).
+	// public issues and posts: G1 (Debian's mstflint era, MFT 4.20) and G5
+	// (MFT 4.3x).
 	for _, tt := range []struct {
 		file   string
 		layout mlxemu.Layout
@@ -63,6 +64,12 @@ func TestEmulatorMatchesRealLayouts(t *testing.T) {
 		{"mstconfig/issue-sno48-query-e.stdout", mlxemu.G1, false},
 		{"mstconfig/issue-sno968-cx6lx-query-e.stdout", mlxemu.G5, false},
 		{"mlxconfig/issue-maas2-cx6-set.stdout", mlxemu.G5, true},
+		{"mlxconfig/blog-cx4-set-mft420.stdout", mlxemu.G1, true},
+		// Layouts known only from mstflint's source (PROVENANCE.md): the
+		// rows of the real G1 query above as 4.22, 4.25 and 4.26 print them.
+		{"mstconfig/src-g2-cx5-query-e.stdout", mlxemu.G2, false},
+		{"mstconfig/src-g3-cx5-query-e.stdout", mlxemu.G3, false},
+		{"mstconfig/src-g4-cx5-query-e.stdout", mlxemu.G4, false},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(realDir, tt.file))

@@ -76,3 +76,43 @@ func realCase(t *testing.T, realDir, f string) {
 		golden.Compare(t, filepath.Join(realDir, name+".parsed.json"), b, *updateReal, "go test ./providers/firmware/mlxfmt -run TestRealCorpus -update-real")
 	})
 }
+
+// TestRealCorpusWithoutBlankLines: every real query and set output parses
+// to the same result with its blank lines dropped, as some wrappers and
+// documentation print them (the ConnectX-3-era sample has none).
+func TestRealCorpusWithoutBlankLines(t *testing.T) {
+	n := 0
+	for _, dir := range realDirs[:2] {
+		outs, _ := filepath.Glob(filepath.Join(dir, "*.stdout"))
+		for _, f := range outs {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ParseQuery(b)
+			if err != nil || len(want.Params) == 0 {
+				continue
+			}
+			var kept []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.TrimSpace(l) != "" {
+					kept = append(kept, l)
+				}
+			}
+			got, err := ParseQuery([]byte(strings.Join(kept, "\n") + "\n"))
+			if err != nil {
+				t.Errorf("%s without blank lines: %v", f, err)
+				continue
+			}
+			wb, _ := json.MarshalIndent(want, "", "  ")
+			gb, _ := json.MarshalIndent(got, "", "  ")
+			if string(wb) != string(gb) {
+				t.Errorf("%s without blank lines parses as\n%s\nwith them as\n%s", f, gb, wb)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("%d outputs checked, want every query and set of the corpus (at least 10)", n)
+	}
+}

@@ -62,8 +62,9 @@ func (q Query) Param(name string) (Param, bool) {
 // positions: it finds "Configurations:", learns the columns from the header
 // names, splits rows on whitespace (values never contain spaces, and a value
 // wider than its cell is followed by a single space), and strips a leading
-// '*', 'RO' or '*RO' mark. Rows end at an empty line, a footer, or an -E- or
-// -I- line. Only the first device is read (rdmaform always passes -d).
+// '*', 'RO' or '*RO' mark. Rows end at an empty line, a footer, a set's
+// prompt or progress (for outputs whose blank lines were dropped), or an
+// -E-, -W- or -I- line. Only the first device is read (rdmaform always passes -d).
 //
 // When the output holds an -E- line, the returned error is its *ToolError,
 // and Query holds whatever was printed before it (the device block, for an
@@ -85,7 +86,7 @@ func ParseQuery(out []byte) (Query, error) {
 			continue
 		}
 		if inTable {
-			if line == "" || strings.HasPrefix(line, "The '") || strings.HasPrefix(line, "-I-") {
+			if line == "" || strings.HasPrefix(line, "The '") || strings.HasPrefix(line, "-I-") || endsTable(line) {
 				inTable, tableDone = false, true
 				continue
 			}
@@ -114,6 +115,9 @@ func ParseQuery(out []byte) (Query, error) {
 			q.Device.Description = strings.TrimSpace(strings.TrimPrefix(line, "Description:"))
 		case strings.HasPrefix(line, "Device:"):
 			q.Device.Device = strings.TrimSpace(strings.TrimPrefix(line, "Device:"))
+		case strings.HasPrefix(line, "PCI device:"):
+			// The ConnectX-3-era tools' name for the same line.
+			q.Device.Device = strings.TrimSpace(strings.TrimPrefix(line, "PCI device:"))
 		case strings.HasPrefix(line, "Configurations:"):
 			q.Columns = headerColumns(strings.Fields(strings.TrimPrefix(line, "Configurations:")))
 			haveHeader, inTable = true, true
@@ -123,6 +127,14 @@ func ParseQuery(out []byte) (Query, error) {
 		return q, ErrNoTable
 	}
 	return q, nil
+}
+
+// endsTable reports a line that follows a table when the tool's blank
+// lines were dropped (some wrappers, and the ConnectX-3-era documentation):
+// the set's prompt, its progress, a warning.
+func endsTable(line string) bool {
+	t := strings.TrimSpace(line)
+	return strings.Contains(t, "(y/n) [n] :") || strings.HasPrefix(t, "Applying...") || strings.HasPrefix(t, "-W-")
 }
 
 // lineError finds an -E- marker; prompts may precede it on the same line.
@@ -199,7 +211,7 @@ type DeviceInfo struct {
 	Type        string // "Device type:", e.g. ConnectX6
 	Name        string // "Name:", board part number or N/A
 	Description string // "Description:"
-	Device      string // "Device:", exactly what was passed to -d
+	Device      string // "Device:" ("PCI device:" on ConnectX-3-era tools), exactly what was passed to -d
 }
 
 // sameValue compares two values the way the tool decides the '*' mark: by

@@ -1,0 +1,1 @@
+["mlxconfig", "-d", "/dev/mst/mtxxxx_pciconf0", "set", "LINK_TYPE_P1=2", "LINK_TYPE_P2=2"]

@@ -1,0 +1,1 @@
+["mlxconfig", "-d", "/dev/mst/mt4103_pci_cr0", "set", "LINK_TYPE_P1=1", "LINK_TYPE_P2=1"]
