@@ -22,7 +22,8 @@ type Result struct {
 
 // Build discovers the host and plans the spec: one parallel round of
 // discovery, then each provider's pure diff in stage order. It changes
-// nothing on the host. Providers must be given in stage order.
+// nothing on the host. A provider's stage is its position in providers:
+// its changes apply after those of every provider before it.
 func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Provider) (*Result, error) {
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {
@@ -54,7 +55,7 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 		observed[pr.Name()] = obs[i]
 		prop := pr.Diff(req, obs[i], facts)
 		for _, c := range prop.Changes {
-			c.Provider = pr.Name()
+			c.Provider, c.stage = pr.Name(), i
 			facts.plan(c)
 		}
 		p.Changes = append(p.Changes, prop.Changes...)

@@ -115,53 +115,6 @@ func (a *Activation) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown activation %q", b)
 }
 
-// Stage orders changes: firmware → modules → SR-IOV → mlx4 port type → rxe →
-// netdev → qos → rdma_cm → NetworkManager → services → boot unit.
-type Stage int
-
-// Stages, in apply order.
-const (
-	StageFirmware Stage = iota
-	StageModules
-	StageSRIOV
-	StageMlx4Port
-	StageRxe
-	StageNetdev
-	StageQoS
-	StageRdmaCM
-	StageNetworkManager
-	StageServices
-	StagePersistence
-)
-
-func (s Stage) String() string {
-	switch s {
-	case StageFirmware:
-		return "firmware"
-	case StageModules:
-		return "modules"
-	case StageSRIOV:
-		return "sriov"
-	case StageMlx4Port:
-		return "mlx4_port"
-	case StageRxe:
-		return "rxe"
-	case StageNetdev:
-		return "netdev"
-	case StageQoS:
-		return "qos"
-	case StageRdmaCM:
-		return "rdma_cm"
-	case StageNetworkManager:
-		return "networkmanager"
-	case StageServices:
-		return "services"
-	case StagePersistence:
-		return "persistence"
-	}
-	return fmt.Sprintf("Stage(%d)", int(s))
-}
-
 // Source is where in the spec a change comes from.
 type Source = schema.Pos
 
@@ -200,7 +153,10 @@ type Change struct {
 	// session unless told otherwise.
 	Disrupts []string `json:"disrupts,omitempty"`
 
-	Stage Stage `json:"-"`
+	// stage is the position of the provider in the list Build was given
+	// (providers.All(): firmware first, the boot unit last): changes apply
+	// stage by stage, each stage's in address order.
+	stage int
 	// Provider is the name of the provider that applies the change.
 	Provider string `json:"-"`
 	// Payload is the provider's own data for applying the change.
@@ -249,8 +205,8 @@ func (p *Plan) Finish() {
 	p.FormatVersion = FormatVersion
 	sort.SliceStable(p.Changes, func(i, j int) bool {
 		a, b := p.Changes[i], p.Changes[j]
-		if a.Stage != b.Stage {
-			return a.Stage < b.Stage
+		if a.stage != b.stage {
+			return a.stage < b.stage
 		}
 		return a.Address < b.Address
 	})

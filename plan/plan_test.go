@@ -14,9 +14,9 @@ import (
 func samplePlan() *Plan {
 	p := &Plan{
 		Changes: []*Change{
-			{Address: "rxe[rxe0]", Action: Create, Activation: Runtime, Stage: StageRxe,
+			{Address: "rxe[rxe0]", Action: Create, Activation: Runtime, stage: 4,
 				Source: &Source{File: "host.yaml", Line: 31, Col: 5}, Attributes: []Attr{{Name: "netdev", After: "enp1s0"}}},
-			{Address: "firmware[0000:81:00.0]", Action: Update, Activation: NextBoot, Stage: StageFirmware,
+			{Address: "firmware[0000:81:00.0]", Action: Update, Activation: NextBoot, stage: 0,
 				Source: &Source{File: "host.yaml", Line: 7, Col: 9}, Attributes: []Attr{{Name: "LINK_TYPE_P1", Before: "IB", After: "ETH"}}},
 		},
 		Pending:  []Pending{{Address: "firmware[0000:82:00.0]", Attribute: "NUM_OF_VFS", Current: "0", NextBoot: "8"}},

@@ -236,7 +236,7 @@ func diff(req *plan.Request, obs *Observed, binary string) plan.Proposal {
 			action = plan.Create
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: Address, Action: action, Activation: plan.Now,
-			Stage: plan.StagePersistence, Source: src, Attributes: attrs,
+			Source: src, Attributes: attrs,
 			Payload: &payload{unit: want, spec: spec, relink: obs.Link != "" && !obs.Enabled, before: obs}})
 	case "none":
 		if obs.Unit != nil && !bytes.HasPrefix(obs.Unit, []byte(Marker+"\n")) {
@@ -257,7 +257,7 @@ func diff(req *plan.Request, obs *Observed, binary string) plan.Proposal {
 			return prop
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: Address, Action: plan.Delete, Activation: plan.Now,
-			Stage: plan.StagePersistence, Source: src, Attributes: attrs, Payload: &payload{remove: true, before: obs}})
+			Source: src, Attributes: attrs, Payload: &payload{remove: true, before: obs}})
 	}
 	return prop
 }

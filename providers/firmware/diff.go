@@ -198,7 +198,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.NextBoot,
-			Stage: plan.StageFirmware, Source: req.Pos(fwPath), Attributes: attrs, Payload: pl, Disrupts: sortedSet(disrupts)})
+			Source: req.Pos(fwPath), Attributes: attrs, Payload: pl, Disrupts: sortedSet(disrupts)})
 	}
 	prop.Errors = append(prop.Errors, conflicts(req)...)
 	return prop

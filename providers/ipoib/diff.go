@@ -152,8 +152,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if state == StateAbsent {
 			if cur != nil {
 				prop.Changes = append(prop.Changes, &plan.Change{
-					Address: addr, Action: plan.Delete, Activation: plan.Now, Stage: plan.StageNetworkManager,
-					Source:     req.Pos(path),
+					Address: addr, Action: plan.Delete, Activation: plan.Now, Source: req.Pos(path),
 					Attributes: []plan.Attr{{Name: "uuid", Before: cur.UUID}},
 					Payload:    &payload{Op: opDelete, Name: c.Name, UUID: cur.UUID, Was: cur},
 					Disrupts:   activeIface(*cur),
@@ -199,8 +198,7 @@ func createChange(req *plan.Request, c *schema.IPoIB, path string, want nmcli.Pr
 	state := WantState(c)
 	attrs = append(attrs, plan.Attr{Name: "state", After: state})
 	return &plan.Change{
-		Address: Address(c.Name), Action: plan.Create, Activation: plan.Now, Stage: plan.StageNetworkManager,
-		Source: req.Pos(path), Attributes: attrs,
+		Address: Address(c.Name), Action: plan.Create, Activation: plan.Now, Source: req.Pos(path), Attributes: attrs,
 		Payload: &payload{Op: opCreate, Name: c.Name, Profile: want, Up: state == StateUp},
 	}
 }
@@ -248,8 +246,7 @@ func updateChange(req *plan.Request, c *schema.IPoIB, path string, want, have nm
 		disrupts = activeIface(have)
 	}
 	return &plan.Change{
-		Address: Address(c.Name), Action: plan.Update, Activation: plan.Now, Stage: plan.StageNetworkManager,
-		Source: req.Pos(path), Attributes: attrs, Payload: pl, Disrupts: disrupts,
+		Address: Address(c.Name), Action: plan.Update, Activation: plan.Now, Source: req.Pos(path), Attributes: attrs, Payload: pl, Disrupts: disrupts,
 	}
 }
 

@@ -355,8 +355,8 @@ func TestDiffPayload(t *testing.T) {
 				t.Fatalf("want one change, got %+v", summarize(prop))
 			}
 			c := prop.Changes[0]
-			if c.Stage != plan.StageNetworkManager || c.Activation != plan.Now || c.Source == nil || c.Source.Line != 3 {
-				t.Errorf("stage %v activation %v source %v, want networkmanager, now, line 3", c.Stage, c.Activation, c.Source)
+			if c.Activation != plan.Now || c.Source == nil || c.Source.Line != 3 {
+				t.Errorf("activation %v source %v, want now, line 3", c.Activation, c.Source)
 			}
 			if diff := cmp.Diff(tt.want, c.Payload); diff != "" {
 				t.Errorf("payload (-want +got):\n%s", diff)

@@ -218,7 +218,7 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 			otherWas, otherWasEff = "", ""
 		}
 		changes = append(changes, &plan.Change{Address: Address(t.pci, t.port), Action: plan.Update, Activation: plan.Runtime,
-			Stage: plan.StageMlx4Port, Source: req.Pos(t.specPath),
+			Source:     req.Pos(t.specPath),
 			Attributes: []plan.Attr{{Name: "type", Before: describe(have), After: t.want}},
 			Disrupts:   portNetdevs(req, t.dev, t.port, have, t.want),
 			Payload: &payload{pci: t.pci, port: t.port, want: t.want, other: other,

@@ -233,8 +233,7 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 			action = plan.Create
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{
-			Address: Address(n), Action: action, Activation: plan.Now, Stage: plan.StageModules,
-			Source: src, Attributes: attrs, Payload: &payload{name: n, load: !loaded, listed: true},
+			Address: Address(n), Action: action, Activation: plan.Now, Source: src, Attributes: attrs, Payload: &payload{name: n, load: !loaded, listed: true},
 		})
 	}
 	// Modules the file lists that the spec no longer names leave the file;
@@ -244,8 +243,7 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 			continue
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{
-			Address: Address(n), Action: plan.Delete, Activation: plan.Now, Stage: plan.StageModules,
-			Source:     req.Pos("$.modules"),
+			Address: Address(n), Action: plan.Delete, Activation: plan.Now, Source: req.Pos("$.modules"),
 			Attributes: []plan.Attr{{Name: attrAtBoot, Before: yes, After: no}},
 			Payload:    &payload{name: n, listed: false},
 		})

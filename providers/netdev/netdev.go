@@ -181,8 +181,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{
-			Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Stage: plan.StageNetdev,
-			Source: req.Pos(path), Attributes: attrs, Payload: pl, Disrupts: disrupts(pl),
+			Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(path), Attributes: attrs, Payload: pl, Disrupts: disrupts(pl),
 		})
 	}
 	return prop
@@ -207,8 +206,7 @@ func missingChange(req *plan.Request, it schema.Interface, path string, want []n
 		attrs = append(attrs, plan.Attr{Name: "addresses", After: joinPrefixes(want)})
 	}
 	return &plan.Change{
-		Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Stage: plan.StageNetdev,
-		Source: req.Pos(path), Attributes: attrs, Payload: pl,
+		Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(path), Attributes: attrs, Payload: pl,
 		DependsOn: []string{modules.Address(IPoIBModule)},
 	}
 }

@@ -501,8 +501,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if len(cmp.steps) == 0 {
 			continue
 		}
-		c := &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime, Stage: plan.StageQoS,
-			Source: req.Pos(sp), Attributes: cmp.attrs, Payload: &payload{netdev: t.netdev, want: w, before: have}}
+		c := &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(sp), Attributes: cmp.attrs, Payload: &payload{netdev: t.netdev, want: w, before: have}}
 		if cmp.disrupts {
 			c.Disrupts = []string{t.netdev}
 		}

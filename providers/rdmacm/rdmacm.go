@@ -286,8 +286,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath+".mode", "%s is a Soft-RoCE device: its GIDs are RoCE v2 only, so the kernel refuses RoCE v1 as its default; use mode: v2", t.dev))
 				continue
 			}
-			c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
-				Source: req.Pos(t.specPath), DependsOn: []string{rxeAddr}, Payload: pl}
+			c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{rxeAddr}, Payload: pl}
 			if t.mode != "" {
 				c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
 			}
@@ -317,8 +316,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				continue
 			}
 			if port.LinkLayer != linklayer.Ethernet {
-				c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
-					Source: req.Pos(t.specPath), DependsOn: []string{mc.Address}, Payload: pl}
+				c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{mc.Address}, Payload: pl}
 				if t.mode != "" {
 					c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
 				}
@@ -352,8 +350,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if obs.NotLoaded {
 			// Nothing to read until rdma_cm is loaded: every managed value is
 			// set by apply, which loads it first.
-			c := &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime, Stage: plan.StageRdmaCM,
-				Source: req.Pos(t.specPath), Payload: pl}
+			c := &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(t.specPath), Payload: pl}
 			if t.mode != "" {
 				c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", Before: notLoaded, After: t.mode})
 			}
@@ -381,7 +378,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		was := have
 		pl.before = &was
 		prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime,
-			Stage: plan.StageRdmaCM, Source: req.Pos(t.specPath), Attributes: attrs, Payload: pl})
+			Source: req.Pos(t.specPath), Attributes: attrs, Payload: pl})
 	}
 	return prop
 }
@@ -485,6 +482,5 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		back.tos = &tos
 		attrs = append(attrs, plan.Attr{Name: "tos", Before: strconv.Itoa(*pl.tos), After: strconv.Itoa(tos)})
 	}
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Stage: c.Stage,
-		Provider: c.Provider, Attributes: attrs, Payload: back}, nil
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: attrs, Payload: back}, nil
 }

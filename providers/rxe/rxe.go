@@ -177,8 +177,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if r.State == "absent" {
 			if exists {
 				prop.Changes = append(prop.Changes, &plan.Change{
-					Address: addr, Action: plan.Delete, Activation: plan.Runtime, Stage: plan.StageRxe,
-					Source: req.Pos(p), Attributes: []plan.Attr{{Name: "netdev", Before: have.Netdev}},
+					Address: addr, Action: plan.Delete, Activation: plan.Runtime, Source: req.Pos(p), Attributes: []plan.Attr{{Name: "netdev", Before: have.Netdev}},
 					Payload: &payload{name: r.Name, was: have.Netdev, wasTaken: takers(wantNetdev, have.Netdev, r.Name)},
 				})
 			}
@@ -214,8 +213,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			pl.evict = []string{other}
 		}
 		c := &plan.Change{
-			Address: addr, Action: plan.Create, Activation: plan.Runtime, Stage: plan.StageRxe,
-			Source: req.Pos(p), DependsOn: moduleDep, Payload: pl,
+			Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(p), DependsOn: moduleDep, Payload: pl,
 			Attributes: []plan.Attr{{Name: "netdev", Before: have.Netdev, After: r.Netdev}},
 		}
 		if exists {

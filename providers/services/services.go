@@ -141,7 +141,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: Address(u), Action: plan.Update, Activation: plan.Now,
-			Stage: plan.StageServices, Source: req.Pos(path), Attributes: attrs, Payload: pl})
+			Source: req.Pos(path), Attributes: attrs, Payload: pl})
 	}
 	return prop
 }

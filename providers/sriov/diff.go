@@ -119,7 +119,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if len(attrs) > 0 {
 			sort.Strings(disrupts)
 			prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime,
-				Stage: plan.StageSRIOV, Source: req.Pos(sp), Attributes: attrs, Payload: pl, Disrupts: disrupts})
+				Source: req.Pos(sp), Attributes: attrs, Payload: pl, Disrupts: disrupts})
 		}
 		prop.Changes = append(prop.Changes, vfs...)
 	}

@@ -167,8 +167,7 @@ func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated 
 			continue
 		}
 		pl.rebind = pf.IB && (pl.cfg.NodeGUID != "" || pl.cfg.PortGUID != "")
-		c := &plan.Change{Address: VFAddress(d.PCI, vf.VF), Action: plan.Update, Activation: plan.Runtime, Stage: plan.StageSRIOV,
-			Source: req.Pos(vp), Attributes: attrs, Payload: pl}
+		c := &plan.Change{Address: VFAddress(d.PCI, vf.VF), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(vp), Attributes: attrs, Payload: pl}
 		if recreated {
 			c.DependsOn = []string{countAddr}
 		}

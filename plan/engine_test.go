@@ -1,0 +1,75 @@
+package plan_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// toy is a provider defined here: it proposes one change per address it
+// is given, and records what earlier stages published.
+type toy struct {
+	name  string
+	addrs []string
+}
+
+func (t *toy) Name() string { return t.name }
+func (t *toy) Discover(context.Context, *host.Host, *plan.Request) (any, error) {
+	return len(t.addrs), nil
+}
+func (t *toy) Diff(_ *plan.Request, obs any, _ *plan.Facts) plan.Proposal {
+	var p plan.Proposal
+	for _, a := range t.addrs[:obs.(int)] {
+		p.Changes = append(p.Changes, &plan.Change{Address: plan.Addr(t.name, a), Action: plan.Create})
+	}
+	return p
+}
+func (t *toy) Apply(context.Context, *host.Host, *plan.Change) error { return nil }
+
+// TestBuildOrdersByPosition: a provider's stage is its position in the
+// list Build gets, whatever its addresses: the later provider's changes
+// come after the earlier one's even where their addresses sort first;
+// within a stage, changes are in address order; each change names the
+// provider that proposed it.
+func TestBuildOrdersByPosition(t *testing.T) {
+	fs, err := host.NewRootFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &host.Host{FS: fs, Name: "empty tree"}
+	spec, rep := schema.Parse("host.yaml", []byte("version: 1\n"))
+	if len(rep) > 0 {
+		t.Fatal(rep)
+	}
+	first := &toy{name: "zeta", addrs: []string{"b", "a"}}
+	second := &toy{name: "alpha", addrs: []string{"y", "x"}}
+	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{first, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Plan.Changes {
+		got = append(got, c.Provider+" "+c.Address)
+	}
+	want := []string{"zeta zeta[a]", "zeta zeta[b]", "alpha alpha[x]", "alpha alpha[y]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	res, err = plan.Build(context.Background(), h, spec, []plan.Provider{second, first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, c := range res.Plan.Changes {
+		got = append(got, c.Provider+" "+c.Address)
+	}
+	want = []string{"alpha alpha[x]", "alpha alpha[y]", "zeta zeta[a]", "zeta zeta[b]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order with the list swapped (-want +got):\n%s", diff)
+	}
+}
