@@ -237,7 +237,7 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	v := version.Get()
 	r := &Report{FormatVersion: FormatVersion, Host: hostname, Spec: spec.Src.File, Rdmaform: Build{Version: v.Version, Commit: v.Commit},
 		Time: o.Now.UTC().Truncate(time.Second)}
-	a := &auditor{h: h, req: res.Request, plan: res.Plan, hostname: hostname}
+	a := &auditor{h: h, req: res.Request, plan: res.Plan, facts: res.Facts, hostname: hostname}
 	r.Checks = append(r.Checks, a.hostCheck()...)
 	r.Checks = append(r.Checks, a.resourceChecks()...)
 	r.Checks = append(r.Checks, a.portChecks()...)
@@ -292,6 +292,7 @@ type auditor struct {
 	h        *host.Host
 	req      *plan.Request
 	plan     *plan.Plan
+	facts    *plan.Facts
 	hostname string
 }
 
@@ -457,8 +458,6 @@ func (a *auditor) managed() []managedRes {
 // PortAddress is the resource name of a port's health checks.
 func PortAddress(dev string, port int) string { return fmt.Sprintf("port[%s/%d]", dev, port) }
 
-var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
-
 // nextLink is a link layer a port gets at the next boot, and how.
 type nextLink struct {
 	linkLayer string
@@ -468,7 +467,7 @@ type nextLink struct {
 	param  string // LINK_TYPE_P1=ETH
 }
 
-// nextLinks reads, from the plan, the link layer each port gets at the
+// nextLinks asks the plan's facts which link layer each port gets at the
 // next boot: firmware values staged (pending) or to be set (changes).
 func (a *auditor) nextLinks() map[string]nextLink {
 	out := map[string]nextLink{}
@@ -478,28 +477,9 @@ func (a *auditor) nextLinks() map[string]nextLink {
 			byPCI[d.PCI] = d
 		}
 	}
-	add := func(addr, attr, value string, staged bool) {
-		kind, pci, _ := plan.SplitAddr(addr)
-		if kind != firmware.Kind {
-			return
-		}
-		m := linkTypeRE.FindStringSubmatch(attr)
-		ll := firmware.LinkLayerOf(value)
-		if m == nil || ll == "" {
-			return
-		}
-		n, _ := strconv.Atoi(m[1])
-		fn, port := firmware.AffectedPort(pci, n, byPCI[pci])
-		if d := byPCI[fn]; d != nil {
-			out[PortAddress(d.Name, port)] = nextLink{linkLayer: ll, staged: staged, param: attr + "=" + value}
-		}
-	}
-	for _, p := range a.plan.Pending {
-		add(p.Address, p.Attribute, p.NextBoot, true)
-	}
-	for _, c := range a.plan.Changes {
-		for _, at := range c.Attributes {
-			add(c.Address, at.Name, at.After, false)
+	for _, l := range a.facts.LinkChanges() {
+		if d := byPCI[l.Device]; d != nil && l.When == plan.NextBoot && l.To != "" {
+			out[PortAddress(d.Name, l.Port)] = nextLink{linkLayer: l.To, staged: l.Staged, param: l.Setting}
 		}
 	}
 	return out

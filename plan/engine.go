@@ -18,6 +18,9 @@ type Result struct {
 	Request *Request
 	// Observed holds each provider's observation, by provider name.
 	Observed map[string]any
+	// Facts are what the providers published while planning (link-layer
+	// changes, modules and devices to come), for the audit's questions.
+	Facts *Facts
 }
 
 // Build discovers the host and plans the spec: one parallel round of
@@ -56,7 +59,6 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 		prop := pr.Diff(req, obs[i], facts)
 		for _, c := range prop.Changes {
 			c.Provider, c.stage = pr.Name(), i
-			facts.plan(c)
 		}
 		p.Changes = append(p.Changes, prop.Changes...)
 		p.Pending = append(p.Pending, prop.Pending...)
@@ -64,7 +66,7 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 		p.Errors = append(p.Errors, prop.Errors...)
 	}
 	p.Finish()
-	return &Result{Plan: p, Request: req, Observed: observed}, nil
+	return &Result{Plan: p, Request: req, Observed: observed, Facts: facts}, nil
 }
 
 // resolveDevices maps each spec device to an inventory device. A name that

@@ -84,66 +84,6 @@ type Proposal struct {
 	Errors   []schema.Finding
 }
 
-// StagedLink records that a port's link layer will change at the next
-// boot, and why; later stages defer what depends on it.
-type StagedLink struct {
-	Device    string // PCI address
-	Port      int
-	LinkLayer string // after the reboot: InfiniBand or Ethernet
-	Param     string // LINK_TYPE_P1=ETH
-}
-
-// Reason words a deferral on this staged change.
-func (s StagedLink) Reason() string {
-	return fmt.Sprintf("waits for %s on %s (reboot)", s.Param, s.Device)
-}
-
-// Facts are what earlier stages tell later ones during Diff.
-type Facts struct {
-	staged  map[string]StagedLink
-	planned map[string]*Change
-	params  map[string]string
-}
-
-// NewFacts returns empty facts.
-func NewFacts() *Facts {
-	return &Facts{staged: map[string]StagedLink{}, planned: map[string]*Change{}, params: map[string]string{}}
-}
-
-// StageParam publishes a firmware parameter value that becomes current at
-// the next boot (planned now or already staged), for the adapter function
-// pci; later stages defer what waits for it (NUM_OF_VFS caps SR-IOV).
-func (f *Facts) StageParam(pci, name, value string) {
-	f.params[pci+"\x00"+name] = value
-}
-
-// StagedParam returns the value a firmware parameter of the function pci
-// will have after the next boot, if one is planned or staged.
-func (f *Facts) StagedParam(pci, name string) (string, bool) {
-	v, ok := f.params[pci+"\x00"+name]
-	return v, ok
-}
-
-func portKey(pci string, port int) string { return fmt.Sprintf("%s/%d", pci, port) }
-
-// StageLink publishes a link-layer change that waits for a reboot.
-func (f *Facts) StageLink(s StagedLink) { f.staged[portKey(s.Device, s.Port)] = s }
-
-// Staged returns the staged link-layer change of a port, if any.
-func (f *Facts) Staged(pci string, port int) (StagedLink, bool) {
-	s, ok := f.staged[portKey(pci, port)]
-	return s, ok
-}
-
-// Planned returns the change planned for an address by an earlier stage.
-func (f *Facts) Planned(address string) *Change { return f.planned[address] }
-
-func (f *Facts) plan(c *Change) { f.planned[c.Address] = c }
-
-// RecordPlanned records a change as planned by an earlier stage, as the
-// engine does between stages; for tests of a provider's Diff.
-func RecordPlanned(f *Facts, c *Change) { f.plan(c) }
-
 // Reverter is implemented by providers whose changes can be undone, for
 // apply --confirm-timeout: Revert returns the change that puts back what c
 // replaced (nil when nothing needs undoing), built from the before-values

@@ -6,7 +6,8 @@
 // parser package imports the simulator, so a format one of them gets wrong
 // cannot be written wrong and read wrong the same way. And providers read
 // no attribute of a change back (Attr.Before, Attr.After): attributes are
-// for people, values live in payloads. Run by `make lint`;
+// for people, values live in payloads; and no provider imports another
+// (stages talk through plan.Facts). Run by `make lint`;
 // prints offending positions and exits 1.
 package main
 
@@ -56,6 +57,30 @@ func separation(dir, imp string) string {
 		}
 	}
 	return ""
+}
+
+// crossProvider reports a provider package that imports another provider:
+// what one stage tells a later one goes through plan.Facts. The tools'
+// output parsers are shared libraries, not providers.
+func crossProvider(dir, imp string) string {
+	own, ok := strings.CutPrefix(dir, "providers/")
+	if !ok {
+		return ""
+	}
+	other, ok := strings.CutPrefix(imp, module+"/providers/")
+	if !ok {
+		return ""
+	}
+	own, _, _ = strings.Cut(own, "/")
+	for _, p := range parsers {
+		if imp == module+"/"+p {
+			return ""
+		}
+	}
+	if first, _, _ := strings.Cut(other, "/"); first == own {
+		return ""
+	}
+	return "a provider does not import another: earlier stages tell later ones through plan.Facts"
 }
 
 // osFuncs are the os package's file-system and process functions.
@@ -121,6 +146,9 @@ func check(root string) ([]string, error) {
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if why := separation(dir, p); why != "" {
+				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
+			}
+			if why := crossProvider(dir, p); why != "" && !strings.HasSuffix(path, "_test.go") {
 				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
 			}
 		}

@@ -155,7 +155,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(pp, "%s printed no row for %s on %s", a.Tool, prm.Name, dev.PCI))
 				continue
 			}
-			staged := func() {
+			staged := func(pending bool) {
 				facts.StageParam(dev.PCI, prm.Name, prm.Value)
 				m := linkTypeRE.FindStringSubmatch(prm.Name)
 				ll := LinkLayerOf(prm.Value)
@@ -164,13 +164,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				}
 				n, _ := strconv.Atoi(m[1])
 				fn, port := AffectedPort(dev.PCI, n, dev)
-				facts.StageLink(plan.StagedLink{Device: fn, Port: port, LinkLayer: ll, Param: prm.Name + "=" + prm.Value})
+				facts.ChangeLink(plan.LinkChange{Device: fn, Port: port, To: ll, When: plan.NextBoot, Staged: pending, Cause: addr, Setting: prm.Name + "=" + prm.Value})
 			}
 			if mlxfmt.Equal(prm.Value, have.NextBoot) {
 				if have.Current.Kind != mlxfmt.KindAbsent && !mlxfmt.Equal(prm.Value, have.Current) {
 					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,
 						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp)})
-					staged()
+					staged(true)
 				}
 				continue
 			}
@@ -189,7 +189,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			pl.was[prm.Name] = have.NextBoot.Display()
 			pl.paths[prm.Name] = pp
 			pl.source[prm.Name] = req.Pos(pp)
-			staged()
+			staged(false)
 		}
 		// A parameter in error is an error at its line (and apply refuses
 		// a plan with errors); the adapter's other parameters are still

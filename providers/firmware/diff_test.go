@@ -84,8 +84,8 @@ func summarize(prop plan.Proposal, facts *plan.Facts) summary {
 		s.Findings = append(s.Findings, f.Path)
 	}
 	for _, pci := range []string{"0000:3b:00.0", "0000:3b:00.1"} {
-		if st, ok := facts.Staged(pci, 1); ok {
-			s.Staged = append(s.Staged, pci+"/1 "+st.LinkLayer+" "+st.Reason())
+		if st, ok := facts.LinkAtBoot(pci, 1); ok {
+			s.Staged = append(s.Staged, pci+"/1 "+st.To+" "+st.Reason())
 		}
 	}
 	return s

@@ -290,21 +290,21 @@ func DatagramLimit(l Link, ps []nmcli.Profile) (limit, ibMTU int) {
 
 // stagedIB returns a staged firmware change that makes a port InfiniBand
 // at the next boot, the first by device name and port.
-func stagedIB(inv *inventory.Inventory, facts *plan.Facts) (plan.StagedLink, bool) {
+func stagedIB(inv *inventory.Inventory, facts *plan.Facts) (plan.LinkChange, bool) {
 	if inv == nil || facts == nil {
-		return plan.StagedLink{}, false
+		return plan.LinkChange{}, false
 	}
 	for _, d := range inv.Devices {
 		if d.PCI == "" {
 			continue
 		}
 		for _, p := range d.Ports {
-			if s, ok := facts.Staged(d.PCI, p.Num); ok && s.LinkLayer == linklayer.InfiniBand && p.LinkLayer != linklayer.InfiniBand {
+			if s, ok := facts.LinkAtBoot(d.PCI, p.Num); ok && s.To == linklayer.InfiniBand && p.LinkLayer != linklayer.InfiniBand {
 				return s, true
 			}
 		}
 	}
-	return plan.StagedLink{}, false
+	return plan.LinkChange{}, false
 }
 
 // ibNetdevs lists the netdevs on InfiniBand ports, sorted, for messages.
@@ -329,7 +329,7 @@ func ibNetdevs(inv *inventory.Inventory) string {
 // checkHost returns the host-dependent findings of one entry, or the
 // reason it waits for a reboot.
 func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IPoIB, path string) ([]schema.Finding, *plan.Deferred) {
-	deferred := func(s plan.StagedLink) *plan.Deferred {
+	deferred := func(s plan.LinkChange) *plan.Deferred {
 		return &plan.Deferred{Address: Address(c.Name), Reason: s.Reason(), Source: req.Pos(path)}
 	}
 	link, exists := obs.Links[c.Parent]
@@ -341,22 +341,22 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 	}
 	dev, port := req.Inv.PortOfNetdev(c.Parent)
 	if port != nil {
-		staged, isStaged := plan.StagedLink{}, false
+		staged, isStaged := plan.LinkChange{}, false
 		if dev.PCI != "" && facts != nil {
-			staged, isStaged = facts.Staged(dev.PCI, port.Num)
+			staged, isStaged = facts.LinkAtBoot(dev.PCI, port.Num)
 		}
 		if port.LinkLayer != linklayer.InfiniBand {
-			if isStaged && staged.LinkLayer == linklayer.InfiniBand {
+			if isStaged && staged.To == linklayer.InfiniBand {
 				return nil, deferred(staged)
 			}
 			return []schema.Finding{req.Finding(path+".parent",
 				"%s is on port %d of %s, whose link layer is %s; IPoIB needs an InfiniBand port (a VPI adapter switches with firmware LINK_TYPE_P%d: IB)",
 				c.Parent, port.Num, dev.Name, port.LinkLayer, port.Num)}, nil
 		}
-		if isStaged && staged.LinkLayer != linklayer.InfiniBand {
+		if isStaged && staged.To != linklayer.InfiniBand {
 			return []schema.Finding{req.Finding(path+".parent",
 				"port %d of %s becomes %s at the next boot (%s); %s and this connection would lose their port",
-				port.Num, dev.Name, staged.LinkLayer, staged.Param, c.Parent)}, nil
+				port.Num, dev.Name, staged.To, staged.Setting, c.Parent)}, nil
 		}
 	}
 	if link.Type != ARPHRDInfiniband {

@@ -95,14 +95,14 @@ func TestDiff(t *testing.T) {
 	otherDown := other
 	otherDown.Active, otherDown.Device = false, ""
 	staticMTU := nmcli.Profile{Name: "ib0-base", UUID: "u-5", InterfaceName: "ib0", PKey: -1, Mode: nmcli.Datagram, MTU: 1500, Active: true, Device: "ib0"}
-	toIB := plan.StagedLink{Device: "0000:3b:00.1", Port: 1, LinkLayer: "InfiniBand", Param: "LINK_TYPE_P1=IB"}
-	toEth := plan.StagedLink{Device: "0000:3b:00.0", Port: 1, LinkLayer: "Ethernet", Param: "LINK_TYPE_P1=ETH"}
+	toIB := plan.LinkChange{Device: "0000:3b:00.1", Port: 1, To: "InfiniBand", Setting: "LINK_TYPE_P1=IB", When: plan.NextBoot}
+	toEth := plan.LinkChange{Device: "0000:3b:00.0", Port: 1, To: "Ethernet", Setting: "LINK_TYPE_P1=ETH", When: plan.NextBoot}
 
 	tests := []struct {
 		name     string
 		spec     string
 		profiles []nmcli.Profile
-		staged   []plan.StagedLink
+		staged   []plan.LinkChange
 		links    map[string]Link // replaces testObs links when set
 		want     outcome
 	}{
@@ -204,7 +204,7 @@ func TestDiff(t *testing.T) {
 		{
 			name:   "parent missing, a staged firmware change makes a port InfiniBand",
 			spec:   "ipoib:\n  - name: x\n    parent: ib1\n",
-			staged: []plan.StagedLink{toIB},
+			staged: []plan.LinkChange{toIB},
 			want:   outcome{Deferred: []string{"ipoib[x]: waits for LINK_TYPE_P1=IB on 0000:3b:00.1 (reboot)"}},
 		},
 		{
@@ -215,13 +215,13 @@ func TestDiff(t *testing.T) {
 		{
 			name:   "parent on an Ethernet port that turns InfiniBand at the next boot",
 			spec:   "ipoib:\n  - name: x\n    parent: ens2f0np0\n",
-			staged: []plan.StagedLink{toIB},
+			staged: []plan.LinkChange{toIB},
 			want:   outcome{Deferred: []string{"ipoib[x]: waits for LINK_TYPE_P1=IB on 0000:3b:00.1 (reboot)"}},
 		},
 		{
 			name:   "port turns Ethernet at the next boot",
 			spec:   storageSpec,
-			staged: []plan.StagedLink{toEth},
+			staged: []plan.LinkChange{toEth},
 			want:   outcome{Errors: []string{"$.ipoib[0].parent: port 1 of mlx5_0 becomes Ethernet at the next boot (LINK_TYPE_P1=ETH); ib0 and this connection would lose their port"}},
 		},
 		{
@@ -292,7 +292,7 @@ func TestDiff(t *testing.T) {
 			}
 			facts := plan.NewFacts()
 			for _, s := range tt.staged {
-				facts.StageLink(s)
+				facts.ChangeLink(s)
 			}
 			got := summarize((&Provider{}).Diff(req, obs, facts))
 			if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -137,16 +138,6 @@ func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request
 
 // payload is what Apply needs: the port and, for the order of writes, the
 // type this plan gives the device's other port.
-// PlannedType is the port type (ib, eth, auto) a change of this provider
-// writes, "" for another change: what later stages ask of a planned
-// mlx4_port change.
-func PlannedType(c *plan.Change) string {
-	if pl, ok := c.Payload.(*payload); ok {
-		return pl.want
-	}
-	return ""
-}
-
 type payload struct {
 	pci   string
 	port  int
@@ -161,13 +152,21 @@ type payload struct {
 	via, otherVia string
 }
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, _ *plan.Facts) plan.Proposal {
+// Diff implements plan.Provider. It publishes each port type it writes
+// as a link-layer change that happens now, for the stages after it.
+func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
 	if obs == nil {
 		obs = &Observed{}
 	}
-	return diff(req, obs)
+	prop := diff(req, obs)
+	for _, c := range prop.Changes {
+		if pl, ok := c.Payload.(*payload); ok && facts != nil {
+			facts.ChangeLink(plan.LinkChange{Device: pl.pci, Port: pl.port, To: linklayer.OfMlx4Type(pl.want), When: plan.Runtime,
+				Cause: c.Address, Setting: "type=" + pl.want})
+		}
+	}
+	return prop
 }
 
 // effective is the type a port has after a setting: auto keeps what the

@@ -192,10 +192,17 @@ const (
 	no         = "no"
 )
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, _ *plan.Facts) plan.Proposal {
+// Diff implements plan.Provider. It publishes each module a change loads
+// or keeps loaded, for the stages that need it (rxe, IPoIB netdevs).
+func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs)
+	prop := diff(req, obs)
+	for _, c := range prop.Changes {
+		if pl, ok := c.Payload.(*payload); ok && c.Action != plan.Delete && facts != nil {
+			facts.LoadModule(pl.name, c.Address)
+		}
+	}
+	return prop
 }
 
 func diff(req *plan.Request, obs *Observed) plan.Proposal {

@@ -57,7 +57,7 @@ func TestDiff(t *testing.T) {
 		spec   string
 		inv    *inventory.Inventory
 		obs    map[string]*Iface
-		staged []plan.StagedLink
+		staged []plan.LinkChange
 		want   outcome
 	}{{
 		name: "matches: nothing to do, kernel and DHCP addresses ignored",
@@ -106,7 +106,7 @@ func TestDiff(t *testing.T) {
 		spec:   "  - name: ens1f0np0\n    mtu: 9000\n",
 		inv:    cx,
 		obs:    map[string]*Iface{},
-		staged: []plan.StagedLink{{Device: "0000:81:00.0", Port: 1, LinkLayer: "Ethernet", Param: "LINK_TYPE_P1=ETH"}},
+		staged: []plan.LinkChange{{Device: "0000:81:00.0", Port: 1, To: "Ethernet", Setting: "LINK_TYPE_P1=ETH", When: plan.NextBoot}},
 		want:   outcome{Deferred: []string{"interface[ens1f0np0]: netdev ens1f0np0 does not exist yet; waits for LINK_TYPE_P1=ETH on 0000:81:00.0 (reboot)"}},
 	}}
 	for _, tt := range tests {
@@ -121,7 +121,7 @@ func TestDiff(t *testing.T) {
 			}
 			facts := plan.NewFacts()
 			for _, s := range tt.staged {
-				facts.StageLink(s)
+				facts.ChangeLink(s)
 			}
 			req := &plan.Request{Spec: spec, Inv: inv}
 			got := summarize(diff(req, &Observed{Ifaces: tt.obs}, facts))

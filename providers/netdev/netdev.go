@@ -16,7 +16,6 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
-	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -83,28 +82,6 @@ func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) 
 	return obs, nil
 }
 
-// StagedReason says why a netdev that does not exist yet may appear after
-// the next boot: a port whose link layer changes then gets the netdev of
-// its new link layer. It reports false when no port has a staged change.
-func StagedReason(req *plan.Request, facts *plan.Facts) (string, bool) {
-	var reasons []string
-	for _, d := range req.Inv.Devices {
-		if d.PCI == "" {
-			continue
-		}
-		for _, p := range d.Ports {
-			if s, ok := facts.Staged(d.PCI, p.Num); ok {
-				reasons = append(reasons, s.Reason())
-			}
-		}
-	}
-	if len(reasons) == 0 {
-		return "", false
-	}
-	sort.Strings(reasons)
-	return strings.Join(reasons, "; "), true
-}
-
 // payload is what Apply needs; nil fields are left alone.
 type payload struct {
 	name string
@@ -130,6 +107,8 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	if obs == nil {
 		return prop
 	}
+	// ib_ipoib loaded by this plan makes the IPoIB netdevs.
+	ipoibLoad, ipoibLoaded := facts.ModuleLoad(IPoIBModule)
 	for i, it := range req.Spec.Interfaces {
 		path := fmt.Sprintf("$.interfaces[%d]", i)
 		want, pos, bad := wantAddrs(it.Addresses)
@@ -139,12 +118,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		ifc, ok := obs.Ifaces[it.Name]
 		if !ok {
 			switch {
-			case facts.Planned(modules.Address(IPoIBModule)) != nil && hasIBPort(req):
+			case ipoibLoaded && hasIBPort(req):
 				// ib_ipoib is loaded by this plan and makes the IPoIB
 				// netdevs: set everything once it has.
-				prop.Changes = append(prop.Changes, missingChange(req, it, path, want))
+				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, ipoibLoad))
 			default:
-				if reason, staged := StagedReason(req, facts); staged {
+				if reason, staged := facts.BootReason(); staged {
 					prop.Deferred = append(prop.Deferred, plan.Deferred{Address: Address(it.Name),
 						Reason: fmt.Sprintf("netdev %s does not exist yet; %s", it.Name, reason), Source: req.Pos(path + ".name")})
 					continue
@@ -189,7 +168,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 
 // missingChange sets every managed attribute of a netdev a planned module
 // load creates.
-func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix) *plan.Change {
+func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix, cause string) *plan.Change {
 	pl := &payload{name: it.Name}
 	var attrs []plan.Attr
 	if it.State != "" {
@@ -207,7 +186,7 @@ func missingChange(req *plan.Request, it schema.Interface, path string, want []n
 	}
 	return &plan.Change{
 		Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(path), Attributes: attrs, Payload: pl,
-		DependsOn: []string{modules.Address(IPoIBModule)},
+		DependsOn: []string{cause},
 	}
 }
 

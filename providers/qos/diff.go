@@ -9,7 +9,6 @@ import (
 
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
-	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -437,17 +436,17 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(sp, "%s has no port %d", t.dev, t.port))
 			continue
 		}
-		if mc := facts.Planned(mlx4port.Address(dev.PCI, t.port)); mc != nil && port.LinkLayer != linklayer.Ethernet {
-			prop.Errors = append(prop.Errors, req.Finding(sp, "port %d of %s changes its type in this plan (%s); plan again after apply to set its QoS", t.port, t.dev, mc.Address))
+		if mc, ok := facts.LinkNow(dev.PCI, t.port); ok && port.LinkLayer != linklayer.Ethernet {
+			prop.Errors = append(prop.Errors, req.Finding(sp, "port %d of %s changes its type in this plan (%s); plan again after apply to set its QoS", t.port, t.dev, mc.Cause))
 			continue
 		}
-		if staged, ok := facts.Staged(dev.PCI, t.port); ok {
-			if staged.LinkLayer == linklayer.Ethernet && port.LinkLayer != linklayer.Ethernet {
+		if staged, ok := facts.LinkAtBoot(dev.PCI, t.port); ok {
+			if staged.To == linklayer.Ethernet && port.LinkLayer != linklayer.Ethernet {
 				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Reason: staged.Reason(), Source: req.Pos(sp)})
 				continue
 			}
-			if staged.LinkLayer != linklayer.Ethernet {
-				prop.Errors = append(prop.Errors, req.Finding(sp, "port %d of %s becomes %s at the next boot (%s); qos (DCB) needs an Ethernet port", t.port, t.dev, staged.LinkLayer, staged.Param))
+			if staged.To != linklayer.Ethernet {
+				prop.Errors = append(prop.Errors, req.Finding(sp, "port %d of %s becomes %s at the next boot (%s); qos (DCB) needs an Ethernet port", t.port, t.dev, staged.To, staged.Setting))
 				continue
 			}
 		}

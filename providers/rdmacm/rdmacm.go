@@ -20,8 +20,6 @@ import (
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
-	"github.com/rdmaform/rdmaform/providers/mlx4port"
-	"github.com/rdmaform/rdmaform/providers/rxe"
 )
 
 // Root is where configfs shows rdma_cm.
@@ -266,13 +264,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		// A device the plan (re)creates (an rxe link made or moved to
 		// another netdev) starts with the kernel's defaults: everything is
 		// set after it, whatever the old device had.
-		if rc := facts.Planned(rxe.Address(t.dev)); rc != nil && rc.Action != plan.Delete {
+		rxeAddr, created := facts.DeviceCreated(t.dev)
+		if created {
 			dev = nil
 		}
 		if dev == nil {
 			// A device this plan creates (rxe): everything is set after it.
-			rxeAddr := rxe.Address(t.dev)
-			if facts.Planned(rxeAddr) == nil {
+			if !created {
 				// The missing device is already a finding: the engine's (no
 				// such device) or the rxe entry's (why it cannot be made).
 				continue
@@ -310,13 +308,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		}
 		// An mlx4 port type written in this plan changes the link layer now;
 		// the port's RDMA device comes back with the kernel's defaults.
-		if mc := facts.Planned(mlx4port.Address(dev.PCI, t.port)); mc != nil {
-			if mlx4port.PlannedType(mc) != "eth" {
-				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes InfiniBand in this plan (%s); RoCE settings need an Ethernet port", t.port, t.dev, mc.Address))
+		if mc, ok := facts.LinkNow(dev.PCI, t.port); ok {
+			if mc.To != linklayer.Ethernet {
+				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes InfiniBand in this plan (%s); RoCE settings need an Ethernet port", t.port, t.dev, mc.Cause))
 				continue
 			}
 			if port.LinkLayer != linklayer.Ethernet {
-				c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{mc.Address}, Payload: pl}
+				c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{mc.Cause}, Payload: pl}
 				if t.mode != "" {
 					c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
 				}
@@ -327,13 +325,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				continue
 			}
 		}
-		if staged, ok := facts.Staged(dev.PCI, t.port); ok {
-			if staged.LinkLayer == linklayer.Ethernet && port.LinkLayer != linklayer.Ethernet {
+		if staged, ok := facts.LinkAtBoot(dev.PCI, t.port); ok {
+			if staged.To == linklayer.Ethernet && port.LinkLayer != linklayer.Ethernet {
 				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Reason: staged.Reason(), Source: req.Pos(t.specPath)})
 				continue
 			}
-			if staged.LinkLayer != linklayer.Ethernet {
-				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes %s at the next boot (%s); RoCE settings need an Ethernet port", t.port, t.dev, staged.LinkLayer, staged.Param))
+			if staged.To != linklayer.Ethernet {
+				prop.Errors = append(prop.Errors, req.Finding(t.specPath, "port %d of %s becomes %s at the next boot (%s); RoCE settings need an Ethernet port", t.port, t.dev, staged.To, staged.Setting))
 				continue
 			}
 		}

@@ -49,7 +49,7 @@ func TestDiff(t *testing.T) {
 		name     string
 		inv      *inventory.Inventory
 		obs      PortValues
-		staged   *plan.StagedLink
+		staged   *plan.LinkChange
 		changes  []plan.Attr
 		deferred string
 		finding  string
@@ -62,10 +62,10 @@ func TestDiff(t *testing.T) {
 		{name: "infiniband port", inv: invOf(ib), obs: PortValues{Mode: ModeV1},
 			finding: "port 1 of mlx5_0 has link layer InfiniBand; RoCE settings need an Ethernet port"},
 		{name: "becomes ethernet at next boot", inv: invOf(ib), obs: PortValues{Mode: ModeV1},
-			staged:   &plan.StagedLink{Device: "0000:3b:00.0", Port: 1, LinkLayer: "Ethernet", Param: "LINK_TYPE_P1=ETH"},
+			staged:   &plan.LinkChange{Device: "0000:3b:00.0", Port: 1, To: "Ethernet", Setting: "LINK_TYPE_P1=ETH", When: plan.NextBoot},
 			deferred: "waits for LINK_TYPE_P1=ETH on 0000:3b:00.0 (reboot)"},
 		{name: "becomes infiniband at next boot", inv: invOf(eth), obs: PortValues{Mode: ModeV2},
-			staged:  &plan.StagedLink{Device: "0000:3b:00.0", Port: 1, LinkLayer: "InfiniBand", Param: "LINK_TYPE_P1=IB"},
+			staged:  &plan.LinkChange{Device: "0000:3b:00.0", Port: 1, To: "InfiniBand", Setting: "LINK_TYPE_P1=IB", When: plan.NextBoot},
 			finding: "becomes InfiniBand at the next boot (LINK_TYPE_P1=IB)"},
 		{name: "no such port", inv: invOf(&inventory.Port{Num: 2, LinkLayer: "Ethernet"}),
 			finding: "mlx5_0 has no port 1 (ports: 2)"},
@@ -74,7 +74,7 @@ func TestDiff(t *testing.T) {
 			req := request(t, parse(t, v2spec), tc.inv)
 			facts := plan.NewFacts()
 			if tc.staged != nil {
-				facts.StageLink(*tc.staged)
+				facts.ChangeLink(*tc.staged)
 			}
 			obs := &Observed{Ports: map[string]PortValues{"mlx5_0/1": tc.obs}}
 			prop := (&Provider{}).Diff(req, obs, facts)
@@ -110,9 +110,9 @@ func TestDiffDeviceCreatedByRxe(t *testing.T) {
 	if prop := (&Provider{}).Diff(req, &Observed{}, facts); len(prop.Errors)+len(prop.Changes) != 0 {
 		t.Fatalf("without a planned rxe link: %+v, want nothing", prop)
 	}
-	// The rxe provider runs first and plans rxe[rxe0]; the engine records it.
+	// The rxe provider runs first, plans rxe[rxe0] and publishes the device.
 	facts = plan.NewFacts()
-	plan.RecordPlanned(facts, &plan.Change{Address: "rxe[rxe0]"})
+	facts.CreateDevice("rxe0", "rxe[rxe0]")
 	prop := (&Provider{}).Diff(req, &Observed{}, facts)
 	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []string{"rxe[rxe0]"}) {
 		t.Fatalf("want one create depending on rxe[rxe0], got %+v", prop)
@@ -298,7 +298,7 @@ func TestDiffDeviceReplacedByRxe(t *testing.T) {
 		t.Fatalf("settings already match: %+v", prop.Changes)
 	}
 	facts := plan.NewFacts()
-	plan.RecordPlanned(facts, &plan.Change{Address: "rxe[rxe0]", Action: plan.Update})
+	facts.CreateDevice("rxe0", "rxe[rxe0]")
 	prop := (&Provider{}).Diff(req, obs, facts)
 	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []string{"rxe[rxe0]"}) {
 		t.Fatalf("want the settings planned after the replaced link, got %+v", prop.Changes)

@@ -63,7 +63,7 @@ func TestDiff(t *testing.T) {
 		spec   string
 		obs    Observed
 		inv    *inventory.Inventory
-		staged []plan.StagedLink
+		staged []plan.LinkChange
 		want   outcome
 	}{{
 		name: "present, missing: created",
@@ -103,7 +103,7 @@ func TestDiff(t *testing.T) {
 		spec:   "  - name: rxe0\n    netdev: ens1f0np0\n",
 		obs:    Observed{Links: links(), Netdevs: eth},
 		inv:    cx,
-		staged: []plan.StagedLink{{Device: "0000:81:00.0", Port: 1, LinkLayer: "Ethernet", Param: "LINK_TYPE_P1=ETH"}},
+		staged: []plan.LinkChange{{Device: "0000:81:00.0", Port: 1, To: "Ethernet", Setting: "LINK_TYPE_P1=ETH", When: plan.NextBoot}},
 		want:   outcome{Deferred: []string{"rxe[rxe0]: netdev ens1f0np0 does not exist yet; waits for LINK_TYPE_P1=ETH on 0000:81:00.0 (reboot)"}},
 	}, {
 		name: "IPoIB netdev: a finding",
@@ -149,7 +149,7 @@ func TestDiff(t *testing.T) {
 			}
 			facts := plan.NewFacts()
 			for _, s := range tt.staged {
-				facts.StageLink(s)
+				facts.ChangeLink(s)
 			}
 			obs := tt.obs
 			got := summarize(diff(&plan.Request{Spec: spec, Inv: inv}, &obs, facts))

@@ -14,8 +14,6 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
-	"github.com/rdmaform/rdmaform/providers/modules"
-	"github.com/rdmaform/rdmaform/providers/netdev"
 )
 
 // Module is the kernel module of Soft-RoCE.
@@ -162,8 +160,8 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		}
 	}
 	var moduleDep []string
-	if facts.Planned(modules.Address(Module)) != nil {
-		moduleDep = []string{modules.Address(Module)}
+	if cause, ok := facts.ModuleLoad(Module); ok {
+		moduleDep = []string{cause}
 	}
 
 	for i, r := range req.Spec.Rxe {
@@ -188,7 +186,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		}
 		nd, ok := obs.Netdevs[r.Netdev]
 		if !ok {
-			if reason, staged := netdev.StagedReason(req, facts); staged {
+			if reason, staged := facts.BootReason(); staged {
 				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Reason: fmt.Sprintf("netdev %s does not exist yet; %s", r.Netdev, reason), Source: req.Pos(p + ".netdev")})
 				continue
 			}
@@ -221,6 +219,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			// deleted and created again (its rdma_cm settings start over).
 			c.Action = plan.Update
 		}
+		facts.CreateDevice(r.Name, addr)
 		prop.Changes = append(prop.Changes, c)
 	}
 	sort.SliceStable(prop.Changes, func(i, j int) bool { return prop.Changes[i].Address < prop.Changes[j].Address })

@@ -163,7 +163,7 @@ func subnetManagerCheck(inv *inventory.Inventory, facts *plan.Facts) (reason str
 			if p.LinkLayer == linklayer.InfiniBand {
 				return "", false
 			}
-			if s, ok := facts.Staged(d.PCI, p.Num); ok && s.LinkLayer == linklayer.InfiniBand {
+			if s, ok := facts.LinkAtBoot(d.PCI, p.Num); ok && s.To == linklayer.InfiniBand {
 				staged = append(staged, s.Reason())
 			}
 		}

@@ -70,7 +70,7 @@ func TestDiff(t *testing.T) {
 		spec   string
 		inv    *inventory.Inventory
 		obs    *Observed
-		staged []plan.StagedLink
+		staged []plan.LinkChange
 		want   outcome
 	}{
 		{
@@ -135,7 +135,7 @@ func TestDiff(t *testing.T) {
 			spec:   "version: 1\nservices:\n  - name: opensm\n    active: true\n",
 			inv:    ethInv(),
 			obs:    &Observed{Units: map[string]host.UnitState{"opensm.service": disabledInactive}},
-			staged: []plan.StagedLink{{Device: "0000:5e:00.0", Port: 1, LinkLayer: "InfiniBand", Param: "LINK_TYPE_P1=IB"}},
+			staged: []plan.LinkChange{{Device: "0000:5e:00.0", Port: 1, To: "InfiniBand", Setting: "LINK_TYPE_P1=IB", When: plan.NextBoot}},
 			want:   outcome{Deferred: []string{"service[opensm.service] waits for LINK_TYPE_P1=IB on 0000:5e:00.0 (reboot)"}},
 		},
 		{
@@ -183,7 +183,7 @@ func TestDiff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			facts := plan.NewFacts()
 			for _, s := range tt.staged {
-				facts.StageLink(s)
+				facts.ChangeLink(s)
 			}
 			got := summarize(diff(request(t, tt.spec, tt.inv), tt.obs, facts))
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(payload{})); diff != "" {
