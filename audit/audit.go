@@ -1,17 +1,19 @@
+// Package audit is the read-only comparison of a host with a golden spec
+// (rdmaform audit): per resource the providers declare, drift and pending
+// reboots; health checks of ports, P_Keys and probes; waivers for known
+// exceptions. Nothing here changes the host: plans are built, never
+// applied. The host described as a spec (rdmaform show) is plan.Capture.
 package audit
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -19,15 +21,6 @@ import (
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/probe"
-	"github.com/rdmaform/rdmaform/providers/bootunit"
-	"github.com/rdmaform/rdmaform/providers/firmware"
-	"github.com/rdmaform/rdmaform/providers/ipoib"
-	"github.com/rdmaform/rdmaform/providers/mlx4port"
-	"github.com/rdmaform/rdmaform/providers/modules"
-	"github.com/rdmaform/rdmaform/providers/netdev"
-	"github.com/rdmaform/rdmaform/providers/rdmacm"
-	"github.com/rdmaform/rdmaform/providers/rxe"
-	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/version"
 )
@@ -237,7 +230,7 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	v := version.Get()
 	r := &Report{FormatVersion: FormatVersion, Host: hostname, Spec: spec.Src.File, Rdmaform: Build{Version: v.Version, Commit: v.Commit},
 		Time: o.Now.UTC().Truncate(time.Second)}
-	a := &auditor{h: h, req: res.Request, plan: res.Plan, facts: res.Facts, hostname: hostname}
+	a := &auditor{h: h, req: res.Request, plan: res.Plan, facts: res.Facts, managed: res.Managed, hostname: hostname}
 	r.Checks = append(r.Checks, a.hostCheck()...)
 	r.Checks = append(r.Checks, a.resourceChecks()...)
 	r.Checks = append(r.Checks, a.portChecks()...)
@@ -289,10 +282,12 @@ func summarize(r *Report) Summary {
 }
 
 type auditor struct {
-	h        *host.Host
-	req      *plan.Request
-	plan     *plan.Plan
-	facts    *plan.Facts
+	h     *host.Host
+	req   *plan.Request
+	plan  *plan.Plan
+	facts *plan.Facts
+	// managed is what the providers declared the spec asks for.
+	managed  []plan.Managed
 	hostname string
 }
 
@@ -344,11 +339,11 @@ func (a *auditor) resourceChecks() []Result {
 			unread[a.resourceOf(f.Path)] = true
 		}
 	}
-	for _, m := range a.managed() {
-		if unread[m.address] {
+	for _, m := range a.managed {
+		if unread[m.Address] {
 			continue
 		}
-		get(m.address, a.pos(m.path))
+		get(m.Address, a.pos(m.Path))
 	}
 	for _, c := range a.plan.Changes {
 		r := get(c.Address, c.Source)
@@ -402,57 +397,6 @@ func describeChange(c *plan.Change) string {
 		s += " (" + strings.Join(attrs, ", ") + ")"
 	}
 	return s
-}
-
-type managedRes struct {
-	address string
-	path    string
-}
-
-// managed lists the addresses of what the spec manages, with the spec path
-// each comes from.
-func (a *auditor) managed() []managedRes {
-	s := a.req.Spec
-	var out []managedRes
-	for i, d := range s.Devices {
-		dev := a.req.Devices[i]
-		p := fmt.Sprintf("$.devices[%d]", i)
-		if d.Firmware != nil && len(d.Firmware.Params) > 0 && dev != nil && dev.PCI != "" {
-			out = append(out, managedRes{firmware.Address(dev.PCI), p + ".firmware"})
-		}
-		name := d.Name
-		if dev != nil {
-			name = dev.Name
-		}
-		for j, pt := range d.Ports {
-			pp := fmt.Sprintf("%s.ports[%d]", p, j)
-			if pt.Type != "" && dev != nil && dev.PCI != "" {
-				out = append(out, managedRes{mlx4port.Address(dev.PCI, pt.Port), pp + ".type"})
-			}
-			if pt.Roce != nil && name != "" {
-				out = append(out, managedRes{rdmacm.Address(name, pt.Port), pp + ".roce"})
-			}
-		}
-	}
-	for i, m := range s.Modules {
-		out = append(out, managedRes{modules.Address(m), fmt.Sprintf("$.modules[%d]", i)})
-	}
-	for i, r := range s.Rxe {
-		out = append(out, managedRes{rxe.Address(r.Name), fmt.Sprintf("$.rxe[%d]", i)})
-	}
-	for i, it := range s.Interfaces {
-		out = append(out, managedRes{netdev.Address(it.Name), fmt.Sprintf("$.interfaces[%d]", i)})
-	}
-	for i, c := range s.IPoIB {
-		out = append(out, managedRes{ipoib.Address(c.Name), fmt.Sprintf("$.ipoib[%d]", i)})
-	}
-	for i, sv := range s.Services {
-		out = append(out, managedRes{services.Address(schema.UnitName(sv.Name)), fmt.Sprintf("$.services[%d]", i)})
-	}
-	if s.Persistence != "" {
-		out = append(out, managedRes{bootunit.Address, "$.persistence"})
-	}
-	return out
 }
 
 // PortAddress is the resource name of a port's health checks.
@@ -589,7 +533,7 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 	}
 	if ip.LinkLayer == linklayer.InfiniBand && ip.PhysState == "LinkUp" {
 		r := res(CheckSubnetManager)
-		if !services.SubnetManagerPresent(ip) {
+		if !ip.SubnetManagerPresent() {
 			r.Status = Fail
 			r.Message = fmt.Sprintf("no subnet manager answers on this port (state %s, sm_lid 0x%x): run opensm on one node of the fabric", ip.State, ip.SMLID)
 		}
@@ -606,11 +550,12 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 		r := res(CheckRoCEv2GID)
 		r.path = pp + ".roce"
 		r.Source = a.pos(r.path)
-		types, err := gidTypes(a.h.FS, dev.Name, sp.Port)
+		types := map[string]bool{}
+		for _, g := range ip.GIDs {
+			types[g.Type] = true
+		}
 		switch {
-		case err != nil:
-			r.Status, r.Message = Fail, err.Error()
-		case !types["RoCE v2"]:
+		case !types[inventory.GIDRoCEv2]:
 			r.Status = Fail
 			r.Message = fmt.Sprintf("no RoCE v2 GID in the port's GID table (types: %s): RoCE v2 needs an IP address on the port's netdev (%s)",
 				joinKeys(types), strings.Join(ip.Netdevs, ", "))
@@ -618,30 +563,6 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 		out = append(out, r)
 	}
 	return out
-}
-
-// gidTypes reads the types of a port's filled GID slots; reading an empty
-// slot fails with EINVAL on a real kernel (an empty file elsewhere).
-//
-// Equivalent to: cat /sys/class/infiniband/DEV/ports/N/gid_attrs/types/*
-func gidTypes(f host.FS, dev string, port int) (map[string]bool, error) {
-	dir := path.Join(inventory.ClassInfiniband, dev, "ports", strconv.Itoa(port), "gid_attrs", "types")
-	entries, err := f.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading the GID types of port %d of %s: %w", port, dev, err)
-	}
-	out := map[string]bool{}
-	for _, e := range entries {
-		s, err := host.ReadAttr(f, path.Join(dir, e.Name()))
-		if errors.Is(err, syscall.EINVAL) || (err == nil && s == "") {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s/%s: %w", dir, e.Name(), err)
-		}
-		out[s] = true
-	}
-	return out, nil
 }
 
 func joinKeys(m map[string]bool) string {
@@ -664,7 +585,7 @@ func (a *auditor) pkeyChecks() []Result {
 			continue // plan reports a parent that is missing or not IPoIB
 		}
 		p := fmt.Sprintf("$.ipoib[%d].pkey", i)
-		r := Result{Resource: ipoib.Address(c.Name), Check: CheckPKey, Source: a.pos(p), path: p}
+		r := Result{Resource: a.resourceOf(p), Check: CheckPKey, Source: a.pos(p), path: p}
 		want := c.Partition()
 		table, err := inventory.ReadPKeys(a.h.FS, dev.Name, port.Num)
 		switch {
@@ -716,10 +637,10 @@ var devicePathRE = regexp.MustCompile(`^\$\.devices\[(\d+)\](?:\.ports\[(\d+)\])
 // audit), else the device or port it is about, else the spec itself.
 func (a *auditor) resourceOf(p string) string {
 	best, addr := "", ""
-	for _, m := range a.managed() {
-		inside := p == m.path || strings.HasPrefix(p, m.path+".") || strings.HasPrefix(p, m.path+"[")
-		if inside && len(m.path) > len(best) {
-			best, addr = m.path, m.address
+	for _, m := range a.managed {
+		inside := p == m.Path || strings.HasPrefix(p, m.Path+".") || strings.HasPrefix(p, m.Path+"[")
+		if inside && len(m.Path) > len(best) {
+			best, addr = m.Path, m.Address
 		}
 	}
 	if addr != "" {
@@ -793,7 +714,7 @@ func probeChecks(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result
 // since RHEL 7.5) everywhere else.
 func EffectiveRoCEMode(dev *inventory.Device, p *inventory.Port) string {
 	switch {
-	case dev.HCAType == rdmacm.ConnectX3:
+	case dev.HCAType == inventory.ConnectX3:
 		return "the kernel uses RoCE v1 (a ConnectX-3 that is not a Pro has RoCE v1 only)"
 	case len(p.GIDs) > 0 && !p.Supports(inventory.GIDRoCEv2):
 		return "the kernel uses RoCE v1 (the port has no RoCE v2 GID)"

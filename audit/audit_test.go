@@ -382,7 +382,7 @@ func TestAuditAndShowLeaveTheHostAlone(t *testing.T) {
 		}
 		return h
 	}
-	c, err := audit.Capture(context.Background(), open(), providers.All(), plan.CaptureOptions{})
+	c, err := plan.Capture(context.Background(), open(), providers.All(), plan.CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestCaptureThenPlanIsEmpty(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, h := newSim(t, tt.profile, tt.mutate)
-			c, err := audit.Capture(context.Background(), h, providers.All(), plan.CaptureOptions{})
+			c, err := plan.Capture(context.Background(), h, providers.All(), plan.CaptureOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

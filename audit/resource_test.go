@@ -9,7 +9,8 @@ import (
 )
 
 // TestResourceOf: a plan finding at a spec path is reported against the
-// resource that path configures.
+// resource declared for the longest path that contains it; a device or
+// port path no resource claims is reported against the device or port.
 func TestResourceOf(t *testing.T) {
 	spec, rep := schema.Parse("host.yaml", []byte(`version: 1
 devices:
@@ -33,7 +34,20 @@ persistence: boot-unit
 	if len(rep) > 0 {
 		t.Fatal(rep)
 	}
-	a := &auditor{req: &plan.Request{Spec: spec, Devices: []*inventory.Device{{Name: "mlx5_0", PCI: "0000:3b:00.0"}, nil}}}
+	// What the providers declare for this spec
+	// (providers.TestProvidersDeclareWhatTheyManage checks they do).
+	managed := []plan.Managed{
+		{Address: "firmware[0000:3b:00.0]", Path: "$.devices[0].firmware"},
+		{Address: "rdma_cm[mlx5_0/1]", Path: "$.devices[0].ports[0].roce"},
+		{Address: "mlx4_port[0000:3b:00.0/1]", Path: "$.devices[0].ports[0].type"},
+		{Address: "ipoib[storage]", Path: "$.ipoib[0]"},
+		{Address: "rxe[rxe0]", Path: "$.rxe[0]"},
+		{Address: "interface[ens3]", Path: "$.interfaces[0]"},
+		{Address: "module[rdma_ucm]", Path: "$.modules[0]"},
+		{Address: "service[opensm.service]", Path: "$.services[0]"},
+		{Address: "boot_unit[rdmaform.service]", Path: "$.persistence"},
+	}
+	a := &auditor{req: &plan.Request{Spec: spec, Devices: []*inventory.Device{{Name: "mlx5_0", PCI: "0000:3b:00.0"}, nil}}, managed: managed}
 	for path, want := range map[string]string{
 		"$.devices[0].firmware.params.LINK_TYPE_P1": "firmware[0000:3b:00.0]",
 		"$.devices[0].ports[0].roce.mode":           "rdma_cm[mlx5_0/1]",

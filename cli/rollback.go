@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmaform/rdmaform/apply"
-	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
@@ -157,7 +156,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			o.Units = append(o.Units, key)
 		}
 	}
-	c, err := audit.Capture(ctx, h, prov, o)
+	c, err := plan.Capture(ctx, h, prov, o)
 	if err != nil {
 		return fmt.Errorf("recording the state before the apply for its rollback: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
@@ -62,7 +61,7 @@ spec as JSON (which validate and plan read too).
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
-			c, capErr := audit.Capture(cmd.Context(), h, providers.All(), plan.CaptureOptions{FirmwareParams: fwParams})
+			c, capErr := plan.Capture(cmd.Context(), h, providers.All(), plan.CaptureOptions{FirmwareParams: fwParams})
 			if c == nil {
 				return &exitError{code: plan.ExitError, err: capErr}
 			}
@@ -99,7 +98,7 @@ spec as JSON (which validate and plan read too).
 
 // showYAML renders the captured spec with each device's identity and each
 // port's live details in comments, which a spec ignores.
-func showYAML(c *audit.Captured) ([]byte, error) {
+func showYAML(c *plan.Captured) ([]byte, error) {
 	doc := schema.Node(c.Spec)
 	doc.HeadComment = "Captured by rdmaform show."
 	if devs := schema.MappingValue(doc, "devices"); devs != nil {

@@ -76,6 +76,19 @@ type GID struct {
 	Netdev string `json:"netdev,omitempty"` // gid_attrs/ndevs/N
 }
 
+// SubnetManagerPresent reports whether a subnet manager answers on an
+// InfiniBand port: the port is ACTIVE (it reaches ACTIVE only once an SM
+// has configured it) and sysfs sm_lid names the SM's LID (non-zero).
+// Ethernet ports have no subnet manager and report false.
+func (p *Port) SubnetManagerPresent() bool {
+	return p != nil && p.LinkLayer == linklayer.InfiniBand && p.State == "ACTIVE" && p.SMLID != 0
+}
+
+// ConnectX3 is the hca_type of a ConnectX-3 that is not a Pro (PCI
+// device 0x1003 = 4099; mlx4_ib prints "MT%d" of the device ID). It has
+// RoCE v1 only; the ConnectX-3 Pro (MT4103) has v1 and v2.
+const ConnectX3 = "MT4099"
+
 // Supports tells whether the port has a GID of a type (GIDRoCEv1,
 // GIDRoCEv2): the kernel refuses a default RoCE mode for which a port has
 // no GID (rxe ports have RoCE v2 GIDs only).

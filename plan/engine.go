@@ -21,6 +21,9 @@ type Result struct {
 	// Facts are what the providers published while planning (link-layer
 	// changes, modules and devices to come), for the audit's questions.
 	Facts *Facts
+	// Managed lists every resource the spec asks for, in stage order, as
+	// the providers declared them (an audit's list of what it checks).
+	Managed []Managed
 }
 
 // Build discovers the host and plans the spec: one parallel round of
@@ -50,6 +53,7 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 
 	facts := NewFacts()
 	observed := map[string]any{}
+	var managed []Managed
 	for i, pr := range providers {
 		if errs[i] != nil {
 			p.Errors = append(p.Errors, req.Finding("$", "%s: %v", pr.Name(), errs[i]))
@@ -64,9 +68,10 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 		p.Pending = append(p.Pending, prop.Pending...)
 		p.Deferred = append(p.Deferred, prop.Deferred...)
 		p.Errors = append(p.Errors, prop.Errors...)
+		managed = append(managed, prop.Managed...)
 	}
 	p.Finish()
-	return &Result{Plan: p, Request: req, Observed: observed, Facts: facts}, nil
+	return &Result{Plan: p, Request: req, Observed: observed, Facts: facts, Managed: managed}, nil
 }
 
 // resolveDevices maps each spec device to an inventory device. A name that

@@ -82,6 +82,16 @@ type Proposal struct {
 	Pending  []Pending
 	Deferred []Deferred
 	Errors   []schema.Finding
+	// Managed lists every resource the spec asks of the provider, changed
+	// or not, with the spec path it comes from: what an audit reports on.
+	Managed []Managed
+}
+
+// Managed is one resource the spec asks for: its address and the spec
+// path it comes from.
+type Managed struct {
+	Address string
+	Path    string
 }
 
 // Reverter is implemented by providers whose changes can be undone, for

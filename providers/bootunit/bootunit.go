@@ -187,7 +187,11 @@ type payload struct {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, _ *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, p.binary())
+	prop := diff(req, obs, p.binary())
+	if req.Spec.Persistence != "" {
+		prop.Managed = []plan.Managed{{Address: Address, Path: "$.persistence"}}
+	}
+	return prop
 }
 
 // digest names file contents in the plan: short enough to read, long

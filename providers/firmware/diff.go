@@ -105,7 +105,20 @@ func targets(req *plan.Request) []target {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, facts)
+	prop := diff(req, obs, facts)
+	prop.Managed = manages(req)
+	return prop
+}
+
+// manages lists the adapters the spec sets parameters of.
+func manages(req *plan.Request) []plan.Managed {
+	var out []plan.Managed
+	for _, t := range targets(req) {
+		if dev := req.Devices[t.index]; dev != nil && dev.PCI != "" {
+			out = append(out, plan.Managed{Address: Address(dev.PCI), Path: t.path})
+		}
+	}
+	return out
 }
 
 // diff compares each adapter's desired parameters with its Next Boot

@@ -226,7 +226,11 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 	if obs == nil {
 		obs = &Observed{}
 	}
-	return diff(req, obs, facts)
+	prop := diff(req, obs, facts)
+	for i, c := range req.Spec.IPoIB {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(c.Name), Path: fmt.Sprintf("$.ipoib[%d]", i)})
+	}
+	return prop
 }
 
 // Apply implements plan.Provider. See the package comment for what each

@@ -160,6 +160,11 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 		obs = &Observed{}
 	}
 	prop := diff(req, obs)
+	for _, t := range targets(req) {
+		if t.pci != "" {
+			prop.Managed = append(prop.Managed, plan.Managed{Address: Address(t.pci, t.port), Path: t.specPath})
+		}
+	}
 	for _, c := range prop.Changes {
 		if pl, ok := c.Payload.(*payload); ok && facts != nil {
 			facts.ChangeLink(plan.LinkChange{Device: pl.pci, Port: pl.port, To: linklayer.OfMlx4Type(pl.want), When: plan.Runtime,

@@ -197,6 +197,9 @@ const (
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
 	prop := diff(req, obs)
+	for i, m := range req.Spec.Modules {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(m), Path: fmt.Sprintf("$.modules[%d]", i)})
+	}
 	for _, c := range prop.Changes {
 		if pl, ok := c.Payload.(*payload); ok && c.Action != plan.Delete && facts != nil {
 			facts.LoadModule(pl.name, c.Address)

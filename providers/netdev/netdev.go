@@ -99,7 +99,11 @@ type payload struct {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, facts)
+	prop := diff(req, obs, facts)
+	for i, it := range req.Spec.Interfaces {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(it.Name), Path: fmt.Sprintf("$.interfaces[%d]", i)})
+	}
+	return prop
 }
 
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {

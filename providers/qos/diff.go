@@ -419,7 +419,11 @@ type payload struct {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, facts)
+	prop := diff(req, obs, facts)
+	for _, t := range targets(req) {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(t.dev, t.port), Path: t.specPath})
+	}
+	return prop
 }
 
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {

@@ -34,11 +34,6 @@ const (
 	ModeV2 = "RoCE v2"
 )
 
-// ConnectX3 is the hca_type of a ConnectX-3 that is not a Pro (PCI
-// device 0x1003 = 4099; mlx4_ib prints "MT%d" of the device ID). It has
-// RoCE v1 only; the ConnectX-3 Pro (MT4103) has v1 and v2.
-const ConnectX3 = "MT4099"
-
 // KernelMode maps a spec mode (v1, v2) to the kernel string.
 func KernelMode(m string) string {
 	switch m {
@@ -252,7 +247,14 @@ type payload struct {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, facts)
+	if obs == nil {
+		obs = &Observed{} // nothing read: every value is planned
+	}
+	prop := diff(req, obs, facts)
+	for _, t := range targets(req) {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(t.dev, t.port), Path: t.specPath})
+	}
+	return prop
 }
 
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
@@ -299,7 +301,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s has no port %d (ports: %s)", t.dev, t.port, portList(dev)))
 			continue
 		}
-		if t.mode == "v2" && dev.HCAType == ConnectX3 {
+		if t.mode == "v2" && dev.HCAType == inventory.ConnectX3 {
 			// The seeds: RoCE v2 is the default from RHEL 7.5 on every
 			// adapter but the ConnectX-3 that is not a Pro, which has
 			// RoCE v1 only (its GIDs say so too).

@@ -135,7 +135,11 @@ type payload struct {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, facts)
+	prop := diff(req, obs, facts)
+	for i, r := range req.Spec.Rxe {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(r.Name), Path: fmt.Sprintf("$.rxe[%d]", i)})
+	}
+	return prop
 }
 
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {

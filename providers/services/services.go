@@ -80,7 +80,11 @@ type payload struct {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, facts)
+	prop := diff(req, obs, facts)
+	for i, sv := range req.Spec.Services {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(schema.UnitName(sv.Name)), Path: fmt.Sprintf("$.services[%d]", i)})
+	}
+	return prop
 }
 
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
@@ -185,14 +189,6 @@ func linkLayers(inv *inventory.Inventory) string {
 		return "no RDMA devices"
 	}
 	return strings.Join(s, ", ")
-}
-
-// SubnetManagerPresent reports whether a subnet manager answers on an
-// InfiniBand port: the port is ACTIVE (it reaches ACTIVE only once an SM
-// has configured it) and sysfs sm_lid names the SM's LID (non-zero).
-// Ethernet ports have no subnet manager and report false.
-func SubnetManagerPresent(port *inventory.Port) bool {
-	return port != nil && port.LinkLayer == linklayer.InfiniBand && port.State == "ACTIVE" && port.SMLID != 0
 }
 
 // Apply implements plan.Provider: enable (or disable) first, then start

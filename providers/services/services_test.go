@@ -192,25 +192,3 @@ func TestDiff(t *testing.T) {
 		})
 	}
 }
-
-func TestSubnetManagerPresent(t *testing.T) {
-	tests := []struct {
-		name string
-		port *inventory.Port
-		want bool
-	}{
-		{"active IB port with an SM", &inventory.Port{LinkLayer: "InfiniBand", State: "ACTIVE", SMLID: 1}, true},
-		{"IB port waiting for an SM", &inventory.Port{LinkLayer: "InfiniBand", State: "INIT", SMLID: 0}, false},
-		{"IB port, SM gone, LID kept", &inventory.Port{LinkLayer: "InfiniBand", State: "INIT", SMLID: 1}, false},
-		{"active IB port with sm_lid 0", &inventory.Port{LinkLayer: "InfiniBand", State: "ACTIVE", SMLID: 0}, false},
-		{"Ethernet port", &inventory.Port{LinkLayer: "Ethernet", State: "ACTIVE"}, false},
-		{"no port", nil, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := SubnetManagerPresent(tt.port); got != tt.want {
-				t.Errorf("SubnetManagerPresent(%+v) = %v, want %v", tt.port, got, tt.want)
-			}
-		})
-	}
-}

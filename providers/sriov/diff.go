@@ -26,7 +26,26 @@ type payload struct {
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
 	obs, _ := observed.(*Observed)
-	return diff(req, obs, facts)
+	prop := diff(req, obs, facts)
+	prop.Managed = manages(req)
+	return prop
+}
+
+// manages lists the PFs whose VF count the spec sets, and their VFs.
+func manages(req *plan.Request) []plan.Managed {
+	var out []plan.Managed
+	for i, d := range req.Spec.Devices {
+		dev := req.Devices[i]
+		if d.SRIOV == nil || d.SRIOV.NumVFs == nil || dev == nil || dev.PCI == "" {
+			continue
+		}
+		sp := fmt.Sprintf("$.devices[%d].sriov", i)
+		out = append(out, plan.Managed{Address: Address(dev.PCI), Path: sp})
+		for j, vf := range d.SRIOV.VFs {
+			out = append(out, plan.Managed{Address: VFAddress(dev.PCI, vf.VF), Path: fmt.Sprintf("%s.vfs[%d]", sp, j)})
+		}
+	}
+	return out
 }
 
 func truthy(v string) bool {

@@ -1,10 +1,4 @@
-// Package audit is the read-only side of rdmaform: Capture describes a
-// host as a spec (rdmaform show, the golden config), and Run compares a
-// host with a golden spec (rdmaform audit) and reports, per resource,
-// drift, pending reboots and health checks, with waivers for known
-// exceptions. Nothing here changes the host: plans are built, never
-// applied.
-package audit
+package plan
 
 import (
 	"context"
@@ -14,7 +8,6 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/linklayer"
-	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -24,20 +17,21 @@ type Captured struct {
 	Spec *schema.Spec
 	Inv  *inventory.Inventory
 	// Notes are what the capture left out on purpose, by device index.
-	Notes *plan.CaptureNotes
+	Notes *CaptureNotes
 }
 
-// Capture describes the host as a spec: its hostname and one device per
+// Capture describes the host as a spec (rdmaform show, the golden config
+// an audit compares with): its hostname and one device per
 // RDMA device (PCI adapters by PCI address, software devices by name) with
 // its ports, their link layer and, under expect, their state, physical
-// state and rate; then each provider that implements plan.Capturer adds
+// state and rate; then each provider that implements Capturer adds
 // its part, in stage order (firmware first: a staged link type sets the
 // link layer RoCE capture reads). Applying the result to the same host
 // plans nothing, pending reboots aside.
 //
 // Two sections claim one netdev only once: an interface NetworkManager
 // runs an IPoIB connection on is left to the ipoib section.
-func Capture(ctx context.Context, h *host.Host, providers []plan.Provider, o plan.CaptureOptions) (*Captured, error) {
+func Capture(ctx context.Context, h *host.Host, providers []Provider, o CaptureOptions) (*Captured, error) {
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("reading RDMA devices from sysfs: %w", err)
@@ -46,7 +40,7 @@ func Capture(ctx context.Context, h *host.Host, providers []plan.Provider, o pla
 	if name, err := h.Hostname(); err == nil && name != "" {
 		spec.Host = &schema.HostSpec{Hostname: name}
 	}
-	req := &plan.Request{Spec: spec, Inv: inv}
+	req := &Request{Spec: spec, Inv: inv}
 	for _, d := range inv.Devices {
 		dev := schema.Device{PCI: d.PCI}
 		if d.PCI == "" {
@@ -63,10 +57,10 @@ func Capture(ctx context.Context, h *host.Host, providers []plan.Provider, o pla
 	// so an operator gets what can be had and a non-zero exit.
 	var errs []error
 	if o.Notes == nil {
-		o.Notes = &plan.CaptureNotes{}
+		o.Notes = &CaptureNotes{}
 	}
 	for _, pr := range providers {
-		c, ok := pr.(plan.Capturer)
+		c, ok := pr.(Capturer)
 		if !ok {
 			continue
 		}

@@ -1,0 +1,5 @@
+package audit
+
+import "github.com/rdmaform/rdmaform/providers/toy"
+
+var _ = toy.Y
