@@ -18,7 +18,8 @@ import (
 type Host struct {
 	FS     FS
 	Runner Runner
-	// Net is kernel netlink; nil when unavailable (a --root tree).
+	// Net is kernel netlink; on an offline tree (--root), the tree's sysfs
+	// (OfflineNet), which refuses changes with an *OfflineError.
 	Net Net
 	// Kernel mounts filesystems; nil means offline: under --root nothing is
 	// mounted or loaded, the tree is used as it is.
@@ -79,13 +80,15 @@ func NewLive(env []string) (*Host, error) {
 }
 
 // NewRooted returns a host whose files live under dir. Commands still run
-// from PATH (tests put fakes there); nothing is mounted and netlink is off.
+// from PATH (tests put fakes there); nothing is mounted, and its network
+// door is the tree's sysfs (OfflineNet: reads from the tree, writes
+// refused).
 func NewRooted(dir string, env []string) (*Host, error) {
 	fsys, err := NewRootFS(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Name: "root " + dir}, nil
+	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Net: &OfflineNet{FS: fsys}, Name: "root " + dir}, nil
 }
 
 type liveKernel struct{ fs FS }

@@ -44,14 +44,11 @@ func CaptureNetdevs(req *plan.Request) []string {
 // administrative state, MTU and static global addresses (an empty list
 // when it has none: "no static addresses" is part of a golden config).
 // Dynamic (DHCP, SLAAC) and link-local addresses are the kernel's or a
-// client's, never captured. A host without netlink (--root) has nothing
-// captured.
+// client's, never captured. An offline tree (--root), whose sysfs has no
+// addresses, has nothing captured.
 //
 // Equivalent to: ip link show NAME; ip addr show dev NAME
 func (p *Provider) Capture(_ context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
-	if h.Net == nil {
-		return nil
-	}
 	names := CaptureNetdevs(req)
 	for _, n := range o.Netdevs {
 		if !slices.Contains(names, n) {
@@ -67,6 +64,11 @@ func (p *Provider) Capture(_ context.Context, h *host.Host, req *plan.Request, s
 			return fmt.Errorf("ip link show %s: %w", name, err)
 		}
 		addrs, err := h.Net.AddrList(name)
+		if errors.Is(err, host.ErrNoNetlink) {
+			// An offline tree (--root) has no addresses to tell: an
+			// interface captured without them would claim it has none.
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("ip addr show dev %s: %w", name, err)
 		}

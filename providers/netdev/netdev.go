@@ -57,9 +57,6 @@ func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) 
 	if len(req.Spec.Interfaces) == 0 {
 		return nil, nil
 	}
-	if h.Net == nil {
-		return nil, fmt.Errorf("interfaces: %w", host.ErrNoNetlink)
-	}
 	obs := &Observed{Ifaces: map[string]*Iface{}}
 	for _, it := range req.Spec.Interfaces {
 		l, err := h.Net.LinkByName(it.Name)
@@ -302,9 +299,6 @@ func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error 
 	pl, ok := c.Payload.(*payload)
 	if !ok {
 		return fmt.Errorf("%s: no interface payload", c.Address)
-	}
-	if h.Net == nil {
-		return fmt.Errorf("interface %s: %w", pl.name, host.ErrNoNetlink)
 	}
 	if _, err := h.Net.LinkByName(pl.name); err != nil {
 		return fmt.Errorf("interface %s: %w", pl.name, err)

@@ -14,32 +14,24 @@ import (
 var _ plan.Capturer = (*Provider)(nil)
 
 // Capture implements plan.Capturer: every Soft-RoCE link with its netdev,
-// sorted by name (netlink; sysfs parent files on an offline tree). A
-// kernel without RDMA netlink has none.
+// sorted by name (netlink, or the tree's sysfs parent files through
+// host.OfflineNet). A kernel without RDMA netlink has none.
 //
 // Equivalent to: rdma link show
 func (p *Provider) Capture(_ context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
 	var out []schema.Rxe
-	if h.Net == nil {
-		for _, d := range req.Inv.Devices {
-			if d.Parent != "" {
-				out = append(out, schema.Rxe{Name: d.Name, Netdev: d.Parent})
+	links, err := h.Net.RdmaLinkList()
+	if err != nil && !errors.Is(err, host.ErrNoRDMA) {
+		return fmt.Errorf("listing RDMA links: %w", err)
+	}
+	for _, l := range links {
+		if l.Netdev == "" {
+			if d := req.Inv.Device(l.Name); d != nil {
+				l.Netdev = d.Parent
 			}
 		}
-	} else {
-		links, err := h.Net.RdmaLinkList()
-		if err != nil && !errors.Is(err, host.ErrNoRDMA) {
-			return fmt.Errorf("listing RDMA links: %w", err)
-		}
-		for _, l := range links {
-			if l.Netdev == "" {
-				if d := req.Inv.Device(l.Name); d != nil {
-					l.Netdev = d.Parent
-				}
-			}
-			if l.Software() {
-				out = append(out, schema.Rxe{Name: l.Name, Netdev: l.Netdev})
-			}
+		if l.Software() {
+			out = append(out, schema.Rxe{Name: l.Name, Netdev: l.Netdev})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

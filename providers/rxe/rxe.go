@@ -7,12 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"syscall"
 
 	"github.com/rdmaform/rdmaform/host"
-	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -47,25 +45,13 @@ type Observed struct {
 	Netdevs map[string]host.Link
 }
 
-// Discover implements plan.Provider. It lists RDMA links (netlink, or
-// sysfs on an offline tree) and looks up each spec netdev.
+// Discover implements plan.Provider. It lists RDMA links and looks up
+// each spec netdev (netlink, or the tree's sysfs through host.OfflineNet).
 func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
 	if len(req.Spec.Rxe) == 0 {
 		return nil, nil
 	}
 	obs := &Observed{Links: map[string]host.RdmaLink{}, Netdevs: map[string]host.Link{}}
-	if h.Net == nil {
-		// An offline tree: sysfs is all there is.
-		for _, d := range req.Inv.Devices {
-			obs.Links[d.Name] = host.RdmaLink{Name: d.Name, Netdev: d.Parent}
-		}
-		for _, r := range req.Spec.Rxe {
-			if l, ok := sysfsNetdev(h, r.Netdev); ok {
-				obs.Netdevs[r.Netdev] = l
-			}
-		}
-		return obs, nil
-	}
 	links, err := h.Net.RdmaLinkList()
 	switch {
 	case errors.Is(err, host.ErrNoRDMA):
@@ -97,20 +83,6 @@ func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) 
 		}
 	}
 	return obs, nil
-}
-
-// sysfsNetdev reads a netdev from /sys/class/net/NAME (type 32 is
-// ARPHRD_INFINIBAND: IPoIB).
-func sysfsNetdev(h *host.Host, name string) (host.Link, bool) {
-	dir := path.Join(inventory.ClassNet, name)
-	if !host.Exists(h.FS, dir) {
-		return host.Link{}, false
-	}
-	l := host.Link{Name: name}
-	if t, _ := host.ReadAttr(h.FS, path.Join(dir, "type")); t == "32" {
-		l.Type = "ipoib"
-	}
-	return l, true
 }
 
 // payload is what Apply needs.
@@ -238,9 +210,6 @@ func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error 
 	pl, ok := c.Payload.(*payload)
 	if !ok {
 		return fmt.Errorf("%s: no rxe payload", c.Address)
-	}
-	if h.Net == nil {
-		return fmt.Errorf("rxe link %s: %w", pl.name, host.ErrNoNetlink)
 	}
 	if err := evict(h, pl); err != nil {
 		return err

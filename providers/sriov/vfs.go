@@ -187,9 +187,6 @@ func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated 
 // Equivalent to: ip link set dev PF vf N node_guid G port_guid G ...;
 // echo VF > /sys/bus/pci/drivers/DRV/unbind; echo VF > /sys/bus/pci/drivers/DRV/bind
 func applyVF(ctx context.Context, h *host.Host, pl *vfPayload) error {
-	if h.Net == nil {
-		return host.ErrNoNetlink
-	}
 	if err := h.Net.LinkSetVF(pl.netdev, pl.vf, pl.cfg); err != nil {
 		return err
 	}
