@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rdmaform/rdmaform/fleet"
+	"github.com/rdmaform/rdmaform/crosscheck"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
@@ -44,7 +44,7 @@ Exit codes: 0 no findings; 1 findings (lint findings are errors in the
 specs, like validate's) or a spec that cannot be read.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var hosts []*fleet.Host
+			var hosts []*crosscheck.Host
 			var rep schema.Report
 			for _, file := range args {
 				data, err := host.ReadLocalFile(file, a.env.Stdin)
@@ -58,10 +58,10 @@ specs, like validate's) or a spec that cannot be read.`,
 				spec, r := schema.Parse(name, data)
 				rep = append(rep, r...)
 				if len(r) == 0 {
-					hosts = append(hosts, fleet.NewHost(spec))
+					hosts = append(hosts, crosscheck.NewHost(spec))
 				}
 			}
-			rep = append(rep, fleet.Lint(hosts)...)
+			rep = append(rep, crosscheck.Lint(hosts)...)
 			if a.jsonOut() {
 				if err := a.writeJSON(lintDoc{FormatVersion: FormatVersion, Specs: len(args), Errors: findingErrors(rep)}); err != nil {
 					return err

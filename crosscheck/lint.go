@@ -1,4 +1,4 @@
-// Package fleet checks host specs against each other (rdmaform lint):
+// Package crosscheck checks host specs against each other (rdmaform lint):
 // what no single host's plan can see, because each end of a connection is
 // right on its own and wrong together. It is pure: specs in, findings out.
 //
@@ -9,7 +9,7 @@
 // rule it out, and the operator passed them together). IPoIB connections
 // relate when their IPv4 addresses are in one subnet. A cable relates two
 // ports when a port names the other as its peer.
-package fleet
+package crosscheck
 
 import (
 	"fmt"
