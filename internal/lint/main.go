@@ -7,7 +7,8 @@
 // cannot be written wrong and read wrong the same way. And providers read
 // no attribute of a change back (Attr.Before, Attr.After): attributes are
 // for people, values live in payloads; and no provider imports another
-// (stages talk through plan.Facts). Run by `make lint`;
+// (stages talk through plan.Facts), and each Provider method sits in the
+// same file of every provider package. Run by `make lint`;
 // prints offending positions and exits 1.
 package main
 
@@ -86,6 +87,24 @@ func crossProvider(dir, imp string) string {
 	return "a provider does not import another: earlier stages tell later ones through plan.Facts"
 }
 
+// providerFiles is the file of each Provider method in a provider
+// package ("" is the package's own NAME.go).
+var providerFiles = map[string]string{
+	"Name": "", "Discover": "", "Diff": "diff.go", "Apply": "apply.go", "ApplyBatch": "apply.go", "ParallelKey": "apply.go",
+	"Revert": "revert.go", "Capture": "capture.go",
+}
+
+// recvName is the type name of a method receiver (Provider for *Provider).
+func recvName(e ast.Expr) string {
+	if s, ok := e.(*ast.StarExpr); ok {
+		e = s.X
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
 // osFuncs are the os package's file-system and process functions.
 var osFuncs = map[string]bool{
 	"Open": true, "OpenFile": true, "Create": true, "CreateTemp": true, "ReadFile": true, "WriteFile": true,
@@ -161,6 +180,25 @@ func check(root string) ([]string, error) {
 		f, err = parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
+		}
+		if name, ok := strings.CutPrefix(dir, "providers/"); ok && !strings.Contains(name, "/") {
+			// One layout in every provider package: find one, find all.
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 || recvName(fd.Recv.List[0].Type) != "Provider" {
+					continue
+				}
+				want, ok := providerFiles[fd.Name.Name]
+				if !ok {
+					continue
+				}
+				if want == "" {
+					want = name + ".go"
+				}
+				if got := filepath.Base(path); got != want {
+					problems = append(problems, fmt.Sprintf("%s: Provider.%s belongs in %s (every provider: NAME.go Discover, diff.go Diff, apply.go Apply, revert.go Revert, capture.go Capture)", fset.Position(fd.Pos()), fd.Name.Name, want))
+				}
+			}
 		}
 		if strings.HasPrefix(dir, "providers/") {
 			// A change's attributes are for people: code keeps the values

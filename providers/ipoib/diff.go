@@ -406,3 +406,16 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 	}
 	return errs, nil
 }
+
+// Diff implements plan.Provider.
+func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
+	obs, _ := observed.(*Observed)
+	if obs == nil {
+		obs = &Observed{}
+	}
+	prop := diff(req, obs, facts)
+	for i, c := range req.Spec.IPoIB {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(c.Name), Path: fmt.Sprintf("$.ipoib[%d]", i)})
+	}
+	return prop
+}

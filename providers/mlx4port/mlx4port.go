@@ -11,15 +11,12 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
-	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -152,157 +149,6 @@ type payload struct {
 	via, otherVia string
 }
 
-// Diff implements plan.Provider. It publishes each port type it writes
-// as a link-layer change that happens now, for the stages after it.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
-	if obs == nil {
-		obs = &Observed{}
-	}
-	prop := diff(req, obs)
-	for _, t := range targets(req) {
-		if t.pci != "" {
-			prop.Managed = append(prop.Managed, plan.Managed{Address: Address(t.pci, t.port), Path: t.specPath})
-		}
-	}
-	for _, c := range prop.Changes {
-		if pl, ok := c.Payload.(*payload); ok && facts != nil {
-			facts.ChangeLink(plan.LinkChange{Device: pl.pci, Port: pl.port, To: linklayer.OfMlx4Type(pl.want), When: plan.Runtime,
-				Cause: c.Address, Setting: "type=" + pl.want})
-		}
-	}
-	return prop
-}
-
-// effective is the type a port has after a setting: auto keeps what the
-// port detected.
-func effective(setting string, have State) string {
-	if setting == "auto" {
-		return have.Effective
-	}
-	return setting
-}
-
-func diff(req *plan.Request, obs *Observed) plan.Proposal {
-	var prop plan.Proposal
-	ts := targets(req)
-	want := map[string]string{}
-	for _, t := range ts {
-		want[key(t.pci, t.port)] = t.want
-	}
-	var changes []*plan.Change
-	for _, t := range ts {
-		if t.pci == "" {
-			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s is not a PCI adapter; port types are for mlx4 (ConnectX-3) ports", t.dev))
-			continue
-		}
-		have, ok := obs.Ports[key(t.pci, t.port)]
-		if !ok {
-			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s has no %s: type applies to mlx4 (ConnectX-3) ports only; on ConnectX-4 and later set firmware LINK_TYPE_P%d", t.dev, File(t.pci, t.port), t.port))
-			continue
-		}
-		// mlx4_core refuses port 1 Ethernet with port 2 InfiniBand.
-		p1 := effectiveAfter(t.pci, 1, want, obs)
-		p2 := effectiveAfter(t.pci, 2, want, obs)
-		if p1 == "eth" && p2 == "ib" {
-			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s would have port 1 eth and port 2 ib, which mlx4_core refuses; make port 2 eth too", t.dev))
-			continue
-		}
-		if have.Setting == t.want {
-			continue
-		}
-		other, otherWas, otherWasEff := want[key(t.pci, 3-t.port)], "", ""
-		if o, ok := obs.Ports[key(t.pci, 3-t.port)]; ok {
-			otherWas, otherWasEff = o.Setting, o.Effective
-			if o.Setting == other {
-				other = ""
-			}
-		}
-		if other == "" {
-			otherWas, otherWasEff = "", ""
-		}
-		changes = append(changes, &plan.Change{Address: Address(t.pci, t.port), Action: plan.Update, Activation: plan.Runtime,
-			Source:     req.Pos(t.specPath),
-			Attributes: []plan.Attr{{Name: "type", Before: describe(have), After: t.want}},
-			Disrupts:   portNetdevs(req, t.dev, t.port, have, t.want),
-			Payload: &payload{pci: t.pci, port: t.port, want: t.want, other: other,
-				was: have.Setting, otherWas: otherWas, wasEff: have.Effective, otherWasEff: otherWasEff}})
-	}
-	sort.Slice(changes, func(i, j int) bool { return changes[i].Address < changes[j].Address })
-	prop.Changes = changes
-	return prop
-}
-
-func effectiveAfter(pci string, port int, want map[string]string, obs *Observed) string {
-	have, ok := obs.Ports[key(pci, port)]
-	if !ok {
-		return ""
-	}
-	if w, ok := want[key(pci, port)]; ok {
-		return effective(w, have)
-	}
-	return have.Effective
-}
-
-func describe(s State) string {
-	if s.Setting == "auto" {
-		if s.Effective == "" {
-			return "auto (not detected)"
-		}
-		return "auto (" + s.Effective + ")"
-	}
-	return s.Setting
-}
-
-// Apply implements plan.Provider. When writing this port first would pass
-// through port 1 eth with port 2 ib, which the driver refuses, the other
-// port's new type is written first (ib→eth: port 2 first, as rdma-core's
-// mlx4 setup script does; eth→ib: port 1 first); its own change then
-// finds it done.
-//
-// Equivalent to: echo eth > /sys/bus/pci/devices/0000:81:00.0/mlx4_port2; echo eth > /sys/bus/pci/devices/0000:81:00.0/mlx4_port1
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no mlx4_port payload", c.Address)
-	}
-	if pl.via != "" {
-		step := *pl
-		step.want, step.other, step.via = pl.via, pl.otherVia, ""
-		if err := set(ctx, h, &step); err != nil {
-			return err
-		}
-	}
-	return set(ctx, h, pl)
-}
-
-// set writes pl.want, the other port first when the driver needs it.
-func set(ctx context.Context, h *host.Host, pl *payload) error {
-	have, err := read(h, pl.pci, pl.port)
-	if err != nil {
-		return err
-	}
-	if have.Setting == pl.want {
-		return nil // written with the other port
-	}
-	if pl.other != "" {
-		o, err := read(h, pl.pci, 3-pl.port)
-		if err != nil {
-			return err
-		}
-		p1, p2 := effective(pl.want, have), o.Effective
-		if pl.port == 2 {
-			p1, p2 = o.Effective, effective(pl.want, have)
-		}
-		if p1 == "eth" && p2 == "ib" && o.Setting != pl.other {
-			if err := write(ctx, h, pl.pci, 3-pl.port, pl.other); err != nil {
-				return err
-			}
-		}
-	}
-	return write(ctx, h, pl.pci, pl.port, pl.want)
-}
-
 func read(h *host.Host, pci string, port int) (State, error) {
 	s, err := host.ReadAttr(h.FS, File(pci, port))
 	if err != nil {
@@ -321,38 +167,3 @@ const (
 	settleTries = 10
 	settleWait  = 250 * time.Millisecond
 )
-
-// write sets one port's type and waits until it reads back.
-//
-// Equivalent to: echo eth > /sys/bus/pci/devices/0000:81:00.0/mlx4_port1
-func write(ctx context.Context, h *host.Host, pci string, port int, typ string) error {
-	f := File(pci, port)
-	if err := h.FS.WriteAttr(f, []byte(typ+"\n")); err != nil {
-		switch {
-		case errors.Is(err, syscall.EINVAL):
-			return fmt.Errorf("echo %s > %s: mlx4_core refused it (EINVAL): port 1 eth with port 2 ib is not allowed", typ, f)
-		case errors.Is(err, syscall.EOPNOTSUPP):
-			return fmt.Errorf("echo %s > %s: this adapter does not support port type %s (EOPNOTSUPP)", typ, f, typ)
-		}
-		return fmt.Errorf("echo %s > %s: %w", typ, f, err)
-	}
-	for i := 0; ; i++ {
-		st, err := read(h, pci, port)
-		if err != nil {
-			return err
-		}
-		if st.Setting == typ {
-			return nil
-		}
-		if i == settleTries {
-			return fmt.Errorf("%s reads %q after writing %s", f, describe(st), typ)
-		}
-		t := time.NewTimer(settleWait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}

@@ -1,0 +1,34 @@
+package rdmacm
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+var _ plan.Reverter = (*Provider)(nil)
+
+// Revert implements plan.Reverter: it writes back the values the change
+// replaced. Settings of a device the plan created go with the device.
+func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
+	pl, ok := c.Payload.(*payload)
+	if !ok {
+		return nil, fmt.Errorf("%s: no rdma_cm payload", c.Address)
+	}
+	if pl.before == nil {
+		return nil, nil
+	}
+	back := &payload{dev: pl.dev, port: pl.port, before: &PortValues{}}
+	var attrs []plan.Attr
+	if pl.mode != "" {
+		back.mode = pl.before.Mode
+		attrs = append(attrs, plan.Attr{Name: "mode", Before: SpecMode(pl.mode), After: SpecMode(pl.before.Mode)})
+	}
+	if pl.tos != nil {
+		tos := pl.before.Tos
+		back.tos = &tos
+		attrs = append(attrs, plan.Attr{Name: "tos", Before: strconv.Itoa(*pl.tos), After: strconv.Itoa(tos)})
+	}
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: attrs, Payload: back}, nil
+}
