@@ -404,7 +404,7 @@ func PortAddress(dev string, port int) string { return fmt.Sprintf("port[%s/%d]"
 
 // nextLink is a link layer a port gets at the next boot, and how.
 type nextLink struct {
-	linkLayer string
+	linkLayer linklayer.LinkLayer
 	// staged: already written to firmware (pending); otherwise the plan
 	// would write it (drift).
 	staged bool

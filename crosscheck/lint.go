@@ -542,7 +542,7 @@ func (l *linter) addresses() {
 
 // linkLayer is the link layer a spec expects of a port: link_layer, or
 // what its mlx4 type or RoCE settings imply; "" when the spec does not say.
-func linkLayer(p *schema.Port) string {
+func linkLayer(p *schema.Port) linklayer.LinkLayer {
 	switch {
 	case p.LinkLayer != "":
 		return p.LinkLayer

@@ -46,13 +46,13 @@ type Device struct {
 
 // Port is one port (/sys/class/infiniband/<dev>/ports/<n>).
 type Port struct {
-	Num       int    `json:"port"`
-	State     string `json:"state"`      // state, name part: ACTIVE
-	PhysState string `json:"phys_state"` // phys_state, name part: LinkUp
-	LinkLayer string `json:"link_layer"` // link_layer: InfiniBand, Ethernet
-	Rate      string `json:"rate"`       // rate: "100 Gb/sec (4X EDR)"
-	LID       int    `json:"lid"`        // lid (hex in sysfs)
-	SMLID     int    `json:"sm_lid"`     // sm_lid (hex in sysfs)
+	Num       int                 `json:"port"`
+	State     string              `json:"state"`      // state, name part: ACTIVE
+	PhysState string              `json:"phys_state"` // phys_state, name part: LinkUp
+	LinkLayer linklayer.LinkLayer `json:"link_layer"` // link_layer: InfiniBand, Ethernet
+	Rate      string              `json:"rate"`       // rate: "100 Gb/sec (4X EDR)"
+	LID       int                 `json:"lid"`        // lid (hex in sysfs)
+	SMLID     int                 `json:"sm_lid"`     // sm_lid (hex in sysfs)
 	// Netdevs are the netdevs on this port (IPoIB interfaces, the RoCE
 	// netdev, rxe's parent), sorted.
 	Netdevs []string `json:"netdevs,omitempty"`
@@ -252,7 +252,7 @@ func readDevice(f host.FS, name string) (*Device, error) {
 			Num:       n,
 			State:     stateName(pa("state")),
 			PhysState: stateName(pa("phys_state")),
-			LinkLayer: pa("link_layer"),
+			LinkLayer: linklayer.LinkLayer(pa("link_layer")),
 			Rate:      pa("rate"),
 			LID:       parseHex(pa("lid")),
 			SMLID:     parseHex(pa("sm_lid")),

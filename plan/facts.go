@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rdmaform/rdmaform/linklayer"
 )
 
 // Facts are what earlier stages tell later ones during Diff, as typed
@@ -38,7 +40,7 @@ type LinkChange struct {
 	Port   int
 	// To is InfiniBand or Ethernet; "" for a setting with no fixed link
 	// layer (an mlx4 port on auto).
-	To   string
+	To   linklayer.LinkLayer
 	When Activation
 	// Staged: the value is already written for the next boot (pending);
 	// otherwise this plan writes it.

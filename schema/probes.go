@@ -181,7 +181,7 @@ func (v *validator) probeDevice(kp, dev string) {
 // specLinkLayer is what the spec itself says of a device's port: its
 // link_layer, or Ethernet when the port has RoCE settings. where names
 // the spec line; "" when the spec says nothing.
-func (v *validator) specLinkLayer(dev string, port int) (ll, where string) {
+func (v *validator) specLinkLayer(dev string, port int) (ll linklayer.LinkLayer, where string) {
 	for i, d := range v.spec.Devices {
 		if d.Name != dev {
 			continue

@@ -3,6 +3,8 @@
 // It is a pure library: it never reads the host.
 package schema
 
+import "github.com/rdmaform/rdmaform/linklayer"
+
 // Version is the only spec version this rdmaform understands.
 const Version = 1
 
@@ -91,13 +93,13 @@ type Params []Param
 
 // Port is one port of an adapter.
 type Port struct {
-	Port      int     `yaml:"port" min:"1" max:"255" doc:"port number, from 1"`
-	LinkLayer string  `yaml:"link_layer,omitempty" enum:"InfiniBand,Ethernet" doc:"expected link layer (after a reboot, if firmware changes it)"`
-	Type      string  `yaml:"type,omitempty" enum:"ib,eth,auto" doc:"mlx4 only: sysfs mlx4_portN; effective now"`
-	Roce      *Roce   `yaml:"roce,omitempty" doc:"configfs rdma_cm defaults; Ethernet ports only; not persistent"`
-	QoS       *QoS    `yaml:"qos,omitempty" doc:"lossless RoCE (DCB: trust, PFC, ETS, ECN, pause) of the port's netdev; Ethernet ports only; not persistent (the boot unit sets it again)"`
-	Expect    *Expect `yaml:"expect,omitempty" doc:"audit-only assertions, never changed"`
-	Peer      *Peer   `yaml:"peer,omitempty" doc:"lint-only: the port at the other end of the cable; rdmaform lint compares the link layers of both ends"`
+	Port      int                 `yaml:"port" min:"1" max:"255" doc:"port number, from 1"`
+	LinkLayer linklayer.LinkLayer `yaml:"link_layer,omitempty" enum:"InfiniBand,Ethernet" doc:"expected link layer (after a reboot, if firmware changes it)"`
+	Type      string              `yaml:"type,omitempty" enum:"ib,eth,auto" doc:"mlx4 only: sysfs mlx4_portN; effective now"`
+	Roce      *Roce               `yaml:"roce,omitempty" doc:"configfs rdma_cm defaults; Ethernet ports only; not persistent"`
+	QoS       *QoS                `yaml:"qos,omitempty" doc:"lossless RoCE (DCB: trust, PFC, ETS, ECN, pause) of the port's netdev; Ethernet ports only; not persistent (the boot unit sets it again)"`
+	Expect    *Expect             `yaml:"expect,omitempty" doc:"audit-only assertions, never changed"`
+	Peer      *Peer               `yaml:"peer,omitempty" doc:"lint-only: the port at the other end of the cable; rdmaform lint compares the link layers of both ends"`
 }
 
 // Peer names the port at the other end of a port's cable, another host of

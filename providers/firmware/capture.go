@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/schema"
@@ -98,7 +99,7 @@ func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request,
 			}
 			fw.Params = append(fw.Params, schema.Param{Name: name, Value: v})
 			if m := linkTypeRE.FindStringSubmatch(name); m != nil {
-				if ll := LinkLayerOf(v); ll != "" {
+				if ll := linklayer.OfLinkType(v); ll != "" {
 					n, _ := strconv.Atoi(m[1])
 					fn, port := AffectedPort(dev.PCI, n, dev)
 					setLinkLayer(req, spec, fn, port, ll)
@@ -113,7 +114,7 @@ func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request,
 }
 
 // setLinkLayer sets the spec link layer of one port, if the spec lists it.
-func setLinkLayer(req *plan.Request, spec *schema.Spec, pci string, port int, ll string) {
+func setLinkLayer(req *plan.Request, spec *schema.Spec, pci string, port int, ll linklayer.LinkLayer) {
 	for i, d := range req.Devices {
 		if d == nil || d.PCI != pci {
 			continue

@@ -37,19 +37,6 @@ type payload struct {
 
 var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
 
-// LinkLayerOf returns the link layer a LINK_TYPE value gives a port
-// (InfiniBand for IB/1, Ethernet for ETH/2), or "" for any other value
-// (VPI/3 auto-sensing on ConnectX-3, unknown values).
-func LinkLayerOf(value string) string {
-	switch {
-	case mlxfmt.Equal(value, mlxfmt.Enum("IB", 1)):
-		return linklayer.InfiniBand
-	case mlxfmt.Equal(value, mlxfmt.Enum("ETH", 2)):
-		return linklayer.Ethernet
-	}
-	return ""
-}
-
 // AffectedPort says which RDMA port a LINK_TYPE_Pn parameter of the
 // adapter function at pci sets.
 //
@@ -171,7 +158,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			staged := func(pending bool) {
 				facts.StageParam(dev.PCI, prm.Name, prm.Value)
 				m := linkTypeRE.FindStringSubmatch(prm.Name)
-				ll := LinkLayerOf(prm.Value)
+				ll := linklayer.OfLinkType(prm.Value)
 				if m == nil || ll == "" {
 					return
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/schema"
@@ -85,7 +86,7 @@ func summarize(prop plan.Proposal, facts *plan.Facts) summary {
 	}
 	for _, pci := range []string{"0000:3b:00.0", "0000:3b:00.1"} {
 		if st, ok := facts.LinkAtBoot(pci, 1); ok {
-			s.Staged = append(s.Staged, pci+"/1 "+st.To+" "+st.Reason())
+			s.Staged = append(s.Staged, pci+"/1 "+string(st.To)+" "+st.Reason())
 		}
 	}
 	return s
@@ -251,5 +252,23 @@ func TestAffectedPort(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLinkTypeForms: linklayer.OfLinkType reads every form of a LINK_TYPE
+// value the way the firmware parser's comparison does (the tool prints
+// IB(1), specs write ib, 1, 0x2, ...).
+func TestLinkTypeForms(t *testing.T) {
+	for _, v := range []string{"IB", "ib", "Ib", "1", "IB(1)", "0x1", "ETH", "eth", "2", "ETH(2)", "0x2", "VPI", "3", "VPI(3)", "0", "", "IB(2)"} {
+		var want linklayer.LinkLayer
+		switch {
+		case mlxfmt.Equal(v, mlxfmt.Enum("IB", 1)):
+			want = linklayer.InfiniBand
+		case mlxfmt.Equal(v, mlxfmt.Enum("ETH", 2)):
+			want = linklayer.Ethernet
+		}
+		if got := linklayer.OfLinkType(v); got != want {
+			t.Errorf("OfLinkType(%q) = %q; the firmware parser's comparison says %q", v, got, want)
+		}
 	}
 }

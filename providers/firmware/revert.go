@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 )
@@ -20,9 +21,9 @@ func linkNetdevs(req *plan.Request, dev *inventory.Device, name, value string, h
 	if m == nil || dev == nil {
 		return nil
 	}
-	ll, now := LinkLayerOf(value), LinkLayerOf(have.Current.String())
+	ll, now := linklayer.OfLinkType(value), linklayer.OfLinkType(have.Current.String())
 	if have.Current.Kind == mlxfmt.KindAbsent {
-		now = LinkLayerOf(have.NextBoot.String())
+		now = linklayer.OfLinkType(have.NextBoot.String())
 	}
 	if ll == "" || ll == now {
 		return nil // the port boots with the link layer it runs now
