@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/sim"
@@ -159,12 +160,7 @@ func TestRealMstconfigNoAdapter(t *testing.T) {
 // is ConnectX-3's auto-sensing link type, which the database (ConnectX-4
 // and later) does not list: accepted, since show captures it there.
 func TestParamDB(t *testing.T) {
-	if _, err := os.Stat(firmware.ParamDBPath); err != nil {
-		if os.Getenv("RDMAFORM_REQUIRE_LAB") == "1" {
-			t.Fatalf("%s: %v (apt-get install mstflint)", firmware.ParamDBPath, err)
-		}
-		t.Skipf("%s is not installed (apt-get install mstflint)", firmware.ParamDBPath)
-	}
+	need.File(t, firmware.ParamDBPath, "apt-get install mstflint")
 	db, err := firmware.LoadParamDB(firmware.ParamDBPath)
 	if err != nil {
 		t.Fatal(err)

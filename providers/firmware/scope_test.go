@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/golden"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 )
 
@@ -19,12 +20,7 @@ var updateScope = flag.Bool("update-scope", false, "rewrite scope_table.go from 
 // Debian's mstflint database says (TLV class 0 and 1), name for name;
 // -update-scope rewrites it from the installed database.
 func TestScopeTableMatchesParamDB(t *testing.T) {
-	if _, err := os.Stat(firmware.ParamDBPath); err != nil {
-		if os.Getenv("RDMAFORM_REQUIRE_LAB") == "1" {
-			t.Fatalf("%s: %v (apt-get install mstflint)", firmware.ParamDBPath, err)
-		}
-		t.Skipf("%s is not installed (apt-get install mstflint)", firmware.ParamDBPath)
-	}
+	need.File(t, firmware.ParamDBPath, "apt-get install mstflint")
 	db, err := firmware.LoadParamDB(firmware.ParamDBPath)
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,20 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 	return prop
 }
 
+// createAfter is the settings of a port whose RDMA device this plan makes
+// anew (cause: an rxe link, an mlx4 port type): every value the spec gives
+// is set once the device is there.
+func createAfter(req *plan.Request, t target, addr, cause string, pl *payload) *plan.Change {
+	c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{cause}, Payload: pl}
+	if t.mode != "" {
+		c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
+	}
+	if t.tos != nil {
+		c.Attributes = append(c.Attributes, plan.Attr{Name: "tos", After: strconv.Itoa(*t.tos)})
+	}
+	return c
+}
+
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
 	for _, t := range targets(req) {
@@ -52,14 +66,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath+".mode", "%s is a Soft-RoCE device: its GIDs are RoCE v2 only, so the kernel refuses RoCE v1 as its default; use mode: v2", t.dev))
 				continue
 			}
-			c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{rxeAddr}, Payload: pl}
-			if t.mode != "" {
-				c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
-			}
-			if t.tos != nil {
-				c.Attributes = append(c.Attributes, plan.Attr{Name: "tos", After: strconv.Itoa(*t.tos)})
-			}
-			prop.Changes = append(prop.Changes, c)
+			prop.Changes = append(prop.Changes, createAfter(req, t, addr, rxeAddr, pl))
 			continue
 		}
 		port := dev.Port(t.port)
@@ -82,14 +89,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				continue
 			}
 			if port.LinkLayer != linklayer.Ethernet {
-				c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{mc.Cause}, Payload: pl}
-				if t.mode != "" {
-					c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
-				}
-				if t.tos != nil {
-					c.Attributes = append(c.Attributes, plan.Attr{Name: "tos", After: strconv.Itoa(*t.tos)})
-				}
-				prop.Changes = append(prop.Changes, c)
+				prop.Changes = append(prop.Changes, createAfter(req, t, addr, mc.Cause, pl))
 				continue
 			}
 		}

@@ -1,9 +1,9 @@
 package simcheck_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/sim"
 	"github.com/rdmaform/rdmaform/sim/mlxemu"
@@ -15,12 +15,7 @@ import (
 // TLVs (class 3) and shares the others across a card's functions, as the
 // firmware does.
 func TestEmulatedTLVClassesMatchParamDB(t *testing.T) {
-	if _, err := os.Stat(firmware.ParamDBPath); err != nil {
-		if os.Getenv("RDMAFORM_REQUIRE_LAB") == "1" {
-			t.Fatalf("%s: %v (apt-get install mstflint)", firmware.ParamDBPath, err)
-		}
-		t.Skipf("%s is not installed (apt-get install mstflint)", firmware.ParamDBPath)
-	}
+	need.File(t, firmware.ParamDBPath, "apt-get install mstflint")
 	db, err := firmware.LoadParamDB(firmware.ParamDBPath)
 	if err != nil {
 		t.Fatal(err)
