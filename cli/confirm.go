@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -21,54 +20,6 @@ import (
 // ConfirmFile exists while an apply --confirm-timeout waits for
 // `rdmaform confirm`; confirm removes it (rooted under --root/--sim).
 const ConfirmFile = "/run/rdmaform/confirm-pending"
-
-// guard refuses a plan that could cut the operator off or that confirm
-// mode could not take back. It changes nothing.
-func (a *app) guard(h *host.Host, p *plan.Plan, o applyOptions) error {
-	var why []string
-	if o.confirmTimeout > 0 {
-		if !o.allowFirmware {
-			for _, c := range p.Changes {
-				if c.Activation == plan.NextBoot {
-					why = append(why, fmt.Sprintf("%s is a firmware change: it takes effect at the next boot and a confirm timeout cannot take a reboot back; apply it on its own, or add --allow-firmware", c.Address))
-				}
-			}
-		}
-		for _, addr := range apply.NotRevertible(p, providers.All()) {
-			if c := changeAt(p, addr); c != nil && c.Activation == plan.NextBoot && o.allowFirmware {
-				continue // staged firmware is reverted by staging the old values, or reported
-			}
-			why = append(why, fmt.Sprintf("%s cannot be rolled back; apply it without --confirm-timeout", addr))
-		}
-	}
-	if !o.allowMgmt && o.confirmTimeout == 0 {
-		mgmt, err := h.ManagementNetdevs(a.env.Environ)
-		if err != nil {
-			return &exitError{code: plan.ExitError, err: err}
-		}
-		for _, c := range p.Changes {
-			for _, nd := range c.Disrupts {
-				if reason, ok := mgmt[nd]; ok {
-					why = append(why, fmt.Sprintf("%s would take down, re-address or change the MTU of %s, and %s; add --allow-mgmt, or apply with --confirm-timeout to have it rolled back unless confirmed", c.Address, nd, reason))
-				}
-			}
-		}
-	}
-	if len(why) == 0 {
-		return nil
-	}
-	sort.Strings(why)
-	return &exitError{code: plan.ExitError, err: fmt.Errorf("refusing to apply, nothing was changed:\n  %s", strings.Join(why, "\n  "))}
-}
-
-func changeAt(p *plan.Plan, addr string) *plan.Change {
-	for _, c := range p.Changes {
-		if c.Address == addr {
-			return c
-		}
-	}
-	return nil
-}
 
 // awaitConfirm waits for `rdmaform confirm` until the deadline armed
 // before the first change; without it, every change of this apply is

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -221,24 +222,99 @@ func (a *app) buildFiltered(ctx context.Context, h *host.Host, spec *schema.Spec
 }
 
 func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o applyOptions) error {
-	res, err := a.buildFiltered(ctx, h, spec, o.only)
+	var doc *applyDoc
+	var deadline time.Time
+	// The live progress of the changes ends before apply's summary.
+	progress, stopProgress := a.progress()
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(stopProgress) }
+	defer stop()
+	build := func(ctx context.Context) (*plan.Result, error) { return a.buildFiltered(ctx, h, spec, o.only) }
+	first := true
+	r, err := apply.Converge(ctx, h, apply.ConvergeOptions{
+		Build: func(ctx context.Context) (*plan.Result, error) {
+			res, err := build(ctx)
+			if err == nil && first && o.saved != nil {
+				if err := o.saved.Check(h, res); err != nil {
+					return nil, &exitError{code: plan.ExitError, err: err}
+				}
+			}
+			first = false
+			return res, err
+		},
+		Providers: providers.All(),
+		Guard:     apply.GuardOptions{ConfirmMode: o.confirmTimeout > 0, AllowFirmware: o.allowFirmware, AllowMgmt: o.allowMgmt, Environ: a.env.Environ},
+		Progress:  progress,
+		Hooks: apply.Hooks{
+			Planned: func(p *plan.Plan) error {
+				doc = &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: []string{}, Failed: []string{}, Skipped: []string{},
+					Pending: []plan.Pending{}, Deferred: []plan.Deferred{}, Errors: []jsonError{}}
+				if a.jsonOut() {
+					return nil
+				}
+				return plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.color()})
+			},
+			Ready: func(*plan.Plan) error { return a.refuseWhileWaiting(h) },
+			Confirm: func(*plan.Plan) error {
+				if o.yes {
+					return nil
+				}
+				if !a.env.StdinTTY || !a.env.StdoutTTY {
+					// A prompt needs an operator: "echo yes | rdmaform apply" or a
+					// run with stdout redirected must not apply by accident.
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("apply asks before it changes anything, and stdin and stdout are not both a terminal; nothing was changed (use --yes to apply without asking)")}
+				}
+				ok, err := a.confirm()
+				if err != nil {
+					return &exitError{code: plan.ExitError, err: err}
+				}
+				if !ok {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("apply cancelled; nothing was changed")}
+				}
+				return nil
+			},
+			Arm: func(p *plan.Plan) error {
+				if o.confirmTimeout == 0 {
+					return nil
+				}
+				deadline = time.Now().Add(o.confirmTimeout)
+				if err := a.armRollback(ctx, h, spec, p, deadline); err != nil {
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("refusing to apply, nothing was changed: %w", err)}
+				}
+				return nil
+			},
+			Applied: func(r *apply.Report) error {
+				stop()
+				a.syncRebootMarker(h, r.After)
+				if !a.jsonOut() {
+					out := r.Outcome
+					fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
+					for _, pe := range r.After.Pending {
+						fmt.Fprintf(a.env.Stdout, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+					}
+					for _, d := range r.After.Deferred {
+						fmt.Fprintf(a.env.Stdout, "  ? %s %s\n", d.Address, d.Reason)
+					}
+				}
+				return nil
+			},
+			Await: func(out apply.Outcome, failed bool) error {
+				if o.confirmTimeout == 0 {
+					return nil
+				}
+				return a.awaitConfirm(ctx, h, out, o.confirmTimeout, deadline, failed)
+			},
+		},
+	})
+	var ge *apply.GuardError
+	if errors.As(err, &ge) {
+		return &exitError{code: plan.ExitError, err: err}
+	}
 	if err != nil {
 		return err
 	}
-	if o.saved != nil {
-		if err := o.saved.Check(h, res); err != nil {
-			return &exitError{code: plan.ExitError, err: err}
-		}
-	}
-	p := res.Plan
-	doc := &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: []string{}, Failed: []string{}, Skipped: []string{},
-		Pending: []plan.Pending{}, Deferred: []plan.Deferred{}, Errors: []jsonError{}}
-	if !a.jsonOut() {
-		if err := plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.color()}); err != nil {
-			return err
-		}
-	}
-	if len(p.Errors) > 0 || p.Empty() {
+	p := r.Before
+	if !r.Ran {
 		if len(p.Errors) == 0 {
 			a.syncRebootMarker(h, p)
 		}
@@ -257,76 +333,19 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		}
 		return exitCode(p.ExitCode())
 	}
-	if err := a.refuseWhileWaiting(h); err != nil {
-		return err
-	}
-	if err := a.guard(h, p, o); err != nil {
-		return err
-	}
-	if !o.yes {
-		if !a.env.StdinTTY || !a.env.StdoutTTY {
-			// A prompt needs an operator: "echo yes | rdmaform apply" or a
-			// run with stdout redirected must not apply by accident.
-			return &exitError{code: plan.ExitError, err: fmt.Errorf("apply asks before it changes anything, and stdin and stdout are not both a terminal; nothing was changed (use --yes to apply without asking)")}
-		}
-		ok, err := a.confirm()
-		if err != nil {
-			return &exitError{code: plan.ExitError, err: err}
-		}
-		if !ok {
-			return &exitError{code: plan.ExitError, err: fmt.Errorf("apply cancelled; nothing was changed")}
-		}
-	}
-	var deadline time.Time
-	if o.confirmTimeout > 0 {
-		deadline = time.Now().Add(o.confirmTimeout)
-		if err := a.armRollback(ctx, h, spec, p, deadline); err != nil {
-			return &exitError{code: plan.ExitError, err: fmt.Errorf("refusing to apply, nothing was changed: %w", err)}
-		}
-	}
-	progress, stop := a.progress()
-	out := apply.Run(ctx, h, p, providers.All(), apply.Options{Progress: progress, Grace: apply.DefaultGrace})
-	stop()
+	out := r.Outcome
 	if out.Interrupted {
+		stop()
 		return a.interrupted(ctx, p, out)
 	}
-	after, err := a.buildFiltered(context.WithoutCancel(ctx), h, spec, o.only)
-	if err != nil {
-		return err
-	}
-	verr := apply.Verify(after.Plan, out)
-	a.syncRebootMarker(h, after.Plan)
-	if !a.jsonOut() {
-		fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
-		for _, pe := range after.Plan.Pending {
-			fmt.Fprintf(a.env.Stdout, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
-		}
-		for _, d := range after.Plan.Deferred {
-			fmt.Fprintf(a.env.Stdout, "  ? %s %s\n", d.Address, d.Reason)
-		}
-	}
-	var msgs []string
-	if out.Err != nil {
-		msgs = append(msgs, out.Err.Error())
-	}
-	if verr != nil {
-		msgs = append(msgs, verr.Error())
-	}
-	for _, f := range after.Plan.Errors {
-		msgs = append(msgs, f.String())
-	}
-	if o.confirmTimeout > 0 {
-		if err := a.awaitConfirm(ctx, h, out, o.confirmTimeout, deadline, len(msgs) > 0); err != nil {
-			return err
-		}
-	}
+	after, msgs := r.After, r.Errors
 	if a.jsonOut() {
 		doc.Applied, doc.Failed, doc.Skipped = append(doc.Applied, out.Applied...), append(doc.Failed, out.Failed...), append(doc.Skipped, out.Skipped...)
-		doc.Pending, doc.Deferred = nonNil(after.Plan.Pending), nonNilD(after.Plan.Deferred)
+		doc.Pending, doc.Deferred = nonNil(after.Pending), nonNilD(after.Deferred)
 		for _, m := range msgs {
 			doc.Errors = append(doc.Errors, jsonError{Message: m})
 		}
-		doc.RebootRequired = len(after.Plan.Pending) > 0 || len(after.Plan.Deferred) > 0
+		doc.RebootRequired = len(after.Pending) > 0 || len(after.Deferred) > 0
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
@@ -346,7 +365,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			return err
 		}
 	}
-	if len(after.Plan.Pending) > 0 || len(after.Plan.Deferred) > 0 {
+	if len(after.Pending) > 0 || len(after.Deferred) > 0 {
 		fmt.Fprintln(a.env.Stdout, "Reboot required to finish.")
 		return exitCode(plan.ExitReboot)
 	}
