@@ -32,7 +32,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	case pl.remove:
 		action = plan.Create
 	}
-	return &plan.Change{Address: c.Address, Action: action, Activation: c.Activation, Provider: c.Provider, Attributes: plan.Reversed(c.Attributes), Payload: &payload{restore: b}}, nil
+	return &plan.Change{Address: c.Address, Action: action, Activation: c.Activation, Attributes: plan.Reversed(c.Attributes), Payload: &payload{restore: b}}, nil
 }
 
 // restore makes the installed files exactly what was observed: each file

@@ -82,5 +82,5 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if len(back.sets) == 0 {
 		return nil, nil
 	}
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: plan.Reversed(c.Attributes), Payload: back, Disrupts: c.Disrupts}, nil
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: plan.Reversed(c.Attributes), Payload: back, Disrupts: c.Disrupts}, nil
 }

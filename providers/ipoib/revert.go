@@ -39,7 +39,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no ipoib payload", c.Address)
 	}
-	rc := &plan.Change{Address: c.Address, Activation: c.Activation, Provider: c.Provider}
+	rc := &plan.Change{Address: c.Address, Activation: c.Activation}
 	switch pl.Op {
 	case opCreate:
 		if pl.UUID == "" {

@@ -51,6 +51,6 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 			back.otherVia = pl.otherWas
 		}
 	}
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: []plan.Attr{{Name: "type", Before: pl.want, After: pl.was}}, Payload: back,
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: []plan.Attr{{Name: "type", Before: pl.want, After: pl.was}}, Payload: back,
 		Disrupts: c.Disrupts}, nil
 }

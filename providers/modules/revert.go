@@ -63,5 +63,5 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	case !pl.listed:
 		action = plan.Create
 	}
-	return &plan.Change{Address: c.Address, Action: action, Activation: c.Activation, Provider: c.Provider, Attributes: attrs, Payload: back}, nil
+	return &plan.Change{Address: c.Address, Action: action, Activation: c.Activation, Attributes: attrs, Payload: back}, nil
 }

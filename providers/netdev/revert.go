@@ -98,5 +98,5 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		attrs = append(attrs, plan.Attr{Name: "addresses", Before: joinPrefixes(pl.addrs), After: joinPrefixes(b.addrs)})
 	}
 	back.before = after
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: attrs, Payload: back, Disrupts: disrupts(back)}, nil
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: attrs, Payload: back, Disrupts: disrupts(back)}, nil
 }

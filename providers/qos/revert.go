@@ -60,5 +60,5 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if len(attrs) == 0 {
 		return nil, nil
 	}
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: attrs, Payload: &payload{netdev: pl.netdev, want: w}, Disrupts: c.Disrupts}, nil
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: attrs, Payload: &payload{netdev: pl.netdev, want: w}, Disrupts: c.Disrupts}, nil
 }

@@ -30,5 +30,5 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		back.tos = &tos
 		attrs = append(attrs, plan.Attr{Name: "tos", Before: strconv.Itoa(*pl.tos), After: strconv.Itoa(tos)})
 	}
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: attrs, Payload: back}, nil
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: attrs, Payload: back}, nil
 }

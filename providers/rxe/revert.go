@@ -38,7 +38,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		return nil, fmt.Errorf("%s: no rxe payload", c.Address)
 	}
 	back := &payload{name: pl.name, was: pl.netdev}
-	rc := &plan.Change{Address: c.Address, Activation: c.Activation, Provider: c.Provider, Payload: back}
+	rc := &plan.Change{Address: c.Address, Activation: c.Activation, Payload: back}
 	switch {
 	case pl.was == "" && pl.netdev == "":
 		return nil, nil

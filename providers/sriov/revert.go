@@ -40,7 +40,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if len(attrs) == 0 {
 		return nil, nil
 	}
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: attrs, Payload: back, Disrupts: c.Disrupts}, nil
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: attrs, Payload: back, Disrupts: c.Disrupts}, nil
 }
 
 // revertVF puts back what a VF change replaced. A VF the change's plan
@@ -71,5 +71,5 @@ func revertVF(c *plan.Change, pl *vfPayload) *plan.Change {
 	if pl.cfg.State != "" {
 		back.cfg.State = b.State
 	}
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Provider: c.Provider, Attributes: plan.Reversed(c.Attributes), Payload: back, Disrupts: c.Disrupts}
+	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: plan.Reversed(c.Attributes), Payload: back, Disrupts: c.Disrupts}
 }
