@@ -58,7 +58,10 @@ func TestConverge(t *testing.T) {
 			Guard:     g,
 			Hooks: Hooks{Planned: hook("planned", nil), Ready: hook("ready", nil), Confirm: hook("confirm", confirm), Arm: hook("arm", nil),
 				Applied: func(*Report) error { calls = append(calls, "applied"); return nil },
-				Await:   func(_ Outcome, failed bool) error { calls = append(calls, "await failed="+map[bool]string{true: "yes", false: "no"}[failed]); return nil }},
+				Await: func(_ Outcome, failed bool) error {
+					calls = append(calls, "await failed="+map[bool]string{true: "yes", false: "no"}[failed])
+					return nil
+				}},
 		})
 		return calls, r, err
 	}
