@@ -444,7 +444,7 @@ func (a *auditor) portChecks() []Result {
 			continue // plan reported the missing device
 		}
 		for j, sp := range d.Ports {
-			pp := fmt.Sprintf("$.devices[%d].ports[%d]", i, j)
+			pp := schema.Path("devices", i, "ports", j)
 			out = append(out, a.portHealth(dev, sp, pp, next)...)
 		}
 	}
@@ -584,7 +584,7 @@ func (a *auditor) pkeyChecks() []Result {
 		if port == nil || port.LinkLayer != linklayer.InfiniBand {
 			continue // plan reports a parent that is missing or not IPoIB
 		}
-		p := fmt.Sprintf("$.ipoib[%d].pkey", i)
+		p := schema.Path("ipoib", i, "pkey")
 		r := Result{Resource: a.resourceOf(p), Check: CheckPKey, Source: a.pos(p), path: p}
 		want := c.Partition()
 		table, err := inventory.ReadPKeys(a.h.FS, dev.Name, port.Num)
@@ -692,7 +692,7 @@ func probeChecks(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result
 	var checks []Result
 	var errs []schema.Finding
 	for i, pr := range results {
-		path := fmt.Sprintf("$.probes[%d]", i)
+		path := schema.Path("probes", i)
 		pos := spec.Src.Lookup(path)
 		if pr.Command == "" {
 			errs = append(errs, schema.Finding{Path: path, Pos: pos, Message: fmt.Sprintf("probe %s could not run: %s", pr.Name, pr.Reason)})

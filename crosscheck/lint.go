@@ -372,7 +372,7 @@ func (l *linter) mtu() {
 					continue
 				}
 				seen[p.Masked()] = true
-				bySubnet[p.Masked()] = append(bySubnet[p.Masked()], ifUse{h, fmt.Sprintf("$.interfaces[%d]", i), it.Name, *it.MTU})
+				bySubnet[p.Masked()] = append(bySubnet[p.Masked()], ifUse{h, schema.Path("interfaces", i), it.Name, *it.MTU})
 			}
 		}
 	}
@@ -400,7 +400,7 @@ type conn struct {
 	c     *schema.IPoIB
 }
 
-func (c conn) path() string { return fmt.Sprintf("$.ipoib[%d]", c.index) }
+func (c conn) path() string { return schema.Path("ipoib", c.index) }
 
 func (c conn) pkey() int {
 	if c.c.PKey == nil {
@@ -515,17 +515,17 @@ func (l *linter) addresses() {
 			}
 		}
 		for i, it := range h.Spec.Interfaces {
-			add(it.Addresses, fmt.Sprintf("$.interfaces[%d].addresses", i))
+			add(it.Addresses, schema.Path("interfaces", i, "addresses"))
 		}
 		for i, c := range h.Spec.IPoIB {
 			if c.State == "absent" {
 				continue
 			}
 			if c.IPv4 != nil {
-				add(c.IPv4.Addresses, fmt.Sprintf("$.ipoib[%d].ipv4.addresses", i))
+				add(c.IPv4.Addresses, schema.Path("ipoib", i, "ipv4", "addresses"))
 			}
 			if c.IPv6 != nil {
-				add(c.IPv6.Addresses, fmt.Sprintf("$.ipoib[%d].ipv6.addresses", i))
+				add(c.IPv6.Addresses, schema.Path("ipoib", i, "ipv6", "addresses"))
 			}
 		}
 	}
@@ -562,7 +562,7 @@ type portRef struct {
 }
 
 func (r portRef) p() *schema.Port { return &r.host.Spec.Devices[r.dev].Ports[r.port] }
-func (r portRef) path() string    { return fmt.Sprintf("$.devices[%d].ports[%d]", r.dev, r.port) }
+func (r portRef) path() string    { return schema.Path("devices", r.dev, "ports", r.port) }
 func (r portRef) String() string {
 	_, sel := r.host.Spec.Devices[r.dev].Selector()
 	return fmt.Sprintf("%s %s port %d", r.host.Name, sel, r.p().Port)

@@ -92,7 +92,7 @@ func resolveDevices(req *Request) []schema.Finding {
 		if kind == "name" && WillCreateRxe(req.Spec, val) {
 			continue
 		}
-		out = append(out, req.Finding(fmt.Sprintf("$.devices[%d].%s", i, kind),
+		out = append(out, req.Finding(schema.Path("devices", i, kind),
 			"no RDMA device with %s %s on this host (found: %s)", kind, val, describe(req.Inv)))
 	}
 	return out

@@ -1,7 +1,6 @@
 package firmware
 
 import (
-	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -77,7 +76,7 @@ func targets(req *plan.Request) []target {
 		if dev == nil || dev.PCI == "" {
 			continue // unresolved (the engine reported it) or software device (Diff reports it)
 		}
-		t := target{index: i, pci: dev.PCI, tool: d.Firmware.Tool, path: fmt.Sprintf("$.devices[%d].firmware", i)}
+		t := target{index: i, pci: dev.PCI, tool: d.Firmware.Tool, path: schema.Path("devices", i, "firmware")}
 		if t.tool == "" {
 			t.tool = "auto"
 		}
@@ -119,7 +118,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if d.Firmware == nil || len(d.Firmware.Params) == 0 {
 			continue
 		}
-		fwPath := fmt.Sprintf("$.devices[%d].firmware", i)
+		fwPath := schema.Path("devices", i, "firmware")
 		dev := req.Devices[i]
 		if dev == nil {
 			continue // the engine reported the missing device
@@ -222,7 +221,7 @@ func conflicts(req *plan.Request) []schema.Finding {
 			bySlot[slot] = map[string]seen{}
 		}
 		for _, prm := range d.Firmware.Params {
-			pp := fmt.Sprintf("$.devices[%d].firmware.params.%s", i, prm.Name)
+			pp := schema.Path("devices", i, "firmware", "params", prm.Name)
 			if prev, ok := bySlot[slot][prm.Name]; ok {
 				if !sameMeaning(prev.value, prm.Value) {
 					out = append(out, req.Finding(pp, "%s is a setting of the whole card at %s; %s sets it to %s", prm.Name, slot, prev.path, prev.value))

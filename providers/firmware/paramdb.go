@@ -187,7 +187,7 @@ func (db *ParamDB) Check(spec *schema.Spec) schema.Report {
 			continue
 		}
 		for _, prm := range d.Firmware.Params {
-			path := fmt.Sprintf("$.devices[%d].firmware.params.%s", i, prm.Name)
+			path := schema.Path("devices", i, "firmware", "params", prm.Name)
 			f := func(format string, args ...any) {
 				rep = append(rep, schema.Finding{Path: path, Pos: spec.Src.Lookup(path), Message: fmt.Sprintf(format, args...)})
 			}

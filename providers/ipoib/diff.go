@@ -131,7 +131,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	}
 	for i := range req.Spec.IPoIB {
 		c := &req.Spec.IPoIB[i]
-		path := fmt.Sprintf("$.ipoib[%d]", i)
+		path := schema.Path("ipoib", i)
 		addr := Address(c.Name)
 		have := byName[c.Name]
 		if len(have) > 1 {
@@ -415,7 +415,7 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 	}
 	prop := diff(req, obs, facts)
 	for i, c := range req.Spec.IPoIB {
-		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(c.Name), Path: fmt.Sprintf("$.ipoib[%d]", i)})
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(c.Name), Path: schema.Path("ipoib", i)})
 	}
 	return prop
 }

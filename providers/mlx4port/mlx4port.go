@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmaform/rdmaform/schema"
 	"io/fs"
 	"path"
 	"strconv"
@@ -91,7 +92,7 @@ func targets(req *plan.Request) []target {
 				continue
 			}
 			out = append(out, target{pci: dev.PCI, dev: dev.Name, port: p.Port, want: p.Type,
-				specPath: fmt.Sprintf("$.devices[%d].ports[%d].type", i, j)})
+				specPath: schema.Path("devices", i, "ports", j, "type")})
 		}
 	}
 	return out

@@ -1,7 +1,7 @@
 package modules
 
 import (
-	"fmt"
+	"github.com/rdmaform/rdmaform/schema"
 
 	"github.com/rdmaform/rdmaform/plan"
 )
@@ -12,7 +12,7 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 	obs, _ := observed.(*Observed)
 	prop := diff(req, obs)
 	for i, m := range req.Spec.Modules {
-		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(m), Path: fmt.Sprintf("$.modules[%d]", i)})
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(m), Path: schema.Path("modules", i)})
 	}
 	for _, c := range prop.Changes {
 		if pl, ok := c.Payload.(*payload); ok && c.Action != plan.Delete && facts != nil {
@@ -34,10 +34,10 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 			continue // validation reported the duplicate
 		}
 		want[n] = true
-		src := req.Pos(fmt.Sprintf("$.modules[%d]", i))
+		src := req.Pos(schema.Path("modules", i))
 		loaded := obs.Loaded[n] || obs.Builtin[n]
 		if obs.NoModules && !loaded {
-			prop.Errors = append(prop.Errors, req.Finding(fmt.Sprintf("$.modules[%d]", i),
+			prop.Errors = append(prop.Errors, req.Finding(schema.Path("modules", i),
 				"this kernel cannot load modules (no %s) and %s is not built in", ProcModules, n))
 			continue
 		}

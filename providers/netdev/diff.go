@@ -18,7 +18,7 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 	obs, _ := observed.(*Observed)
 	prop := diff(req, obs, facts)
 	for i, it := range req.Spec.Interfaces {
-		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(it.Name), Path: fmt.Sprintf("$.interfaces[%d]", i)})
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(it.Name), Path: schema.Path("interfaces", i)})
 	}
 	return prop
 }
@@ -31,7 +31,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	// ib_ipoib loaded by this plan makes the IPoIB netdevs.
 	ipoibLoad, ipoibLoaded := facts.ModuleLoad(IPoIBModule)
 	for i, it := range req.Spec.Interfaces {
-		path := fmt.Sprintf("$.interfaces[%d]", i)
+		path := schema.Path("interfaces", i)
 		want, pos, bad := wantAddrs(it.Addresses)
 		if bad {
 			continue // validation reported it

@@ -76,7 +76,7 @@ func targets(req *plan.Request) []target {
 				continue
 			}
 			t := target{port: p.Port, devIndex: i, q: p.QoS,
-				specPath: fmt.Sprintf("$.devices[%d].ports[%d].qos", i, j)}
+				specPath: schema.Path("devices", i, "ports", j, "qos")}
 			if inv := req.Devices[i]; inv != nil {
 				t.dev = inv.Name
 				t.netdev = PortNetdev(inv, p.Port)

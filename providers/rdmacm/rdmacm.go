@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmaform/rdmaform/schema"
 	"io/fs"
 	"path"
 	"sort"
@@ -111,7 +112,7 @@ func targets(req *plan.Request) []target {
 			}
 			out = append(out, target{
 				dev: name, port: p.Port, devIndex: i,
-				specPath: fmt.Sprintf("$.devices[%d].ports[%d].roce", i, j),
+				specPath: schema.Path("devices", i, "ports", j, "roce"),
 				mode:     p.Roce.Mode, tos: p.Roce.Tos,
 			})
 		}

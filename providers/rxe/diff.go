@@ -2,6 +2,7 @@ package rxe
 
 import (
 	"fmt"
+	"github.com/rdmaform/rdmaform/schema"
 	"sort"
 
 	"github.com/rdmaform/rdmaform/plan"
@@ -12,7 +13,7 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 	obs, _ := observed.(*Observed)
 	prop := diff(req, obs, facts)
 	for i, r := range req.Spec.Rxe {
-		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(r.Name), Path: fmt.Sprintf("$.rxe[%d]", i)})
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(r.Name), Path: schema.Path("rxe", i)})
 	}
 	return prop
 }
@@ -44,7 +45,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	}
 
 	for i, r := range req.Spec.Rxe {
-		p := fmt.Sprintf("$.rxe[%d]", i)
+		p := schema.Path("rxe", i)
 		addr := Address(r.Name)
 		have, exists := obs.Links[r.Name]
 		if exists && !have.Software() {

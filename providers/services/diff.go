@@ -16,7 +16,7 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 	obs, _ := observed.(*Observed)
 	prop := diff(req, obs, facts)
 	for i, sv := range req.Spec.Services {
-		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(schema.UnitName(sv.Name)), Path: fmt.Sprintf("$.services[%d]", i)})
+		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(schema.UnitName(sv.Name)), Path: schema.Path("services", i)})
 	}
 	return prop
 }
@@ -31,7 +31,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		return prop
 	}
 	for i, s := range req.Spec.Services {
-		path := fmt.Sprintf("$.services[%d]", i)
+		path := schema.Path("services", i)
 		u := schema.UnitName(s.Name)
 		have, ok := obs.Units[u]
 		if !ok {

@@ -2,6 +2,7 @@ package sriov
 
 import (
 	"fmt"
+	"github.com/rdmaform/rdmaform/schema"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ func manages(req *plan.Request) []plan.Managed {
 		if d.SRIOV == nil || d.SRIOV.NumVFs == nil || dev == nil || dev.PCI == "" {
 			continue
 		}
-		sp := fmt.Sprintf("$.devices[%d].sriov", i)
+		sp := schema.Path("devices", i, "sriov")
 		out = append(out, plan.Managed{Address: Address(dev.PCI), Path: sp})
 		for j, vf := range d.SRIOV.VFs {
 			out = append(out, plan.Managed{Address: VFAddress(dev.PCI, vf.VF), Path: fmt.Sprintf("%s.vfs[%d]", sp, j)})
@@ -62,7 +63,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if d.SRIOV == nil || d.SRIOV.NumVFs == nil {
 			continue
 		}
-		sp := fmt.Sprintf("$.devices[%d].sriov", i)
+		sp := schema.Path("devices", i, "sriov")
 		dev := req.Devices[i]
 		if dev == nil {
 			continue // the engine reported the missing device
