@@ -201,6 +201,22 @@ func check(root string) ([]string, error) {
 			}
 		}
 		if strings.HasPrefix(dir, "providers/") {
+			// Observations and payloads come as the provider's own types
+			// through plan.Observation and plan.PayloadOf, never asserted
+			// by hand.
+			ast.Inspect(f, func(n ast.Node) bool {
+				ta, ok := n.(*ast.TypeAssertExpr)
+				if !ok || ta.Type == nil {
+					return true
+				}
+				if sel, ok := ta.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "Payload" {
+					problems = append(problems, fmt.Sprintf("%s: asserts a payload; use plan.PayloadOf", fset.Position(ta.Pos())))
+				}
+				if id, ok := ta.X.(*ast.Ident); ok && id.Name == "observed" {
+					problems = append(problems, fmt.Sprintf("%s: asserts an observation; use plan.Observation", fset.Position(ta.Pos())))
+				}
+				return true
+			})
 			// A change's attributes are for people: code keeps the values
 			// it needs in its payload, and never reads them back.
 			ast.Inspect(f, func(n ast.Node) bool {

@@ -19,9 +19,9 @@ import (
 // Remove, equivalent to: systemctl disable rdmaform.service;
 // rm /etc/systemd/system/rdmaform.service /etc/rdmaform/boot.yaml; systemctl daemon-reload
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no boot unit payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if pl.restore != nil {
 		return restore(ctx, h, pl.restore)

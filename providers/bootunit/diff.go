@@ -10,7 +10,7 @@ import (
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, _ *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	prop := diff(req, obs, p.binary())
 	if req.Spec.Persistence != "" {
 		prop.Managed = []plan.Managed{{Address: Address, Path: "$.persistence"}}

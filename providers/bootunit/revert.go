@@ -17,9 +17,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // installed unit is removed again, a removed or rewritten one comes back
 // with its old bytes.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no boot unit payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	if pl.before == nil {
 		return nil, fmt.Errorf("%s: what was installed before the change is not known", c.Address)

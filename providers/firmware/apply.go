@@ -52,9 +52,9 @@ func (e *SetError) Unwrap() error {
 // Equivalent to: mlxconfig -d 0000:81:00.0 -y set LINK_TYPE_P1=ETH SRIOV_EN=True
 // and: echo '*** System restart required ***' > /run/reboot-required; echo rdmaform >> /run/reboot-required.pkgs
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no firmware payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if len(pl.sets) == 0 {
 		return nil
@@ -81,8 +81,8 @@ func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) erro
 // once, one tool process each; the functions of one adapter (0000:3b:00.0
 // and .1 share its firmware configuration) go to ApplyBatch together.
 func (p *Provider) ParallelKey(c *plan.Change) string {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
 		return ""
 	}
 	key := pl.pci
@@ -104,12 +104,12 @@ func (p *Provider) ParallelKey(c *plan.Change) string {
 // (LINK_TYPE_P2 written in the spec under 0000:81:00.1)
 func (p *Provider) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Change) []error {
 	errs := make([]error, len(cs))
-	joint, alone := jointSets(cs)
+	joint, alone, pls := jointSets(cs)
 	if len(joint) > 1 {
-		first := cs[joint[0]].Payload.(*payload)
+		first := pls[joint[0]]
 		args := []string{first.tool, "-d", first.dev, "-y", "set"}
 		for _, i := range joint {
-			args = append(args, cs[i].Payload.(*payload).sets...)
+			args = append(args, pls[i].sets...)
 		}
 		_, err := h.Runner.Run(ctx, host.Cmd{Args: args, Gentle: true})
 		switch {
@@ -138,13 +138,15 @@ func (p *Provider) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 // jointSets splits one adapter's changes into those one set can carry
 // (the first change with sets, and every later one with sets of the same
 // tool whose parameters are all card-wide and not set by another of the
-// joint) and those to set on their own.
-func jointSets(cs []*plan.Change) (joint, alone []int) {
+// joint) and those to set on their own; pls are the changes' payloads.
+func jointSets(cs []*plan.Change) (joint, alone []int, pls []*payload) {
 	var first *payload
 	names := map[string]bool{}
+	pls = make([]*payload, len(cs))
 	for i, c := range cs {
-		pl, ok := c.Payload.(*payload)
-		if !ok || len(pl.sets) == 0 {
+		pl, err := plan.PayloadOf[*payload](c)
+		pls[i] = pl
+		if err != nil || len(pl.sets) == 0 {
 			alone = append(alone, i)
 			continue
 		}
@@ -170,7 +172,7 @@ func jointSets(cs []*plan.Change) (joint, alone []int) {
 		}
 		joint = append(joint, i)
 	}
-	return joint, alone
+	return joint, alone, pls
 }
 
 func setName(s string) string {

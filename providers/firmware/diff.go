@@ -90,7 +90,7 @@ func targets(req *plan.Request) []target {
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	prop := diff(req, obs, facts)
 	prop.Managed = manages(req)
 	return prop

@@ -61,9 +61,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // they are current, and putting the old ones back is another change and
 // another reboot. Confirm mode reaches it only with --allow-firmware.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no firmware payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	back := &payload{tool: pl.tool, dev: pl.dev, pci: pl.pci, paths: pl.paths, source: pl.source, was: map[string]string{}}
 	for _, set := range pl.sets {

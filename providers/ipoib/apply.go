@@ -13,9 +13,9 @@ import (
 // step does on the machine; every nmcli failure is a *ConnError naming the
 // connection, the step, the command and NetworkManager's message.
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no ipoib payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	return pl.apply(ctx, client(h))
 }

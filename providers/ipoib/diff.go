@@ -409,7 +409,7 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	if obs == nil {
 		obs = &Observed{}
 	}

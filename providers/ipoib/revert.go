@@ -35,9 +35,9 @@ var _ plan.Reverter = (*Provider)(nil)
 //   - a deleted profile is added again from its before-values, and
 //     activated if it was active. NetworkManager gives it a new UUID.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no ipoib payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	rc := &plan.Change{Address: c.Address, Activation: c.Activation}
 	switch pl.Op {

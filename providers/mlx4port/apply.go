@@ -19,9 +19,9 @@ import (
 //
 // Equivalent to: echo eth > /sys/bus/pci/devices/0000:81:00.0/mlx4_port2; echo eth > /sys/bus/pci/devices/0000:81:00.0/mlx4_port1
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no mlx4_port payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if pl.via != "" {
 		step := *pl

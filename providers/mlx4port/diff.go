@@ -10,7 +10,7 @@ import (
 // Diff implements plan.Provider. It publishes each port type it writes
 // as a link-layer change that happens now, for the stages after it.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	if obs == nil {
 		obs = &Observed{}
 	}
@@ -21,7 +21,7 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 		}
 	}
 	for _, c := range prop.Changes {
-		if pl, ok := c.Payload.(*payload); ok && facts != nil {
+		if pl, err := plan.PayloadOf[*payload](c); err == nil && facts != nil {
 			facts.ChangeLink(plan.LinkChange{Device: pl.pci, Port: pl.port, To: linklayer.OfMlx4Type(pl.want), When: plan.Runtime,
 				Cause: c.Address, Setting: "type=" + pl.want})
 		}

@@ -33,9 +33,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // ib); Apply does that as it does for the change itself. A port that was
 // auto gets the type auto had detected first, then auto.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no mlx4_port payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	if pl.was == "" {
 		return nil, fmt.Errorf("%s: the port's type before the change is not known", c.Address)

@@ -15,9 +15,9 @@ import (
 //
 // Equivalent to: modprobe -- NAME; echo NAME >> /etc/modules-load.d/rdmaform.conf
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no modules payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if pl.unload {
 		if err := unload(ctx, h, pl.name); err != nil {

@@ -9,13 +9,13 @@ import (
 // Diff implements plan.Provider. It publishes each module a change loads
 // or keeps loaded, for the stages that need it (rxe, IPoIB netdevs).
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	prop := diff(req, obs)
 	for i, m := range req.Spec.Modules {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(m), Path: schema.Path("modules", i)})
 	}
 	for _, c := range prop.Changes {
-		if pl, ok := c.Payload.(*payload); ok && c.Action != plan.Delete && facts != nil {
+		if pl, err := plan.PayloadOf[*payload](c); err == nil && c.Action != plan.Delete && facts != nil {
 			facts.LoadModule(pl.name, c.Address)
 		}
 	}

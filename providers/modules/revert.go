@@ -31,9 +31,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // added or removed. The plan before the change is what the host returns
 // to; a module that was already loaded is never unloaded.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no modules payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	fileChanged := false
 	for _, a := range c.Attributes {

@@ -18,9 +18,9 @@ import (
 // Equivalent to: ip link set NAME down; ip link set NAME mtu N;
 // ip addr del P dev NAME ...; ip addr add P dev NAME ...; ip link set NAME up
 func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no interface payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if _, err := h.Net.LinkByName(pl.name); err != nil {
 		return fmt.Errorf("interface %s: %w", pl.name, err)

@@ -15,7 +15,7 @@ import (
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	prop := diff(req, obs, facts)
 	for i, it := range req.Spec.Interfaces {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(it.Name), Path: schema.Path("interfaces", i)})

@@ -1,7 +1,6 @@
 package netdev
 
 import (
-	"fmt"
 	"net/netip"
 	"strconv"
 
@@ -68,9 +67,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // addresses the change replaced. A netdev the plan made appear (through a
 // module load) has nothing to put back: it goes with the module.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no interface payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	if pl.before == nil {
 		return nil, nil

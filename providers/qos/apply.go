@@ -20,9 +20,9 @@ import (
 // dcb ets set dev X ...; dcb pfc set dev X prio-pfc 0:off ... 3:on ...; ethtool -A X rx off tx off;
 // echo 1 > /sys/class/net/X/ecn/roce_rp/enable/3
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no qos payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	sem := make(chan struct{}, MaxReads)
 	have, err := readPort(ctx, h, pl.netdev, pl.want.need(), sem)

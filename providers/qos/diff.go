@@ -418,7 +418,7 @@ type payload struct {
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	prop := diff(req, obs, facts)
 	for _, t := range targets(req) {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(t.dev, t.port), Path: t.specPath})

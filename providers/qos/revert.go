@@ -1,8 +1,6 @@
 package qos
 
 import (
-	"fmt"
-
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -13,9 +11,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // change took from firmware to host DCBX stays with the host: dcb cannot
 // hand it back (see compare).
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no qos payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	if pl.before == nil {
 		return nil, nil

@@ -18,9 +18,9 @@ import (
 // Equivalent to: echo "RoCE v2" > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_mode
 // and: echo 106 > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_tos
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no rdma_cm payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if err := ensureRdmaCM(ctx, h); err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	if obs == nil {
 		obs = &Observed{} // nothing read: every value is planned
 	}

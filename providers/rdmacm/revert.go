@@ -1,7 +1,6 @@
 package rdmacm
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/rdmaform/rdmaform/plan"
@@ -12,9 +11,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // Revert implements plan.Reverter: it writes back the values the change
 // replaced. Settings of a device the plan created go with the device.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no rdma_cm payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	if pl.before == nil {
 		return nil, nil

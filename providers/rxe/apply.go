@@ -15,9 +15,9 @@ import (
 // Equivalent to: rdma link delete NAME (absent, or bound elsewhere), then
 // rdma link add NAME type rxe netdev NETDEV
 func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no rxe payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if err := evict(h, pl); err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	prop := diff(req, obs, facts)
 	for i, r := range req.Spec.Rxe {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(r.Name), Path: schema.Path("rxe", i)})

@@ -1,7 +1,6 @@
 package rxe
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/rdmaform/rdmaform/plan"
@@ -33,9 +32,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // it gone). rdma_cm settings of a link made again start from the kernel's
 // defaults, as they did for the change itself.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no rxe payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	back := &payload{name: pl.name, was: pl.netdev}
 	rc := &plan.Change{Address: c.Address, Activation: c.Activation, Payload: back}

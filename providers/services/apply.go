@@ -14,9 +14,9 @@ import (
 // Equivalent to: systemctl enable UNIT; systemctl start UNIT
 // (or: systemctl stop UNIT; systemctl disable UNIT)
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no services payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	if h.Systemd == nil {
 		return fmt.Errorf("%s: %w", c.Address, ErrNoSystemd)

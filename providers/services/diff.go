@@ -13,7 +13,7 @@ import (
 
 // Diff implements plan.Provider.
 func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs, _ := observed.(*Observed)
+	obs := plan.Observation[*Observed](observed)
 	prop := diff(req, obs, facts)
 	for i, sv := range req.Spec.Services {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(schema.UnitName(sv.Name)), Path: schema.Path("services", i)})

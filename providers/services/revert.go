@@ -1,7 +1,6 @@
 package services
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/rdmaform/rdmaform/plan"
@@ -13,9 +12,9 @@ var _ plan.Reverter = (*Provider)(nil)
 // again, one it started is stopped, and the other way round. A change only
 // sets what differed, so the value before is the opposite of the one set.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no services payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	back := &payload{unit: pl.unit}
 	var attrs []plan.Attr

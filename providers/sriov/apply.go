@@ -17,12 +17,12 @@ import (
 //
 // Equivalent to: echo 0 > /sys/bus/pci/devices/PCI/sriov_numvfs; echo M > .../sriov_numvfs
 func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	if vp, ok := c.Payload.(*vfPayload); ok {
+	if vp, err := plan.PayloadOf[*vfPayload](c); err == nil {
 		return applyVF(ctx, h, vp)
 	}
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return fmt.Errorf("%s: no sriov payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return err
 	}
 	dir := Dir(pl.pci)
 	if pl.autoprobe != nil {

@@ -1,7 +1,6 @@
 package sriov
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/rdmaform/rdmaform/plan"
@@ -13,12 +12,12 @@ var _ plan.Reverter = (*Provider)(nil)
 // autoprobe setting it had (0 first when VFs are enabled, as any change).
 // The VFs come back new: settings made on them outside rdmaform are gone.
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
-	if vp, ok := c.Payload.(*vfPayload); ok {
+	if vp, err := plan.PayloadOf[*vfPayload](c); err == nil {
 		return revertVF(c, vp), nil
 	}
-	pl, ok := c.Payload.(*payload)
-	if !ok {
-		return nil, fmt.Errorf("%s: no sriov payload", c.Address)
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return nil, err
 	}
 	back := &payload{pci: pl.pci, want: pl.before.NumVFs, before: PF{TotalVFs: pl.before.TotalVFs, NumVFs: pl.want, Autoprobe: pl.before.Autoprobe}}
 	var attrs []plan.Attr

@@ -12,3 +12,7 @@ func peek(a attr) string {
 type Provider struct{}
 
 func (*Provider) Apply() error { return nil }
+
+type change struct{ Payload any }
+
+func payloadOf(c change) *attr { p, _ := c.Payload.(*attr); return p }
