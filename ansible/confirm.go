@@ -98,7 +98,7 @@ func Background(env cli.Env) int {
 	}
 	m.env.Self, m.env.SelfArgs = self, []string{CLIArg}
 	fmt.Fprintf(env.Stdout, "=== %s pid %d: rdmaform apply --confirm-timeout %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), a.ConfirmTimeout)
-	code := m.rdmaformTo(env.Stdout, env.Stderr, "apply", m.confirmApplyArgs()...)
+	code, _ := m.rdmaformTo(env.Stdout, env.Stderr, "apply", m.confirmApplyArgs()...)
 	fmt.Fprintf(env.Stdout, "=== %s pid %d: exit %d\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), code)
 	return code
 }

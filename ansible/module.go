@@ -2,13 +2,14 @@
 // the binary to the target, runs it with the path of a JSON arguments
 // file and reads one JSON object from its stdout.
 //
-// The module drives rdmaform through cli.Run in-process, exactly as an
-// operator runs it: "plan -o json" for the plan as data (the stable,
-// versioned JSON contract), "apply --yes" to apply (with confirm_timeout,
-// "apply --yes --confirm-timeout D" in a background process of its own:
-// see confirm.go), "confirm" for state confirmed. So the module is
-// rdmaform apply, with its host lock, verification by re-planning and
-// exit codes, and never a second apply flow that could drift from it.
+// The module drives rdmaform in-process through cli.RunResults, exactly
+// as an operator runs it, and takes what it made as values: "plan" for the
+// plan, "apply --yes" for apply.Converge's report (the plan it acted on,
+// what was applied, the plan made after), with confirm_timeout "apply
+// --yes --confirm-timeout D" in a background process of its own (see
+// confirm.go), "confirm" for state confirmed. So the module is rdmaform
+// apply, with its guard, verification by re-planning and exit codes, and
+// never a second apply flow that could drift from it; no JSON is parsed.
 package ansible
 
 import (
@@ -128,20 +129,22 @@ type module struct {
 type output struct {
 	code           int
 	stdout, stderr string
+	res            *cli.Results
 }
 
-// rdmaform runs the CLI in-process on the spec the arguments name.
+// rdmaform runs the CLI in-process on the spec the arguments name, and
+// returns what it printed and what it made (the plan, apply's report).
 //
 // Equivalent to: rdmaform [--sim DIR|--root DIR] CMD -f SPEC ARGS...
 // (or -f - with the content on stdin).
 func (m *module) rdmaform(cmd string, extra ...string) output {
 	var stdout, stderr bytes.Buffer
-	code := m.rdmaformTo(&stdout, &stderr, cmd, extra...)
-	return output{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	code, res := m.rdmaformTo(&stdout, &stderr, cmd, extra...)
+	return output{code: code, stdout: stdout.String(), stderr: stderr.String(), res: res}
 }
 
 // rdmaformTo is rdmaform writing to stdout and stderr as it goes.
-func (m *module) rdmaformTo(stdout, stderr io.Writer, cmd string, extra ...string) int {
+func (m *module) rdmaformTo(stdout, stderr io.Writer, cmd string, extra ...string) (int, *cli.Results) {
 	argv := append(m.hostArgs(), cmd)
 	var stdin *strings.Reader
 	if m.args.Spec != "" {
@@ -152,7 +155,7 @@ func (m *module) rdmaformTo(stdout, stderr io.Writer, cmd string, extra ...strin
 		stdin = strings.NewReader(m.args.Content)
 	}
 	argv = append(argv, extra...)
-	return cli.Run(argv, cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Environ: m.env.Environ, Ctx: m.env.Ctx, Self: m.env.Self, SelfArgs: m.env.SelfArgs})
+	return cli.RunResults(argv, cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Environ: m.env.Environ, Ctx: m.env.Ctx, Self: m.env.Self, SelfArgs: m.env.SelfArgs})
 }
 
 // hostArgs are the global flags naming the host: --sim DIR, --root DIR
@@ -167,54 +170,20 @@ func (m *module) hostArgs() []string {
 	return nil
 }
 
-// plan runs rdmaform plan -o json. A plan with findings (exit 1) is
-// returned with them; a failure before any plan (a bad spec, a host that
-// cannot be read) returns the error rdmaform printed: positioned findings.
+// plan runs rdmaform plan and takes the plan it made. A plan with
+// findings (exit 1) is returned with them; a failure before any plan (a
+// bad spec, a host that cannot be read) returns what rdmaform said:
+// positioned findings, one a line.
 func (m *module) plan() (*plan.Plan, int, error) {
-	out := m.rdmaform("plan", "-o", "json")
-	var p plan.Plan
-	if msg := errorsDoc(out.stdout); msg != "" {
-		return nil, out.code, errors.New(msg)
-	}
-	if strings.TrimSpace(out.stdout) == "" || json.Unmarshal([]byte(out.stdout), &p) != nil {
+	out := m.rdmaform("plan")
+	if out.res == nil || out.res.Plan == nil {
 		msg := strings.TrimSpace(out.stderr)
 		if msg == "" {
 			msg = fmt.Sprintf("rdmaform plan exited %d without a plan", out.code)
 		}
 		return nil, out.code, errors.New(msg)
 	}
-	return &p, out.code, nil
-}
-
-// errorsDoc returns the errors of rdmaform's -o json error document (a
-// failure before any plan: a bad spec), one a line as in text
-// (FILE:LINE:COL: error: PATH: message); "" when out is not one.
-func errorsDoc(out string) string {
-	var doc struct {
-		Summary *json.RawMessage `json:"summary"`
-		Errors  []struct {
-			File    string `json:"file"`
-			Line    int    `json:"line"`
-			Col     int    `json:"col"`
-			Path    string `json:"path"`
-			Message string `json:"message"`
-		} `json:"errors"`
-	}
-	if json.Unmarshal([]byte(out), &doc) != nil || doc.Summary != nil || len(doc.Errors) == 0 {
-		return ""
-	}
-	var lines []string
-	for _, e := range doc.Errors {
-		switch {
-		case e.Line > 0:
-			lines = append(lines, fmt.Sprintf("%s:%d:%d: error: %s: %s", e.File, e.Line, e.Col, e.Path, e.Message))
-		case e.File != "":
-			lines = append(lines, fmt.Sprintf("%s: error: %s", e.File, e.Message))
-		default:
-			lines = append(lines, e.Message)
-		}
-	}
-	return strings.Join(lines, "\n")
+	return out.res.Plan, out.code, nil
 }
 
 func (m *module) run() Result {
@@ -251,7 +220,15 @@ func (m *module) run() Result {
 	out := m.rdmaform("apply", "--yes")
 	res.RC = out.code
 	res.StdoutLines, res.StderrLines = lines(out.stdout), lines(out.stderr)
-	after, _, perr := m.plan()
+	// The plan apply made after its changes (apply.Converge's report);
+	// planned again here only when apply stopped before it had one.
+	var after *plan.Plan
+	var perr error
+	if r := out.res.Report; r != nil && r.After != nil {
+		after = r.After
+	} else {
+		after, _, perr = m.plan()
+	}
 	if perr != nil {
 		res.Failed = true
 		res.Changed = true // apply ran; what it did cannot be told

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
@@ -106,6 +107,18 @@ type app struct {
 	noColorFlag bool
 	// quiet, verbose: -q and -v of the commands that read the host.
 	quiet, verbose bool
+	// results is what plan and apply made, for RunResults.
+	results Results
+}
+
+// Results is what a command run in this process made, for a caller that
+// wants the values rather than their text (the Ansible module).
+type Results struct {
+	// Plan is the plan `plan` made, or the one `apply` acted on; nil when
+	// none was made (a bad spec, a host that could not be read).
+	Plan *plan.Plan
+	// Report is what apply.Converge did for `apply`.
+	Report *apply.Report
 }
 
 const exitCodesHelp = `Exit codes (every command):
@@ -118,6 +131,13 @@ const exitCodesHelp = `Exit codes (every command):
 // Run runs rdmaform with args (without the program name) and returns the
 // exit code.
 func Run(args []string, env Env) int {
+	code, _ := RunResults(args, env)
+	return code
+}
+
+// RunResults runs rdmaform as Run does, and returns what plan and apply
+// made as values as well.
+func RunResults(args []string, env Env) (int, *Results) {
 	if env.Ctx == nil {
 		env.Ctx = context.Background()
 	}
@@ -132,17 +152,17 @@ func Run(args []string, env Env) int {
 	root.SetErr(env.Stderr)
 	err := root.ExecuteContext(env.Ctx)
 	if err == nil {
-		return 0
+		return 0, &a.results
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			a.reportError(env.Stderr, ee.err)
 		}
-		return ee.code
+		return ee.code, &a.results
 	}
 	a.reportError(env.Stderr, err)
-	return plan.ExitError
+	return plan.ExitError, &a.results
 }
 
 func (a *app) rootCmd() *cobra.Command {

@@ -69,6 +69,7 @@ func (a *app) planCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.results.Plan = res.Plan
 			if err := a.render(res.Plan, a.output); err != nil {
 				return err
 			}
@@ -306,6 +307,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			},
 		},
 	})
+	if r != nil {
+		a.results.Plan, a.results.Report = r.Before, r
+	}
 	var ge *apply.GuardError
 	if errors.As(err, &ge) {
 		return &exitError{code: plan.ExitError, err: err}
