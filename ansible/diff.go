@@ -32,16 +32,16 @@ func Diff(p *plan.Plan) []DiffItem {
 			}
 		}
 		d := DiffItem{
-			BeforeHeader: c.Address + " (host)",
-			AfterHeader:  c.Address + " (spec)",
+			BeforeHeader: string(c.Address) + " (host)",
+			AfterHeader:  string(c.Address) + " (spec)",
 			Before:       before.String(),
 			After:        after.String(),
 		}
 		switch c.Action {
 		case plan.Create:
-			d.BeforeHeader = c.Address + " (absent)"
+			d.BeforeHeader = string(c.Address) + " (absent)"
 		case plan.Delete:
-			d.AfterHeader = c.Address + " (absent)"
+			d.AfterHeader = string(c.Address) + " (absent)"
 		}
 		if l := c.Activation.Label(); l != "" {
 			d.AfterHeader += ", " + l

@@ -69,7 +69,7 @@ func addresses(r ansible.Result) []string {
 	var out []string
 	if r.Plan != nil {
 		for _, c := range r.Plan.Changes {
-			out = append(out, c.Address)
+			out = append(out, string(c.Address))
 		}
 	}
 	return out

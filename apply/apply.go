@@ -22,7 +22,7 @@ var ErrSkipped = errors.New("skipped")
 
 // ChangeError is the failure of one change: its address and the cause.
 type ChangeError struct {
-	Address string
+	Address plan.Address
 	Err     error
 }
 
@@ -33,9 +33,9 @@ func (e *ChangeError) Unwrap() error { return e.Err }
 type Outcome struct {
 	// Done holds the changes applied, in order (for a rollback).
 	Done    []*plan.Change
-	Applied []string
-	Failed  []string
-	Skipped []string
+	Applied []plan.Address
+	Failed  []plan.Address
+	Skipped []plan.Address
 	// Err joins every failure and skip (nil when all applied).
 	Err error
 	// Interrupted: the caller's context ended (Ctrl-C, SIGTERM) and the
@@ -73,7 +73,7 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 	}
 	var out Outcome
 	var merr *multierror.Error
-	failed := map[string]bool{}
+	failed := map[plan.Address]bool{}
 	actx, stop := graceContext(ctx, o.Grace)
 	defer stop()
 	record := func(c *plan.Change, err error, took time.Duration) {
@@ -179,12 +179,12 @@ const MaxParallel = 32
 // Parallel provider may apply at once: same provider, a key each, none
 // depending on another of the batch or on a failed change. Fewer than two
 // is no batch.
-func parallelBatch(cs []*plan.Change, byName map[string]plan.Provider, failed map[string]bool) []*plan.Change {
+func parallelBatch(cs []*plan.Change, byName map[string]plan.Provider, failed map[plan.Address]bool) []*plan.Change {
 	pr, ok := byName[cs[0].Provider].(plan.Parallel)
 	if !ok {
 		return nil
 	}
-	in := map[string]bool{}
+	in := map[plan.Address]bool{}
 	var batch []*plan.Change
 	for _, c := range cs {
 		if c.Provider != cs[0].Provider || pr.ParallelKey(c) == "" || failedDep(c, failed) != "" {
@@ -269,7 +269,7 @@ func graceContext(ctx context.Context, grace time.Duration) (context.Context, fu
 	return actx, func() { close(done); cancel() }
 }
 
-func failedDep(c *plan.Change, failed map[string]bool) string {
+func failedDep(c *plan.Change, failed map[plan.Address]bool) plan.Address {
 	for _, d := range c.DependsOn {
 		if failed[d] {
 			return d
@@ -328,8 +328,8 @@ func (e *VerifyError) Error() string {
 // error naming the resource and attribute. Changes of resources that
 // failed or were skipped are already reported and are left out.
 func Verify(after *plan.Plan, out Outcome) error {
-	known := map[string]bool{}
-	for _, a := range append(append([]string{}, out.Failed...), out.Skipped...) {
+	known := map[plan.Address]bool{}
+	for _, a := range append(append([]plan.Address{}, out.Failed...), out.Skipped...) {
 		known[a] = true
 	}
 	var rem []*plan.Change
@@ -345,14 +345,14 @@ func Verify(after *plan.Plan, out Outcome) error {
 }
 
 // NotRevertible lists the changes of p whose provider cannot undo them.
-func NotRevertible(p *plan.Plan, providers []plan.Provider) []string {
+func NotRevertible(p *plan.Plan, providers []plan.Provider) []plan.Address {
 	rev := map[string]bool{}
 	for _, pr := range providers {
 		if _, ok := pr.(plan.Reverter); ok {
 			rev[pr.Name()] = true
 		}
 	}
-	var out []string
+	var out []plan.Address
 	for _, c := range p.Changes {
 		if !rev[c.Provider] {
 			out = append(out, c.Address)

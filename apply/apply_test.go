@@ -28,14 +28,14 @@ func (r *recorder) Discover(context.Context, *host.Host, *plan.Request) (any, er
 }
 func (r *recorder) Diff(*plan.Request, any, *plan.Facts) plan.Proposal { return plan.Proposal{} }
 func (r *recorder) Apply(_ context.Context, _ *host.Host, c *plan.Change) error {
-	if err := r.fail[c.Address]; err != nil {
+	if err := r.fail[string(c.Address)]; err != nil {
 		return err
 	}
-	r.applied = append(r.applied, c.Address)
+	r.applied = append(r.applied, string(c.Address))
 	return nil
 }
 
-func change(addr string, deps ...string) *plan.Change {
+func change(addr plan.Address, deps ...plan.Address) *plan.Change {
 	return &plan.Change{Address: addr, Provider: "rec", DependsOn: deps}
 }
 
@@ -53,10 +53,10 @@ func TestRunSkipsDependentsAndKeepsGoing(t *testing.T) {
 	if diff := cmp.Diff([]string{"module[rdma_rxe]", "interface[ens3]"}, rec.applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"rxe[rxe0]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"rxe[rxe0]"}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"rdma_cm[rxe0/1]", "ipoib[x]"}, out.Skipped); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"rdma_cm[rxe0/1]", "ipoib[x]"}, out.Skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 	msg := out.Err.Error()
@@ -87,7 +87,7 @@ func TestRunStopsWhenInterrupted(t *testing.T) {
 	if diff := cmp.Diff([]string{"a"}, rec.applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"b", "c"}, out.Skipped); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"b", "c"}, out.Skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 }
@@ -97,7 +97,7 @@ func TestVerify(t *testing.T) {
 		{Address: "rdma_cm[mlx5_0/1]", Attributes: []plan.Attr{{Name: "tos", Before: "0", After: "106"}}},
 		{Address: "rxe[rxe0]"},
 	}}
-	err := Verify(after, Outcome{Failed: []string{"rxe[rxe0]"}})
+	err := Verify(after, Outcome{Failed: []plan.Address{"rxe[rxe0]"}})
 	var ve *VerifyError
 	if !errors.As(err, &ve) || len(ve.Remaining) != 1 {
 		t.Fatalf("err = %v, want one remaining change (the failed one is already reported)", err)
@@ -132,7 +132,7 @@ func (r *parallelRec) Discover(context.Context, *host.Host, *plan.Request) (any,
 }
 func (r *parallelRec) Diff(*plan.Request, any, *plan.Facts) plan.Proposal { return plan.Proposal{} }
 func (r *parallelRec) ParallelKey(c *plan.Change) string {
-	k, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(c.Address, "fw["), "]"), ".")
+	k, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(string(c.Address), "fw["), "]"), ".")
 	if k == "solo" {
 		return ""
 	}
@@ -142,7 +142,7 @@ func (r *parallelRec) Apply(_ context.Context, _ *host.Host, c *plan.Change) err
 	r.mu.Lock()
 	r.inFlight++
 	r.maxIn = max(r.maxIn, r.inFlight)
-	r.byKey[r.ParallelKey(c)] = append(r.byKey[r.ParallelKey(c)], c.Address)
+	r.byKey[r.ParallelKey(c)] = append(r.byKey[r.ParallelKey(c)], string(c.Address))
 	if r.started++; r.started == r.gate {
 		close(r.open)
 	}
@@ -154,7 +154,7 @@ func (r *parallelRec) Apply(_ context.Context, _ *host.Host, c *plan.Change) err
 	r.mu.Lock()
 	r.inFlight--
 	r.mu.Unlock()
-	if r.fail[c.Address] {
+	if r.fail[string(c.Address)] {
 		return errors.New("Applying... Failed!")
 	}
 	return nil
@@ -167,7 +167,7 @@ func (r *parallelRec) Apply(_ context.Context, _ *host.Host, c *plan.Change) err
 // order; a change depending on one of the batch waits for the batch.
 func TestRunParallel(t *testing.T) {
 	par := &parallelRec{byKey: map[string][]string{}, fail: map[string]bool{"fw[b.0]": true}, gate: 4, open: make(chan struct{})}
-	pc := func(addr string, deps ...string) *plan.Change {
+	pc := func(addr plan.Address, deps ...plan.Address) *plan.Change {
 		return &plan.Change{Address: addr, Provider: "par", Action: plan.Update, DependsOn: deps}
 	}
 	p := &plan.Plan{Changes: []*plan.Change{
@@ -183,10 +183,10 @@ func TestRunParallel(t *testing.T) {
 	if diff := cmp.Diff([]string{"fw[a.0]", "fw[a.1]"}, par.byKey["a"]); diff != "" {
 		t.Errorf("one key in plan order (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"fw[a.0]", "fw[a.1]", "fw[c.0]", "fw[d.0]", "fw[e.0]", "fw[solo.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"fw[a.0]", "fw[a.1]", "fw[c.0]", "fw[d.0]", "fw[e.0]", "fw[solo.0]"}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"fw[b.0]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"fw[b.0]"}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
 	var starts []string
@@ -206,7 +206,7 @@ func TestRunParallelBound(t *testing.T) {
 	par := &parallelRec{byKey: map[string][]string{}, gate: MaxParallel, open: make(chan struct{})}
 	p := &plan.Plan{}
 	for i := 0; i <= MaxParallel; i++ {
-		p.Changes = append(p.Changes, &plan.Change{Address: fmt.Sprintf("fw[k%d.0]", i), Provider: "par", Action: plan.Update})
+		p.Changes = append(p.Changes, &plan.Change{Address: plan.Address(fmt.Sprintf("fw[k%d.0]", i)), Provider: "par", Action: plan.Update})
 	}
 	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{par}, Options{})
 	if out.Err != nil || len(out.Applied) != MaxParallel+1 {
@@ -228,8 +228,8 @@ func (r *batchRec) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 	var g []string
 	errs := make([]error, len(cs))
 	for i, c := range cs {
-		g = append(g, c.Address)
-		if r.fail[c.Address] {
+		g = append(g, string(c.Address))
+		if r.fail[string(c.Address)] {
 			errs[i] = errors.New("Applying... Failed!")
 		}
 	}
@@ -244,7 +244,7 @@ func (r *batchRec) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 // keeps its own outcome.
 func TestRunBatch(t *testing.T) {
 	b := &batchRec{parallelRec: parallelRec{byKey: map[string][]string{}, fail: map[string]bool{"fw[a.1]": true}, gate: 1, open: make(chan struct{})}}
-	pc := func(addr string) *plan.Change {
+	pc := func(addr plan.Address) *plan.Change {
 		return &plan.Change{Address: addr, Provider: "par", Action: plan.Update}
 	}
 	p := &plan.Plan{Changes: []*plan.Change{pc("fw[a.0]"), pc("fw[b.0]"), pc("fw[a.1]")}}
@@ -255,10 +255,10 @@ func TestRunBatch(t *testing.T) {
 	if diff := cmp.Diff([]string{"fw[b.0]"}, b.byKey["b"]); diff != "" {
 		t.Errorf("a lone change goes through Apply (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"fw[a.0]", "fw[b.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"fw[a.0]", "fw[b.0]"}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"fw[a.1]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"fw[a.1]"}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
 }

@@ -75,7 +75,7 @@ func Guard(h *host.Host, p *plan.Plan, providers []plan.Provider, o GuardOptions
 	return &GuardError{Reasons: why}
 }
 
-func changeAt(p *plan.Plan, addr string) *plan.Change {
+func changeAt(p *plan.Plan, addr plan.Address) *plan.Change {
 	for _, c := range p.Changes {
 		if c.Address == addr {
 			return c

@@ -34,7 +34,7 @@ func (s *slow) Apply(ctx context.Context, _ *host.Host, c *plan.Change) error {
 			return ctx.Err()
 		}
 	}
-	s.applied = append(s.applied, c.Address)
+	s.applied = append(s.applied, string(c.Address))
 	return nil
 }
 
@@ -55,7 +55,7 @@ func TestInterruptLetsTheRunningChangeFinish(t *testing.T) {
 	if s.ctxEnded {
 		t.Error("the running change's context ended at the interrupt, before the grace period")
 	}
-	if !out.Interrupted || !cmp.Equal([]string{"a"}, out.Applied) || !cmp.Equal([]string{"b", "c"}, out.Skipped) {
+	if !out.Interrupted || !cmp.Equal([]plan.Address{"a"}, out.Applied) || !cmp.Equal([]plan.Address{"b", "c"}, out.Skipped) {
 		t.Errorf("interrupted %v, applied %v, skipped %v; want true, [a], [b c]", out.Interrupted, out.Applied, out.Skipped)
 	}
 }
@@ -69,7 +69,7 @@ func TestInterruptGraceEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-s.started; cancel() }()
 	out := Run(ctx, &host.Host{}, p, []plan.Provider{s}, Options{Grace: 50 * time.Millisecond})
-	if !s.ctxEnded || !out.Interrupted || !cmp.Equal([]string{"a"}, out.Failed) || !cmp.Equal([]string{"b"}, out.Skipped) {
+	if !s.ctxEnded || !out.Interrupted || !cmp.Equal([]plan.Address{"a"}, out.Failed) || !cmp.Equal([]plan.Address{"b"}, out.Skipped) {
 		t.Errorf("ctx ended %v, interrupted %v, failed %v, skipped %v", s.ctxEnded, out.Interrupted, out.Failed, out.Skipped)
 	}
 }

@@ -340,21 +340,21 @@ func (a *auditor) resourceChecks() []Result {
 		}
 	}
 	for _, m := range a.managed {
-		if unread[m.Address] {
+		if unread[string(m.Address)] {
 			continue
 		}
-		get(m.Address, a.pos(m.Path))
+		get(string(m.Address), a.pos(m.Path))
 	}
 	for _, c := range a.plan.Changes {
-		r := get(c.Address, c.Source)
+		r := get(string(c.Address), c.Source)
 		r.changes = append(r.changes, c)
 	}
 	for _, p := range a.plan.Pending {
-		r := get(p.Address, p.Source)
+		r := get(string(p.Address), p.Source)
 		r.pending = append(r.pending, fmt.Sprintf("%s staged for next boot (current %s, next %s)", p.Attribute, p.Current, p.NextBoot))
 	}
 	for _, d := range a.plan.Deferred {
-		r := get(d.Address, d.Source)
+		r := get(string(d.Address), d.Source)
 		r.pending = append(r.pending, d.Reason)
 	}
 	var out []Result
@@ -640,7 +640,7 @@ func (a *auditor) resourceOf(p string) string {
 	for _, m := range a.managed {
 		inside := p == m.Path || strings.HasPrefix(p, m.Path+".") || strings.HasPrefix(p, m.Path+"[")
 		if inside && len(m.Path) > len(best) {
-			best, addr = m.Path, m.Address
+			best, addr = m.Path, string(m.Address)
 		}
 	}
 	if addr != "" {

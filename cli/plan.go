@@ -248,7 +248,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		Progress:  progress,
 		Hooks: apply.Hooks{
 			Planned: func(p *plan.Plan) error {
-				doc = &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: []string{}, Failed: []string{}, Skipped: []string{},
+				doc = &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: []plan.Address{}, Failed: []plan.Address{}, Skipped: []plan.Address{},
 					Pending: []plan.Pending{}, Deferred: []plan.Deferred{}, Errors: []jsonError{}}
 				if a.jsonOut() {
 					return nil
@@ -386,21 +386,21 @@ func (a *app) interrupted(ctx context.Context, p *plan.Plan, out apply.Outcome) 
 		code = se.ExitCode()
 	}
 	if a.jsonOut() {
-		doc := &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: append([]string{}, out.Applied...), Failed: append([]string{}, out.Failed...),
-			Skipped: append([]string{}, out.Skipped...), Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
+		doc := &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: append([]plan.Address{}, out.Applied...), Failed: append([]plan.Address{}, out.Failed...),
+			Skipped: append([]plan.Address{}, out.Skipped...), Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
 			Errors: []jsonError{{Message: "interrupted"}}, Interrupted: true}
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
 		return exitCode(code)
 	}
-	none := func(l []string) string {
+	none := func(l []plan.Address) string {
 		if len(l) == 0 {
 			return "none"
 		}
-		return strings.Join(l, ", ")
+		return plan.JoinAddrs(l, ", ")
 	}
-	fmt.Fprintf(a.env.Stdout, "\nInterrupted: applied %s; not applied: %s.\n", none(out.Applied), none(append(append([]string{}, out.Failed...), out.Skipped...)))
+	fmt.Fprintf(a.env.Stdout, "\nInterrupted: applied %s; not applied: %s.\n", none(out.Applied), none(append(append([]plan.Address{}, out.Failed...), out.Skipped...)))
 	return &exitError{code: code, err: fmt.Errorf("interrupted: %d applied, %d not applied; run plan to see what is left", len(out.Applied), len(out.Failed)+len(out.Skipped))}
 }
 
@@ -414,11 +414,11 @@ func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec) 
 	if len(full.Plan.Changes) == 0 {
 		return nil
 	}
-	var addrs []string
+	var addrs []plan.Address
 	for _, c := range full.Plan.Changes {
 		addrs = append(addrs, c.Address)
 	}
-	fmt.Fprintf(a.msgs(), "Left for an apply without --only: %s.\n", strings.Join(addrs, ", "))
+	fmt.Fprintf(a.msgs(), "Left for an apply without --only: %s.\n", plan.JoinAddrs(addrs, ", "))
 	return exitCode(plan.ExitChanges)
 }
 
@@ -436,9 +436,9 @@ func (a *app) syncRebootMarker(h *host.Host, p *plan.Plan) {
 type applyDoc struct {
 	FormatVersion  int             `json:"format_version"`
 	Plan           *plan.Plan      `json:"plan"`
-	Applied        []string        `json:"applied"`
-	Failed         []string        `json:"failed"`
-	Skipped        []string        `json:"skipped"`
+	Applied        []plan.Address  `json:"applied"`
+	Failed         []plan.Address  `json:"failed"`
+	Skipped        []plan.Address  `json:"skipped"`
 	Pending        []plan.Pending  `json:"pending"`
 	Deferred       []plan.Deferred `json:"deferred"`
 	Errors         []jsonError     `json:"errors"`

@@ -163,7 +163,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	before := c.Spec
 	var addrs []string
 	for _, ch := range p.Changes {
-		addrs = append(addrs, ch.Address)
+		addrs = append(addrs, string(ch.Address))
 		if ch.Action != plan.Create {
 			continue
 		}
@@ -369,7 +369,7 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 	for _, ad := range j.Addresses {
 		touched[ad] = true
 	}
-	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[c.Address] })
+	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[string(c.Address)] })
 	if err != nil {
 		return err
 	}
@@ -388,7 +388,7 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 			out.Err = errors.Join(out.Err, fmt.Errorf("restoring %s: %w", bootunit.SpecPath, err))
 		}
 	}
-	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, strings.Join(out.Applied, ", "))
+	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, plan.JoinAddrs(out.Applied, ", "))
 	if len(out.Applied) == 0 {
 		note = fmt.Sprintf("rolled back at %s by %s: nothing needed putting back\n", time.Now().UTC().Format(time.RFC3339), who)
 	}

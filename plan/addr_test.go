@@ -11,7 +11,7 @@ func TestAddr(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "rxe0", "[x]", "rxe[rxe0", "rxe]rxe0["} {
-		if _, _, ok := SplitAddr(bad); ok {
+		if _, _, ok := SplitAddr(Address(bad)); ok {
 			t.Errorf("SplitAddr(%q) ok", bad)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 type Facts struct {
 	links   map[linkKey]LinkChange
 	params  map[string]string
-	modules map[string]string
-	devices map[string]string
+	modules map[string]Address
+	devices map[string]Address
 }
 
 type linkKey struct {
@@ -28,7 +28,7 @@ type linkKey struct {
 // NewFacts returns empty facts.
 func NewFacts() *Facts {
 	return &Facts{links: map[linkKey]LinkChange{}, params: map[string]string{},
-		modules: map[string]string{}, devices: map[string]string{}}
+		modules: map[string]Address{}, devices: map[string]Address{}}
 }
 
 // LinkChange is a port whose link layer changes: now, by an mlx4 port
@@ -47,7 +47,7 @@ type LinkChange struct {
 	Staged bool
 	// Cause is the address of the resource that makes the change
 	// (firmware[PCI], mlx4_port[PCI/N]).
-	Cause string
+	Cause Address
 	// Setting is the setting in the operator's words: LINK_TYPE_P1=ETH,
 	// type=eth.
 	Setting string
@@ -130,11 +130,11 @@ func (f *Facts) StagedParam(pci, name string) (string, bool) {
 
 // LoadModule publishes a kernel module this plan loads, or keeps loaded
 // and lists for boot, by the change at cause.
-func (f *Facts) LoadModule(name, cause string) { f.modules[name] = cause }
+func (f *Facts) LoadModule(name string, cause Address) { f.modules[name] = cause }
 
 // ModuleLoad returns the address of the change that loads a module in
 // this plan, if one does.
-func (f *Facts) ModuleLoad(name string) (string, bool) {
+func (f *Facts) ModuleLoad(name string) (Address, bool) {
 	c, ok := f.modules[name]
 	return c, ok
 }
@@ -142,11 +142,11 @@ func (f *Facts) ModuleLoad(name string) (string, bool) {
 // CreateDevice publishes an RDMA device this plan creates, or deletes
 // and creates again (a Soft-RoCE link), by the change at cause: it comes
 // with the kernel's defaults.
-func (f *Facts) CreateDevice(name, cause string) { f.devices[name] = cause }
+func (f *Facts) CreateDevice(name string, cause Address) { f.devices[name] = cause }
 
 // DeviceCreated returns the address of the change that creates an RDMA
 // device in this plan, if one does.
-func (f *Facts) DeviceCreated(name string) (string, bool) {
+func (f *Facts) DeviceCreated(name string) (Address, bool) {
 	c, ok := f.devices[name]
 	return c, ok
 }

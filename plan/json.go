@@ -84,7 +84,7 @@ func (a *Attr) UnmarshalJSON(b []byte) error {
 }
 
 type pendingJSON struct {
-	Address   string     `json:"address"`
+	Address   Address    `json:"address"`
 	Attribute string     `json:"attribute"`
 	Current   typedValue `json:"current"`
 	NextBoot  typedValue `json:"next_boot"`

@@ -140,13 +140,13 @@ func Reversed(attrs []Attr) []Attr {
 
 // Change is one resource to create, update or delete.
 type Change struct {
-	Address    string     `json:"address"`
+	Address    Address    `json:"address"`
 	Action     Action     `json:"action"`
 	Activation Activation `json:"activation"`
 	Source     *Source    `json:"source,omitempty"`
 	Attributes []Attr     `json:"attributes"`
 	// DependsOn lists the addresses this change needs applied first.
-	DependsOn []string `json:"depends_on,omitempty"`
+	DependsOn []Address `json:"depends_on,omitempty"`
 	// Disrupts lists the netdevs this change takes down or re-addresses
 	// (now or at the next boot); apply refuses such a change on the
 	// interface that carries the default route or the operator's SSH
@@ -166,7 +166,7 @@ type Change struct {
 // Pending is a value staged for the next boot but not yet live: never set
 // again, only reported until a reboot makes it current.
 type Pending struct {
-	Address   string  `json:"address"`
+	Address   Address `json:"address"`
 	Attribute string  `json:"attribute"`
 	Current   string  `json:"current"`
 	NextBoot  string  `json:"next_boot"`
@@ -175,7 +175,7 @@ type Pending struct {
 
 // Deferred is part of the spec that can only be planned after a reboot.
 type Deferred struct {
-	Address string  `json:"address"`
+	Address Address `json:"address"`
 	Reason  string  `json:"reason"`
 	Source  *Source `json:"source,omitempty"`
 }
@@ -289,14 +289,33 @@ func (p *Plan) JSON() ([]byte, error) {
 
 // Addr builds a change's address, KIND[KEY] (rxe[rxe0], firmware[0000:3b:00.0]):
 // every provider builds its addresses with it.
-func Addr(kind, key string) string { return kind + "[" + key + "]" }
+func Addr(kind, key string) Address { return Address(kind + "[" + key + "]") }
 
 // SplitAddr splits an address built by Addr into its kind and key; ok is
 // false for anything else.
-func SplitAddr(a string) (kind, key string, ok bool) {
-	i := strings.IndexByte(a, '[')
-	if i <= 0 || !strings.HasSuffix(a, "]") {
+func SplitAddr(a Address) (kind, key string, ok bool) {
+	s := string(a)
+	i := strings.IndexByte(s, '[')
+	if i <= 0 || !strings.HasSuffix(s, "]") {
 		return "", "", false
 	}
-	return a[:i], a[i+1 : len(a)-1], true
+	return s[:i], s[i+1 : len(s)-1], true
+}
+
+// Address names a resource, KIND[KEY] (firmware[0000:3b:00.0],
+// rdma_cm[mlx5_0/1]): a type of its own, so that no other string passes
+// for one. Addr makes every one (make lint refuses a conversion to it
+// outside package plan), SplitAddr takes it apart.
+type Address string
+
+// String is the address as plans print it.
+func (a Address) String() string { return string(a) }
+
+// JoinAddrs joins addresses with sep, as strings.Join does strings.
+func JoinAddrs(as []Address, sep string) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = string(a)
+	}
+	return strings.Join(s, sep)
 }

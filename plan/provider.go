@@ -90,7 +90,7 @@ type Proposal struct {
 // Managed is one resource the spec asks for: its address and the spec
 // path it comes from.
 type Managed struct {
-	Address string
+	Address Address
 	Path    string
 }
 

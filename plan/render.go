@@ -43,7 +43,7 @@ func WriteText(w io.Writer, p *Plan, o TextOptions) error {
 		b.WriteString("\n")
 	}
 	for _, c := range p.Changes {
-		addr := c.Address
+		addr := string(c.Address)
 		if len(addr) < addrWidth {
 			addr += strings.Repeat(" ", addrWidth-len(addr))
 		} else {
@@ -65,7 +65,7 @@ func WriteText(w io.Writer, p *Plan, o TextOptions) error {
 			}
 		}
 		if len(c.DependsOn) > 0 {
-			fmt.Fprintf(&b, "      (after %s)\n", strings.Join(c.DependsOn, ", "))
+			fmt.Fprintf(&b, "      (after %s)\n", JoinAddrs(c.DependsOn, ", "))
 		}
 	}
 	for _, pe := range p.Pending {

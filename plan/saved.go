@@ -242,14 +242,14 @@ func changedAddresses(was, now *Plan) string {
 	}
 	w := map[string]string{}
 	for _, c := range was.Changes {
-		w[c.Address] = key(c)
+		w[string(c.Address)] = key(c)
 	}
 	var diff []string
 	seen := map[string]bool{}
 	for _, c := range now.Changes {
-		seen[c.Address] = true
-		if w[c.Address] != key(c) {
-			diff = append(diff, c.Address)
+		seen[string(c.Address)] = true
+		if w[string(c.Address)] != key(c) {
+			diff = append(diff, string(c.Address))
 		}
 	}
 	for a := range w {

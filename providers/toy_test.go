@@ -105,7 +105,7 @@ func TestToyProvider(t *testing.T) {
 func addrs(cs []*plan.Change) []string {
 	var out []string
 	for _, c := range cs {
-		out = append(out, c.Address)
+		out = append(out, string(c.Address))
 	}
 	return out
 }

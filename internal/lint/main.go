@@ -7,8 +7,9 @@
 // cannot be written wrong and read wrong the same way. And providers read
 // no attribute of a change back (Attr.Before, Attr.After): attributes are
 // for people, values live in payloads; and no provider imports another
-// (stages talk through plan.Facts), and each Provider method sits in the
-// same file of every provider package. Run by `make lint`;
+// (stages talk through plan.Facts), each Provider method sits in the
+// same file of every provider package, and every plan.Address is made by
+// plan.Addr. Run by `make lint`;
 // prints offending positions and exits 1.
 package main
 
@@ -228,6 +229,21 @@ func check(root string) ([]string, error) {
 					return true
 				}
 				problems = append(problems, fmt.Sprintf("%s: reads .%s; an attribute is for people: keep the value in the payload (plan.Reversed swaps attributes for a revert)", fset.Position(sel.Pos()), sel.Sel.Name))
+				return true
+			})
+		}
+		if dir != "plan" {
+			// Every address is made by plan.Addr.
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Address" {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == "plan" {
+						problems = append(problems, fmt.Sprintf("%s: converts to plan.Address; make it with plan.Addr(kind, key)", fset.Position(call.Pos())))
+					}
+				}
 				return true
 			})
 		}

@@ -54,8 +54,11 @@ var DefaultBinary = "/usr/local/sbin/rdmaform"
 // starting with it is removed by `persistence: none`.
 const Marker = "# Written by rdmaform (persistence: boot-unit). rdmaform apply rewrites this file."
 
+// Kind is the kind of the boot unit's address.
+const Kind = "boot_unit"
+
 // Address is the plan address of the boot unit.
-var Address = "boot_unit[" + UnitName + "]"
+var Address = plan.Addr(Kind, UnitName)
 
 // Provider is the boot unit provider.
 type Provider struct {

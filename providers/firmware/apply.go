@@ -15,7 +15,7 @@ import (
 // SetError is a set the tool refused, naming the parameter and its spec
 // line when the tool's message names one.
 type SetError struct {
-	Address string
+	Address plan.Address
 	Param   string
 	Source  *plan.Source
 	Cmd     host.Cmd

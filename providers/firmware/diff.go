@@ -17,7 +17,7 @@ import (
 const Kind = "firmware"
 
 // Address is the plan address of one adapter's firmware configuration.
-func Address(pci string) string { return plan.Addr(Kind, pci) }
+func Address(pci string) plan.Address { return plan.Addr(Kind, pci) }
 
 // payload is what Apply needs for one adapter: the tool, the -d argument
 // and the NAME=VALUE arguments in spec order, with their spec positions

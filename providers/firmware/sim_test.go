@@ -178,10 +178,10 @@ func TestFailedSetOnOneAdapter(t *testing.T) {
 	h, _ := s.Host()
 	spec := parse(t, fmt.Sprintf(twoCards, "mlxconfig", "mlxconfig"))
 	out := apply.Run(ctx, h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
-	if diff := cmp.Diff([]string{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"firmware[0000:10:00.0]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"firmware[0000:10:00.0]"}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
 	wantErr := "firmware[0000:10:00.0]: mlxconfig -d 0000:10:00.0 -y set LINK_TYPE_P1=ETH LINK_TYPE_P2=eth SRIOV_EN=True NUM_OF_VFS=8: -E- Failed to set configuration: Operation not permitted"
@@ -191,10 +191,10 @@ func TestFailedSetOnOneAdapter(t *testing.T) {
 	p := build(t, h, spec)
 	var pending, changes []string
 	for _, pe := range p.Pending {
-		pending = append(pending, pe.Address+" "+pe.Attribute)
+		pending = append(pending, string(pe.Address)+" "+pe.Attribute)
 	}
 	for _, c := range p.Changes {
-		changes = append(changes, c.Address)
+		changes = append(changes, string(c.Address))
 	}
 	if diff := cmp.Diff([]string{"firmware[0000:20:00.0] LINK_TYPE_P1", "firmware[0000:20:00.0] NUM_OF_VFS"}, pending); diff != "" {
 		t.Errorf("pending (-want +got):\n%s", diff)
@@ -349,7 +349,7 @@ func TestDeviceDoesNotSupport(t *testing.T) {
 	}
 	var changes []string
 	for _, c := range p.Changes {
-		changes = append(changes, c.Address)
+		changes = append(changes, string(c.Address))
 	}
 	if diff := cmp.Diff([]string{"firmware[" + pcis[0] + "]", "firmware[" + pcis[1] + "]"}, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
@@ -366,7 +366,7 @@ func TestSetAboveMaximum(t *testing.T) {
 	_, h := newSim(t, "gpu-node", 2, mlxemu.LayoutUnknown, "")
 	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:10:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 200\n  - pci: \"0000:20:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 8\n")
 	out := apply.Run(context.Background(), h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
-	if diff := cmp.Diff([]string{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
 	want := "firmware[0000:10:00.0]: host.yaml:6:21: NUM_OF_VFS: mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200: -E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127"
@@ -376,10 +376,10 @@ func TestSetAboveMaximum(t *testing.T) {
 	p := build(t, h, spec)
 	var changes, pending []string
 	for _, c := range p.Changes {
-		changes = append(changes, c.Address)
+		changes = append(changes, string(c.Address))
 	}
 	for _, pe := range p.Pending {
-		pending = append(pending, pe.Address+" "+pe.Attribute)
+		pending = append(pending, string(pe.Address)+" "+pe.Attribute)
 	}
 	if diff := cmp.Diff([]string{"firmware[0000:10:00.0]"}, changes); diff != "" {
 		t.Errorf("left to change (-want +got):\n%s", diff)
@@ -401,7 +401,7 @@ func TestOneSetPerAdapter(t *testing.T) {
 		name     string
 		fn0, fn1 string
 		sets     []string
-		failed   []string
+		failed   []plan.Address
 		err      string
 		left     []string
 	}{
@@ -429,7 +429,7 @@ func TestOneSetPerAdapter(t *testing.T) {
 				"mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200 LINK_TYPE_P2=ETH",
 				"mlxconfig -d 0000:10:00.1 -y set LINK_TYPE_P2=ETH",
 			},
-			failed: []string{"firmware[0000:10:00.0]"},
+			failed: []plan.Address{"firmware[0000:10:00.0]"},
 			err:    "firmware[0000:10:00.0]: host.yaml:6:21: NUM_OF_VFS: mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200: -E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127",
 			left:   []string{"firmware[0000:10:00.0]"},
 		},
@@ -457,7 +457,7 @@ func TestOneSetPerAdapter(t *testing.T) {
 			p = build(t, h, spec)
 			var left []string
 			for _, ch := range p.Changes {
-				left = append(left, ch.Address)
+				left = append(left, string(ch.Address))
 			}
 			if diff := cmp.Diff(c.left, left); diff != "" {
 				t.Errorf("left to change after apply (-want +got):\n%s", diff)

@@ -53,7 +53,7 @@ func (*Provider) Name() string { return "ipoib" }
 const Kind = "ipoib"
 
 // Address is the plan address of one connection.
-func Address(name string) string { return plan.Addr(Kind, name) }
+func Address(name string) plan.Address { return plan.Addr(Kind, name) }
 
 // ARPHRDInfiniband is /sys/class/net/X/type of an IPoIB netdev.
 const ARPHRDInfiniband = 32

@@ -84,7 +84,7 @@ func (l *labHost) show(name string, fields ...string) (map[string]string, int) {
 func changes(p *plan.Plan) []string {
 	var out []string
 	for _, c := range p.Changes {
-		s := c.Action.String() + " " + c.Address
+		s := c.Action.String() + " " + string(c.Address)
 		for _, a := range c.Attributes {
 			s += " " + a.Name + "=" + a.Before + "->" + a.After
 		}
@@ -175,7 +175,7 @@ func TestRealNetworkManager(t *testing.T) {
 		t.Errorf("activation plan (-want +got):\n%s", diff)
 	}
 	out := l.apply(p)
-	if diff := cmp.Diff([]string{"ipoib[ib0-storage]", "ipoib[ib1-new]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{"ipoib[ib0-storage]", "ipoib[ib1-new]"}, out.Failed); diff != "" {
 		t.Errorf("failed changes (-want +got):\n%s", diff)
 	}
 	var ce *ipoib.ConnError

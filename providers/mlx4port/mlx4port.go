@@ -33,7 +33,7 @@ func (*Provider) Name() string { return "mlx4_port" }
 const Kind = "mlx4_port"
 
 // Address is the plan address of one mlx4 port's type.
-func Address(pci string, port int) string { return plan.Addr(Kind, pci+"/"+strconv.Itoa(port)) }
+func Address(pci string, port int) plan.Address { return plan.Addr(Kind, pci+"/"+strconv.Itoa(port)) }
 
 // File is the sysfs attribute of a port's type.
 func File(pci string, port int) string {

@@ -50,7 +50,7 @@ func Normalize(name string) string { return strings.ReplaceAll(name, "-", "_") }
 const Kind = "module"
 
 // Address is the plan address of a module.
-func Address(name string) string { return plan.Addr(Kind, Normalize(name)) }
+func Address(name string) plan.Address { return plan.Addr(Kind, Normalize(name)) }
 
 // Observed is what the host says about modules.
 type Observed struct {

@@ -89,7 +89,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 
 // missingChange sets every managed attribute of a netdev a planned module
 // load creates.
-func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix, cause string) *plan.Change {
+func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix, cause plan.Address) *plan.Change {
 	pl := &payload{name: it.Name}
 	var attrs []plan.Attr
 	if it.State != "" {
@@ -107,7 +107,7 @@ func missingChange(req *plan.Request, it schema.Interface, path string, want []n
 	}
 	return &plan.Change{
 		Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(path), Attributes: attrs, Payload: pl,
-		DependsOn: []string{cause},
+		DependsOn: []plan.Address{cause},
 	}
 }
 

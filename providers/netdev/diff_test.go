@@ -25,10 +25,10 @@ func summarize(p plan.Proposal) outcome {
 		if o.Changes == nil {
 			o.Changes = map[string][]plan.Attr{}
 		}
-		o.Changes[c.Address] = c.Attributes
+		o.Changes[string(c.Address)] = c.Attributes
 	}
 	for _, d := range p.Deferred {
-		o.Deferred = append(o.Deferred, d.Address+": "+d.Reason)
+		o.Deferred = append(o.Deferred, string(d.Address)+": "+d.Reason)
 	}
 	for _, f := range p.Errors {
 		o.Errors = append(o.Errors, f.String())

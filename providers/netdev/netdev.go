@@ -29,7 +29,7 @@ func (*Provider) Name() string { return "netdev" }
 const Kind = "interface"
 
 // Address is the plan address of an interface.
-func Address(name string) string { return plan.Addr(Kind, name) }
+func Address(name string) plan.Address { return plan.Addr(Kind, name) }
 
 // Iface is one existing netdev as netlink shows it.
 type Iface struct {

@@ -37,7 +37,7 @@ func (*Provider) Name() string { return "qos" }
 const Kind = "qos"
 
 // Address is the plan address of one port's QoS: qos[mlx5_0/1].
-func Address(dev string, port int) string { return plan.Addr(Kind, key(dev, port)) }
+func Address(dev string, port int) plan.Address { return plan.Addr(Kind, key(dev, port)) }
 
 func key(dev string, port int) string { return dev + "/" + strconv.Itoa(port) }
 

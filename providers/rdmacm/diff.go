@@ -26,8 +26,8 @@ func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan
 // createAfter is the settings of a port whose RDMA device this plan makes
 // anew (cause: an rxe link, an mlx4 port type): every value the spec gives
 // is set once the device is there.
-func createAfter(req *plan.Request, t target, addr, cause string, pl *payload) *plan.Change {
-	c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []string{cause}, Payload: pl}
+func createAfter(req *plan.Request, t target, addr, cause plan.Address, pl *payload) *plan.Change {
+	c := &plan.Change{Address: addr, Action: plan.Create, Activation: plan.Runtime, Source: req.Pos(t.specPath), DependsOn: []plan.Address{cause}, Payload: pl}
 	if t.mode != "" {
 		c.Attributes = append(c.Attributes, plan.Attr{Name: "mode", After: t.mode})
 	}

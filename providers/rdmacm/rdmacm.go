@@ -84,7 +84,7 @@ func key(dev string, port int) string { return fmt.Sprintf("%s/%d", dev, port) }
 const Kind = "rdma_cm"
 
 // Address is the plan address of one port's rdma_cm defaults.
-func Address(dev string, port int) string { return plan.Addr(Kind, key(dev, port)) }
+func Address(dev string, port int) plan.Address { return plan.Addr(Kind, key(dev, port)) }
 
 type target struct {
 	dev  string

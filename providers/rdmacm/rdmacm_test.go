@@ -114,7 +114,7 @@ func TestDiffDeviceCreatedByRxe(t *testing.T) {
 	facts = plan.NewFacts()
 	facts.CreateDevice("rxe0", "rxe[rxe0]")
 	prop := (&Provider{}).Diff(req, &Observed{}, facts)
-	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []string{"rxe[rxe0]"}) {
+	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{"rxe[rxe0]"}) {
 		t.Fatalf("want one create depending on rxe[rxe0], got %+v", prop)
 	}
 }
@@ -300,7 +300,7 @@ func TestDiffDeviceReplacedByRxe(t *testing.T) {
 	facts := plan.NewFacts()
 	facts.CreateDevice("rxe0", "rxe[rxe0]")
 	prop := (&Provider{}).Diff(req, obs, facts)
-	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []string{"rxe[rxe0]"}) {
+	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{"rxe[rxe0]"}) {
 		t.Fatalf("want the settings planned after the replaced link, got %+v", prop.Changes)
 	}
 }

@@ -39,9 +39,9 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			holder[l.Netdev] = l.Name
 		}
 	}
-	var moduleDep []string
+	var moduleDep []plan.Address
 	if cause, ok := facts.ModuleLoad(Module); ok {
-		moduleDep = []string{cause}
+		moduleDep = []plan.Address{cause}
 	}
 
 	for i, r := range req.Spec.Rxe {

@@ -73,7 +73,7 @@ func TestRealKernelWithoutRDMA(t *testing.T) {
 			t.Fatalf("plan: changes %v, findings %v; want module and rxe changes", res.Plan.Changes, res.Plan.Errors)
 		}
 		out := apply.Run(context.Background(), l.Host, res.Plan, provs, apply.Options{})
-		if strings.Join(out.Failed, ",") != "rxe[rxe0]" || strings.Join(out.Applied, ",") != "module[rdma_rxe]" {
+		if plan.JoinAddrs(out.Failed, ",") != "rxe[rxe0]" || plan.JoinAddrs(out.Applied, ",") != "module[rdma_rxe]" {
 			t.Fatalf("applied %v, failed %v; want module applied, rxe failed", out.Applied, out.Failed)
 		}
 		if !errors.Is(out.Err, host.ErrNoRDMA) || !errors.Is(out.Err, unix.EPROTONOSUPPORT) {

@@ -28,7 +28,7 @@ const Kind = "rxe"
 
 // Address is the plan address of an rxe link; rdma_cm settings of a link
 // this plan creates depend on it.
-func Address(name string) string { return plan.Addr(Kind, name) }
+func Address(name string) plan.Address { return plan.Addr(Kind, name) }
 
 // Observed is what the host says about RDMA links and the spec's netdevs.
 type Observed struct {

@@ -28,7 +28,7 @@ func (*Provider) Name() string { return "services" }
 const Kind = "service"
 
 // Address is the plan address of one unit.
-func Address(unit string) string { return plan.Addr(Kind, unit) }
+func Address(unit string) plan.Address { return plan.Addr(Kind, unit) }
 
 // ErrNoSystemd is the discovery error of a host where no systemd runs.
 var ErrNoSystemd = errors.New("no systemd runs on this host (no /run/systemd/system): services cannot be managed")

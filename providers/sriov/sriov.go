@@ -40,7 +40,7 @@ func (*Provider) Name() string { return "sriov" }
 const Kind = "sriov"
 
 // Address is the plan address of a PF's SR-IOV state.
-func Address(pci string) string { return plan.Addr(Kind, pci) }
+func Address(pci string) plan.Address { return plan.Addr(Kind, pci) }
 
 // Dir is the sysfs directory of a PCI function.
 func Dir(pci string) string { return "/sys/bus/pci/devices/" + pci }

@@ -20,7 +20,7 @@ import (
 const VFKind = "sriov_vf"
 
 // VFAddress is the plan address of VF n of the PF at pci.
-func VFAddress(pci string, n int) string { return plan.Addr(VFKind, pci+"/"+strconv.Itoa(n)) }
+func VFAddress(pci string, n int) plan.Address { return plan.Addr(VFKind, pci+"/"+strconv.Itoa(n)) }
 
 // Zero values a new VF starts with: GUIDs and MAC unset.
 const (
@@ -107,7 +107,7 @@ type vfPayload struct {
 
 // vfChanges plans the VF entries of one PF; recreated says the plan
 // changes the count, so every VF comes new with zeroed settings.
-func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated bool, countAddr string) ([]*plan.Change, []schema.Finding) {
+func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated bool, countAddr plan.Address) ([]*plan.Change, []schema.Finding) {
 	var changes []*plan.Change
 	var errs []schema.Finding
 	for j, vf := range d.SRIOV.VFs {
@@ -169,7 +169,7 @@ func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated 
 		pl.rebind = pf.IB && (pl.cfg.NodeGUID != "" || pl.cfg.PortGUID != "")
 		c := &plan.Change{Address: VFAddress(d.PCI, vf.VF), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(vp), Attributes: attrs, Payload: pl}
 		if recreated {
-			c.DependsOn = []string{countAddr}
+			c.DependsOn = []plan.Address{countAddr}
 		}
 		if pl.rebind && !recreated && vf.VF < len(pf.VFNetdev) && pf.VFNetdev[vf.VF] != "" {
 			// The rebind takes the VF's netdev away and back.
