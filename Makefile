@@ -84,7 +84,7 @@ test-short: ## unit tests only, no lab components
 	$(GO) test -count=1 -short $(PKGS)
 
 lint: ## gofmt, go vet, and the OS-boundary check
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run ./internal/lint .
 
