@@ -180,7 +180,7 @@ const MaxParallel = 32
 // depending on another of the batch or on a failed change. Fewer than two
 // is no batch.
 func parallelBatch(cs []*plan.Change, byName map[string]plan.Provider, failed map[plan.Address]bool) []*plan.Change {
-	pr, ok := byName[cs[0].Provider].(plan.Parallel)
+	pr, ok := plan.Optional[plan.Parallel](byName[cs[0].Provider])
 	if !ok {
 		return nil
 	}
@@ -207,7 +207,7 @@ func parallelBatch(cs []*plan.Change, byName map[string]plan.Provider, failed ma
 // of cs.
 func runParallel(ctx context.Context, h *host.Host, pr plan.Provider, cs []*plan.Change) ([]error, []time.Duration) {
 	errs, took := make([]error, len(cs)), make([]time.Duration, len(cs))
-	keyed := pr.(plan.Parallel)
+	keyed, _ := plan.Optional[plan.Parallel](pr)
 	var order []string
 	byKey := map[string][]int{}
 	for i, c := range cs {
@@ -225,7 +225,7 @@ func runParallel(ctx context.Context, h *host.Host, pr plan.Provider, cs []*plan
 		go func(idx []int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if b, ok := pr.(plan.Batcher); ok && len(idx) > 1 {
+			if b, ok := plan.Optional[plan.Batcher](pr); ok && len(idx) > 1 {
 				group := make([]*plan.Change, len(idx))
 				for j, i := range idx {
 					group[j] = cs[i]
@@ -348,7 +348,7 @@ func Verify(after *plan.Plan, out Outcome) error {
 func NotRevertible(p *plan.Plan, providers []plan.Provider) []plan.Address {
 	rev := map[string]bool{}
 	for _, pr := range providers {
-		if _, ok := pr.(plan.Reverter); ok {
+		if _, ok := plan.Optional[plan.Reverter](pr); ok {
 			rev[pr.Name()] = true
 		}
 	}
@@ -372,7 +372,7 @@ func Revert(ctx context.Context, h *host.Host, done []*plan.Change, providers []
 	}
 	for i := len(done) - 1; i >= 0; i-- {
 		c := done[i]
-		r, ok := byName[c.Provider].(plan.Reverter)
+		r, ok := plan.Optional[plan.Reverter](byName[c.Provider])
 		if !ok {
 			errs = multierror.Append(errs, &ChangeError{Address: c.Address, Err: errors.New("cannot be reverted")})
 			continue

@@ -42,7 +42,7 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 				if err != nil {
 					return err
 				}
-				res, err := plan.Build(cmd.Context(), h, spec, []plan.Provider{&firmware.Provider{}})
+				res, err := plan.Build(cmd.Context(), h, spec, []plan.Provider{firmware.New()})
 				if err != nil {
 					return &exitError{code: plan.ExitError, err: err}
 				}

@@ -60,7 +60,7 @@ func Capture(ctx context.Context, h *host.Host, providers []Provider, o CaptureO
 		o.Notes = &CaptureNotes{}
 	}
 	for _, pr := range providers {
-		c, ok := pr.(Capturer)
+		c, ok := Optional[Capturer](pr)
 		if !ok {
 			continue
 		}

@@ -1,6 +1,11 @@
 package plan
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"github.com/rdmaform/rdmaform/host"
+)
 
 // Observation is what a provider's Discover returned, as the provider's
 // own type: the one place an observation is asserted, so a provider's Diff
@@ -19,4 +24,57 @@ func PayloadOf[P any](c *Change) (P, error) {
 		return p, fmt.Errorf("%s: its payload is %T, not the %T provider %q made", c.Address, c.Payload, p, c.Provider)
 	}
 	return p, nil
+}
+
+// TypedProvider is the shape every provider has: its observation O and
+// payload P are its own types. Adapt makes a Provider of it, and the
+// adapter does the assertions (Observation, PayloadOf) once for all.
+type TypedProvider[O, P any] interface {
+	Name() string
+	// Observe reads what the provider manages for this spec (its zero O
+	// when the spec has nothing for it). It must leave no trace.
+	Observe(ctx context.Context, h *host.Host, req *Request) (O, error)
+	// Plan compares the spec with the observation (pure).
+	Plan(req *Request, obs O, facts *Facts) Proposal
+	// Make carries out one change this provider planned.
+	Make(ctx context.Context, h *host.Host, c *Change, p P) error
+}
+
+// Adapt is the Provider of a typed provider. Its optional interfaces
+// (Reverter, Capturer, Parallel, Batcher) are the typed provider's own:
+// ask for them with Optional.
+func Adapt[O, P any](t TypedProvider[O, P]) Provider { return &adapter[O, P]{t: t} }
+
+type adapter[O, P any] struct{ t TypedProvider[O, P] }
+
+func (a *adapter[O, P]) Name() string { return a.t.Name() }
+
+func (a *adapter[O, P]) Discover(ctx context.Context, h *host.Host, req *Request) (any, error) {
+	return a.t.Observe(ctx, h, req)
+}
+
+func (a *adapter[O, P]) Diff(req *Request, observed any, facts *Facts) Proposal {
+	return a.t.Plan(req, Observation[O](observed), facts)
+}
+
+func (a *adapter[O, P]) Apply(ctx context.Context, h *host.Host, c *Change) error {
+	p, err := PayloadOf[P](c)
+	if err != nil {
+		return err
+	}
+	return a.t.Make(ctx, h, c, p)
+}
+
+func (a *adapter[O, P]) typed() any { return a.t }
+
+// Optional returns a provider's optional interface T (Reverter, Capturer,
+// Parallel, Batcher): the provider's own, or the typed provider's behind
+// an adapter.
+func Optional[T any](pr Provider) (T, bool) {
+	if u, ok := pr.(interface{ typed() any }); ok {
+		t, ok := u.typed().(T)
+		return t, ok
+	}
+	t, ok := pr.(T)
+	return t, ok
 }

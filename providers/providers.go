@@ -20,16 +20,16 @@ import (
 // All returns every provider, in the order their changes apply.
 func All() []plan.Provider {
 	return []plan.Provider{
-		&firmware.Provider{},
-		&modules.Provider{},
-		&sriov.Provider{},
-		&mlx4port.Provider{},
-		&rxe.Provider{},
-		&netdev.Provider{},
-		&qos.Provider{},
-		&rdmacm.Provider{},
-		&ipoib.Provider{},
-		&services.Provider{},
-		&bootunit.Provider{},
+		firmware.New(),
+		modules.New(),
+		sriov.New(),
+		mlx4port.New(),
+		rxe.New(),
+		netdev.New(),
+		qos.New(),
+		rdmacm.New(),
+		ipoib.New(),
+		services.New(),
+		bootunit.New(),
 	}
 }

@@ -15,17 +15,18 @@ import (
 	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
-// motd is a provider defined only here: it keeps /etc/motd saying the
-// spec's hostname. It is what a new provider package would be.
+// motd is a provider defined only here, in the shape every provider has
+// (plan.TypedProvider: its observation and payload are its own types): it
+// keeps /etc/motd saying the spec's hostname.
 type motd struct{}
 
 const motdFile = "/etc/motd"
 
 func (motd) Name() string { return "motd" }
 
-func (motd) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (motd) Observe(_ context.Context, h *host.Host, req *plan.Request) (string, error) {
 	if req.Spec.Host == nil {
-		return nil, nil
+		return "", nil
 	}
 	b, err := h.FS.ReadFile(motdFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -34,7 +35,7 @@ func (motd) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, e
 	return string(b), err
 }
 
-func (motd) Diff(req *plan.Request, obs any, _ *plan.Facts) plan.Proposal {
+func (motd) Plan(req *plan.Request, have string, _ *plan.Facts) plan.Proposal {
 	var p plan.Proposal
 	if req.Spec.Host == nil {
 		return p
@@ -42,15 +43,15 @@ func (motd) Diff(req *plan.Request, obs any, _ *plan.Facts) plan.Proposal {
 	addr, path := plan.Addr("motd", motdFile), "$.host.hostname"
 	p.Managed = []plan.Managed{{Address: addr, Path: path}}
 	want := req.Spec.Host.Hostname + "\n"
-	if have, _ := obs.(string); have != want {
+	if have != want {
 		p.Changes = []*plan.Change{{Address: addr, Action: plan.Update, Activation: plan.Now, Source: req.Pos(path),
 			Attributes: []plan.Attr{{Name: "text", Before: have, After: want}}, Payload: want}}
 	}
 	return p
 }
 
-func (motd) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
-	return h.FS.WriteFile(motdFile, []byte(c.Payload.(string)), 0o644)
+func (motd) Make(_ context.Context, h *host.Host, _ *plan.Change, text string) error {
+	return h.FS.WriteFile(motdFile, []byte(text), 0o644)
 }
 
 // TestToyProvider: adding a provider is one package and one entry in
@@ -60,7 +61,7 @@ func (motd) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
 func TestToyProvider(t *testing.T) {
 	ctx := context.Background()
 	_, h := simtest.New(t, "vm-soft", 0, nil)
-	all := append(providers.All(), motd{})
+	all := append(providers.All(), plan.Adapt[string, string](motd{}))
 	spec, rep := schema.Parse("host.yaml", []byte("version: 1\nhost: {hostname: node1}\nmodules: [rdma_rxe]\n"))
 	if len(rep) > 0 {
 		t.Fatal(rep)

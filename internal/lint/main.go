@@ -91,7 +91,7 @@ func crossProvider(dir, imp string) string {
 // providerFiles is the file of each Provider method in a provider
 // package ("" is the package's own NAME.go).
 var providerFiles = map[string]string{
-	"Name": "", "Discover": "", "Diff": "diff.go", "Apply": "apply.go", "ApplyBatch": "apply.go", "ParallelKey": "apply.go",
+	"Name": "", "Observe": "", "Plan": "diff.go", "Make": "apply.go", "ApplyBatch": "apply.go", "ParallelKey": "apply.go",
 	"Revert": "revert.go", "Capture": "capture.go",
 }
 
@@ -197,7 +197,7 @@ func check(root string) ([]string, error) {
 					want = name + ".go"
 				}
 				if got := filepath.Base(path); got != want {
-					problems = append(problems, fmt.Sprintf("%s: Provider.%s belongs in %s (every provider: NAME.go Discover, diff.go Diff, apply.go Apply, revert.go Revert, capture.go Capture)", fset.Position(fd.Pos()), fd.Name.Name, want))
+					problems = append(problems, fmt.Sprintf("%s: Provider.%s belongs in %s (every provider: NAME.go Observe, diff.go Plan, apply.go Make, revert.go Revert, capture.go Capture)", fset.Position(fd.Pos()), fd.Name.Name, want))
 				}
 			}
 		}

@@ -15,7 +15,7 @@ func TestCheckFindsCallsPastTheBoundary(t *testing.T) {
 		"plan/bad.go:5:2: imports os/exec", "plan/bad.go:9:9: os.ReadFile",
 		"providers/firmware/mlxfmt/parse.go:3:8: imports github.com/rdmaform/rdmaform/sim/mlxemu; a parser does not depend on the simulator",
 		"providers/other/other.go:5:2: imports github.com/rdmaform/rdmaform/providers/toy; a provider does not import another",
-		"providers/toy/toy.go:14:1: Provider.Apply belongs in apply.go",
+		"providers/toy/toy.go:14:1: Provider.Make belongs in apply.go",
 		"providers/toy/toy.go:18:42: asserts a payload; use plan.PayloadOf",
 		"providers/toy/toy.go:9:9: reads .After; an attribute is for people",
 		"sim/emu/emu_test.go:3:8: imports github.com/rdmaform/rdmaform/providers/firmware/mlxfmt; the simulator shares no code with the providers' parsers"}

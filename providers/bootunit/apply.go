@@ -10,7 +10,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider.
+// Make implements plan.TypedProvider.
 //
 // Install, equivalent to: install -m 0644 SPEC /etc/rdmaform/boot.yaml;
 // install -m 0644 rdmaform.service /etc/systemd/system/; systemctl daemon-reload;
@@ -18,11 +18,7 @@ import (
 //
 // Remove, equivalent to: systemctl disable rdmaform.service;
 // rm /etc/systemd/system/rdmaform.service /etc/rdmaform/boot.yaml; systemctl daemon-reload
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if pl.restore != nil {
 		return restore(ctx, h, pl.restore)
 	}

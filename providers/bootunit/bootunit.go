@@ -67,7 +67,10 @@ type Provider struct {
 	Binary string
 }
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "boot_unit" }
@@ -128,12 +131,12 @@ type Observed struct {
 	Binary bool
 }
 
-// Discover implements plan.Provider: it reads the unit file, the spec copy
+// Observe implements plan.TypedProvider: it reads the unit file, the spec copy
 // and the enablement symlink. Nothing is read without a persistence key.
 //
 // Equivalent to: cat /etc/systemd/system/rdmaform.service /etc/rdmaform/boot.yaml;
 // readlink /etc/systemd/system/multi-user.target.wants/rdmaform.service
-func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if req.Spec.Persistence == "" {
 		return nil, nil
 	}

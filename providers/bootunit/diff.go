@@ -8,9 +8,8 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, _ *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Proposal {
 	prop := diff(req, obs, p.binary())
 	if req.Spec.Persistence != "" {
 		prop.Managed = []plan.Managed{{Address: Address, Path: "$.persistence"}}

@@ -46,16 +46,12 @@ func (e *SetError) Unwrap() error {
 	return e.Err
 }
 
-// Apply implements plan.Provider: every changed parameter of the adapter
+// Make implements plan.TypedProvider: every changed parameter of the adapter
 // in one set (one flash write), then the Debian reboot marker.
 //
 // Equivalent to: mlxconfig -d 0000:81:00.0 -y set LINK_TYPE_P1=ETH SRIOV_EN=True
 // and: echo '*** System restart required ***' > /run/reboot-required; echo rdmaform >> /run/reboot-required.pkgs
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if len(pl.sets) == 0 {
 		return nil
 	}
@@ -130,7 +126,11 @@ func (p *Provider) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 	}
 	sort.Ints(alone)
 	for _, i := range alone {
-		errs[i] = p.Apply(ctx, h, cs[i])
+		if pls[i] == nil {
+			_, errs[i] = plan.PayloadOf[*payload](cs[i])
+			continue
+		}
+		errs[i] = p.Make(ctx, h, cs[i], pls[i])
 	}
 	return errs
 }

@@ -88,9 +88,8 @@ func targets(req *plan.Request) []target {
 	return out
 }
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	prop := diff(req, obs, facts)
 	prop.Managed = manages(req)
 	return prop

@@ -36,7 +36,10 @@ var ErrNoTool = errors.New("no firmware configuration tool")
 // Provider is the firmware provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "firmware" }
@@ -71,9 +74,9 @@ func (a *AdapterObs) deviceType() string {
 	return a.Info.Type
 }
 
-// Discover implements plan.Provider: it picks the tool, then queries the
+// Observe implements plan.TypedProvider: it picks the tool, then queries the
 // named parameters of every adapter in parallel, one run per adapter.
-func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
 	if len(ts) == 0 {
 		return nil, nil

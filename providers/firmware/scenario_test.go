@@ -145,7 +145,7 @@ func TestRealMstconfigNoAdapter(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	var qe *firmware.QueryError
-	res, err := plan.Build(context.Background(), h, parse(t, "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    firmware:\n      tool: mstconfig\n      params:\n        NUM_OF_VFS: 1\n"), []plan.Provider{&firmware.Provider{}})
+	res, err := plan.Build(context.Background(), h, parse(t, "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    firmware:\n      tool: mstconfig\n      params:\n        NUM_OF_VFS: 1\n"), []plan.Provider{firmware.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

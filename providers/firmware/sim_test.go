@@ -47,7 +47,7 @@ func parse(t *testing.T, y string) *schema.Spec {
 
 func build(t *testing.T, h *host.Host, spec *schema.Spec) *plan.Plan {
 	t.Helper()
-	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{&firmware.Provider{}})
+	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{firmware.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestProviderOnEveryLayout(t *testing.T) {
 				}
 
 				n := len(s.Calls())
-				out := apply.Run(ctx, h, p, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+				out := apply.Run(ctx, h, p, []plan.Provider{firmware.New()}, apply.Options{})
 				if out.Err != nil {
 					t.Fatal(out.Err)
 				}
@@ -177,7 +177,7 @@ func TestFailedSetOnOneAdapter(t *testing.T) {
 	}
 	h, _ := s.Host()
 	spec := parse(t, fmt.Sprintf(twoCards, "mlxconfig", "mlxconfig"))
-	out := apply.Run(ctx, h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
+	out := apply.Run(ctx, h, build(t, h, spec), []plan.Provider{firmware.New()}, apply.Options{})
 	if diff := cmp.Diff([]plan.Address{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
@@ -210,7 +210,7 @@ func TestSetRefusedNamesSpecLine(t *testing.T) {
 	s, h := newSim(t, "cx6-vpi-ib", 0, mlxemu.LayoutUnknown, "")
 	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: VPI\n")
 	p := build(t, h, spec)
-	out := apply.Run(context.Background(), h, p, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+	out := apply.Run(context.Background(), h, p, []plan.Provider{firmware.New()}, apply.Options{})
 	want := "firmware[0000:3b:00.0]: host.yaml:6:23: LINK_TYPE_P1: mlxconfig -d 0000:3b:00.0 -y set LINK_TYPE_P1=VPI: -E- Unknown value VPI"
 	if diff := cmp.Diff(want, fmt.Sprint(out.Err)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -286,7 +286,7 @@ func TestMSTFallback(t *testing.T) {
 		h, _ := s.Host()
 		spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n")
 		ctx := context.Background()
-		res, err := plan.Build(ctx, h, spec, []plan.Provider{&firmware.Provider{}})
+		res, err := plan.Build(ctx, h, spec, []plan.Provider{firmware.New()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +303,7 @@ func TestMSTFallback(t *testing.T) {
 			}
 			continue
 		}
-		out := apply.Run(ctx, h, res.Plan, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+		out := apply.Run(ctx, h, res.Plan, []plan.Provider{firmware.New()}, apply.Options{})
 		if out.Err != nil {
 			t.Fatal(out.Err)
 		}
@@ -365,7 +365,7 @@ func TestDeviceDoesNotSupport(t *testing.T) {
 func TestSetAboveMaximum(t *testing.T) {
 	_, h := newSim(t, "gpu-node", 2, mlxemu.LayoutUnknown, "")
 	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:10:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 200\n  - pci: \"0000:20:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 8\n")
-	out := apply.Run(context.Background(), h, build(t, h, spec), []plan.Provider{&firmware.Provider{}}, apply.Options{})
+	out := apply.Run(context.Background(), h, build(t, h, spec), []plan.Provider{firmware.New()}, apply.Options{})
 	if diff := cmp.Diff([]plan.Address{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
@@ -442,7 +442,7 @@ func TestOneSetPerAdapter(t *testing.T) {
 				t.Fatalf("%d changes, want one per function: %+v", len(p.Changes), p)
 			}
 			n := len(s.Calls())
-			out := apply.Run(context.Background(), h, p, []plan.Provider{&firmware.Provider{}}, apply.Options{})
+			out := apply.Run(context.Background(), h, p, []plan.Provider{firmware.New()}, apply.Options{})
 			if diff := cmp.Diff(c.sets, firmwareCalls(s.Calls()[n:])); diff != "" {
 				t.Errorf("sets (-want +got):\n%s", diff)
 			}

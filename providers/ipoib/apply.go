@@ -9,14 +9,10 @@ import (
 	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
 )
 
-// Apply implements plan.Provider. See the package comment for what each
+// Make implements plan.TypedProvider. See the package comment for what each
 // step does on the machine; every nmcli failure is a *ConnError naming the
 // connection, the step, the command and NetworkManager's message.
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	return pl.apply(ctx, client(h))
 }
 

@@ -407,9 +407,8 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 	return errs, nil
 }
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	if obs == nil {
 		obs = &Observed{}
 	}

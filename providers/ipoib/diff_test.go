@@ -294,7 +294,7 @@ func TestDiff(t *testing.T) {
 			for _, s := range tt.staged {
 				facts.ChangeLink(s)
 			}
-			got := summarize((&Provider{}).Diff(req, obs, facts))
+			got := summarize((&Provider{}).Plan(req, obs, facts))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Diff (-want +got):\n%s", diff)
 			}
@@ -350,7 +350,7 @@ func TestDiffPayload(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := &plan.Request{Spec: parseSpec(t, tt.spec), Inv: testInv()}
-			prop := (&Provider{}).Diff(req, testObs(tt.profiles...), plan.NewFacts())
+			prop := (&Provider{}).Plan(req, testObs(tt.profiles...), plan.NewFacts())
 			if len(prop.Changes) != 1 || len(prop.Errors) != 0 {
 				t.Fatalf("want one change, got %+v", summarize(prop))
 			}

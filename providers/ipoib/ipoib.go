@@ -44,7 +44,10 @@ import (
 // Provider is the IPoIB provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "ipoib" }
@@ -111,11 +114,11 @@ func client(h *host.Host) *nmcli.Client {
 	}}
 }
 
-// Discover implements plan.Provider: one `nmcli connection show` and one
+// Observe implements plan.TypedProvider: one `nmcli connection show` and one
 // `nmcli connection show uuid ...` for all infiniband profiles, whatever
 // their number, plus the sysfs files of the parents the spec names and
 // the P_Key tables of their ports.
-func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if len(req.Spec.IPoIB) == 0 {
 		return nil, nil
 	}

@@ -46,7 +46,7 @@ func newLabHost(t *testing.T) *labHost {
 	return &labHost{t: t, lab: lab, h: h}
 }
 
-var providersUnderTest = []plan.Provider{&ipoib.Provider{}}
+var providersUnderTest = []plan.Provider{ipoib.New()}
 
 func (l *labHost) plan(spec string) *plan.Plan {
 	l.t.Helper()

@@ -51,7 +51,7 @@ func TestDisruptsAndRevert(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := &plan.Request{Spec: parseSpec(t, tt.spec), Inv: testInv()}
-			prop := (&Provider{}).Diff(req, testObs(tt.have...), plan.NewFacts())
+			prop := (&Provider{}).Plan(req, testObs(tt.have...), plan.NewFacts())
 			if len(prop.Changes) != 1 {
 				t.Fatalf("want one change, got %+v", summarize(prop))
 			}

@@ -11,18 +11,14 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider. When writing this port first would pass
+// Make implements plan.TypedProvider. When writing this port first would pass
 // through port 1 eth with port 2 ib, which the driver refuses, the other
 // port's new type is written first (ib→eth: port 2 first, as rdma-core's
 // mlx4 setup script does; eth→ib: port 1 first); its own change then
 // finds it done.
 //
 // Equivalent to: echo eth > /sys/bus/pci/devices/0000:81:00.0/mlx4_port2; echo eth > /sys/bus/pci/devices/0000:81:00.0/mlx4_port1
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if pl.via != "" {
 		step := *pl
 		step.want, step.other, step.via = pl.via, pl.otherVia, ""

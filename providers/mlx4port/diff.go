@@ -7,10 +7,9 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Diff implements plan.Provider. It publishes each port type it writes
+// Plan implements plan.TypedProvider. It publishes each port type it writes
 // as a link-layer change that happens now, for the stages after it.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	if obs == nil {
 		obs = &Observed{}
 	}

@@ -24,7 +24,10 @@ import (
 // Provider is the mlx4 port type provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "mlx4_port" }
@@ -98,12 +101,12 @@ func targets(req *plan.Request) []target {
 	return out
 }
 
-// Discover implements plan.Provider: it reads mlx4_portN of every port of
+// Observe implements plan.TypedProvider: it reads mlx4_portN of every port of
 // every device the spec sets a type on (both ports: the pair constrains
 // each other).
 //
 // Equivalent to: cat /sys/bus/pci/devices/0000:81:00.0/mlx4_port1
-func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
 	if len(ts) == 0 {
 		return nil, nil

@@ -56,7 +56,7 @@ func build(t *testing.T, h *host.Host, y string) *plan.Plan {
 	if len(rep) > 0 {
 		t.Fatalf("spec: %v", rep)
 	}
-	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{&mlx4port.Provider{}})
+	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{mlx4port.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestIBToEthBothPorts(t *testing.T) {
 	if diff := cmp.Diff(want, lines(p)); diff != "" {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
-	out := apply.Run(context.Background(), h, p, []plan.Provider{&mlx4port.Provider{}}, apply.Options{})
+	out := apply.Run(context.Background(), h, p, []plan.Provider{mlx4port.New()}, apply.Options{})
 	if out.Err != nil {
 		t.Fatal(out.Err)
 	}
@@ -151,7 +151,7 @@ func TestIBToEthBothPorts(t *testing.T) {
 func TestEthToIBBothPorts(t *testing.T) {
 	_, h := setup(t, "cx3-mlx4")
 	ctx := context.Background()
-	prov := []plan.Provider{&mlx4port.Provider{}}
+	prov := []plan.Provider{mlx4port.New()}
 	if out := apply.Run(ctx, h, build(t, h, bothEth), prov, apply.Options{}); out.Err != nil {
 		t.Fatal(out.Err)
 	}

@@ -10,15 +10,11 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider: it loads the module if the change says
+// Make implements plan.TypedProvider: it loads the module if the change says
 // so, then adds it to (or removes it from) ConfFile.
 //
 // Equivalent to: modprobe -- NAME; echo NAME >> /etc/modules-load.d/rdmaform.conf
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if pl.unload {
 		if err := unload(ctx, h, pl.name); err != nil {
 			return err

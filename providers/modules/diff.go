@@ -6,10 +6,9 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Diff implements plan.Provider. It publishes each module a change loads
+// Plan implements plan.TypedProvider. It publishes each module a change loads
 // or keeps loaded, for the stages that need it (rxe, IPoIB netdevs).
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	prop := diff(req, obs)
 	for i, m := range req.Spec.Modules {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(m), Path: schema.Path("modules", i)})

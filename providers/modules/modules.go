@@ -37,7 +37,10 @@ const header = "# Managed by rdmaform: kernel modules systemd-modules-load loads
 // Provider is the kernel modules provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "modules" }
@@ -67,10 +70,10 @@ type Observed struct {
 	NoModules bool `json:",omitempty"`
 }
 
-// Discover implements plan.Provider. It reads /proc/modules, the running
+// Observe implements plan.TypedProvider. It reads /proc/modules, the running
 // kernel's modules.builtin, /sys/module/NAME for the spec's modules and
 // ConfFile. It changes nothing.
-func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if req.Spec.Modules == nil {
 		return nil, nil
 	}

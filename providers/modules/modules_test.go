@@ -133,7 +133,7 @@ func TestDiscover(t *testing.T) {
 	if len(rep) > 0 {
 		t.Fatal(rep)
 	}
-	got, err := (&Provider{}).Discover(context.Background(), &host.Host{FS: fsys}, &plan.Request{Spec: spec, Inv: &inventory.Inventory{}})
+	got, err := (&Provider{}).Observe(context.Background(), &host.Host{FS: fsys}, &plan.Request{Spec: spec, Inv: &inventory.Inventory{}})
 	if err != nil {
 		t.Fatal(err)
 	}

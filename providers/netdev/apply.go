@@ -9,7 +9,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider. A link going down goes down first; one
+// Make implements plan.TypedProvider. A link going down goes down first; one
 // going up comes up last, after its MTU and addresses are set. Addresses:
 // static global ones not wanted are removed, then wanted ones missing are
 // added (re-read in between: removing a primary IPv4 address can take its
@@ -17,11 +17,7 @@ import (
 //
 // Equivalent to: ip link set NAME down; ip link set NAME mtu N;
 // ip addr del P dev NAME ...; ip addr add P dev NAME ...; ip link set NAME up
-func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(_ context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if _, err := h.Net.LinkByName(pl.name); err != nil {
 		return fmt.Errorf("interface %s: %w", pl.name, err)
 	}

@@ -41,7 +41,7 @@ func attrs(p *plan.Plan) map[string][]plan.Attr {
 func planApplyPlan(t *testing.T, l *netns.Lab, spec *schema.Spec) *plan.Plan {
 	t.Helper()
 	ctx := context.Background()
-	prov := []plan.Provider{&netdev.Provider{}}
+	prov := []plan.Provider{netdev.New()}
 	res, err := plan.Build(ctx, l.Host, spec, prov)
 	if err != nil {
 		t.Fatal(err)

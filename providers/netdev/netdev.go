@@ -20,7 +20,10 @@ const IPoIBModule = "ib_ipoib"
 // Provider is the netlink interfaces provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "netdev" }
@@ -44,11 +47,11 @@ type Observed struct {
 	Ifaces map[string]*Iface
 }
 
-// Discover implements plan.Provider: one link lookup per spec interface,
+// Observe implements plan.TypedProvider: one link lookup per spec interface,
 // and its address list when the spec manages addresses.
 //
 // Equivalent to: ip link show NAME; ip addr show dev NAME
-func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if len(req.Spec.Interfaces) == 0 {
 		return nil, nil
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider: it reads the netdev again, runs the
+// Make implements plan.TypedProvider: it reads the netdev again, runs the
 // writes that still differ in order, and reads it back. `dcb app replace`
 // exits 0 even when it could not remove a replaced entry (mlx5 answers
 // ENOENT for an entry its own replace already dropped), so only the read
@@ -19,11 +19,7 @@ import (
 // Equivalent to: dcb dcbx set dev X host cee ieee; dcb app replace dev X dscp-prio 26:3 ...;
 // dcb ets set dev X ...; dcb pfc set dev X prio-pfc 0:off ... 3:on ...; ethtool -A X rx off tx off;
 // echo 1 > /sys/class/net/X/ecn/roce_rp/enable/3
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	sem := make(chan struct{}, MaxReads)
 	have, err := readPort(ctx, h, pl.netdev, pl.want.need(), sem)
 	if err != nil {

@@ -416,9 +416,8 @@ type payload struct {
 	before *Port
 }
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	prop := diff(req, obs, facts)
 	for _, t := range targets(req) {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(t.dev, t.port), Path: t.specPath})

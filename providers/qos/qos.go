@@ -28,7 +28,10 @@ import (
 // Provider is the QoS provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "qos" }
@@ -120,9 +123,9 @@ func (t target) need() need {
 	return w.need()
 }
 
-// Discover implements plan.Provider: every port's reads at once (bounded
+// Observe implements plan.TypedProvider: every port's reads at once (bounded
 // by MaxReads), and a look for a running lldpad. Nothing is written.
-func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
 	if len(ts) == 0 {
 		return nil, nil

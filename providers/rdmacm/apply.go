@@ -12,16 +12,12 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider: it writes the port's values and reads
+// Make implements plan.TypedProvider: it writes the port's values and reads
 // them back.
 //
 // Equivalent to: echo "RoCE v2" > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_mode
 // and: echo 106 > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_tos
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if err := ensureRdmaCM(ctx, h); err != nil {
 		return err
 	}

@@ -10,9 +10,8 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	if obs == nil {
 		obs = &Observed{} // nothing read: every value is planned
 	}

@@ -58,7 +58,10 @@ func SpecMode(k string) string {
 // Provider is the rdma_cm provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "rdma_cm" }
@@ -120,9 +123,9 @@ func targets(req *plan.Request) []target {
 	return out
 }
 
-// Discover implements plan.Provider. It reads every managed port's values;
+// Observe implements plan.TypedProvider. It reads every managed port's values;
 // a device group rdmaform had to create for reading is removed again.
-func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
 	if len(ts) == 0 {
 		return nil, nil

@@ -77,7 +77,7 @@ func TestDiff(t *testing.T) {
 				facts.ChangeLink(*tc.staged)
 			}
 			obs := &Observed{Ports: map[string]PortValues{"mlx5_0/1": tc.obs}}
-			prop := (&Provider{}).Diff(req, obs, facts)
+			prop := (&Provider{}).Plan(req, obs, facts)
 			var got []plan.Attr
 			for _, c := range prop.Changes {
 				got = append(got, c.Attributes...)
@@ -107,13 +107,13 @@ func TestDiffDeviceCreatedByRxe(t *testing.T) {
 	facts := plan.NewFacts()
 	// Without a planned rxe link there is nothing to set; the rxe entry's
 	// own finding says why it could not be planned.
-	if prop := (&Provider{}).Diff(req, &Observed{}, facts); len(prop.Errors)+len(prop.Changes) != 0 {
+	if prop := (&Provider{}).Plan(req, &Observed{}, facts); len(prop.Errors)+len(prop.Changes) != 0 {
 		t.Fatalf("without a planned rxe link: %+v, want nothing", prop)
 	}
 	// The rxe provider runs first, plans rxe[rxe0] and publishes the device.
 	facts = plan.NewFacts()
 	facts.CreateDevice("rxe0", "rxe[rxe0]")
-	prop := (&Provider{}).Diff(req, &Observed{}, facts)
+	prop := (&Provider{}).Plan(req, &Observed{}, facts)
 	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{"rxe[rxe0]"}) {
 		t.Fatalf("want one create depending on rxe[rxe0], got %+v", prop)
 	}
@@ -163,7 +163,7 @@ func TestPlanLeavesNoTrace(t *testing.T) {
 	}
 	spec := parse(t, v2spec)
 	before := snapshot(t, s.Dir)
-	res, err := plan.Build(ctx, h, spec, []plan.Provider{&Provider{}})
+	res, err := plan.Build(ctx, h, spec, []plan.Provider{New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestPlanLeavesNoTrace(t *testing.T) {
 	if err := h.FS.Mkdir(Root+"/mlx5_0", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plan.Build(ctx, h, spec, []plan.Provider{&Provider{}}); err != nil {
+	if _, err := plan.Build(ctx, h, spec, []plan.Provider{New()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.FS.Stat(Root + "/mlx5_0/ports/1/default_roce_mode"); err != nil {
@@ -242,7 +242,7 @@ func TestConfigfsFollowsTheKernel(t *testing.T) {
 func TestApplyRefusedByKernelNamesTheFile(t *testing.T) {
 	s := newSim(t, "cx6-vpi-ib")
 	h, _ := s.Host()
-	p := &Provider{}
+	p := New()
 	c := &plan.Change{Address: "rdma_cm[mlx5_0/1]", Payload: &payload{dev: "mlx5_0", port: 1, mode: ModeV2}}
 	err := p.Apply(context.Background(), h, c)
 	if err == nil || !strings.Contains(err.Error(), "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode") || !strings.Contains(err.Error(), "EINVAL") {
@@ -265,7 +265,7 @@ func TestMissingConfigfsSupportIsClear(t *testing.T) {
 	h, _ := s.Host()
 	spec := parse(t, v2spec)
 	before := snapshot(t, s.Dir)
-	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{&Provider{}})
+	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestMissingConfigfsSupportIsClear(t *testing.T) {
 	if len(res.Plan.Changes) != 1 || res.Plan.Changes[0].Attributes[0].Before != notLoaded {
 		t.Fatalf("plan = %+v; want one change from %q", res.Plan.Changes, notLoaded)
 	}
-	err = (&Provider{}).Apply(context.Background(), h, res.Plan.Changes[0])
+	err = New().Apply(context.Background(), h, res.Plan.Changes[0])
 	if err == nil || !strings.Contains(err.Error(), "modprobe -- rdma_cm") || !strings.Contains(err.Error(), "Module rdma_cm not found") {
 		t.Fatalf("apply err = %v; want the modprobe command line and its message", err)
 	}
@@ -294,12 +294,12 @@ func TestDiffDeviceReplacedByRxe(t *testing.T) {
 	inv := &inventory.Inventory{Devices: []*inventory.Device{{Name: "rxe0", Parent: "enp1s0", Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet"}}}}}
 	req := request(t, spec, inv)
 	obs := &Observed{Ports: map[string]PortValues{"rxe0/1": {Mode: ModeV2}}}
-	if prop := (&Provider{}).Diff(req, obs, plan.NewFacts()); len(prop.Changes) != 0 {
+	if prop := (&Provider{}).Plan(req, obs, plan.NewFacts()); len(prop.Changes) != 0 {
 		t.Fatalf("settings already match: %+v", prop.Changes)
 	}
 	facts := plan.NewFacts()
 	facts.CreateDevice("rxe0", "rxe[rxe0]")
-	prop := (&Provider{}).Diff(req, obs, facts)
+	prop := (&Provider{}).Plan(req, obs, facts)
 	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{"rxe[rxe0]"}) {
 		t.Fatalf("want the settings planned after the replaced link, got %+v", prop.Changes)
 	}

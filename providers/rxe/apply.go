@@ -10,15 +10,11 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider.
+// Make implements plan.TypedProvider.
 //
 // Equivalent to: rdma link delete NAME (absent, or bound elsewhere), then
 // rdma link add NAME type rxe netdev NETDEV
-func (p *Provider) Apply(_ context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(_ context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if err := evict(h, pl); err != nil {
 		return err
 	}

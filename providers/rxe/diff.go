@@ -8,9 +8,8 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	prop := diff(req, obs, facts)
 	for i, r := range req.Spec.Rxe {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(r.Name), Path: schema.Path("rxe", i)})

@@ -39,7 +39,7 @@ func TestRealKernelWithoutRDMA(t *testing.T) {
 
 	t.Run("plan finding", func(t *testing.T) {
 		spec := parse(t, "version: 1\nrxe:\n  - name: rxe0\n    netdev: rfa0\n")
-		res, err := plan.Build(context.Background(), l.Host, spec, []plan.Provider{&rxe.Provider{}})
+		res, err := plan.Build(context.Background(), l.Host, spec, []plan.Provider{rxe.New()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestRealKernelWithoutRDMA(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec := parse(t, "version: 1\nmodules: [rdma_rxe]\nrxe:\n  - name: rxe0\n    netdev: rfa0\n")
-		provs := []plan.Provider{&modules.Provider{}, &rxe.Provider{}}
+		provs := []plan.Provider{modules.New(), rxe.New()}
 		res, err := plan.Build(context.Background(), l.Host, spec, provs)
 		if err != nil {
 			t.Fatal(err)

@@ -18,7 +18,10 @@ const Module = "rdma_rxe"
 // Provider is the Soft-RoCE provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "rxe" }
@@ -43,9 +46,9 @@ type Observed struct {
 	Netdevs map[string]host.Link
 }
 
-// Discover implements plan.Provider. It lists RDMA links and looks up
+// Observe implements plan.TypedProvider. It lists RDMA links and looks up
 // each spec netdev (netlink, or the tree's sysfs through host.OfflineNet).
-func (p *Provider) Discover(_ context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if len(req.Spec.Rxe) == 0 {
 		return nil, nil
 	}

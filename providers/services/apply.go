@@ -8,16 +8,12 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider: enable (or disable) first, then start
+// Make implements plan.TypedProvider: enable (or disable) first, then start
 // (or stop), each confirmed by the manager.
 //
 // Equivalent to: systemctl enable UNIT; systemctl start UNIT
 // (or: systemctl stop UNIT; systemctl disable UNIT)
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
-	pl, err := plan.PayloadOf[*payload](c)
-	if err != nil {
-		return err
-	}
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	if h.Systemd == nil {
 		return fmt.Errorf("%s: %w", c.Address, ErrNoSystemd)
 	}

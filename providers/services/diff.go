@@ -11,9 +11,8 @@ import (
 	"github.com/rdmaform/rdmaform/schema"
 )
 
-// Diff implements plan.Provider.
-func (p *Provider) Diff(req *plan.Request, observed any, facts *plan.Facts) plan.Proposal {
-	obs := plan.Observation[*Observed](observed)
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	prop := diff(req, obs, facts)
 	for i, sv := range req.Spec.Services {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(schema.UnitName(sv.Name)), Path: schema.Path("services", i)})

@@ -60,7 +60,7 @@ func build(t *testing.T, h *host.Host, src string) *plan.Plan {
 	if len(rep) > 0 {
 		t.Fatalf("spec: %v", rep)
 	}
-	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{&Provider{}})
+	res, err := plan.Build(context.Background(), h, spec, []plan.Provider{New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func applyThenEmpty(t *testing.T, h *host.Host, src string, want []string) {
 	if diff := cmp.Diff(want, addresses(p)); diff != "" {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
-	out := apply.Run(context.Background(), h, p, []plan.Provider{&Provider{}}, apply.Options{})
+	out := apply.Run(context.Background(), h, p, []plan.Provider{New()}, apply.Options{})
 	if out.Err != nil {
 		t.Fatalf("apply: %v", out.Err)
 	}
@@ -139,7 +139,7 @@ func TestLabFailures(t *testing.T) {
 	}
 
 	p := build(t, h, "version: 1\nservices:\n  - name: rdmaform-lab-fails\n    active: true\n")
-	out := apply.Run(context.Background(), h, p, []plan.Provider{&Provider{}}, apply.Options{})
+	out := apply.Run(context.Background(), h, p, []plan.Provider{New()}, apply.Options{})
 	var je *host.JobError
 	if !errors.As(out.Err, &je) {
 		t.Fatalf("apply of a failing unit: %v, want a *host.JobError", out.Err)

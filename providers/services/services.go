@@ -19,7 +19,10 @@ import (
 // Provider is the services provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "services" }
@@ -41,10 +44,10 @@ type Observed struct {
 	Units map[string]host.UnitState
 }
 
-// Discover implements plan.Provider: it reads each unit the spec names.
+// Observe implements plan.TypedProvider: it reads each unit the spec names.
 //
 // Equivalent to: systemctl show -p LoadState,ActiveState,UnitFileState UNIT...
-func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if len(req.Spec.Services) == 0 {
 		return nil, nil
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 )
 
-// Apply implements plan.Provider: autoprobe first, then the sriov_numvfs
+// Make implements plan.TypedProvider: autoprobe first, then the sriov_numvfs
 // writes in order (0, then the new count, when VFs are enabled already).
 //
 // Equivalent to: echo 0 > /sys/bus/pci/devices/PCI/sriov_numvfs; echo M > .../sriov_numvfs
-func (p *Provider) Apply(ctx context.Context, h *host.Host, c *plan.Change) error {
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, _ any) error {
 	if vp, err := plan.PayloadOf[*vfPayload](c); err == nil {
 		return applyVF(ctx, h, vp)
 	}

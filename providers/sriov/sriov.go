@@ -31,7 +31,10 @@ import (
 // Provider is the SR-IOV provider.
 type Provider struct{}
 
-var _ plan.Provider = (*Provider)(nil)
+var _ plan.TypedProvider[*Observed, any] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, any](&Provider{}) }
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "sriov" }
@@ -76,11 +79,11 @@ type Observed struct {
 	NMOwners map[string]nmcli.SRIOVOwner
 }
 
-// Discover implements plan.Provider: three small sysfs reads per PF and a
+// Observe implements plan.TypedProvider: three small sysfs reads per PF and a
 // listing of its virtfn links; nothing is written.
 //
 // Equivalent to: cat /sys/bus/pci/devices/PCI/sriov_{totalvfs,numvfs,drivers_autoprobe}
-func (p *Provider) Discover(ctx context.Context, h *host.Host, req *plan.Request) (any, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	obs := &Observed{PFs: map[int]*PF{}}
 	for i, d := range req.Spec.Devices {
 		if d.SRIOV == nil || req.Devices[i] == nil || req.Devices[i].PCI == "" {

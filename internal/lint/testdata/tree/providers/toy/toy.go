@@ -11,7 +11,7 @@ func peek(a attr) string {
 
 type Provider struct{}
 
-func (*Provider) Apply() error { return nil }
+func (*Provider) Make() error { return nil }
 
 type change struct{ Payload any }
 
