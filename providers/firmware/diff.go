@@ -74,7 +74,7 @@ func targets(req *plan.Request) []target {
 		}
 		dev := req.Devices[i]
 		if dev == nil || dev.PCI == "" {
-			continue // unresolved (the engine reported it) or software device (Diff reports it)
+			continue // unresolved (the engine reported it) or software device (Plan reports it)
 		}
 		t := target{index: i, pci: dev.PCI, tool: d.Firmware.Tool, path: schema.Path("devices", i, "firmware")}
 		if t.tool == "" {

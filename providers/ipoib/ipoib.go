@@ -77,7 +77,7 @@ type Link struct {
 // (datagram only): its hardware address lacks the connected-mode flag.
 func (l Link) Enhanced() bool { return l.Type == ARPHRDInfiniband && l.Flags >= 0 && l.Flags&0x80 == 0 }
 
-// Observed is what Discover found.
+// Observed is what Observe found.
 type Observed struct {
 	// Profiles is every infiniband profile, sorted by name then UUID.
 	Profiles []nmcli.Profile

@@ -122,7 +122,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		for _, port := range dev.Ports {
 			s, err := host.ReadAttr(h.FS, File(t.pci, port.Num))
 			if errors.Is(err, fs.ErrNotExist) {
-				continue // not an mlx4 port; Diff says so
+				continue // not an mlx4 port; Plan says so
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", File(t.pci, port.Num), err)

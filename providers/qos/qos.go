@@ -50,7 +50,7 @@ func key(dev string, port int) string { return dev + "/" + strconv.Itoa(port) }
 // not fork thousands of processes at once.
 const MaxReads = 256
 
-// Observed is what Discover read, by "dev/port".
+// Observed is what Observe read, by "dev/port".
 type Observed struct {
 	Ports map[string]*Port
 	// Errs are ports whose reads failed (a tool missing or failing for
@@ -139,7 +139,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	var wg sync.WaitGroup
 	for _, t := range ts {
 		if t.netdev == "" || !host.Exists(h.FS, "/sys/class/net/"+t.netdev) {
-			continue // Diff says why
+			continue // Plan says why
 		}
 		wg.Add(1)
 		go func() {

@@ -155,7 +155,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 			for _, port := range byDev[dev] {
 				v, err := readPort(h, group, port)
 				if errors.Is(err, fs.ErrNotExist) {
-					continue // no such port; Diff reports it from the inventory
+					continue // no such port; Plan reports it from the inventory
 				}
 				if err != nil {
 					return err
