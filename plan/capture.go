@@ -60,6 +60,16 @@ func Capture(ctx context.Context, h *host.Host, providers []Provider, o CaptureO
 		o.Notes = &CaptureNotes{}
 	}
 	for _, pr := range providers {
+		if a, ok := pr.(interface {
+			capture(context.Context, *host.Host, *Request, *schema.Spec, CaptureOptions) (bool, error)
+		}); ok {
+			if done, err := a.capture(ctx, h, req, spec, o); done {
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", pr.Name(), err))
+				}
+				continue
+			}
+		}
 		c, ok := Optional[Capturer](pr)
 		if !ok {
 			continue

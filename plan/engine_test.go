@@ -73,3 +73,50 @@ func TestBuildOrdersByPosition(t *testing.T) {
 		t.Errorf("order with the list swapped (-want +got):\n%s", diff)
 	}
 }
+
+// shower is a typed provider whose part of show comes from what Observe
+// read: it records the scope it was asked for.
+type shower struct{ full []bool }
+
+func (s *shower) Name() string { return "shower" }
+func (s *shower) Observe(_ context.Context, _ *host.Host, req *plan.Request) (string, error) {
+	s.full = append(s.full, req.Full)
+	if !req.Full {
+		return "", nil
+	}
+	return "rdma_ucm", nil
+}
+func (s *shower) Plan(*plan.Request, string, *plan.Facts) plan.Proposal { return plan.Proposal{} }
+func (s *shower) Make(context.Context, *host.Host, *plan.Change, string) error {
+	return nil
+}
+func (s *shower) CaptureFrom(obs string, _ *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+	spec.Modules = []string{obs}
+	return nil
+}
+
+// TestCaptureFromObserve: show asks a typed capturer's Observe for the
+// full scope once and builds its part from that observation alone; plan
+// asks for the spec's scope.
+func TestCaptureFromObserve(t *testing.T) {
+	fs, err := host.NewRootFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &host.Host{FS: fs, Name: "empty tree"}
+	s := &shower{}
+	c, err := plan.Capture(context.Background(), h, []plan.Provider{plan.Adapt[string, string](s)}, plan.CaptureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"rdma_ucm"}, c.Spec.Modules); diff != "" {
+		t.Errorf("captured (-want +got):\n%s", diff)
+	}
+	spec, _ := schema.Parse("host.yaml", []byte("version: 1\n"))
+	if _, err := plan.Build(context.Background(), h, spec, []plan.Provider{plan.Adapt[string, string](s)}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]bool{true, false}, s.full); diff != "" {
+		t.Errorf("scopes asked (show, then plan) (-want +got):\n%s", diff)
+	}
+}

@@ -51,6 +51,9 @@ type Request struct {
 	Inv  *inventory.Inventory
 	// Devices[i] is the inventory device spec.Devices[i] selects, or nil.
 	Devices []*inventory.Device
+	// Full asks Observe for everything the provider could manage on the
+	// host, not only what the spec names: the scope of show.
+	Full bool
 }
 
 // Pos returns the spec position of a logical path, for a change's Source.

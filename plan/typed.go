@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // Observation is what a provider's Discover returned, as the provider's
@@ -66,6 +67,29 @@ func (a *adapter[O, P]) Apply(ctx context.Context, h *host.Host, c *Change) erro
 }
 
 func (a *adapter[O, P]) typed() any { return a.t }
+
+// TypedCapturer is a typed provider whose part of show is a pure function
+// of what Observe read with the full scope (Request.Full): show reads the
+// host once, in the same code as plan.
+type TypedCapturer[O any] interface {
+	CaptureFrom(obs O, req *Request, spec *schema.Spec, o CaptureOptions) error
+}
+
+// Capture implements Capturer for a TypedCapturer: a full-scope Observe,
+// then CaptureFrom. It reports false for a provider without one.
+func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) (bool, error) {
+	c, ok := a.t.(TypedCapturer[O])
+	if !ok {
+		return false, nil
+	}
+	full := *req
+	full.Full = true
+	obs, err := a.t.Observe(ctx, h, &full)
+	if err != nil {
+		return true, err
+	}
+	return true, c.CaptureFrom(obs, req, spec, o)
+}
 
 // Optional returns a provider's optional interface T (Reverter, Capturer,
 // Parallel, Batcher): the provider's own, or the typed provider's behind

@@ -103,35 +103,41 @@ func targets(req *plan.Request) []target {
 
 // Observe implements plan.TypedProvider: it reads mlx4_portN of every port of
 // every device the spec sets a type on (both ports: the pair constrains
-// each other).
+// each other), or of every PCI device for show (Request.Full).
 //
 // Equivalent to: cat /sys/bus/pci/devices/0000:81:00.0/mlx4_port1
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
-	ts := targets(req)
-	if len(ts) == 0 {
-		return nil, nil
+	var devs []*inventory.Device
+	if req.Full {
+		devs = req.Inv.Devices
+	} else {
+		for _, t := range targets(req) {
+			devs = append(devs, req.Inv.Device(t.dev))
+		}
+		if len(devs) == 0 {
+			return nil, nil
+		}
 	}
 	obs := &Observed{Ports: map[string]State{}}
 	done := map[string]bool{}
-	for _, t := range ts {
-		if t.pci == "" || done[t.pci] {
+	for _, dev := range devs {
+		if dev == nil || dev.PCI == "" || done[dev.PCI] {
 			continue
 		}
-		done[t.pci] = true
-		dev := req.Inv.Device(t.dev)
+		done[dev.PCI] = true
 		for _, port := range dev.Ports {
-			s, err := host.ReadAttr(h.FS, File(t.pci, port.Num))
+			s, err := host.ReadAttr(h.FS, File(dev.PCI, port.Num))
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // not an mlx4 port; Plan says so
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", File(t.pci, port.Num), err)
+				return nil, fmt.Errorf("reading %s: %w", File(dev.PCI, port.Num), err)
 			}
 			st, err := ParseState(s)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", File(t.pci, port.Num), err)
+				return nil, fmt.Errorf("%s: %w", File(dev.PCI, port.Num), err)
 			}
-			obs.Ports[key(t.pci, port.Num)] = st
+			obs.Ports[key(dev.PCI, port.Num)] = st
 		}
 	}
 	return obs, nil

@@ -74,7 +74,7 @@ type Observed struct {
 // kernel's modules.builtin, /sys/module/NAME for the spec's modules and
 // ConfFile. It changes nothing.
 func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
-	if req.Spec.Modules == nil {
+	if req.Spec.Modules == nil && !req.Full {
 		return nil, nil
 	}
 	obs := &Observed{Loaded: map[string]bool{}, Builtin: map[string]bool{}}

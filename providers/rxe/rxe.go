@@ -49,7 +49,7 @@ type Observed struct {
 // Observe implements plan.TypedProvider. It lists RDMA links and looks up
 // each spec netdev (netlink, or the tree's sysfs through host.OfflineNet).
 func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
-	if len(req.Spec.Rxe) == 0 {
+	if len(req.Spec.Rxe) == 0 && !req.Full {
 		return nil, nil
 	}
 	obs := &Observed{Links: map[string]host.RdmaLink{}, Netdevs: map[string]host.Link{}}
