@@ -1,59 +1,31 @@
 package sriov
 
 import (
-	"context"
-	"errors"
-	"strings"
-
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
-var _ plan.Capturer = (*Provider)(nil)
+var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
-// Capture implements plan.Capturer: a PF with SR-IOV capability and VFs
-// enabled gets sriov: {num_vfs, drivers_autoprobe}, and vfs: with what
-// was set on single VFs (GUIDs and MACs that are not zero, trust on, a
-// link state other than auto; spoofchk, whose default is the driver's,
+// CaptureFrom implements plan.TypedCapturer: a PF with SR-IOV capability
+// and VFs enabled gets sriov: {num_vfs, drivers_autoprobe}, and vfs: with
+// what was set on single VFs (GUIDs and MACs that are not zero, trust on,
+// a link state other than auto; spoofchk, whose default is the driver's,
 // is left out). A PF with none enabled is left out, so show stays short
 // on hosts that use no VFs.
-//
-// Equivalent to: cat /sys/bus/pci/devices/PCI/sriov_{numvfs,drivers_autoprobe}; ip -j link show dev PF
-func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+	if obs == nil {
+		return nil
+	}
 	for i, d := range req.Devices {
-		if d == nil || d.PCI == "" {
-			continue
-		}
-		pf, err := Read(h, d.PCI)
-		if err != nil {
-			return err
-		}
-		if pf.NoCapability || pf.NumVFs == 0 {
+		pf := obs.PFs[i]
+		if d == nil || pf == nil || pf.NoCapability || pf.NumVFs == 0 {
 			continue
 		}
 		n, ap := pf.NumVFs, pf.Autoprobe
 		sr := &schema.SRIOV{NumVFs: &n, DriversAutoprobe: &ap}
 		spec.Devices[i].SRIOV = sr
-		var netdev string
-		if len(d.Ports) > 0 {
-			for _, nd := range d.Ports[0].Netdevs {
-				if !strings.Contains(nd, ".") {
-					netdev = nd
-					break
-				}
-			}
-		}
-		if netdev == "" || h.Offline() {
-			continue
-		}
-		infos, err := ReadVFs(ctx, h, netdev)
-		if err != nil {
-			if errors.Is(err, host.ErrNotFound) {
-				continue // no ip: the count alone
-			}
-			return err
-		}
+		infos := pf.VFInfo
 		for vf := 0; vf < pf.NumVFs; vf++ {
 			info, ok := infos[vf]
 			if !ok {

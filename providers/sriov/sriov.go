@@ -86,7 +86,7 @@ type Observed struct {
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	obs := &Observed{PFs: map[int]*PF{}}
 	for i, d := range req.Spec.Devices {
-		if d.SRIOV == nil || req.Devices[i] == nil || req.Devices[i].PCI == "" {
+		if (d.SRIOV == nil && !req.Full) || req.Devices[i] == nil || req.Devices[i].PCI == "" {
 			continue
 		}
 		pf, err := Read(h, req.Devices[i].PCI)
@@ -104,16 +104,18 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 				}
 			}
 		}
-		if len(d.SRIOV.VFs) > 0 && pf.NumVFs > 0 && pf.Netdev != "" && !h.Offline() {
-			if pf.VFInfo, err = ReadVFs(ctx, h, pf.Netdev); err != nil {
-				return nil, err
+		wantVFs := req.Full || len(d.SRIOV.VFs) > 0
+		if wantVFs && pf.NumVFs > 0 && pf.Netdev != "" && !h.Offline() {
+			pf.VFInfo, err = ReadVFs(ctx, h, pf.Netdev)
+			if err != nil && !(req.Full && errors.Is(err, host.ErrNotFound)) {
+				return nil, err // show without ip keeps the count alone
 			}
 		}
 	}
 	if len(obs.PFs) == 0 {
 		return nil, nil
 	}
-	if !h.Offline() {
+	if !h.Offline() && !req.Full {
 		owners, err := nmOwners(ctx, h)
 		if err != nil {
 			return nil, err
