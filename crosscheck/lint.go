@@ -376,12 +376,7 @@ func (l *linter) mtu() {
 			}
 		}
 	}
-	var nets []netip.Prefix
-	for p := range bySubnet {
-		nets = append(nets, p)
-	}
-	sort.Slice(nets, func(i, j int) bool { return nets[i].String() < nets[j].String() })
-	for _, n := range nets {
+	for _, n := range sortedSubnets(bySubnet) {
 		us := bySubnet[n]
 		ref := us[0]
 		for _, u := range us[1:] {
@@ -438,12 +433,7 @@ func (l *linter) ipoib() {
 			}
 		}
 	}
-	var nets []netip.Prefix
-	for p := range bySubnet {
-		nets = append(nets, p)
-	}
-	sort.Slice(nets, func(i, j int) bool { return nets[i].String() < nets[j].String() })
-	for _, n := range nets {
+	for _, n := range sortedSubnets(bySubnet) {
 		cs := bySubnet[n]
 		ref := cs[0]
 		for _, c := range cs[1:] {
@@ -652,4 +642,15 @@ func cableKey(a, b portRef) string {
 		x, y = y, x
 	}
 	return x + "/" + y
+}
+
+// sortedSubnets lists a map's subnets in a stable order, for findings that
+// come out the same on every run.
+func sortedSubnets[V any](m map[netip.Prefix]V) []netip.Prefix {
+	nets := make([]netip.Prefix, 0, len(m))
+	for p := range m {
+		nets = append(nets, p)
+	}
+	sort.Slice(nets, func(i, j int) bool { return nets[i].String() < nets[j].String() })
+	return nets
 }

@@ -8,11 +8,11 @@ package sim
 
 import (
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/rdmaform/rdmaform/sim/mlxemu"
 	"github.com/rdmaform/rdmaform/sim/nmemu"
-	"sort"
-	"time"
 )
 
 // StateFile is the simulated host's state, in its directory.

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rdmaform/rdmaform/schema"
 	"io/fs"
 	"path"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // Provider is the mlx4 port type provider.

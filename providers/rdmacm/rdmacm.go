@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rdmaform/rdmaform/schema"
 	"io/fs"
 	"path"
 	"sort"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // Root is where configfs shows rdma_cm.

@@ -2,10 +2,10 @@ package rxe
 
 import (
 	"fmt"
-	"github.com/rdmaform/rdmaform/schema"
 	"sort"
 
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // Plan implements plan.TypedProvider.

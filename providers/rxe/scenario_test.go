@@ -2,7 +2,6 @@ package rxe_test
 
 import (
 	"encoding/json"
-	"github.com/rdmaform/rdmaform/plan"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
 )
 

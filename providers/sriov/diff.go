@@ -2,12 +2,12 @@ package sriov
 
 import (
 	"fmt"
-	"github.com/rdmaform/rdmaform/schema"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // payload is what Apply writes, in order, and what Revert puts back.

@@ -23,28 +23,16 @@ const pf0 = "0000:5e:00.0"
 // with NUM_OF_VFS=total (current and next boot), and numVFs VFs enabled.
 func newSim(t *testing.T, total, numVFs int, mutate ...func(st *sim.State)) string {
 	t.Helper()
-	st, err := sim.NewState("cx5-roce", "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range mutate {
-		m(st)
-	}
-	for _, a := range st.Firmware {
-		for _, n := range []struct {
-			name string
-			v    int64
-		}{{"SRIOV_EN", 1}, {"NUM_OF_VFS", int64(total)}} {
-			p := a.Param(n.name)
-			p.Current, p.Next = n.v, n.v
+	dir := newSRIOVHost(t, "cx5-roce", total, func(st *sim.State) {
+		for _, m := range mutate {
+			m(st)
 		}
-	}
-	dir := filepath.Join(t.TempDir(), "host")
-	s, err := sim.Create(dir, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if numVFs > 0 {
+		s, err := sim.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
 		h, err := s.Host()
 		if err != nil {
 			t.Fatal(err)
