@@ -54,6 +54,9 @@ type Request struct {
 	// Full asks Observe for everything the provider could manage on the
 	// host, not only what the spec names: the scope of show.
 	Full bool
+	// Capture holds show's options when Full is set: the firmware
+	// parameters, extra netdevs and extra units it asks for by name.
+	Capture CaptureOptions
 }
 
 // Pos returns the spec position of a logical path, for a change's Source.

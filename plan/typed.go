@@ -83,7 +83,7 @@ func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request,
 		return false, nil
 	}
 	full := *req
-	full.Full = true
+	full.Full, full.Capture = true, o
 	obs, err := a.t.Observe(ctx, h, &full)
 	if err != nil {
 		return true, err

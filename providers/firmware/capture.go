@@ -1,15 +1,12 @@
 package firmware
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
@@ -21,16 +18,15 @@ import (
 // Ethernet-only ConnectX-5 has no LINK_TYPE_Pn) simply has no row for it.
 var CaptureParams = []string{"LINK_TYPE_P1", "LINK_TYPE_P2", "SRIOV_EN", "NUM_OF_VFS"}
 
-var _ plan.Capturer = (*Provider)(nil)
+var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
-// Capture implements plan.Capturer. It queries only the named parameters
-// (o.FirmwareParams, or CaptureParams) of one PCI function per card —
-// every function of a card shows the same values — in parallel, and
-// writes each parameter's Next Boot value: what the card will run, so a
-// value staged for the next boot is reported as pending by plan, never
-// set again. A LINK_TYPE_Pn staged for the next boot also sets the
-// link_layer of the port it affects to the coming one, as a spec states
-// it ("expected after a reboot").
+// CaptureFrom implements plan.TypedCapturer. Observe queried only the
+// named parameters (o.FirmwareParams, or CaptureParams) of one PCI
+// function per card, in parallel; each parameter's Next Boot value is
+// written: what the card will run, so a value staged for the next boot is
+// reported as pending by plan, never set again. A LINK_TYPE_Pn staged for
+// the next boot also sets the link_layer of the port it affects to the
+// coming one, as a spec states it ("expected after a reboot").
 //
 // A host without mlxconfig or mstconfig has nothing captured unless
 // parameters were asked for by name (then it is an error). A parameter
@@ -38,43 +34,21 @@ var _ plan.Capturer = (*Provider)(nil)
 // noted (o.Notes).
 //
 // Equivalent to: mlxconfig -d 0000:3b:00.0 -e q LINK_TYPE_P1 LINK_TYPE_P2 SRIOV_EN NUM_OF_VFS
-func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
+func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
+	if obs == nil {
+		return nil
+	}
 	names, explicit := o.FirmwareParams, len(o.FirmwareParams) > 0
 	if !explicit {
 		names = CaptureParams
 	}
-	var idx []int
-	seen := map[string]bool{}
-	for i, d := range req.Devices {
-		if d == nil || d.PCI == "" || seen[slotOf(d.PCI)] {
-			continue
-		}
-		seen[slotOf(d.PCI)] = true
+	idx := make([]int, 0, len(obs.Adapters))
+	for i := range obs.Adapters {
 		idx = append(idx, i)
 	}
-	if len(idx) == 0 {
-		return nil
-	}
-	tools := &ToolPicker{}
-	if _, err := tools.Pick(ctx, h, "auto"); err != nil {
-		if errors.Is(err, ErrNoTool) && !explicit {
-			return nil
-		}
-		return err
-	}
-	mst := &MSTMap{}
-	obs := make([]*AdapterObs, len(idx))
-	var wg sync.WaitGroup
-	for k, i := range idx {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			obs[k] = ReadAdapter(ctx, h, tools, mst, "auto", req.Devices[i].PCI, names)
-		}()
-	}
-	wg.Wait()
-	for k, i := range idx {
-		a, dev := obs[k], req.Devices[i]
+	sort.Ints(idx)
+	for _, i := range idx {
+		a, dev := obs.Adapters[i], req.Devices[i]
 		if a.Err != nil {
 			return fmt.Errorf("reading firmware of %s: %w", dev.PCI, a.Err)
 		}

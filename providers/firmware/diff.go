@@ -67,6 +67,9 @@ type target struct {
 }
 
 func targets(req *plan.Request) []target {
+	if req.Full {
+		return showTargets(req)
+	}
 	var out []target
 	for i, d := range req.Spec.Devices {
 		if d.Firmware == nil || len(d.Firmware.Params) == 0 {
@@ -84,6 +87,26 @@ func targets(req *plan.Request) []target {
 			t.names = append(t.names, p.Name)
 		}
 		out = append(out, t)
+	}
+	return out
+}
+
+// showTargets is the scope of show: one PCI function per card (every
+// function of a card shows the same values), with the parameters show
+// asks for (Request.Capture.FirmwareParams, or CaptureParams).
+func showTargets(req *plan.Request) []target {
+	names := req.Capture.FirmwareParams
+	if len(names) == 0 {
+		names = CaptureParams
+	}
+	var out []target
+	seen := map[string]bool{}
+	for i, d := range req.Devices {
+		if d == nil || d.PCI == "" || seen[slotOf(d.PCI)] {
+			continue
+		}
+		seen[slotOf(d.PCI)] = true
+		out = append(out, target{index: i, pci: d.PCI, tool: "auto", path: schema.Path("devices", i, "firmware"), names: names})
 	}
 	return out
 }

@@ -75,13 +75,21 @@ func (a *AdapterObs) deviceType() string {
 }
 
 // Observe implements plan.TypedProvider: it picks the tool, then queries the
-// named parameters of every adapter in parallel, one run per adapter.
+// named parameters of every adapter in parallel, one run per adapter. For
+// show (Request.Full) it queries one function per card.
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
 	if len(ts) == 0 {
 		return nil, nil
 	}
 	tools := &ToolPicker{}
+	if req.Full && len(req.Capture.FirmwareParams) == 0 {
+		// show on a host without either tool captures no firmware,
+		// unless parameters were asked for by name.
+		if _, err := tools.Pick(ctx, h, "auto"); errors.Is(err, ErrNoTool) {
+			return &Observed{}, nil
+		}
+	}
 	mst := &MSTMap{}
 	res := make([]*AdapterObs, len(ts))
 	var wg sync.WaitGroup
