@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
+	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
@@ -17,9 +19,9 @@ import (
 //
 // Equivalent to: ip link set NAME down; ip link set NAME mtu N;
 // ip addr del P dev NAME ...; ip addr add P dev NAME ...; ip link set NAME up
-func (p *Provider) Make(_ context.Context, h *host.Host, c *plan.Change, pl *payload) error {
-	if _, err := h.Net.LinkByName(pl.name); err != nil {
-		return fmt.Errorf("interface %s: %w", pl.name, err)
+func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	if err := awaitLink(ctx, h, c, pl); err != nil {
+		return err
 	}
 	if pl.up != nil && !*pl.up {
 		if err := h.Net.LinkSetUp(pl.name, false); err != nil {
@@ -42,6 +44,37 @@ func (p *Provider) Make(_ context.Context, h *host.Host, c *plan.Change, pl *pay
 		}
 	}
 	return nil
+}
+
+// awaitLink checks that the netdev exists; one an earlier change makes
+// (pl.appears) is waited for, polling every 100 ms up to appearWait.
+func awaitLink(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	deadline := time.Now().Add(appearWait)
+	for {
+		_, err := h.Net.LinkByName(pl.name)
+		if err == nil {
+			return nil
+		}
+		if !pl.appears {
+			return fmt.Errorf("interface %s: %w", pl.name, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("interface %s did not appear within %s after %s: %w", pl.name, appearWait, joinAddrs(c.DependsOn), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for interface %s: %w", pl.name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func joinAddrs(as []plan.Address) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // setAddrs makes want the set of static global addresses of a netdev.

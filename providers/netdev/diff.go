@@ -42,6 +42,11 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				// ib_ipoib is loaded by this plan and makes the IPoIB
 				// netdevs: set everything once it has.
 				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, ipoibLoad))
+			case len(nowCauses(facts)) > 0:
+				// A port this plan switches at once (an mlx4 port type)
+				// gets the netdev of its new link layer: set everything
+				// once the switch has made it.
+				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, nowCauses(facts)...))
 			default:
 				if reason, staged := facts.BootReason(); staged {
 					prop.Deferred = append(prop.Deferred, plan.Deferred{Address: Address(it.Name),
@@ -86,10 +91,24 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	return prop
 }
 
-// missingChange sets every managed attribute of a netdev a planned module
-// load creates.
-func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix, cause plan.Address) *plan.Change {
-	pl := &payload{name: it.Name}
+// nowCauses are the changes of this plan that switch a port's link layer
+// at once, each making the netdev of the new link layer.
+func nowCauses(facts *plan.Facts) []plan.Address {
+	var out []plan.Address
+	seen := map[plan.Address]bool{}
+	for _, l := range facts.LinkChanges() {
+		if l.When == plan.Runtime && !l.Staged && !seen[l.Cause] {
+			seen[l.Cause] = true
+			out = append(out, l.Cause)
+		}
+	}
+	return out
+}
+
+// missingChange sets every managed attribute of a netdev that the changes
+// at causes make appear (a module load, a port type), once it has.
+func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix, causes ...plan.Address) *plan.Change {
+	pl := &payload{name: it.Name, appears: true}
 	var attrs []plan.Attr
 	if it.State != "" {
 		up := it.State == "up"
@@ -106,7 +125,7 @@ func missingChange(req *plan.Request, it schema.Interface, path string, want []n
 	}
 	return &plan.Change{
 		Address: Address(it.Name), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(path), Attributes: attrs, Payload: pl,
-		DependsOn: []plan.Address{cause},
+		DependsOn: causes,
 	}
 }
 

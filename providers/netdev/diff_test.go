@@ -17,6 +17,8 @@ type outcome struct {
 	Changes  map[string][]plan.Attr
 	Deferred []string // "address: reason"
 	Errors   []string // "line:col path: message"
+	// DependsOn lists, by change, what it waits for, when anything.
+	DependsOn map[string][]plan.Address
 }
 
 func summarize(p plan.Proposal) outcome {
@@ -26,6 +28,12 @@ func summarize(p plan.Proposal) outcome {
 			o.Changes = map[string][]plan.Attr{}
 		}
 		o.Changes[string(c.Address)] = c.Attributes
+		if len(c.DependsOn) > 0 {
+			if o.DependsOn == nil {
+				o.DependsOn = map[string][]plan.Address{}
+			}
+			o.DependsOn[string(c.Address)] = c.DependsOn
+		}
 	}
 	for _, d := range p.Deferred {
 		o.Deferred = append(o.Deferred, string(d.Address)+": "+d.Reason)
@@ -108,6 +116,18 @@ func TestDiff(t *testing.T) {
 		obs:    map[string]*Iface{},
 		staged: []plan.LinkChange{{Device: "0000:81:00.0", Port: 1, To: "Ethernet", Setting: "LINK_TYPE_P1=ETH", When: plan.NextBoot}},
 		want:   outcome{Deferred: []string{"interface[ens1f0np0]: netdev ens1f0np0 does not exist yet; waits for LINK_TYPE_P1=ETH on 0000:81:00.0 (reboot)"}},
+	}, {
+		name: "missing netdev while mlx4 ports switch now: set once they have, after both switches",
+		spec: "  - name: ens2\n    mtu: 9000\n    addresses: [192.0.2.1/24]\n",
+		obs:  map[string]*Iface{},
+		staged: []plan.LinkChange{
+			{Device: "0000:81:00.0", Port: 2, To: "Ethernet", Setting: "type=eth", When: plan.Runtime, Cause: plan.Addr("mlx4_port", "0000:81:00.0/2")},
+			{Device: "0000:81:00.0", Port: 1, To: "Ethernet", Setting: "type=eth", When: plan.Runtime, Cause: plan.Addr("mlx4_port", "0000:81:00.0/1")},
+		},
+		want: outcome{
+			Changes:   map[string][]plan.Attr{"interface[ens2]": {{Name: "mtu", After: "9000"}, {Name: "addresses", After: "192.0.2.1/24"}}},
+			DependsOn: map[string][]plan.Address{"interface[ens2]": {"mlx4_port[0000:81:00.0/1]", "mlx4_port[0000:81:00.0/2]"}},
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

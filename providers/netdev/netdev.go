@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
@@ -89,4 +90,11 @@ type payload struct {
 	// before is what the netdev had, for Revert; nil for a netdev this
 	// plan makes appear (a module load).
 	before *before
+	// appears: the netdev is made by an earlier change of the plan, and
+	// udev may still be naming it; Make waits for it (appearWait).
+	appears bool
 }
+
+// appearWait bounds the wait for a netdev an earlier change makes: the
+// kernel registers it at once, udev renames it within a second or two.
+var appearWait = 15 * time.Second
