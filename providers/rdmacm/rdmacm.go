@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -100,6 +101,9 @@ type target struct {
 }
 
 func targets(req *plan.Request) []target {
+	if req.Full {
+		return showTargets(req)
+	}
 	var out []target
 	for i, d := range req.Spec.Devices {
 		for j, p := range d.Ports {
@@ -123,8 +127,26 @@ func targets(req *plan.Request) []target {
 	return out
 }
 
+// showTargets is the scope of show: every port that is Ethernet now.
+func showTargets(req *plan.Request) []target {
+	var out []target
+	for i, d := range req.Devices {
+		if d == nil {
+			continue
+		}
+		for _, p := range d.Ports {
+			if p.LinkLayer == linklayer.Ethernet {
+				out = append(out, target{dev: d.Name, port: p.Num, devIndex: i})
+			}
+		}
+	}
+	return out
+}
+
 // Observe implements plan.TypedProvider. It reads every managed port's values;
 // a device group rdmaform had to create for reading is removed again.
+// Without rdma_cm in configfs show has nothing to read, and neither has a
+// plan (NotLoaded): Observe loads and mounts nothing.
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
 	if len(ts) == 0 {
@@ -132,7 +154,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	}
 	obs := &Observed{Ports: map[string]PortValues{}}
 	if !host.Exists(h.FS, Root) {
-		if h.Offline() {
+		if h.Offline() && !req.Full {
 			return nil, fmt.Errorf("%s does not exist in this tree (nothing is mounted or loaded under --root)", Root)
 		}
 		obs.NotLoaded = true
