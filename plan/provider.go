@@ -144,6 +144,9 @@ type CaptureNotes struct {
 
 // Add records a note on spec device i.
 func (n *CaptureNotes) Add(i int, note string) {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.byDevice == nil {

@@ -1,100 +1,60 @@
 package qos
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
 
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
-var _ plan.Capturer = (*Provider)(nil)
+var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
-// Capture implements plan.Capturer: the QoS of every Ethernet port with a
-// netdev. A driver without DCB gives no DCB keys, one without readable
-// pause no pause, one without the OFED tree no ecn; a port with nothing
-// readable gets no qos. A firmware-owned port is captured as dcbx:
-// firmware alone (its trust, PFC and ETS are the switch's).
+// CaptureFrom implements plan.TypedCapturer: the QoS of every Ethernet
+// port with a netdev (Observe read each at once, as plan reads them) that
+// the capture keeps Ethernet. A driver without DCB gives no DCB keys, one
+// without readable pause no pause, one without the OFED tree no ecn; a
+// port with nothing readable gets no qos. A firmware-owned port is
+// captured as dcbx: firmware alone (its trust, PFC and ETS are the
+// switch's). Without dcb or ethtool a port's qos is left out and noted.
 //
 // Equivalent to: dcb -j {pfc,ets,app,dcbx} show dev X; ethtool -a X; cat /sys/class/net/X/ecn/...
-func (p *Provider) Capture(ctx context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
-	if h.Offline() {
+func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
+	if obs == nil {
 		return nil
 	}
-	// Every port is read at once, as plan reads them.
-	sem := make(chan struct{}, MaxReads)
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
-	// notes keeps each port's note in port order, so show prints them in
-	// the same order whatever order the reads finish in.
-	type portNote struct {
-		dev  int
-		note string
-	}
-	var notes []*portNote
+	var errs []error
 	for i, d := range req.Devices {
 		if d == nil {
 			continue
 		}
 		for j := range spec.Devices[i].Ports {
 			pt := &spec.Devices[i].Ports[j]
-			ip := d.Port(pt.Port)
-			if ip == nil || ip.LinkLayer != linklayer.Ethernet || pt.LinkLayer != linklayer.Ethernet {
+			if pt.LinkLayer != linklayer.Ethernet {
 				continue
 			}
-			nd := PortNetdev(d, pt.Port)
-			if nd == "" || !host.Exists(h.FS, "/sys/class/net/"+nd) {
+			k := key(d.Name, pt.Port)
+			if e, ok := obs.NoTool[k]; ok {
+				// No dcb or ethtool on the host: nothing to capture, and
+				// nothing a plan could set either.
+				o.Notes.Add(i, fmt.Sprintf("%s: qos left out: %s", PortNetdev(d, pt.Port), e))
 				continue
 			}
-			pn := &portNote{dev: i}
-			notes = append(notes, pn)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				note, err := capturePort(ctx, h, nd, pt, sem)
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
+			if e, ok := obs.Errs[k]; ok {
+				errs = append(errs, fmt.Errorf("reading the QoS of %s: %s", PortNetdev(d, pt.Port), e))
+				continue
+			}
+			if have := obs.Ports[k]; have != nil {
+				q, note := captureQoS(have)
+				pt.QoS = q
+				if note != "" {
+					o.Notes.Add(i, note)
 				}
-				pn.note = note
-			}()
+			}
 		}
 	}
-	wg.Wait()
-	for _, pn := range notes {
-		if pn.note != "" && o.Notes != nil {
-			o.Notes.Add(pn.dev, pn.note)
-		}
-	}
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
-}
-
-// capturePort reads one port and writes its qos into pt; the note says
-// what it left out.
-func capturePort(ctx context.Context, h *host.Host, nd string, pt *schema.Port, sem chan struct{}) (string, error) {
-	have, err := readPort(ctx, h, nd, need{dcb: true, pause: true, ecn: true}, sem)
-	if errors.Is(err, host.ErrNotFound) {
-		// No dcb or ethtool on the host: nothing to capture, and nothing
-		// a plan could set either.
-		return fmt.Sprintf("%s: qos left out: %v", nd, err), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	q, note := captureQoS(have)
-	pt.QoS = q
-	return note, nil
+	return errors.Join(errs...)
 }
 
 // captureQoS is the spec form of a port's state, and a note on what it

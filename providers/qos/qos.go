@@ -13,6 +13,7 @@ package qos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -58,6 +60,10 @@ type Observed struct {
 	Errs map[string]string
 	// LLDPad is the PID of a running lldpad, 0 when none runs.
 	LLDPad int
+	// NoTool are the ports show could not read because dcb or ethtool is
+	// not installed (show leaves their qos out, with a note; a plan
+	// reports such a port in Errs).
+	NoTool map[string]string `json:",omitempty"`
 }
 
 type target struct {
@@ -72,6 +78,9 @@ type target struct {
 // targets lists the ports whose spec has a qos block, with their netdev
 // ("" when the port has none).
 func targets(req *plan.Request) []target {
+	if req.Full {
+		return showTargets(req)
+	}
 	var out []target
 	for i, d := range req.Spec.Devices {
 		for j, p := range d.Ports {
@@ -118,7 +127,32 @@ func PortNetdev(d *inventory.Device, port int) string {
 	return ""
 }
 
+// showTargets is the scope of show: every port that is Ethernet now and
+// has a netdev, with everything read (no qos block to narrow it).
+func showTargets(req *plan.Request) []target {
+	var out []target
+	for i, d := range req.Devices {
+		if d == nil {
+			continue
+		}
+		for _, p := range d.Ports {
+			if p.LinkLayer != linklayer.Ethernet {
+				continue
+			}
+			if nd := PortNetdev(d, p.Num); nd != "" {
+				out = append(out, target{dev: d.Name, port: p.Num, devIndex: i, netdev: nd})
+			}
+		}
+	}
+	return out
+}
+
+// need is what to read of a port: what its qos block sets, or everything
+// for show.
 func (t target) need() need {
+	if t.q == nil {
+		return need{dcb: true, pause: true, ecn: true}
+	}
 	w := wantOf(t.q)
 	return w.need()
 }
@@ -131,9 +165,12 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		return nil, nil
 	}
 	if h.Offline() {
+		if req.Full {
+			return nil, nil // show of a tree: no QoS to read
+		}
 		return nil, fmt.Errorf("QoS is read with dcb and ethtool from the running kernel; a --root tree has none")
 	}
-	obs := &Observed{Ports: map[string]*Port{}, Errs: map[string]string{}}
+	obs := &Observed{Ports: map[string]*Port{}, Errs: map[string]string{}, NoTool: map[string]string{}}
 	sem := make(chan struct{}, MaxReads)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -147,7 +184,11 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 			pt, err := readPort(ctx, h, t.netdev, t.need(), sem)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil && req.Full && errors.Is(err, host.ErrNotFound):
+				obs.NoTool[key(t.dev, t.port)] = err.Error()
+				return
+			case err != nil:
 				obs.Errs[key(t.dev, t.port)] = err.Error()
 				return
 			}
