@@ -76,7 +76,7 @@ type TypedCapturer[O any] interface {
 }
 
 // Capture implements Capturer for a TypedCapturer: a full-scope Observe,
-// then CaptureFrom. It reports false for a provider without one.
+// then CaptureFrom with the same request. It reports false for a provider without one.
 func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) (bool, error) {
 	c, ok := a.t.(TypedCapturer[O])
 	if !ok {
@@ -88,7 +88,7 @@ func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request,
 	if err != nil {
 		return true, err
 	}
-	return true, c.CaptureFrom(obs, req, spec, o)
+	return true, c.CaptureFrom(obs, &full, spec, o)
 }
 
 // Optional returns a provider's optional interface T (Reverter, Capturer,

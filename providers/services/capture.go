@@ -1,12 +1,8 @@
 package services
 
 import (
-	"context"
-	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -17,28 +13,20 @@ import (
 // left out.
 var CaptureUnits = []string{"ibacm.service", "iwpmd.service", "opensm.service", "rdma-ndd.service", "srp_daemon.service"}
 
-var _ plan.Capturer = (*Provider)(nil)
+var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
-// Capture implements plan.Capturer: for each installed unit of
-// CaptureUnits, whether it runs and, when it can be enabled or disabled,
-// whether it is enabled. A host without systemd has none.
+// CaptureFrom implements plan.TypedCapturer: for each installed unit of
+// CaptureUnits (and of the units show is asked for), whether it runs and,
+// when it can be enabled or disabled, whether it is enabled. A host
+// without systemd has none.
 //
 // Equivalent to: systemctl show -p LoadState,ActiveState,UnitFileState opensm.service ...
-func (p *Provider) Capture(ctx context.Context, h *host.Host, _ *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
-	if h.Systemd == nil {
+func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+	if obs == nil || obs.NoSystemd {
 		return nil
 	}
-	units := slices.Clone(CaptureUnits)
-	for _, u := range o.Units {
-		if !slices.Contains(units, u) {
-			units = append(units, u)
-		}
-	}
-	for _, u := range units {
-		st, err := h.Systemd.Unit(ctx, u)
-		if err != nil {
-			return fmt.Errorf("unit %s: %w", u, err)
-		}
+	for _, u := range unitsOf(req) {
+		st := obs.Units[u]
 		if st.LoadState != "loaded" {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
@@ -44,22 +45,20 @@ type Observed struct {
 	Units map[string]host.UnitState
 }
 
-// Observe implements plan.TypedProvider: it reads each unit the spec names.
+// Observe implements plan.TypedProvider: it reads each unit the spec names,
+// or for show (Request.Full) CaptureUnits and the units show is asked for.
 //
 // Equivalent to: systemctl show -p LoadState,ActiveState,UnitFileState UNIT...
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
-	if len(req.Spec.Services) == 0 {
+	units := unitsOf(req)
+	if len(units) == 0 {
 		return nil, nil
 	}
 	if h.Systemd == nil {
 		return &Observed{NoSystemd: true}, nil
 	}
 	obs := &Observed{Units: map[string]host.UnitState{}}
-	for _, s := range req.Spec.Services {
-		if schema.CheckUnitName(s.Name) != "" {
-			continue // validation reported it; never ask about it
-		}
-		u := schema.UnitName(s.Name)
+	for _, u := range units {
 		st, err := h.Systemd.Unit(ctx, u)
 		if err != nil {
 			return nil, fmt.Errorf("unit %s: %w", u, err)
@@ -67,6 +66,27 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		obs.Units[u] = st
 	}
 	return obs, nil
+}
+
+// unitsOf lists the units to read, in order: the valid names the spec
+// gives, or for show CaptureUnits and the extra units asked for.
+func unitsOf(req *plan.Request) []string {
+	if req.Full {
+		units := slices.Clone(CaptureUnits)
+		for _, u := range req.Capture.Units {
+			if !slices.Contains(units, u) {
+				units = append(units, u)
+			}
+		}
+		return units
+	}
+	var units []string
+	for _, s := range req.Spec.Services {
+		if schema.CheckUnitName(s.Name) == "" { // else validation reported it; never ask about it
+			units = append(units, schema.UnitName(s.Name))
+		}
+	}
+	return units
 }
 
 // payload is what Apply does to one unit; nil fields are left alone.
