@@ -1,19 +1,15 @@
 package netdev
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"sort"
 
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
-var _ plan.Capturer = (*Provider)(nil)
+var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
 // CaptureNetdevs are the netdevs show describes: those of RDMA ports
 // (IPoIB interfaces and their P_Key children, RoCE netdevs) and the
@@ -40,48 +36,46 @@ func CaptureNetdevs(req *plan.Request) []string {
 	return out
 }
 
-// Capture implements plan.Capturer: for each of CaptureNetdevs, its
-// administrative state, MTU and static global addresses (an empty list
-// when it has none: "no static addresses" is part of a golden config).
-// Dynamic (DHCP, SLAAC) and link-local addresses are the kernel's or a
-// client's, never captured. An offline tree (--root), whose sysfs has no
-// addresses, has nothing captured.
-//
-// Equivalent to: ip link show NAME; ip addr show dev NAME
-func (p *Provider) Capture(_ context.Context, h *host.Host, req *plan.Request, spec *schema.Spec, o plan.CaptureOptions) error {
+// showNetdevs are CaptureNetdevs and the netdevs show is asked for
+// besides (a rollback journal records every interface its plan touches).
+func showNetdevs(req *plan.Request) []string {
 	names := CaptureNetdevs(req)
-	for _, n := range o.Netdevs {
+	for _, n := range req.Capture.Netdevs {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
-	for _, name := range names {
-		l, err := h.Net.LinkByName(name)
-		if errors.Is(err, host.ErrLinkNotFound) {
+	return names
+}
+
+// CaptureFrom implements plan.TypedCapturer: for each of CaptureNetdevs
+// (and the netdevs show is asked for) that exists, its administrative
+// state, MTU and static global addresses (an empty list when it has none:
+// "no static addresses" is part of a golden config). Dynamic (DHCP,
+// SLAAC) and link-local addresses are the kernel's or a client's, never
+// captured. An offline tree (--root), whose sysfs has no addresses, has
+// nothing captured.
+//
+// Equivalent to: ip link show NAME; ip addr show dev NAME
+func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+	if obs == nil || obs.NoAddrs {
+		return nil
+	}
+	for _, name := range showNetdevs(req) {
+		ifc := obs.Ifaces[name]
+		if ifc == nil {
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("ip link show %s: %w", name, err)
-		}
-		addrs, err := h.Net.AddrList(name)
-		if errors.Is(err, host.ErrNoNetlink) {
-			// An offline tree (--root) has no addresses to tell: an
-			// interface captured without them would claim it has none.
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("ip addr show dev %s: %w", name, err)
-		}
 		var static []netip.Prefix
-		for _, a := range addrs {
+		for _, a := range ifc.Addrs {
 			if a.Global && !a.Dynamic && !a.Prefix.Addr().IsLinkLocalUnicast() {
 				static = append(static, a.Prefix)
 			}
 		}
 		sortPrefixes(static)
-		it := schema.Interface{Name: name, State: stateWord(l.AdminUp), Addresses: []string{}}
-		if l.MTU > 0 {
-			mtu := l.MTU
+		it := schema.Interface{Name: name, State: stateWord(ifc.Link.AdminUp), Addresses: []string{}}
+		if ifc.Link.MTU > 0 {
+			mtu := ifc.Link.MTU
 			it.MTU = &mtu
 		}
 		for _, a := range static {

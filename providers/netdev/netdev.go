@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -46,36 +47,60 @@ type Iface struct {
 // missing netdev has no entry.
 type Observed struct {
 	Ifaces map[string]*Iface
+	// NoAddrs: show found no addresses to read (an offline tree, --root).
+	NoAddrs bool `json:",omitempty"`
 }
 
 // Observe implements plan.TypedProvider: one link lookup per spec interface,
-// and its address list when the spec manages addresses.
+// and its address list when the spec manages addresses; for show
+// (Request.Full) every netdev of CaptureNetdevs and those show is asked
+// for, each with its addresses.
 //
 // Equivalent to: ip link show NAME; ip addr show dev NAME
 func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
-	if len(req.Spec.Interfaces) == 0 {
+	names, addrs := scope(req)
+	if len(names) == 0 {
 		return nil, nil
 	}
 	obs := &Observed{Ifaces: map[string]*Iface{}}
-	for _, it := range req.Spec.Interfaces {
-		l, err := h.Net.LinkByName(it.Name)
+	for i, name := range names {
+		l, err := h.Net.LinkByName(name)
 		if errors.Is(err, host.ErrLinkNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ip link show %s: %w", it.Name, err)
+			return nil, fmt.Errorf("ip link show %s: %w", name, err)
 		}
 		ifc := &Iface{Link: l}
-		if it.Addresses != nil {
-			as, err := h.Net.AddrList(it.Name)
+		if addrs[i] {
+			as, err := h.Net.AddrList(name)
+			if req.Full && errors.Is(err, host.ErrNoNetlink) {
+				// An offline tree (--root) has no addresses to tell: an
+				// interface captured without them would claim it has none.
+				return &Observed{NoAddrs: true}, nil
+			}
 			if err != nil {
-				return nil, fmt.Errorf("ip addr show dev %s: %w", it.Name, err)
+				return nil, fmt.Errorf("ip addr show dev %s: %w", name, err)
 			}
 			ifc.Addrs = as
 		}
-		obs.Ifaces[it.Name] = ifc
+		obs.Ifaces[name] = ifc
 	}
 	return obs, nil
+}
+
+// scope lists the netdevs to read and whether to read each one's
+// addresses: the spec's interfaces, or show's.
+func scope(req *plan.Request) (names []string, addrs []bool) {
+	if req.Full {
+		names = showNetdevs(req)
+		return names, slices.Repeat([]bool{true}, len(names))
+	}
+	for _, it := range req.Spec.Interfaces {
+		names = append(names, it.Name)
+		addrs = append(addrs, it.Addresses != nil)
+	}
+	return names, addrs
 }
 
 // payload is what Apply needs; nil fields are left alone.
