@@ -33,10 +33,13 @@ that 'rdmaform show > golden.yaml' captures a golden config and
                devices by name (name, node GUID, firmware version, HCA type
                in a comment); firmware parameters (--firmware, default
                ` + strings.Join(firmware.CaptureParams, ", ") + ` where the
-               card has them; Next Boot values); each port's link layer,
-               mlx4 port type, RoCE mode and ToS (Ethernet ports, when the
-               rdma_cm module is loaded), and under expect its state,
-               physical state and rate
+               card has them; Next Boot values); SR-IOV of a PF with VFs
+               enabled (num_vfs, drivers_autoprobe, what was set on single
+               VFs); each port's link layer, mlx4 port type, RoCE mode and
+               ToS (Ethernet ports, when the rdma_cm module is loaded), qos
+               (Ethernet ports: DCB trust, DSCP map, PFC, ETS, pause, ECN,
+               as far as the driver and dcb/ethtool tell), and under expect
+               its state, physical state and rate
   ipoib        every NetworkManager connection of type infiniband
   rxe          every Soft-RoCE link
   interfaces   the netdevs of RDMA ports and of Soft-RoCE links (not the

@@ -24,9 +24,10 @@ type Captured struct {
 // an audit compares with): its hostname and one device per
 // RDMA device (PCI adapters by PCI address, software devices by name) with
 // its ports, their link layer and, under expect, their state, physical
-// state and rate; then each provider that implements Capturer adds
-// its part, in stage order (firmware first: a staged link type sets the
-// link layer RoCE capture reads). Applying the result to the same host
+// state and rate; then each provider that is a TypedCapturer adds its
+// part, from what its Observe reads with the full scope (Request.Full),
+// in stage order (firmware first: a staged link type sets the link layer
+// RoCE capture reads). Applying the result to the same host
 // plans nothing, pending reboots aside.
 //
 // Two sections claim one netdev only once: an interface NetworkManager
@@ -60,21 +61,11 @@ func Capture(ctx context.Context, h *host.Host, providers []Provider, o CaptureO
 		o.Notes = &CaptureNotes{}
 	}
 	for _, pr := range providers {
-		if a, ok := pr.(interface {
-			capture(context.Context, *host.Host, *Request, *schema.Spec, CaptureOptions) (bool, error)
-		}); ok {
-			if done, err := a.capture(ctx, h, req, spec, o); done {
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", pr.Name(), err))
-				}
-				continue
-			}
-		}
-		c, ok := Optional[Capturer](pr)
+		c, ok := pr.(capturer)
 		if !ok {
 			continue
 		}
-		if err := c.Capture(ctx, h, req, spec, o); err != nil {
+		if done, err := c.capture(ctx, h, req, spec, o); done && err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", pr.Name(), err))
 		}
 	}
@@ -110,6 +101,12 @@ func capturePort(p *inventory.Port) schema.Port {
 		sp.Expect = e
 	}
 	return sp
+}
+
+// capturer is a provider that can take part in show: an adapted typed
+// provider, which captures when it is a TypedCapturer.
+type capturer interface {
+	capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) (bool, error)
 }
 
 // unclaimed returns the spec's interfaces without those an ipoib entry

@@ -108,16 +108,6 @@ type Reverter interface {
 	Revert(c *Change) (*Change, error)
 }
 
-// Capturer is implemented by providers that can describe what the host
-// has in spec form, for `rdmaform show`: Capture adds the provider's part
-// to spec, whose Devices already hold one entry per inventory device (in
-// inventory order, selected by PCI address, or by name for software
-// devices) with its ports. What Capture writes must plan nothing when
-// applied to the same host.
-type Capturer interface {
-	Capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) error
-}
-
 // CaptureOptions tune show.
 type CaptureOptions struct {
 	// FirmwareParams are the mlxconfig parameters to capture; empty means

@@ -68,15 +68,21 @@ func (a *adapter[O, P]) Apply(ctx context.Context, h *host.Host, c *Change) erro
 
 func (a *adapter[O, P]) typed() any { return a.t }
 
-// TypedCapturer is a typed provider whose part of show is a pure function
-// of what Observe read with the full scope (Request.Full): show reads the
-// host once, in the same code as plan.
+// TypedCapturer is a typed provider that describes what the host has in
+// spec form, for `rdmaform show`: CaptureFrom adds the provider's part to
+// spec, whose Devices already hold one entry per inventory device (in
+// inventory order, selected by PCI address, or by name for software
+// devices) with its ports. It is a pure function of what Observe read
+// with the full scope (Request.Full), so show reads the host once, in the
+// same code as plan. What it writes must plan nothing when applied to the
+// same host.
 type TypedCapturer[O any] interface {
 	CaptureFrom(obs O, req *Request, spec *schema.Spec, o CaptureOptions) error
 }
 
-// Capture implements Capturer for a TypedCapturer: a full-scope Observe,
-// then CaptureFrom with the same request. It reports false for a provider without one.
+// capture is a TypedCapturer's part of show: a full-scope Observe, then
+// CaptureFrom with the same request. It reports false for a provider
+// without one.
 func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) (bool, error) {
 	c, ok := a.t.(TypedCapturer[O])
 	if !ok {
@@ -91,9 +97,8 @@ func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request,
 	return true, c.CaptureFrom(obs, &full, spec, o)
 }
 
-// Optional returns a provider's optional interface T (Reverter, Capturer,
-// Parallel, Batcher): the provider's own, or the typed provider's behind
-// an adapter.
+// Optional returns a provider's optional interface T (Reverter, Parallel,
+// Batcher): the provider's own, or the typed provider's behind an adapter.
 func Optional[T any](pr Provider) (T, bool) {
 	if u, ok := pr.(interface{ typed() any }); ok {
 		t, ok := u.typed().(T)

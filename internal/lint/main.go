@@ -92,7 +92,19 @@ func crossProvider(dir, imp string) string {
 // package ("" is the package's own NAME.go).
 var providerFiles = map[string]string{
 	"Name": "", "Observe": "", "Plan": "diff.go", "Make": "apply.go", "ApplyBatch": "apply.go", "ParallelKey": "apply.go",
-	"Revert": "revert.go", "Capture": "capture.go",
+	"Revert": "revert.go", "CaptureFrom": "capture.go",
+}
+
+// pureCapture says why a provider's capture.go may not import p: show is
+// built from what Observe read, so CaptureFrom reads nothing itself.
+func pureCapture(dir, file, p string) string {
+	if name, ok := strings.CutPrefix(dir, "providers/"); !ok || strings.Contains(name, "/") || file != "capture.go" {
+		return ""
+	}
+	if p == "context" || p == module+"/host" {
+		return "CaptureFrom builds show from what Observe read; capture.go reads nothing itself"
+	}
+	return ""
 }
 
 // recvName is the type name of a method receiver (Provider for *Provider).
@@ -174,6 +186,9 @@ func check(root string) ([]string, error) {
 			if why := crossProvider(dir, p); why != "" && !strings.HasSuffix(path, "_test.go") {
 				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
 			}
+			if why := pureCapture(dir, filepath.Base(path), p); why != "" {
+				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
+			}
 		}
 		if strings.HasSuffix(path, "_test.go") || isAllowed(dir) {
 			return nil
@@ -197,7 +212,7 @@ func check(root string) ([]string, error) {
 					want = name + ".go"
 				}
 				if got := filepath.Base(path); got != want {
-					problems = append(problems, fmt.Sprintf("%s: Provider.%s belongs in %s (every provider: NAME.go Observe, diff.go Plan, apply.go Make, revert.go Revert, capture.go Capture)", fset.Position(fd.Pos()), fd.Name.Name, want))
+					problems = append(problems, fmt.Sprintf("%s: Provider.%s belongs in %s (every provider: NAME.go Observe, diff.go Plan, apply.go Make, revert.go Revert, capture.go CaptureFrom)", fset.Position(fd.Pos()), fd.Name.Name, want))
 				}
 			}
 		}

@@ -15,6 +15,8 @@ func TestCheckFindsCallsPastTheBoundary(t *testing.T) {
 		"plan/bad.go:5:2: imports os/exec", "plan/bad.go:9:9: os.ReadFile",
 		"providers/firmware/mlxfmt/parse.go:3:8: imports github.com/rdmaform/rdmaform/sim/mlxemu; a parser does not depend on the simulator",
 		"providers/other/other.go:5:2: imports github.com/rdmaform/rdmaform/providers/toy; a provider does not import another",
+		"providers/toy/capture.go:4:2: imports context; CaptureFrom builds show from what Observe read",
+		"providers/toy/capture.go:6:2: imports github.com/rdmaform/rdmaform/host; CaptureFrom builds show",
 		"providers/toy/toy.go:14:1: Provider.Make belongs in apply.go",
 		"providers/toy/toy.go:18:42: asserts a payload; use plan.PayloadOf",
 		"providers/toy/toy.go:9:9: reads .After; an attribute is for people",

@@ -1,19 +1,16 @@
 package ipoib
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
-var _ plan.Capturer = (*Provider)(nil)
+var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
-// Capture implements plan.Capturer: every NetworkManager connection of
+// CaptureFrom implements plan.TypedCapturer: every NetworkManager connection of
 // type infiniband, in the order nmcli lists them (name, then UUID), as a
 // spec entry whose plan is empty:
 //
@@ -34,16 +31,12 @@ var _ plan.Capturer = (*Provider)(nil)
 // A host without nmcli or with NetworkManager stopped has none captured.
 //
 // Equivalent to: nmcli -t -f NAME,UUID,TYPE,DEVICE,ACTIVE connection show; nmcli -t -f ... connection show uuid U...
-func (p *Provider) Capture(ctx context.Context, h *host.Host, _ *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
-	profiles, err := client(h).List(ctx)
-	switch {
-	case errors.Is(err, host.ErrNotFound), nmcli.IsNotRunning(err):
+func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+	if obs == nil {
 		return nil
-	case err != nil:
-		return fmt.Errorf("listing NetworkManager connections: %w", err)
 	}
 	seen := map[string]bool{}
-	for _, pr := range profiles {
+	for _, pr := range obs.Profiles {
 		if seen[pr.Name] {
 			continue
 		}

@@ -117,13 +117,26 @@ func client(h *host.Host) *nmcli.Client {
 // Observe implements plan.TypedProvider: one `nmcli connection show` and one
 // `nmcli connection show uuid ...` for all infiniband profiles, whatever
 // their number, plus the sysfs files of the parents the spec names and
-// the P_Key tables of their ports.
+// the P_Key tables of their ports. show (Request.Full) reads the profiles
+// alone.
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
-	if len(req.Spec.IPoIB) == 0 {
+	if len(req.Spec.IPoIB) == 0 && !req.Full {
 		return nil, nil
 	}
 	obs := &Observed{Links: map[string]Link{}, PKeys: map[string][]int{}}
 	profiles, err := client(h).List(ctx)
+	if req.Full {
+		// show: the profiles alone. A host without nmcli, or with
+		// NetworkManager stopped, has none to describe.
+		switch {
+		case errors.Is(err, host.ErrNotFound), nmcli.IsNotRunning(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("listing NetworkManager connections: %w", err)
+		}
+		obs.Profiles = profiles
+		return obs, nil
+	}
 	if err != nil {
 		if nmcli.IsNotRunning(err) {
 			return nil, fmt.Errorf("NetworkManager is not running; the ipoib section needs it (systemctl start NetworkManager): %w", err)

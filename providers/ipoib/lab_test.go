@@ -68,6 +68,16 @@ func (l *labHost) apply(p *plan.Plan) apply.Outcome {
 	return apply.Run(context.Background(), l.h, p, providersUnderTest, apply.Options{})
 }
 
+// capture is show's spec of the host, by the provider under test.
+func (l *labHost) capture() *schema.Spec {
+	l.t.Helper()
+	c, err := plan.Capture(context.Background(), l.h, providersUnderTest, plan.CaptureOptions{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return c.Spec
+}
+
 // show reads a profile back with nmcli itself, field by field.
 func (l *labHost) show(name string, fields ...string) (map[string]string, int) {
 	r := l.lab.Nmcli("-t", "-f", strings.Join(fields, ","), "connection", "show", "id", name)
@@ -284,11 +294,7 @@ func TestRealCaptureKeepsAutoconnect(t *testing.T) {
 	for _, n := range []string{"auto-yes", "auto-no"} {
 		before[n], _ = l.show(n, "connection.autoconnect", "connection.interface-name")
 	}
-	spec := &schema.Spec{Version: schema.Version}
-	if err := (&ipoib.Provider{}).Capture(context.Background(), l.h, nil, spec, plan.CaptureOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	text, err := schema.Marshal(spec)
+	text, err := schema.Marshal(l.capture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,11 +338,7 @@ func TestRealLimitedMember(t *testing.T) {
 	if p := l.plan(spec); len(p.Changes) != 0 {
 		t.Errorf("plan after apply: %q, want none", changes(p))
 	}
-	captured := &schema.Spec{Version: schema.Version}
-	if err := (&ipoib.Provider{}).Capture(context.Background(), l.h, nil, captured, plan.CaptureOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	text, err := schema.Marshal(captured)
+	text, err := schema.Marshal(l.capture())
 	if err != nil {
 		t.Fatal(err)
 	}

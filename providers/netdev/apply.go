@@ -49,7 +49,8 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 // awaitLink checks that the netdev exists; one an earlier change makes
 // (pl.appears) is waited for, polling every 100 ms up to appearWait.
 func awaitLink(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
-	deadline := time.Now().Add(appearWait)
+	timeout := time.NewTimer(appearWait)
+	defer timeout.Stop()
 	for {
 		_, err := h.Net.LinkByName(pl.name)
 		if err == nil {
@@ -58,12 +59,11 @@ func awaitLink(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) e
 		if !pl.appears {
 			return fmt.Errorf("interface %s: %w", pl.name, err)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("interface %s did not appear within %s after %s: %w", pl.name, appearWait, joinAddrs(c.DependsOn), err)
-		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for interface %s: %w", pl.name, ctx.Err())
+		case <-timeout.C:
+			return fmt.Errorf("interface %s did not appear within %s after %s: %w", pl.name, appearWait, joinAddrs(c.DependsOn), err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
