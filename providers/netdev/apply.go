@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -63,18 +62,10 @@ func awaitLink(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) e
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for interface %s: %w", pl.name, ctx.Err())
 		case <-timeout.C:
-			return fmt.Errorf("interface %s did not appear within %s after %s: %w", pl.name, appearWait, joinAddrs(c.DependsOn), err)
+			return fmt.Errorf("interface %s did not appear within %s after %s: %w", pl.name, appearWait, plan.JoinAddrs(c.DependsOn, ", "), err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func joinAddrs(as []plan.Address) string {
-	s := make([]string, len(as))
-	for i, a := range as {
-		s[i] = a.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 // setAddrs makes want the set of static global addresses of a netdev.
