@@ -32,16 +32,16 @@ func Diff(p *plan.Plan) []DiffItem {
 			}
 		}
 		d := DiffItem{
-			BeforeHeader: string(c.Address) + " (host)",
-			AfterHeader:  string(c.Address) + " (spec)",
+			BeforeHeader: c.Address.String() + " (host)",
+			AfterHeader:  c.Address.String() + " (spec)",
 			Before:       before.String(),
 			After:        after.String(),
 		}
 		switch c.Action {
 		case plan.Create:
-			d.BeforeHeader = string(c.Address) + " (absent)"
+			d.BeforeHeader = c.Address.String() + " (absent)"
 		case plan.Delete:
-			d.AfterHeader = string(c.Address) + " (absent)"
+			d.AfterHeader = c.Address.String() + " (absent)"
 		}
 		if l := c.Activation.Label(); l != "" {
 			d.AfterHeader += ", " + l

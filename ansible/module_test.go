@@ -13,6 +13,7 @@ import (
 	"github.com/rdmaform/rdmaform/ansible"
 	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
+	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
@@ -69,7 +70,7 @@ func addresses(r ansible.Result) []string {
 	var out []string
 	if r.Plan != nil {
 		for _, c := range r.Plan.Changes {
-			out = append(out, string(c.Address))
+			out = append(out, c.Address.String())
 		}
 	}
 	return out
@@ -171,7 +172,7 @@ func TestFirmware(t *testing.T) {
 	if res.Failed || !res.Changed || res.RC != 3 || !res.RebootRequired || len(res.Pending) != 1 || len(res.Deferred) != 1 {
 		t.Fatalf("firmware apply: failed=%v changed=%v rc=%d reboot=%v pending=%v deferred=%v: %s", res.Failed, res.Changed, res.RC, res.RebootRequired, res.Pending, res.Deferred, res.Msg)
 	}
-	if got := res.Pending[0]; got.Address != "firmware[0000:3b:00.0]" || got.Attribute != "LINK_TYPE_P1" {
+	if got := res.Pending[0]; got.Address != plan.Addr("firmware", "0000:3b:00.0") || got.Attribute != "LINK_TYPE_P1" {
 		t.Errorf("pending: %+v", got)
 	}
 	res = module(t, allow)

@@ -137,7 +137,7 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 			merr = multierror.Append(merr, fmt.Errorf("interrupted before %s: %w", c.Address, err))
 			break
 		}
-		if dep := failedDep(c, failed); dep != "" {
+		if dep := failedDep(c, failed); dep != (plan.Address{}) {
 			failed[c.Address] = true
 			out.Skipped = append(out.Skipped, c.Address)
 			fmt.Fprintf(progress, "%s: skipped (depends on %s, which failed)\n", c.Address, dep)
@@ -187,7 +187,7 @@ func parallelBatch(cs []*plan.Change, byName map[string]plan.Provider, failed ma
 	in := map[plan.Address]bool{}
 	var batch []*plan.Change
 	for _, c := range cs {
-		if c.Provider != cs[0].Provider || pr.ParallelKey(c) == "" || failedDep(c, failed) != "" {
+		if c.Provider != cs[0].Provider || pr.ParallelKey(c) == "" || failedDep(c, failed) != (plan.Address{}) {
 			break
 		}
 		for _, d := range c.DependsOn {
@@ -275,7 +275,7 @@ func failedDep(c *plan.Change, failed map[plan.Address]bool) plan.Address {
 			return d
 		}
 	}
-	return ""
+	return plan.Address{}
 }
 
 func verb(a plan.Action) string {

@@ -28,10 +28,10 @@ func (r *recorder) Discover(context.Context, *host.Host, *plan.Request) (any, er
 }
 func (r *recorder) Diff(*plan.Request, any, *plan.Facts) plan.Proposal { return plan.Proposal{} }
 func (r *recorder) Apply(_ context.Context, _ *host.Host, c *plan.Change) error {
-	if err := r.fail[string(c.Address)]; err != nil {
+	if err := r.fail[c.Address.String()]; err != nil {
 		return err
 	}
-	r.applied = append(r.applied, string(c.Address))
+	r.applied = append(r.applied, c.Address.String())
 	return nil
 }
 
@@ -42,21 +42,21 @@ func change(addr plan.Address, deps ...plan.Address) *plan.Change {
 func TestRunSkipsDependentsAndKeepsGoing(t *testing.T) {
 	rec := &recorder{fail: map[string]error{"rxe[rxe0]": errors.New("no such device")}}
 	p := &plan.Plan{Changes: []*plan.Change{
-		change("module[rdma_rxe]"),
-		change("rxe[rxe0]", "module[rdma_rxe]"),
-		change("rdma_cm[rxe0/1]", "rxe[rxe0]"),
-		change("interface[ens3]"),
-		change("ipoib[x]", "rdma_cm[rxe0/1]"), // transitively skipped
+		change(plan.Addr("module", "rdma_rxe")),
+		change(plan.Addr("rxe", "rxe0"), plan.Addr("module", "rdma_rxe")),
+		change(plan.Addr("rdma_cm", "rxe0/1"), plan.Addr("rxe", "rxe0")),
+		change(plan.Addr("interface", "ens3")),
+		change(plan.Addr("ipoib", "x"), plan.Addr("rdma_cm", "rxe0/1")), // transitively skipped
 	}}
 	var progress bytes.Buffer
 	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{rec}, Options{Progress: &progress})
 	if diff := cmp.Diff([]string{"module[rdma_rxe]", "interface[ens3]"}, rec.applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"rxe[rxe0]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("rxe", "rxe0")}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"rdma_cm[rxe0/1]", "ipoib[x]"}, out.Skipped); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("rdma_cm", "rxe0/1"), plan.Addr("ipoib", "x")}, out.Skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 	msg := out.Err.Error()
@@ -75,7 +75,7 @@ func TestRunSkipsDependentsAndKeepsGoing(t *testing.T) {
 
 func TestRunStopsWhenInterrupted(t *testing.T) {
 	rec := &recorder{}
-	p := &plan.Plan{Changes: []*plan.Change{change("a"), change("b"), change("c")}}
+	p := &plan.Plan{Changes: []*plan.Change{change(plan.Addr("t", "a")), change(plan.Addr("t", "b")), change(plan.Addr("t", "c"))}}
 	n := 0
 	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{rec}, Options{Before: func(c *plan.Change) error {
 		n++
@@ -84,20 +84,20 @@ func TestRunStopsWhenInterrupted(t *testing.T) {
 		}
 		return nil
 	}})
-	if diff := cmp.Diff([]string{"a"}, rec.applied); diff != "" {
+	if diff := cmp.Diff([]string{"t[a]"}, rec.applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"b", "c"}, out.Skipped); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("t", "b"), plan.Addr("t", "c")}, out.Skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 }
 
 func TestVerify(t *testing.T) {
 	after := &plan.Plan{Changes: []*plan.Change{
-		{Address: "rdma_cm[mlx5_0/1]", Attributes: []plan.Attr{{Name: "tos", Before: "0", After: "106"}}},
-		{Address: "rxe[rxe0]"},
+		{Address: plan.Addr("rdma_cm", "mlx5_0/1"), Attributes: []plan.Attr{{Name: "tos", Before: "0", After: "106"}}},
+		{Address: plan.Addr("rxe", "rxe0")},
 	}}
-	err := Verify(after, Outcome{Failed: []plan.Address{"rxe[rxe0]"}})
+	err := Verify(after, Outcome{Failed: []plan.Address{plan.Addr("rxe", "rxe0")}})
 	var ve *VerifyError
 	if !errors.As(err, &ve) || len(ve.Remaining) != 1 {
 		t.Fatalf("err = %v, want one remaining change (the failed one is already reported)", err)
@@ -132,7 +132,7 @@ func (r *parallelRec) Discover(context.Context, *host.Host, *plan.Request) (any,
 }
 func (r *parallelRec) Diff(*plan.Request, any, *plan.Facts) plan.Proposal { return plan.Proposal{} }
 func (r *parallelRec) ParallelKey(c *plan.Change) string {
-	k, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(string(c.Address), "fw["), "]"), ".")
+	k, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(c.Address.String(), "fw["), "]"), ".")
 	if k == "solo" {
 		return ""
 	}
@@ -142,7 +142,7 @@ func (r *parallelRec) Apply(_ context.Context, _ *host.Host, c *plan.Change) err
 	r.mu.Lock()
 	r.inFlight++
 	r.maxIn = max(r.maxIn, r.inFlight)
-	r.byKey[r.ParallelKey(c)] = append(r.byKey[r.ParallelKey(c)], string(c.Address))
+	r.byKey[r.ParallelKey(c)] = append(r.byKey[r.ParallelKey(c)], c.Address.String())
 	if r.started++; r.started == r.gate {
 		close(r.open)
 	}
@@ -154,7 +154,7 @@ func (r *parallelRec) Apply(_ context.Context, _ *host.Host, c *plan.Change) err
 	r.mu.Lock()
 	r.inFlight--
 	r.mu.Unlock()
-	if r.fail[string(c.Address)] {
+	if r.fail[c.Address.String()] {
 		return errors.New("Applying... Failed!")
 	}
 	return nil
@@ -171,9 +171,9 @@ func TestRunParallel(t *testing.T) {
 		return &plan.Change{Address: addr, Provider: "par", Action: plan.Update, DependsOn: deps}
 	}
 	p := &plan.Plan{Changes: []*plan.Change{
-		pc("fw[a.0]"), pc("fw[a.1]"), pc("fw[b.0]"), pc("fw[c.0]"), pc("fw[d.0]"),
-		pc("fw[e.0]", "fw[a.0]"), // after the batch
-		pc("fw[solo.0]"),
+		pc(plan.Addr("fw", "a.0")), pc(plan.Addr("fw", "a.1")), pc(plan.Addr("fw", "b.0")), pc(plan.Addr("fw", "c.0")), pc(plan.Addr("fw", "d.0")),
+		pc(plan.Addr("fw", "e.0"), plan.Addr("fw", "a.0")), // after the batch
+		pc(plan.Addr("fw", "solo.0")),
 	}}
 	var progress bytes.Buffer
 	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{par}, Options{Progress: &progress})
@@ -183,10 +183,10 @@ func TestRunParallel(t *testing.T) {
 	if diff := cmp.Diff([]string{"fw[a.0]", "fw[a.1]"}, par.byKey["a"]); diff != "" {
 		t.Errorf("one key in plan order (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"fw[a.0]", "fw[a.1]", "fw[c.0]", "fw[d.0]", "fw[e.0]", "fw[solo.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("fw", "a.0"), plan.Addr("fw", "a.1"), plan.Addr("fw", "c.0"), plan.Addr("fw", "d.0"), plan.Addr("fw", "e.0"), plan.Addr("fw", "solo.0")}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"fw[b.0]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("fw", "b.0")}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
 	var starts []string
@@ -206,7 +206,7 @@ func TestRunParallelBound(t *testing.T) {
 	par := &parallelRec{byKey: map[string][]string{}, gate: MaxParallel, open: make(chan struct{})}
 	p := &plan.Plan{}
 	for i := 0; i <= MaxParallel; i++ {
-		p.Changes = append(p.Changes, &plan.Change{Address: plan.Address(fmt.Sprintf("fw[k%d.0]", i)), Provider: "par", Action: plan.Update})
+		p.Changes = append(p.Changes, &plan.Change{Address: plan.Addr("fw", fmt.Sprintf("k%d.0", i)), Provider: "par", Action: plan.Update})
 	}
 	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{par}, Options{})
 	if out.Err != nil || len(out.Applied) != MaxParallel+1 {
@@ -228,8 +228,8 @@ func (r *batchRec) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 	var g []string
 	errs := make([]error, len(cs))
 	for i, c := range cs {
-		g = append(g, string(c.Address))
-		if r.fail[string(c.Address)] {
+		g = append(g, c.Address.String())
+		if r.fail[c.Address.String()] {
 			errs[i] = errors.New("Applying... Failed!")
 		}
 	}
@@ -247,7 +247,7 @@ func TestRunBatch(t *testing.T) {
 	pc := func(addr plan.Address) *plan.Change {
 		return &plan.Change{Address: addr, Provider: "par", Action: plan.Update}
 	}
-	p := &plan.Plan{Changes: []*plan.Change{pc("fw[a.0]"), pc("fw[b.0]"), pc("fw[a.1]")}}
+	p := &plan.Plan{Changes: []*plan.Change{pc(plan.Addr("fw", "a.0")), pc(plan.Addr("fw", "b.0")), pc(plan.Addr("fw", "a.1"))}}
 	out := Run(context.Background(), &host.Host{}, p, []plan.Provider{b}, Options{})
 	if diff := cmp.Diff([][]string{{"fw[a.0]", "fw[a.1]"}}, b.groups); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
@@ -255,10 +255,10 @@ func TestRunBatch(t *testing.T) {
 	if diff := cmp.Diff([]string{"fw[b.0]"}, b.byKey["b"]); diff != "" {
 		t.Errorf("a lone change goes through Apply (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"fw[a.0]", "fw[b.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("fw", "a.0"), plan.Addr("fw", "b.0")}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"fw[a.1]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("fw", "a.1")}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
 }

@@ -32,7 +32,7 @@ func (f *flip) Apply(context.Context, *host.Host, *plan.Change) error {
 func (f *flip) plan() *plan.Plan {
 	p := &plan.Plan{}
 	if !f.done {
-		p.Changes = []*plan.Change{{Address: "flip[x]", Provider: "flip", Action: plan.Update, Disrupts: []string{"eth0"},
+		p.Changes = []*plan.Change{{Address: plan.Addr("flip", "x"), Provider: "flip", Action: plan.Update, Disrupts: []string{"eth0"},
 			Attributes: []plan.Attr{{Name: "v", Before: "0", After: "1"}}}}
 	}
 	p.Finish()

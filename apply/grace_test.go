@@ -34,7 +34,7 @@ func (s *slow) Apply(ctx context.Context, _ *host.Host, c *plan.Change) error {
 			return ctx.Err()
 		}
 	}
-	s.applied = append(s.applied, string(c.Address))
+	s.applied = append(s.applied, c.Address.String())
 	return nil
 }
 
@@ -43,7 +43,7 @@ func (s *slow) Apply(ctx context.Context, _ *host.Host, c *plan.Change) error {
 // interrupted and lists what was applied and what was not.
 func TestInterruptLetsTheRunningChangeFinish(t *testing.T) {
 	s := &slow{started: make(chan struct{}), release: make(chan struct{})}
-	p := &plan.Plan{Changes: []*plan.Change{change("a"), change("b"), change("c")}}
+	p := &plan.Plan{Changes: []*plan.Change{change(plan.Addr("t", "a")), change(plan.Addr("t", "b")), change(plan.Addr("t", "c"))}}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-s.started
@@ -55,7 +55,7 @@ func TestInterruptLetsTheRunningChangeFinish(t *testing.T) {
 	if s.ctxEnded {
 		t.Error("the running change's context ended at the interrupt, before the grace period")
 	}
-	if !out.Interrupted || !cmp.Equal([]plan.Address{"a"}, out.Applied) || !cmp.Equal([]plan.Address{"b", "c"}, out.Skipped) {
+	if !out.Interrupted || !cmp.Equal([]plan.Address{plan.Addr("t", "a")}, out.Applied) || !cmp.Equal([]plan.Address{plan.Addr("t", "b"), plan.Addr("t", "c")}, out.Skipped) {
 		t.Errorf("interrupted %v, applied %v, skipped %v; want true, [a], [b c]", out.Interrupted, out.Applied, out.Skipped)
 	}
 }
@@ -65,11 +65,11 @@ func TestInterruptLetsTheRunningChangeFinish(t *testing.T) {
 // firmware set, see host.Cmd.Gentle).
 func TestInterruptGraceEnds(t *testing.T) {
 	s := &slow{started: make(chan struct{}), release: make(chan struct{})}
-	p := &plan.Plan{Changes: []*plan.Change{change("a"), change("b")}}
+	p := &plan.Plan{Changes: []*plan.Change{change(plan.Addr("t", "a")), change(plan.Addr("t", "b"))}}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-s.started; cancel() }()
 	out := Run(ctx, &host.Host{}, p, []plan.Provider{s}, Options{Grace: 50 * time.Millisecond})
-	if !s.ctxEnded || !out.Interrupted || !cmp.Equal([]plan.Address{"a"}, out.Failed) || !cmp.Equal([]plan.Address{"b"}, out.Skipped) {
+	if !s.ctxEnded || !out.Interrupted || !cmp.Equal([]plan.Address{plan.Addr("t", "a")}, out.Failed) || !cmp.Equal([]plan.Address{plan.Addr("t", "b")}, out.Skipped) {
 		t.Errorf("ctx ended %v, interrupted %v, failed %v, skipped %v", s.ctxEnded, out.Interrupted, out.Failed, out.Skipped)
 	}
 }

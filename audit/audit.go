@@ -340,21 +340,21 @@ func (a *auditor) resourceChecks() []Result {
 		}
 	}
 	for _, m := range a.managed {
-		if unread[string(m.Address)] {
+		if unread[m.Address.String()] {
 			continue
 		}
-		get(string(m.Address), a.pos(m.Path))
+		get(m.Address.String(), a.pos(m.Path))
 	}
 	for _, c := range a.plan.Changes {
-		r := get(string(c.Address), c.Source)
+		r := get(c.Address.String(), c.Source)
 		r.changes = append(r.changes, c)
 	}
 	for _, p := range a.plan.Pending {
-		r := get(string(p.Address), p.Source)
+		r := get(p.Address.String(), p.Source)
 		r.pending = append(r.pending, fmt.Sprintf("%s staged for next boot (current %s, next %s)", p.Attribute, p.Current, p.NextBoot))
 	}
 	for _, d := range a.plan.Deferred {
-		r := get(string(d.Address), d.Source)
+		r := get(d.Address.String(), d.Source)
 		r.pending = append(r.pending, d.Reason)
 	}
 	var out []Result
@@ -640,7 +640,7 @@ func (a *auditor) resourceOf(p string) string {
 	for _, m := range a.managed {
 		inside := p == m.Path || strings.HasPrefix(p, m.Path+".") || strings.HasPrefix(p, m.Path+"[")
 		if inside && len(m.Path) > len(best) {
-			best, addr = m.Path, string(m.Address)
+			best, addr = m.Path, m.Address.String()
 		}
 	}
 	if addr != "" {

@@ -26,15 +26,15 @@ devices:
 	// What the providers declare for this spec
 	// (providers.TestProvidersDeclareWhatTheyManage checks they do).
 	managed := []plan.Managed{
-		{Address: "firmware[0000:3b:00.0]", Path: "$.devices[0].firmware"},
-		{Address: "rdma_cm[mlx5_0/1]", Path: "$.devices[0].ports[0].roce"},
-		{Address: "mlx4_port[0000:3b:00.0/1]", Path: "$.devices[0].ports[0].type"},
-		{Address: "ipoib[storage]", Path: "$.ipoib[0]"},
-		{Address: "rxe[rxe0]", Path: "$.rxe[0]"},
-		{Address: "interface[ens3]", Path: "$.interfaces[0]"},
-		{Address: "module[rdma_ucm]", Path: "$.modules[0]"},
-		{Address: "service[opensm.service]", Path: "$.services[0]"},
-		{Address: "boot_unit[rdmaform.service]", Path: "$.persistence"},
+		{Address: plan.Addr("firmware", "0000:3b:00.0"), Path: "$.devices[0].firmware"},
+		{Address: plan.Addr("rdma_cm", "mlx5_0/1"), Path: "$.devices[0].ports[0].roce"},
+		{Address: plan.Addr("mlx4_port", "0000:3b:00.0/1"), Path: "$.devices[0].ports[0].type"},
+		{Address: plan.Addr("ipoib", "storage"), Path: "$.ipoib[0]"},
+		{Address: plan.Addr("rxe", "rxe0"), Path: "$.rxe[0]"},
+		{Address: plan.Addr("interface", "ens3"), Path: "$.interfaces[0]"},
+		{Address: plan.Addr("module", "rdma_ucm"), Path: "$.modules[0]"},
+		{Address: plan.Addr("service", "opensm.service"), Path: "$.services[0]"},
+		{Address: plan.Addr("boot_unit", "rdmaform.service"), Path: "$.persistence"},
 	}
 	a := &auditor{req: &plan.Request{Spec: spec, Devices: []*inventory.Device{{Name: "mlx5_0", PCI: "0000:3b:00.0"}, nil}}, managed: managed}
 	for path, want := range map[string]string{

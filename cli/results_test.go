@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmaform/rdmaform/plan"
 )
 
 // TestRunResults: plan and apply run in process hand back what they made
@@ -20,7 +22,7 @@ func TestRunResults(t *testing.T) {
 	}
 	spec := "version: 1\ndevices:\n  - name: mlx5_0\n    ports: [{port: 1, roce: {tos: 106}}]\n"
 	code, res := RunResults([]string{"--sim", dir, "plan", "-f", "-"}, env(spec))
-	if code != 2 || res.Plan == nil || len(res.Plan.Changes) != 1 || res.Plan.Changes[0].Address != "rdma_cm[mlx5_0/1]" || res.Report != nil {
+	if code != 2 || res.Plan == nil || len(res.Plan.Changes) != 1 || res.Plan.Changes[0].Address != plan.Addr("rdma_cm", "mlx5_0/1") || res.Report != nil {
 		t.Fatalf("plan: exit %d, %+v; want exit 2 and the one rdma_cm change", code, res)
 	}
 	code, res = RunResults([]string{"--sim", dir, "apply", "--yes", "-f", "-"}, env(spec))

@@ -149,11 +149,11 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	// that show would not capture (no RDMA device's interface, yet).
 	var o plan.CaptureOptions
 	for _, ch := range p.Changes {
-		switch kind, key, _ := plan.SplitAddr(ch.Address); kind {
+		switch ch.Address.Kind {
 		case netdev.Kind:
-			o.Netdevs = append(o.Netdevs, key)
+			o.Netdevs = append(o.Netdevs, ch.Address.Key)
 		case services.Kind:
-			o.Units = append(o.Units, key)
+			o.Units = append(o.Units, ch.Address.Key)
 		}
 	}
 	c, err := plan.Capture(ctx, h, prov, o)
@@ -163,12 +163,12 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	before := c.Spec
 	var addrs []string
 	for _, ch := range p.Changes {
-		addrs = append(addrs, string(ch.Address))
+		addrs = append(addrs, ch.Address.String())
 		if ch.Action != plan.Create {
 			continue
 		}
 		// What the apply creates, the rollback removes.
-		switch kind, name, _ := plan.SplitAddr(ch.Address); kind {
+		switch name := ch.Address.Key; ch.Address.Kind {
 		case rxe.Kind:
 			before.Rxe = append(before.Rxe, schema.Rxe{Name: name, State: "absent"})
 		case ipoib.Kind:
@@ -369,7 +369,7 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 	for _, ad := range j.Addresses {
 		touched[ad] = true
 	}
-	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[string(c.Address)] })
+	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[c.Address.String()] })
 	if err != nil {
 		return err
 	}

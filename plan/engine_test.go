@@ -54,7 +54,7 @@ func TestBuildOrdersByPosition(t *testing.T) {
 	}
 	var got []string
 	for _, c := range res.Plan.Changes {
-		got = append(got, c.Provider+" "+string(c.Address))
+		got = append(got, c.Provider+" "+c.Address.String())
 	}
 	want := []string{"zeta zeta[a]", "zeta zeta[b]", "alpha alpha[x]", "alpha alpha[y]"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -66,7 +66,7 @@ func TestBuildOrdersByPosition(t *testing.T) {
 	}
 	got = got[:0]
 	for _, c := range res.Plan.Changes {
-		got = append(got, c.Provider+" "+string(c.Address))
+		got = append(got, c.Provider+" "+c.Address.String())
 	}
 	want = []string{"alpha alpha[x]", "alpha alpha[y]", "zeta zeta[a]", "zeta zeta[b]"}
 	if diff := cmp.Diff(want, got); diff != "" {

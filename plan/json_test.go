@@ -42,7 +42,7 @@ func TestTypedJSON(t *testing.T) {
 		if back != a {
 			t.Errorf("%q: read back %+v", tt.text, back)
 		}
-		p := Pending{Address: "firmware[0000:3b:00.0]", Attribute: "NUM_OF_VFS", Current: tt.text, NextBoot: tt.text}
+		p := Pending{Address: Addr("firmware", "0000:3b:00.0"), Attribute: "NUM_OF_VFS", Current: tt.text, NextBoot: tt.text}
 		b, _ = json.Marshal(p)
 		var pb Pending
 		if err := json.Unmarshal(b, &pb); err != nil || pb != p {

@@ -208,15 +208,15 @@ func (p *Plan) Finish() {
 		if a.stage != b.stage {
 			return a.stage < b.stage
 		}
-		return a.Address < b.Address
+		return a.Address.Less(b.Address)
 	})
 	sort.SliceStable(p.Pending, func(i, j int) bool {
 		if p.Pending[i].Address != p.Pending[j].Address {
-			return p.Pending[i].Address < p.Pending[j].Address
+			return p.Pending[i].Address.Less(p.Pending[j].Address)
 		}
 		return p.Pending[i].Attribute < p.Pending[j].Attribute
 	})
-	sort.SliceStable(p.Deferred, func(i, j int) bool { return p.Deferred[i].Address < p.Deferred[j].Address })
+	sort.SliceStable(p.Deferred, func(i, j int) bool { return p.Deferred[i].Address.Less(p.Deferred[j].Address) })
 	rep := schema.Report(p.Errors)
 	rep.Sort()
 	if p.Changes == nil {
@@ -287,35 +287,62 @@ func (p *Plan) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Addr builds a change's address, KIND[KEY] (rxe[rxe0], firmware[0000:3b:00.0]):
-// every provider builds its addresses with it.
-func Addr(kind, key string) Address { return Address(kind + "[" + key + "]") }
+// Addr builds a resource's address, KIND[KEY] (rxe[rxe0],
+// firmware[0000:3b:00.0]): every provider builds its addresses with it.
+func Addr(kind, key string) Address { return Address{Kind: kind, Key: key} }
 
-// SplitAddr splits an address built by Addr into its kind and key; ok is
-// false for anything else.
-func SplitAddr(a Address) (kind, key string, ok bool) {
-	s := string(a)
+// ParseAddr reads an address in its printed form, KIND[KEY] (a saved plan,
+// a rollback journal).
+func ParseAddr(s string) (Address, error) {
 	i := strings.IndexByte(s, '[')
 	if i <= 0 || !strings.HasSuffix(s, "]") {
-		return "", "", false
+		return Address{}, fmt.Errorf("%q is not an address (KIND[KEY])", s)
 	}
-	return s[:i], s[i+1 : len(s)-1], true
+	return Address{Kind: s[:i], Key: s[i+1 : len(s)-1]}, nil
 }
 
-// Address names a resource, KIND[KEY] (firmware[0000:3b:00.0],
-// rdma_cm[mlx5_0/1]): a type of its own, so that no other string passes
-// for one. Addr makes every one (make lint refuses a conversion to it
-// outside package plan), SplitAddr takes it apart.
-type Address string
+// Address names a resource: its kind (the provider's word: firmware,
+// rdma_cm, interface) and its key within the kind (0000:3b:00.0,
+// mlx5_0/1, ib0). Plans print it KIND[KEY]. Addr makes every one (make
+// lint refuses a literal outside package plan).
+type Address struct {
+	Kind string
+	Key  string
+}
 
-// String is the address as plans print it.
-func (a Address) String() string { return string(a) }
+// String is the address as plans print it: KIND[KEY], "" for none.
+func (a Address) String() string {
+	if a == (Address{}) {
+		return ""
+	}
+	return a.Kind + "[" + a.Key + "]"
+}
+
+// Less orders addresses as their printed forms sort.
+func (a Address) Less(b Address) bool { return a.String() < b.String() }
+
+// MarshalText writes the printed form: JSON and YAML carry KIND[KEY].
+func (a Address) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads the printed form ("" is no address).
+func (a *Address) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*a = Address{}
+		return nil
+	}
+	p, err := ParseAddr(string(b))
+	if err != nil {
+		return err
+	}
+	*a = p
+	return nil
+}
 
 // JoinAddrs joins addresses with sep, as strings.Join does strings.
 func JoinAddrs(as []Address, sep string) string {
 	s := make([]string, len(as))
 	for i, a := range as {
-		s[i] = string(a)
+		s[i] = a.String()
 	}
 	return strings.Join(s, sep)
 }

@@ -14,13 +14,13 @@ import (
 func samplePlan() *Plan {
 	p := &Plan{
 		Changes: []*Change{
-			{Address: "rxe[rxe0]", Action: Create, Activation: Runtime, stage: 4,
+			{Address: Addr("rxe", "rxe0"), Action: Create, Activation: Runtime, stage: 4,
 				Source: &Source{File: "host.yaml", Line: 31, Col: 5}, Attributes: []Attr{{Name: "netdev", After: "enp1s0"}}},
-			{Address: "firmware[0000:81:00.0]", Action: Update, Activation: NextBoot, stage: 0,
+			{Address: Addr("firmware", "0000:81:00.0"), Action: Update, Activation: NextBoot, stage: 0,
 				Source: &Source{File: "host.yaml", Line: 7, Col: 9}, Attributes: []Attr{{Name: "LINK_TYPE_P1", Before: "IB", After: "ETH"}}},
 		},
-		Pending:  []Pending{{Address: "firmware[0000:82:00.0]", Attribute: "NUM_OF_VFS", Current: "0", NextBoot: "8"}},
-		Deferred: []Deferred{{Address: "ipoib[ib0-storage]", Reason: "waits for LINK_TYPE_P1=IB on 0000:82:00.0 (reboot)"}},
+		Pending:  []Pending{{Address: Addr("firmware", "0000:82:00.0"), Attribute: "NUM_OF_VFS", Current: "0", NextBoot: "8"}},
+		Deferred: []Deferred{{Address: Addr("ipoib", "ib0-storage"), Reason: "waits for LINK_TYPE_P1=IB on 0000:82:00.0 (reboot)"}},
 	}
 	p.Finish()
 	return p
@@ -99,11 +99,11 @@ func TestExitCodes(t *testing.T) {
 		want int
 	}{
 		{"empty", Plan{}, ExitOK},
-		{"changes", Plan{Changes: []*Change{{Address: "a"}}}, ExitChanges},
-		{"changes and pending", Plan{Changes: []*Change{{Address: "a"}}, Pending: []Pending{{}}}, ExitChanges},
+		{"changes", Plan{Changes: []*Change{{Address: Addr("x", "a")}}}, ExitChanges},
+		{"changes and pending", Plan{Changes: []*Change{{Address: Addr("x", "a")}}, Pending: []Pending{{}}}, ExitChanges},
 		{"only pending", Plan{Pending: []Pending{{}}}, ExitReboot},
 		{"only deferred", Plan{Deferred: []Deferred{{}}}, ExitReboot},
-		{"errors win", Plan{Changes: []*Change{{Address: "a"}}, Errors: []schema.Finding{{Message: "x"}}}, ExitError},
+		{"errors win", Plan{Changes: []*Change{{Address: Addr("x", "a")}}, Errors: []schema.Finding{{Message: "x"}}}, ExitError},
 	} {
 		if got := tc.p.ExitCode(); got != tc.want {
 			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
@@ -117,7 +117,7 @@ func TestSummaryLine(t *testing.T) {
 	if got := SummaryLine(p); got != "No changes. The host matches the spec." {
 		t.Errorf("empty plan: %q", got)
 	}
-	p = &Plan{Deferred: []Deferred{{Address: "a"}}}
+	p = &Plan{Deferred: []Deferred{{Address: Addr("x", "a")}}}
 	p.Finish()
 	if got := SummaryLine(p); got != "Plan: 0 to add, 0 to change, 0 to remove. 1 deferred until a reboot." {
 		t.Errorf("deferred only: %q", got)

@@ -43,7 +43,7 @@ func WriteText(w io.Writer, p *Plan, o TextOptions) error {
 		b.WriteString("\n")
 	}
 	for _, c := range p.Changes {
-		addr := string(c.Address)
+		addr := c.Address.String()
 		if len(addr) < addrWidth {
 			addr += strings.Repeat(" ", addrWidth-len(addr))
 		} else {

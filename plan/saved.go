@@ -242,14 +242,14 @@ func changedAddresses(was, now *Plan) string {
 	}
 	w := map[string]string{}
 	for _, c := range was.Changes {
-		w[string(c.Address)] = key(c)
+		w[c.Address.String()] = key(c)
 	}
 	var diff []string
 	seen := map[string]bool{}
 	for _, c := range now.Changes {
-		seen[string(c.Address)] = true
-		if w[string(c.Address)] != key(c) {
-			diff = append(diff, string(c.Address))
+		seen[c.Address.String()] = true
+		if w[c.Address.String()] != key(c) {
+			diff = append(diff, c.Address.String())
 		}
 	}
 	for a := range w {

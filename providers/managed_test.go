@@ -48,7 +48,7 @@ persistence: boot-unit
 			if prev, dup := got[m.Path]; dup {
 				t.Errorf("%s declared twice: %s and %s", m.Path, prev, m.Address)
 			}
-			got[m.Path] = string(m.Address)
+			got[m.Path] = m.Address.String()
 		}
 	}
 	want := map[string]string{

@@ -71,7 +71,7 @@ func TestToyProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := res.Plan.Changes
-	if len(cs) < 2 || cs[len(cs)-1].Address != "motd[/etc/motd]" || cs[len(cs)-1].Provider != "motd" {
+	if len(cs) < 2 || cs[len(cs)-1].Address != plan.Addr("motd", "/etc/motd") || cs[len(cs)-1].Provider != "motd" {
 		t.Fatalf("changes %v: want motd[/etc/motd] last, after the modules stage", addrs(cs))
 	}
 	if out := apply.Run(ctx, h, res.Plan, all, apply.Options{}); out.Err != nil {
@@ -106,7 +106,7 @@ func TestToyProvider(t *testing.T) {
 func addrs(cs []*plan.Change) []string {
 	var out []string
 	for _, c := range cs {
-		out = append(out, string(c.Address))
+		out = append(out, c.Address.String())
 	}
 	return out
 }

@@ -248,15 +248,16 @@ func check(root string) ([]string, error) {
 			})
 		}
 		if dir != "plan" {
-			// Every address is made by plan.Addr.
+			// Every address is made by plan.Addr (the zero Address, no
+			// address, excepted).
 			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
+				lit, ok := n.(*ast.CompositeLit)
+				if !ok || len(lit.Elts) == 0 {
 					return true
 				}
-				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Address" {
+				if sel, ok := lit.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Address" {
 					if id, ok := sel.X.(*ast.Ident); ok && id.Name == "plan" {
-						problems = append(problems, fmt.Sprintf("%s: converts to plan.Address; make it with plan.Addr(kind, key)", fset.Position(call.Pos())))
+						problems = append(problems, fmt.Sprintf("%s: builds a plan.Address by hand; make it with plan.Addr(kind, key)", fset.Position(lit.Pos())))
 					}
 				}
 				return true

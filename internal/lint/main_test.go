@@ -10,7 +10,7 @@ func TestCheckFindsCallsPastTheBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"audit/addr.go:5:9: converts to plan.Address; make it with plan.Addr",
+	want := []string{"audit/addr.go:6:9: builds a plan.Address by hand; make it with plan.Addr",
 		"audit/list.go:3:8: imports github.com/rdmaform/rdmaform/providers/toy; the audit checks what the providers declare",
 		"plan/bad.go:5:2: imports os/exec", "plan/bad.go:9:9: os.ReadFile",
 		"providers/firmware/mlxfmt/parse.go:3:8: imports github.com/rdmaform/rdmaform/sim/mlxemu; a parser does not depend on the simulator",

@@ -123,7 +123,7 @@ func TestDiff(t *testing.T) {
 			prop := diff(&plan.Request{Spec: spec, Inv: &inventory.Inventory{}}, tt.obs, DefaultBinary)
 			var got []string
 			for _, c := range prop.Changes {
-				s := string(c.Address) + " " + c.Action.String() + ":"
+				s := c.Address.String() + " " + c.Action.String() + ":"
 				for _, a := range c.Attributes {
 					s += " " + a.Name + " " + a.Before + "->" + a.After
 				}

@@ -74,12 +74,12 @@ func summarize(prop plan.Proposal, facts *plan.Facts) summary {
 	var s summary
 	for _, c := range prop.Changes {
 		for _, a := range c.Attributes {
-			s.Changes = append(s.Changes, string(c.Address)+" "+c.Activation.String()+" "+a.Name+": "+a.Before+" -> "+a.After)
+			s.Changes = append(s.Changes, c.Address.String()+" "+c.Activation.String()+" "+a.Name+": "+a.Before+" -> "+a.After)
 		}
 		s.Sets = append(s.Sets, strings.Join(c.Payload.(*payload).sets, " "))
 	}
 	for _, p := range prop.Pending {
-		s.Pending = append(s.Pending, string(p.Address)+" "+p.Attribute+" "+p.Current+" -> "+p.NextBoot)
+		s.Pending = append(s.Pending, p.Address.String()+" "+p.Attribute+" "+p.Current+" -> "+p.NextBoot)
 	}
 	for _, f := range prop.Errors {
 		s.Findings = append(s.Findings, f.Path)

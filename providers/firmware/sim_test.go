@@ -178,10 +178,10 @@ func TestFailedSetOnOneAdapter(t *testing.T) {
 	h, _ := s.Host()
 	spec := parse(t, fmt.Sprintf(twoCards, "mlxconfig", "mlxconfig"))
 	out := apply.Run(ctx, h, build(t, h, spec), []plan.Provider{firmware.New()}, apply.Options{})
-	if diff := cmp.Diff([]plan.Address{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("firmware", "0000:20:00.0")}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]plan.Address{"firmware[0000:10:00.0]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("firmware", "0000:10:00.0")}, out.Failed); diff != "" {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
 	wantErr := "firmware[0000:10:00.0]: mlxconfig -d 0000:10:00.0 -y set LINK_TYPE_P1=ETH LINK_TYPE_P2=eth SRIOV_EN=True NUM_OF_VFS=8: -E- Failed to set configuration: Operation not permitted"
@@ -191,10 +191,10 @@ func TestFailedSetOnOneAdapter(t *testing.T) {
 	p := build(t, h, spec)
 	var pending, changes []string
 	for _, pe := range p.Pending {
-		pending = append(pending, string(pe.Address)+" "+pe.Attribute)
+		pending = append(pending, pe.Address.String()+" "+pe.Attribute)
 	}
 	for _, c := range p.Changes {
-		changes = append(changes, string(c.Address))
+		changes = append(changes, c.Address.String())
 	}
 	if diff := cmp.Diff([]string{"firmware[0000:20:00.0] LINK_TYPE_P1", "firmware[0000:20:00.0] NUM_OF_VFS"}, pending); diff != "" {
 		t.Errorf("pending (-want +got):\n%s", diff)
@@ -240,7 +240,7 @@ func TestUnknownParameters(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
-	if len(p.Changes) != 1 || p.Changes[0].Address != "firmware[0000:5e:00.0]" || len(p.Changes[0].Attributes) != 1 || p.Changes[0].Attributes[0].Name != "NUM_OF_VFS" {
+	if len(p.Changes) != 1 || p.Changes[0].Address != plan.Addr("firmware", "0000:5e:00.0") || len(p.Changes[0].Attributes) != 1 || p.Changes[0].Attributes[0].Name != "NUM_OF_VFS" {
 		t.Errorf("changes: %v, want NUM_OF_VFS still planned", p.Changes)
 	}
 	wantCalls := []string{
@@ -349,7 +349,7 @@ func TestDeviceDoesNotSupport(t *testing.T) {
 	}
 	var changes []string
 	for _, c := range p.Changes {
-		changes = append(changes, string(c.Address))
+		changes = append(changes, c.Address.String())
 	}
 	if diff := cmp.Diff([]string{"firmware[" + pcis[0] + "]", "firmware[" + pcis[1] + "]"}, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
@@ -366,7 +366,7 @@ func TestSetAboveMaximum(t *testing.T) {
 	_, h := newSim(t, "gpu-node", 2, mlxemu.LayoutUnknown, "")
 	spec := parse(t, "version: 1\ndevices:\n  - pci: \"0000:10:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 200\n  - pci: \"0000:20:00.0\"\n    firmware:\n      params:\n        NUM_OF_VFS: 8\n")
 	out := apply.Run(context.Background(), h, build(t, h, spec), []plan.Provider{firmware.New()}, apply.Options{})
-	if diff := cmp.Diff([]plan.Address{"firmware[0000:20:00.0]"}, out.Applied); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("firmware", "0000:20:00.0")}, out.Applied); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
 	want := "firmware[0000:10:00.0]: host.yaml:6:21: NUM_OF_VFS: mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200: -E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127"
@@ -376,10 +376,10 @@ func TestSetAboveMaximum(t *testing.T) {
 	p := build(t, h, spec)
 	var changes, pending []string
 	for _, c := range p.Changes {
-		changes = append(changes, string(c.Address))
+		changes = append(changes, c.Address.String())
 	}
 	for _, pe := range p.Pending {
-		pending = append(pending, string(pe.Address)+" "+pe.Attribute)
+		pending = append(pending, pe.Address.String()+" "+pe.Attribute)
 	}
 	if diff := cmp.Diff([]string{"firmware[0000:10:00.0]"}, changes); diff != "" {
 		t.Errorf("left to change (-want +got):\n%s", diff)
@@ -429,7 +429,7 @@ func TestOneSetPerAdapter(t *testing.T) {
 				"mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200 LINK_TYPE_P2=ETH",
 				"mlxconfig -d 0000:10:00.1 -y set LINK_TYPE_P2=ETH",
 			},
-			failed: []plan.Address{"firmware[0000:10:00.0]"},
+			failed: []plan.Address{plan.Addr("firmware", "0000:10:00.0")},
 			err:    "firmware[0000:10:00.0]: host.yaml:6:21: NUM_OF_VFS: mlxconfig -d 0000:10:00.0 -y set NUM_OF_VFS=200: -E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127",
 			left:   []string{"firmware[0000:10:00.0]"},
 		},
@@ -457,7 +457,7 @@ func TestOneSetPerAdapter(t *testing.T) {
 			p = build(t, h, spec)
 			var left []string
 			for _, ch := range p.Changes {
-				left = append(left, string(ch.Address))
+				left = append(left, ch.Address.String())
 			}
 			if diff := cmp.Diff(c.left, left); diff != "" {
 				t.Errorf("left to change after apply (-want +got):\n%s", diff)

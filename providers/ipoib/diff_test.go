@@ -71,14 +71,14 @@ type outcome struct {
 func summarize(p plan.Proposal) outcome {
 	var o outcome
 	for _, c := range p.Changes {
-		s := c.Action.String() + " " + string(c.Address)
+		s := c.Action.String() + " " + c.Address.String()
 		for _, a := range c.Attributes {
 			s += fmt.Sprintf(" %s=%s->%s", a.Name, a.Before, a.After)
 		}
 		o.Changes = append(o.Changes, s)
 	}
 	for _, d := range p.Deferred {
-		o.Deferred = append(o.Deferred, string(d.Address)+": "+d.Reason)
+		o.Deferred = append(o.Deferred, d.Address.String()+": "+d.Reason)
 	}
 	for _, e := range p.Errors {
 		o.Errors = append(o.Errors, e.Path+": "+e.Message)

@@ -94,7 +94,7 @@ func (l *labHost) show(name string, fields ...string) (map[string]string, int) {
 func changes(p *plan.Plan) []string {
 	var out []string
 	for _, c := range p.Changes {
-		s := c.Action.String() + " " + string(c.Address)
+		s := c.Action.String() + " " + c.Address.String()
 		for _, a := range c.Attributes {
 			s += " " + a.Name + "=" + a.Before + "->" + a.After
 		}
@@ -185,7 +185,7 @@ func TestRealNetworkManager(t *testing.T) {
 		t.Errorf("activation plan (-want +got):\n%s", diff)
 	}
 	out := l.apply(p)
-	if diff := cmp.Diff([]plan.Address{"ipoib[ib0-storage]", "ipoib[ib1-new]"}, out.Failed); diff != "" {
+	if diff := cmp.Diff([]plan.Address{plan.Addr("ipoib", "ib0-storage"), plan.Addr("ipoib", "ib1-new")}, out.Failed); diff != "" {
 		t.Errorf("failed changes (-want +got):\n%s", diff)
 	}
 	var ce *ipoib.ConnError

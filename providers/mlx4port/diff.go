@@ -82,7 +82,7 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 			Payload: &payload{pci: t.pci, port: t.port, want: t.want, other: other,
 				was: have.Setting, otherWas: otherWas, wasEff: have.Effective, otherWasEff: otherWasEff}})
 	}
-	sort.Slice(changes, func(i, j int) bool { return changes[i].Address < changes[j].Address })
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Address.Less(changes[j].Address) })
 	prop.Changes = changes
 	return prop
 }

@@ -27,16 +27,16 @@ func summarize(p plan.Proposal) outcome {
 		if o.Changes == nil {
 			o.Changes = map[string][]plan.Attr{}
 		}
-		o.Changes[string(c.Address)] = c.Attributes
+		o.Changes[c.Address.String()] = c.Attributes
 		if len(c.DependsOn) > 0 {
 			if o.DependsOn == nil {
 				o.DependsOn = map[string][]plan.Address{}
 			}
-			o.DependsOn[string(c.Address)] = c.DependsOn
+			o.DependsOn[c.Address.String()] = c.DependsOn
 		}
 	}
 	for _, d := range p.Deferred {
-		o.Deferred = append(o.Deferred, string(d.Address)+": "+d.Reason)
+		o.Deferred = append(o.Deferred, d.Address.String()+": "+d.Reason)
 	}
 	for _, f := range p.Errors {
 		o.Errors = append(o.Errors, f.String())
@@ -126,7 +126,7 @@ func TestDiff(t *testing.T) {
 		},
 		want: outcome{
 			Changes:   map[string][]plan.Attr{"interface[ens2]": {{Name: "mtu", After: "9000"}, {Name: "addresses", After: "192.0.2.1/24"}}},
-			DependsOn: map[string][]plan.Address{"interface[ens2]": {"mlx4_port[0000:81:00.0/1]", "mlx4_port[0000:81:00.0/2]"}},
+			DependsOn: map[string][]plan.Address{"interface[ens2]": {plan.Addr("mlx4_port", "0000:81:00.0/1"), plan.Addr("mlx4_port", "0000:81:00.0/2")}},
 		},
 	}}
 	for _, tt := range tests {

@@ -31,7 +31,7 @@ func mustSpec(t *testing.T, text string) *schema.Spec {
 func attrs(p *plan.Plan) map[string][]plan.Attr {
 	out := map[string][]plan.Attr{}
 	for _, c := range p.Changes {
-		out[string(c.Address)] = c.Attributes
+		out[c.Address.String()] = c.Attributes
 	}
 	return out
 }

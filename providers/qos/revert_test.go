@@ -16,7 +16,7 @@ func TestRevertPutsBackEachDirection(t *testing.T) {
 	before.ECNRP[3] = true
 	off, ecn := false, []int{5}
 	w := wantOf(&schema.QoS{Pause: &off, ECN: &ecn})
-	c := &plan.Change{Address: "qos[mlx5_0/1]", Attributes: compare(w, before).attrs,
+	c := &plan.Change{Address: plan.Addr("qos", "mlx5_0/1"), Attributes: compare(w, before).attrs,
 		Payload: &payload{netdev: "ens1", want: w, before: before}}
 	back, err := (&Provider{}).Revert(c)
 	if err != nil || back == nil {

@@ -81,7 +81,7 @@ func TestDiff(t *testing.T) {
 			var got []plan.Attr
 			for _, c := range prop.Changes {
 				got = append(got, c.Attributes...)
-				if c.Activation != plan.Runtime || c.Address != "rdma_cm[mlx5_0/1]" || c.Source == nil || c.Source.Line != 6 {
+				if c.Activation != plan.Runtime || c.Address != plan.Addr("rdma_cm", "mlx5_0/1") || c.Source == nil || c.Source.Line != 6 {
 					t.Errorf("change %+v: want runtime rdma_cm[mlx5_0/1] from spec.yaml:6", c)
 				}
 			}
@@ -112,9 +112,9 @@ func TestDiffDeviceCreatedByRxe(t *testing.T) {
 	}
 	// The rxe provider runs first, plans rxe[rxe0] and publishes the device.
 	facts = plan.NewFacts()
-	facts.CreateDevice("rxe0", "rxe[rxe0]")
+	facts.CreateDevice("rxe0", plan.Addr("rxe", "rxe0"))
 	prop := (&Provider{}).Plan(req, &Observed{}, facts)
-	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{"rxe[rxe0]"}) {
+	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{plan.Addr("rxe", "rxe0")}) {
 		t.Fatalf("want one create depending on rxe[rxe0], got %+v", prop)
 	}
 }
@@ -243,7 +243,7 @@ func TestApplyRefusedByKernelNamesTheFile(t *testing.T) {
 	s := newSim(t, "cx6-vpi-ib")
 	h, _ := s.Host()
 	p := New()
-	c := &plan.Change{Address: "rdma_cm[mlx5_0/1]", Payload: &payload{dev: "mlx5_0", port: 1, mode: ModeV2}}
+	c := &plan.Change{Address: plan.Addr("rdma_cm", "mlx5_0/1"), Payload: &payload{dev: "mlx5_0", port: 1, mode: ModeV2}}
 	err := p.Apply(context.Background(), h, c)
 	if err == nil || !strings.Contains(err.Error(), "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_mode") || !strings.Contains(err.Error(), "EINVAL") {
 		t.Fatalf("err = %v; want the file, the value and EINVAL", err)
@@ -298,9 +298,9 @@ func TestDiffDeviceReplacedByRxe(t *testing.T) {
 		t.Fatalf("settings already match: %+v", prop.Changes)
 	}
 	facts := plan.NewFacts()
-	facts.CreateDevice("rxe0", "rxe[rxe0]")
+	facts.CreateDevice("rxe0", plan.Addr("rxe", "rxe0"))
 	prop := (&Provider{}).Plan(req, obs, facts)
-	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{"rxe[rxe0]"}) {
+	if len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{plan.Addr("rxe", "rxe0")}) {
 		t.Fatalf("want the settings planned after the replaced link, got %+v", prop.Changes)
 	}
 }

@@ -101,6 +101,6 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		facts.CreateDevice(r.Name, addr)
 		prop.Changes = append(prop.Changes, c)
 	}
-	sort.SliceStable(prop.Changes, func(i, j int) bool { return prop.Changes[i].Address < prop.Changes[j].Address })
+	sort.SliceStable(prop.Changes, func(i, j int) bool { return prop.Changes[i].Address.Less(prop.Changes[j].Address) })
 	return prop
 }

@@ -33,7 +33,7 @@ func summarize(p plan.Proposal) outcome {
 		o.Changes = append(o.Changes, s)
 	}
 	for _, d := range p.Deferred {
-		o.Deferred = append(o.Deferred, string(d.Address)+": "+d.Reason)
+		o.Deferred = append(o.Deferred, d.Address.String()+": "+d.Reason)
 	}
 	for _, f := range p.Errors {
 		o.Errors = append(o.Errors, f.String())

@@ -50,7 +50,7 @@ func TestRevert(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got[string(c.Address)] = r.Payload.(*payload)
+				got[c.Address.String()] = r.Payload.(*payload)
 			}
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(payload{})); diff != "" {
 				t.Errorf("revert payloads (-want +got):\n%s", diff)

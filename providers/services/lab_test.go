@@ -70,7 +70,7 @@ func build(t *testing.T, h *host.Host, src string) *plan.Plan {
 func addresses(p *plan.Plan) []string {
 	var s []string
 	for _, c := range p.Changes {
-		s = append(s, string(c.Address))
+		s = append(s, c.Address.String())
 	}
 	for _, e := range p.Errors {
 		s = append(s, e.String())

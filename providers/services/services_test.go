@@ -46,7 +46,7 @@ type outcome struct {
 func summarize(p plan.Proposal) outcome {
 	var o outcome
 	for _, c := range p.Changes {
-		s := string(c.Address) + " " + c.Action.String() + " " + c.Activation.String() + ":"
+		s := c.Address.String() + " " + c.Action.String() + " " + c.Activation.String() + ":"
 		for _, a := range c.Attributes {
 			s += " " + a.Name + " " + a.Before + "->" + a.After
 		}
@@ -54,7 +54,7 @@ func summarize(p plan.Proposal) outcome {
 		o.Payloads = append(o.Payloads, *c.Payload.(*payload))
 	}
 	for _, d := range p.Deferred {
-		o.Deferred = append(o.Deferred, string(d.Address)+" "+d.Reason)
+		o.Deferred = append(o.Deferred, d.Address.String()+" "+d.Reason)
 	}
 	for _, e := range p.Errors {
 		o.Errors = append(o.Errors, e.String())

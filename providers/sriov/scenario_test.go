@@ -83,7 +83,7 @@ func planLines(t *testing.T, dir, specFile string, wantCode int) ([]string, stri
 		lines = append(lines, s)
 	}
 	for _, d := range p.Deferred {
-		lines = append(lines, "deferred "+string(d.Address)+": "+d.Reason)
+		lines = append(lines, "deferred "+d.Address.String()+": "+d.Reason)
 	}
 	return lines, out
 }

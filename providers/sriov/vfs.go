@@ -177,7 +177,7 @@ func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated 
 		}
 		changes = append(changes, c)
 	}
-	sort.Slice(changes, func(a, b int) bool { return changes[a].Address < changes[b].Address })
+	sort.Slice(changes, func(a, b int) bool { return changes[a].Address.Less(changes[b].Address) })
 	return changes, errs
 }
 
