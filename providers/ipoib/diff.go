@@ -271,8 +271,8 @@ var ibMTUs = []int{256, 512, 1024, 2048, 4096}
 // that fits the interface's MTU + 4 is the fabric's. Returns 0 (unknown)
 // when the interface runs connected mode or an active profile set its MTU
 // (then the MTU is an administrator's choice, not the fabric's).
-func DatagramLimit(l Link, ps []nmcli.Profile) (limit, ibMTU int) {
-	if l.Type != ARPHRDInfiniband || l.Mode != string(nmcli.Datagram) || l.MTU <= 0 {
+func DatagramLimit(l inventory.Netdev, ps []nmcli.Profile) (limit, ibMTU int) {
+	if l.Type != inventory.ARPHRDInfiniband || l.Mode != string(nmcli.Datagram) || l.MTU <= 0 {
 		return 0, 0
 	}
 	for _, p := range ps {
@@ -359,7 +359,7 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 				port.Num, dev.Name, staged.To, staged.Setting, c.Parent)}, nil
 		}
 	}
-	if link.Type != ARPHRDInfiniband {
+	if link.Type != inventory.ARPHRDInfiniband {
 		return []schema.Finding{req.Finding(path+".parent", "%s is not an IPoIB interface (sysfs type %d, not 32)", c.Parent, link.Type)}, nil
 	}
 	var errs []schema.Finding

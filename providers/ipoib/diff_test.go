@@ -26,7 +26,7 @@ func testInv() *inventory.Inventory {
 func testObs(profiles ...nmcli.Profile) *Observed {
 	return &Observed{
 		Profiles: profiles,
-		Links: map[string]Link{
+		Links: map[string]inventory.Netdev{
 			"ib0":       {Name: "ib0", Type: 32, MTU: 2044, Mode: "datagram", Flags: 0x00},
 			"ens2f0np0": {Name: "ens2f0np0", Type: 1, MTU: 1500, Flags: -1},
 		},
@@ -103,7 +103,7 @@ func TestDiff(t *testing.T) {
 		spec     string
 		profiles []nmcli.Profile
 		staged   []plan.LinkChange
-		links    map[string]Link // replaces testObs links when set
+		links    map[string]inventory.Netdev // replaces testObs links when set
 		want     outcome
 	}{
 		{
@@ -232,7 +232,7 @@ func TestDiff(t *testing.T) {
 		{
 			name:  "connected mode where the adapter has the connected-mode flag",
 			spec:  "ipoib:\n  - name: x\n    parent: ib0\n    mode: connected\n    mtu: 65520\n",
-			links: map[string]Link{"ib0": {Name: "ib0", Type: 32, MTU: 2044, Mode: "datagram", Flags: 0x80}},
+			links: map[string]inventory.Netdev{"ib0": {Name: "ib0", Type: 32, MTU: 2044, Mode: "datagram", Flags: 0x80}},
 			want:  outcome{Changes: []string{"create ipoib[x] interface=->ib0 mode=->connected mtu=->65520 ipv4.method=->disabled ipv6.method=->disabled state=->up"}},
 		},
 		{
@@ -243,14 +243,14 @@ func TestDiff(t *testing.T) {
 		{
 			name:  "datagram MTU on a 4K fabric",
 			spec:  "ipoib:\n  - name: x\n    parent: ib0\n    mtu: 4092\n",
-			links: map[string]Link{"ib0": {Name: "ib0", Type: 32, MTU: 4092, Mode: "datagram", Flags: 0x00}},
+			links: map[string]inventory.Netdev{"ib0": {Name: "ib0", Type: 32, MTU: 4092, Mode: "datagram", Flags: 0x00}},
 			want:  outcome{Changes: []string{"create ipoib[x] interface=->ib0 mode=->datagram mtu=->4092 ipv4.method=->disabled ipv6.method=->disabled state=->up"}},
 		},
 		{
 			name:     "datagram MTU unknown while a profile sets the interface's MTU",
 			spec:     "ipoib:\n  - name: ib0-base\n    parent: ib0\n    mtu: 4092\n",
 			profiles: []nmcli.Profile{staticMTU},
-			links:    map[string]Link{"ib0": {Name: "ib0", Type: 32, MTU: 1500, Mode: "datagram", Flags: 0x00}},
+			links:    map[string]inventory.Netdev{"ib0": {Name: "ib0", Type: 32, MTU: 1500, Mode: "datagram", Flags: 0x00}},
 			want:     outcome{Changes: []string{"update ipoib[ib0-base] mtu=1500->4092 state=up->re-activate"}},
 		},
 		{

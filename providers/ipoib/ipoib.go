@@ -28,9 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -58,32 +55,13 @@ const Kind = "ipoib"
 // Address is the plan address of one connection.
 func Address(name string) plan.Address { return plan.Addr(Kind, name) }
 
-// ARPHRDInfiniband is /sys/class/net/X/type of an IPoIB netdev.
-const ARPHRDInfiniband = 32
-
-// Link is what sysfs says of one netdev the spec names.
-type Link struct {
-	Name string
-	Type int    // type: 32 for IPoIB, 1 for Ethernet
-	MTU  int    // mtu
-	Mode string // mode: datagram or connected ("" when not IPoIB)
-	// Flags is the first byte of address: on IPoIB, 0x80 means the
-	// interface can run connected mode; enhanced IPoIB (ConnectX-4 and
-	// later) has 0x00. -1 when unreadable.
-	Flags int
-}
-
-// Enhanced reports whether the IPoIB interface runs enhanced IPoIB
-// (datagram only): its hardware address lacks the connected-mode flag.
-func (l Link) Enhanced() bool { return l.Type == ARPHRDInfiniband && l.Flags >= 0 && l.Flags&0x80 == 0 }
-
 // Observed is what Observe found.
 type Observed struct {
 	// Profiles is every infiniband profile, sorted by name then UUID.
 	Profiles []nmcli.Profile
 	// Links holds the netdevs the spec names as parents, by name; a
 	// missing netdev has no entry.
-	Links map[string]Link
+	Links map[string]inventory.Netdev
 	// PKeys holds the P_Key table (non-zero entries, sorted) of each port
 	// that carries a parent, by "dev/port": ports/N/pkeys/*.
 	PKeys map[string][]int
@@ -123,7 +101,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	if len(req.Spec.IPoIB) == 0 && !req.Full {
 		return nil, nil
 	}
-	obs := &Observed{Links: map[string]Link{}, PKeys: map[string][]int{}}
+	obs := &Observed{Links: map[string]inventory.Netdev{}, PKeys: map[string][]int{}}
 	profiles, err := client(h).List(ctx)
 	if req.Full {
 		// show: the profiles alone. A host without nmcli, or with
@@ -160,7 +138,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 
 // readSysfs fills obs.Links and obs.PKeys for the parents the spec names.
 func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
-	obs.Links, obs.PKeys = map[string]Link{}, map[string][]int{}
+	obs.Links, obs.PKeys = map[string]inventory.Netdev{}, map[string][]int{}
 	for _, c := range req.Spec.IPoIB {
 		name := c.Parent
 		if schema.CheckNetdev(name) != "" {
@@ -169,7 +147,7 @@ func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
 		if _, done := obs.Links[name]; done {
 			continue
 		}
-		l, ok, err := readLink(h.FS, name)
+		l, ok, err := inventory.ReadNetdev(h.FS, name)
 		if err != nil {
 			return err
 		}
@@ -192,46 +170,4 @@ func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
 		obs.PKeys[k] = keys
 	}
 	return nil
-}
-
-// readLink reads the netdev's type, mtu, mode and address flags.
-//
-// Equivalent to: cat /sys/class/net/NAME/{type,mtu,mode,address}
-func readLink(f host.FS, name string) (Link, bool, error) {
-	base := path.Join(inventory.ClassNet, name)
-	if !host.Exists(f, base) {
-		return Link{}, false, nil
-	}
-	l := Link{Name: name, Flags: -1}
-	num := func(attr string) (int, error) {
-		s, err := host.ReadAttr(f, path.Join(base, attr))
-		if err != nil {
-			return 0, fmt.Errorf("reading %s of %s: %w", attr, name, err)
-		}
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			return 0, fmt.Errorf("%s/%s: %q is not a number", base, attr, s)
-		}
-		return v, nil
-	}
-	var err error
-	if l.Type, err = num("type"); err != nil {
-		return l, false, err
-	}
-	if l.MTU, err = num("mtu"); err != nil {
-		return l, false, err
-	}
-	if l.Type != ARPHRDInfiniband {
-		return l, true, nil
-	}
-	if m, err := host.ReadAttr(f, path.Join(base, "mode")); err == nil {
-		l.Mode = m
-	}
-	if a, err := host.ReadAttr(f, path.Join(base, "address")); err == nil {
-		first, _, _ := strings.Cut(a, ":")
-		if v, err := strconv.ParseUint(first, 16, 8); err == nil && len(first) == 2 {
-			l.Flags = int(v)
-		}
-	}
-	return l, true, nil
 }
