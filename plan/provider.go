@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -57,6 +58,31 @@ type Request struct {
 	// Capture holds show's options when Full is set: the firmware
 	// parameters, extra netdevs and extra units it asks for by name.
 	Capture CaptureOptions
+}
+
+// DevicePort is a port of a device the request resolved: Index is the
+// device's spec index.
+type DevicePort struct {
+	Index  int
+	Device *inventory.Device
+	Port   *inventory.Port
+}
+
+// PortsOf lists the ports whose link layer is ll now, of every device the
+// request resolved, in spec order (show's scope for per-port settings).
+func (r *Request) PortsOf(ll linklayer.LinkLayer) []DevicePort {
+	var out []DevicePort
+	for i, d := range r.Devices {
+		if d == nil {
+			continue
+		}
+		for _, p := range d.Ports {
+			if p.LinkLayer == ll {
+				out = append(out, DevicePort{Index: i, Device: d, Port: p})
+			}
+		}
+	}
+	return out
 }
 
 // Pos returns the spec position of a logical path, for a change's Source.

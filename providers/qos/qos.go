@@ -131,17 +131,9 @@ func PortNetdev(d *inventory.Device, port int) string {
 // has a netdev, with everything read (no qos block to narrow it).
 func showTargets(req *plan.Request) []target {
 	var out []target
-	for i, d := range req.Devices {
-		if d == nil {
-			continue
-		}
-		for _, p := range d.Ports {
-			if p.LinkLayer != linklayer.Ethernet {
-				continue
-			}
-			if nd := PortNetdev(d, p.Num); nd != "" {
-				out = append(out, target{dev: d.Name, port: p.Num, devIndex: i, netdev: nd})
-			}
+	for _, p := range req.PortsOf(linklayer.Ethernet) {
+		if nd := PortNetdev(p.Device, p.Port.Num); nd != "" {
+			out = append(out, target{dev: p.Device.Name, port: p.Port.Num, devIndex: p.Index, netdev: nd})
 		}
 	}
 	return out

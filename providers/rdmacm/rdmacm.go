@@ -130,15 +130,8 @@ func targets(req *plan.Request) []target {
 // showTargets is the scope of show: every port that is Ethernet now.
 func showTargets(req *plan.Request) []target {
 	var out []target
-	for i, d := range req.Devices {
-		if d == nil {
-			continue
-		}
-		for _, p := range d.Ports {
-			if p.LinkLayer == linklayer.Ethernet {
-				out = append(out, target{dev: d.Name, port: p.Num, devIndex: i})
-			}
-		}
+	for _, p := range req.PortsOf(linklayer.Ethernet) {
+		out = append(out, target{dev: p.Device.Name, port: p.Port.Num, devIndex: p.Index})
 	}
 	return out
 }
