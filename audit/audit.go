@@ -20,6 +20,7 @@ import (
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/portstate"
 	"github.com/rdmaform/rdmaform/probe"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/version"
@@ -493,7 +494,7 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 	// the one expected, or is about to change, is most likely cabled to a
 	// port that speaks the other one.
 	hint := ""
-	if (ip.PhysState == "Polling" || ip.PhysState == "Disabled") && (mismatch || (changing && nl.linkLayer != ip.LinkLayer)) {
+	if (ip.PhysState == portstate.Polling || ip.PhysState == portstate.Disabled) && (mismatch || (changing && nl.linkLayer != ip.LinkLayer)) {
 		hint = "; " + linkMismatchHint
 	}
 	exp := sp.Expect
@@ -502,7 +503,7 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 	}
 	wantPhys := exp.PhysState
 	if wantPhys == "" {
-		wantPhys = "LinkUp"
+		wantPhys = portstate.LinkUp
 	}
 	r := res(CheckPhysState)
 	if ip.PhysState != wantPhys {
@@ -512,13 +513,13 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 	out = append(out, r)
 	wantState := exp.State
 	if wantState == "" {
-		wantState = "ACTIVE"
+		wantState = portstate.Active
 	}
 	r = res(CheckState)
 	if ip.State != wantState {
 		r.Status = Fail
 		r.Message = fmt.Sprintf("%s (physical state %s), expected %s%s", ip.State, ip.PhysState, wantState, hint)
-		if hint == "" && ip.LinkLayer == linklayer.InfiniBand && ip.PhysState == "LinkUp" && ip.SMLID == 0 {
+		if hint == "" && ip.LinkLayer == linklayer.InfiniBand && ip.PhysState == portstate.LinkUp && ip.SMLID == 0 {
 			r.Message += "; the link is up but no subnet manager has configured the port: run opensm on one node of the fabric"
 		}
 	}
@@ -531,7 +532,7 @@ func (a *auditor) portHealth(dev *inventory.Device, sp schema.Port, pp string, n
 		}
 		out = append(out, r)
 	}
-	if ip.LinkLayer == linklayer.InfiniBand && ip.PhysState == "LinkUp" {
+	if ip.LinkLayer == linklayer.InfiniBand && ip.PhysState == portstate.LinkUp {
 		r := res(CheckSubnetManager)
 		if !ip.SubnetManagerPresent() {
 			r.Status = Fail

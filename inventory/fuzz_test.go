@@ -63,7 +63,7 @@ func FuzzDiscoverPort(f *testing.F) {
 			t.Fatalf("device read as %+v", d)
 		}
 		p := d.Ports[0]
-		for _, s := range []string{p.State, p.PhysState} {
+		for _, s := range []string{string(p.State), string(p.PhysState)} {
 			if s != strings.TrimSpace(s) {
 				t.Fatalf("state %q not trimmed", s)
 			}

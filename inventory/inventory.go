@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/linklayer"
+	"github.com/rdmaform/rdmaform/portstate"
 )
 
 // Sysfs paths.
@@ -47,8 +48,8 @@ type Device struct {
 // Port is one port (/sys/class/infiniband/<dev>/ports/<n>).
 type Port struct {
 	Num       int                 `json:"port"`
-	State     string              `json:"state"`      // state, name part: ACTIVE
-	PhysState string              `json:"phys_state"` // phys_state, name part: LinkUp
+	State     portstate.State     `json:"state"`      // state, name part: ACTIVE
+	PhysState portstate.Phys      `json:"phys_state"` // phys_state, name part: LinkUp
 	LinkLayer linklayer.LinkLayer `json:"link_layer"` // link_layer: InfiniBand, Ethernet
 	Rate      string              `json:"rate"`       // rate: "100 Gb/sec (4X EDR)"
 	LID       int                 `json:"lid"`        // lid (hex in sysfs)
@@ -81,7 +82,7 @@ type GID struct {
 // has configured it) and sysfs sm_lid names the SM's LID (non-zero).
 // Ethernet ports have no subnet manager and report false.
 func (p *Port) SubnetManagerPresent() bool {
-	return p != nil && p.LinkLayer == linklayer.InfiniBand && p.State == "ACTIVE" && p.SMLID != 0
+	return p != nil && p.LinkLayer == linklayer.InfiniBand && p.State == portstate.Active && p.SMLID != 0
 }
 
 // ConnectX3 is the hca_type of a ConnectX-3 that is not a Pro (PCI
@@ -158,14 +159,6 @@ func (inv *Inventory) Find(kind, value string) *Device {
 		}
 	}
 	return nil
-}
-
-// stateName strips the number of "4: ACTIVE" / "5: LinkUp".
-func stateName(s string) string {
-	if _, after, ok := strings.Cut(s, ": "); ok {
-		return strings.TrimSpace(after)
-	}
-	return strings.TrimSpace(s)
 }
 
 func parseHex(s string) int {
@@ -250,8 +243,8 @@ func readDevice(f host.FS, name string) (*Device, error) {
 		}
 		port := &Port{
 			Num:       n,
-			State:     stateName(pa("state")),
-			PhysState: stateName(pa("phys_state")),
+			State:     portstate.OfSysfs(pa("state")),
+			PhysState: portstate.PhysOfSysfs(pa("phys_state")),
 			LinkLayer: linklayer.LinkLayer(pa("link_layer")),
 			Rate:      pa("rate"),
 			LID:       parseHex(pa("lid")),

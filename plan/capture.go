@@ -73,13 +73,6 @@ func Capture(ctx context.Context, h *host.Host, providers []Provider, o CaptureO
 	return &Captured{Spec: spec, Inv: inv, Notes: o.Notes}, errors.Join(errs...)
 }
 
-// Port states and physical states a spec's expect block accepts.
-var (
-	states     = map[string]bool{"NOP": true, "DOWN": true, "INIT": true, "ARMED": true, "ACTIVE": true, "ACTIVE_DEFER": true}
-	physStates = map[string]bool{"Sleep": true, "Polling": true, "Disabled": true, "PortConfigurationTraining": true,
-		"LinkUp": true, "LinkErrorRecovery": true, "Phy Test": true}
-)
-
 // capturePort is a port as sysfs shows it: link layer, and under expect
 // its state, physical state and rate (whole Gb/s, rounded down).
 func capturePort(p *inventory.Port) schema.Port {
@@ -88,10 +81,10 @@ func capturePort(p *inventory.Port) schema.Port {
 		sp.LinkLayer = p.LinkLayer
 	}
 	e := &schema.Expect{}
-	if states[p.State] {
+	if p.State.Known() {
 		e.State = p.State
 	}
-	if physStates[p.PhysState] {
+	if p.PhysState.Known() {
 		e.PhysState = p.PhysState
 	}
 	if r := int(p.RateGbps()); r >= 1 {

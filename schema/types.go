@@ -3,7 +3,10 @@
 // It is a pure library: it never reads the host.
 package schema
 
-import "github.com/rdmaform/rdmaform/linklayer"
+import (
+	"github.com/rdmaform/rdmaform/linklayer"
+	"github.com/rdmaform/rdmaform/portstate"
+)
 
 // Version is the only spec version this rdmaform understands.
 const Version = 1
@@ -161,9 +164,9 @@ type ETS struct {
 
 // Expect holds audit-only assertions about a port.
 type Expect struct {
-	State     string `yaml:"state,omitempty" enum:"NOP,DOWN,INIT,ARMED,ACTIVE,ACTIVE_DEFER" doc:"port state, as in sysfs"`
-	PhysState string `yaml:"phys_state,omitempty" enum:"Sleep,Polling,Disabled,PortConfigurationTraining,LinkUp,LinkErrorRecovery,Phy Test" doc:"physical state, as in sysfs"`
-	MinRate   *int   `yaml:"min_rate,omitempty" min:"1" doc:"minimum rate in Gb/s"`
+	State     portstate.State `yaml:"state,omitempty" enum:"NOP,DOWN,INIT,ARMED,ACTIVE,ACTIVE_DEFER" doc:"port state, as in sysfs"`
+	PhysState portstate.Phys  `yaml:"phys_state,omitempty" enum:"Sleep,Polling,Disabled,PortConfigurationTraining,LinkUp,LinkErrorRecovery,Phy Test" doc:"physical state, as in sysfs"`
+	MinRate   *int            `yaml:"min_rate,omitempty" min:"1" doc:"minimum rate in Gb/s"`
 }
 
 // IPoIB is one NetworkManager connection of type infiniband.
