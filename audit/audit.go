@@ -401,7 +401,9 @@ func describeChange(c *plan.Change) string {
 }
 
 // PortAddress is the resource name of a port's health checks.
-func PortAddress(dev string, port int) string { return fmt.Sprintf("port[%s/%d]", dev, port) }
+func PortAddress(dev string, port int) string {
+	return plan.Addr("port", dev+"/"+strconv.Itoa(port)).String()
+}
 
 // nextLink is a link layer a port gets at the next boot, and how.
 type nextLink struct {
@@ -659,13 +661,13 @@ func (a *auditor) resourceOf(p string) string {
 	}
 	if name == "" {
 		_, v := s.Devices[i].Selector()
-		return "device[" + v + "]"
+		return plan.Addr("device", v).String()
 	}
 	if m[2] != "" {
 		j, _ := strconv.Atoi(m[2])
 		return PortAddress(name, s.Devices[i].Ports[j].Port)
 	}
-	return "device[" + name + "]"
+	return plan.Addr("device", name).String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -678,7 +680,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // ProbeAddress is the resource a probe's check is reported under.
-func ProbeAddress(name string) string { return "probe[" + name + "]" }
+func ProbeAddress(name string) string { return plan.Addr("probe", name).String() }
 
 // probeChecks runs the spec's probes: one check per probe that ran, an
 // error (at the probe's line) per probe that could not run.
