@@ -5,7 +5,10 @@
 // this one, so the spelling cannot drift.
 package portstate
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // State is a port's logical state, the name part of sysfs state.
 type State string
@@ -47,24 +50,10 @@ func OfSysfs(s string) State { return State(name(s)) }
 func PhysOfSysfs(s string) Phys { return Phys(name(s)) }
 
 // Known reports whether s is one of States.
-func (s State) Known() bool {
-	for _, k := range States {
-		if s == k {
-			return true
-		}
-	}
-	return false
-}
+func (s State) Known() bool { return slices.Contains(States, s) }
 
 // Known reports whether p is one of PhysStates.
-func (p Phys) Known() bool {
-	for _, k := range PhysStates {
-		if p == k {
-			return true
-		}
-	}
-	return false
-}
+func (p Phys) Known() bool { return slices.Contains(PhysStates, p) }
 
 // name strips the number of "4: ACTIVE" / "5: LinkUp".
 func name(s string) string {
