@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 )
 
 // FuzzDiscoverPort writes fuzzed sysfs attribute contents for one port of
@@ -33,15 +34,7 @@ func FuzzDiscoverPort(f *testing.F) {
 			"sys/class/infiniband/mlx5_0/node_guid":          "b859:9f03:0022:626e",
 			"sys/class/net/ib0/dev_port":                     devPort,
 		}
-		for name, content := range files {
-			p := filepath.Join(dir, name)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fstree.Write(t, dir, files)
 		if err := os.MkdirAll(filepath.Join(dir, pci), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -1,13 +1,13 @@
 package inventory
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 )
 
 // TestReadNetdev: type and MTU of any netdev, mode and the connected-mode
@@ -32,15 +32,7 @@ func TestReadNetdev(t *testing.T) {
 		"bad/type":          "x\n",
 		"bad/mtu":           "1500\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(root, "sys/class/net", name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fstree.Write(t, filepath.Join(root, "sys/class/net"), files)
 	fs, err := host.NewRootFS(root)
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,12 @@ package modules
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
@@ -116,15 +115,7 @@ func TestDiscover(t *testing.T) {
 		"sys/module/ib_uverbs/parameters/x":          "",
 		"etc/modules-load.d/rdmaform.conf":           "# hand edit\n; old comment\n\nrdma-ucm\n ib_ipoib \n",
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fstree.Write(t, dir, files)
 	fsys, err := host.NewRootFS(dir)
 	if err != nil {
 		t.Fatal(err)

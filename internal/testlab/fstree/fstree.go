@@ -42,3 +42,18 @@ func Snapshot(t testing.TB, dir string) map[string]string {
 	}
 	return files
 }
+
+// Write makes a tree below dir: each file of files (a slash path relative
+// to dir) with its content, and the directories it needs.
+func Write(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
