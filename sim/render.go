@@ -393,5 +393,5 @@ func (s *State) roce(d *Device, p *Port) RoceDefaults {
 	if v, ok := s.RdmaCM[fmt.Sprintf("%s/%d", d.Name, p.Num)]; ok {
 		return v
 	}
-	return initialRoce(p)
+	return initialRoce(d, p)
 }

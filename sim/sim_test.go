@@ -121,3 +121,49 @@ func TestConcurrentSetsAllSaved(t *testing.T) {
 		}
 	}
 }
+
+// TestInitialRoCEMode: a port's rdma_cm mode before anyone sets it is
+// what cma_add_one chooses: RoCE v2 where the port has RoCE v2 GIDs, else
+// its first GID type (IB/RoCE v1 on InfiniBand and on a ConnectX-3 that is
+// not a Pro, 0x1003, whose Ethernet ports have RoCE v1 GIDs only).
+func TestInitialRoCEMode(t *testing.T) {
+	for _, tt := range []struct {
+		profile, dev, pciID, linkLayer, want string
+	}{
+		{"cx5-roce", "mlx5_0", "", "", "RoCE v2"},
+		{"cx6-vpi-ib", "mlx5_0", "", "", "IB/RoCE v1"},
+		{"cx3-mlx4", "mlx4_0", "", "Ethernet", "IB/RoCE v1"},
+		{"cx3-mlx4", "mlx4_0", "0x1007", "Ethernet", "RoCE v2"},
+	} {
+		t.Run(tt.profile+"/"+tt.pciID+tt.linkLayer, func(t *testing.T) {
+			st, err := NewState(tt.profile, "node", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := st.Device(tt.dev)
+			if tt.pciID != "" {
+				d.PCIID = tt.pciID
+			}
+			if tt.linkLayer != "" {
+				d.Ports[0].LinkLayer = tt.linkLayer
+			}
+			st.Modules = append(st.Modules, "rdma_cm")
+			st.CMGroups = append(st.CMGroups, tt.dev)
+			s, err := Create(t.TempDir(), st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := s.Host()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := h.FS.ReadFile("/sys/kernel/config/rdma_cm/" + tt.dev + "/ports/1/default_roce_mode")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSuffix(string(b), "\n"); got != tt.want {
+				t.Errorf("default_roce_mode %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

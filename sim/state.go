@@ -8,6 +8,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -288,11 +289,14 @@ func (s *State) sortAll() {
 	sort.Strings(s.CMGroups)
 }
 
-// initialRoce is the kernel's initial rdma_cm mode of a port: RoCE v2 on
-// Ethernet ports (the preferred GID type), IB/RoCE v1 on InfiniBand ports.
-func initialRoce(p *Port) RoceDefaults {
-	if p.LinkLayer == "Ethernet" {
+// initialRoce is the kernel's initial rdma_cm mode of a port, as
+// cma_add_one sets it: RoCE v2 (the preferred GID type) where the port
+// supports it, else the first type it supports: IB/RoCE v1 on InfiniBand
+// ports and on a ConnectX-3 that is not a Pro.
+func initialRoce(d *Device, p *Port) RoceDefaults {
+	types := gidTypesOf(d, p)
+	if slices.Contains(types, "RoCE v2") {
 		return RoceDefaults{Mode: "RoCE v2"}
 	}
-	return RoceDefaults{Mode: "IB/RoCE v1"}
+	return RoceDefaults{Mode: types[0]}
 }
