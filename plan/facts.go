@@ -140,8 +140,9 @@ func (f *Facts) ModuleLoad(name string) (Address, bool) {
 }
 
 // CreateDevice publishes an RDMA device this plan creates, or deletes
-// and creates again (a Soft-RoCE link), by the change at cause: it comes
-// with the kernel's defaults.
+// and creates again (a Soft-RoCE link; a ConnectX-3 whose port type
+// changes, which mlx4_core registers anew with its netdevs), by the change
+// at cause: it comes with the kernel's defaults.
 func (f *Facts) CreateDevice(name string, cause Address) { f.devices[name] = cause }
 
 // DeviceCreated returns the address of the change that creates an RDMA

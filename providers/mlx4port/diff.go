@@ -8,7 +8,13 @@ import (
 )
 
 // Plan implements plan.TypedProvider. It publishes each port type it writes
-// as a link-layer change that happens now, for the stages after it.
+// that changes the type the port runs as a link-layer change that happens
+// now, and the card's RDMA device as made anew by the first such change:
+// mlx4_core then unregisters every interface of the card and registers
+// them again (mlx4_change_port_types), so the netdevs of both ports come
+// back with the driver's defaults and the RDMA device with the kernel's
+// rdma_cm defaults. A setting that keeps the running type (auto on the
+// type it detected, ib on an InfiniBand port) changes neither.
 func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	if obs == nil {
 		obs = &Observed{}
@@ -19,10 +25,17 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) pla
 			prop.Managed = append(prop.Managed, plan.Managed{Address: Address(t.pci, t.port), Path: t.specPath})
 		}
 	}
+	anew := map[string]bool{}
 	for _, c := range prop.Changes {
-		if pl, err := plan.PayloadOf[*payload](c); err == nil && facts != nil {
-			facts.ChangeLink(plan.LinkChange{Device: pl.pci, Port: pl.port, To: linklayer.OfMlx4Type(pl.want), When: plan.Runtime,
-				Cause: c.Address, Setting: "type=" + pl.want})
+		pl, err := plan.PayloadOf[*payload](c)
+		if err != nil || facts == nil || effective(pl.want, State{Effective: pl.wasEff}) == pl.wasEff {
+			continue
+		}
+		facts.ChangeLink(plan.LinkChange{Device: pl.pci, Port: pl.port, To: linklayer.OfMlx4Type(pl.want), When: plan.Runtime,
+			Cause: c.Address, Setting: "type=" + pl.want})
+		if !anew[pl.dev] {
+			anew[pl.dev] = true
+			facts.CreateDevice(pl.dev, c.Address)
 		}
 	}
 	return prop
@@ -79,7 +92,7 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 			Source:     req.Pos(t.specPath),
 			Attributes: []plan.Attr{{Name: "type", Before: describe(have), After: t.want}},
 			Disrupts:   portNetdevs(req, t.dev, t.port, have, t.want),
-			Payload: &payload{pci: t.pci, port: t.port, want: t.want, other: other,
+			Payload: &payload{pci: t.pci, dev: t.dev, port: t.port, want: t.want, other: other,
 				was: have.Setting, otherWas: otherWas, wasEff: have.Effective, otherWasEff: otherWasEff}})
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Address.Less(changes[j].Address) })

@@ -147,6 +147,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 // type this plan gives the device's other port.
 type payload struct {
 	pci   string
+	dev   string // the RDMA device (mlx4_0)
 	port  int
 	want  string
 	other string // the other port's desired setting in this plan, "" if unchanged

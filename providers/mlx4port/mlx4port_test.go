@@ -199,3 +199,63 @@ func TestFindings(t *testing.T) {
 		})
 	}
 }
+
+// TestFactsAndDisrupts: a type that changes the type a port runs
+// re-registers the whole card: the change disrupts both ports' netdevs,
+// and the plan publishes the link change and the RDMA device as made anew
+// (by the first such change). A setting that keeps the running type (ib
+// on a port auto runs as ib) publishes nothing and disrupts nothing.
+func TestFactsAndDisrupts(t *testing.T) {
+	_, h := setup(t, "cx3-mlx4")
+	for _, tt := range []struct {
+		name, spec string
+		disrupts   map[string][]string
+		links      []string
+		anewBy     string
+	}{{
+		name:     "port 2 to eth",
+		spec:     "version: 1\ndevices:\n  - name: mlx4_0\n    ports: [{port: 2, type: eth}]\n",
+		disrupts: map[string][]string{"mlx4_port[0000:81:00.0/2]": {"ib0", "ib1"}},
+		links:    []string{"0000:81:00.0/2 Ethernet by mlx4_port[0000:81:00.0/2]"},
+		anewBy:   "mlx4_port[0000:81:00.0/2]",
+	}, {
+		name:     "both to eth",
+		spec:     bothEth,
+		disrupts: map[string][]string{"mlx4_port[0000:81:00.0/1]": {"ib0", "ib1"}, "mlx4_port[0000:81:00.0/2]": {"ib0", "ib1"}},
+		links:    []string{"0000:81:00.0/1 Ethernet by mlx4_port[0000:81:00.0/1]", "0000:81:00.0/2 Ethernet by mlx4_port[0000:81:00.0/2]"},
+		anewBy:   "mlx4_port[0000:81:00.0/1]",
+	}, {
+		name:     "ib on a port auto runs as ib",
+		spec:     "version: 1\ndevices:\n  - name: mlx4_0\n    ports: [{port: 1, type: ib}]\n",
+		disrupts: map[string][]string{"mlx4_port[0000:81:00.0/1]": nil},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, rep := schema.Parse("host.yaml", []byte(tt.spec))
+			if len(rep) > 0 {
+				t.Fatalf("spec: %v", rep)
+			}
+			res, err := plan.Build(context.Background(), h, spec, []plan.Provider{mlx4port.New()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			disrupts := map[string][]string{}
+			for _, c := range res.Plan.Changes {
+				disrupts[c.Address.String()] = c.Disrupts
+			}
+			if d := cmp.Diff(tt.disrupts, disrupts); d != "" {
+				t.Errorf("disrupts (-want +got):\n%s", d)
+			}
+			var links []string
+			for _, l := range res.Facts.LinkChanges() {
+				links = append(links, fmt.Sprintf("%s/%d %s by %s", l.Device, l.Port, l.To, l.Cause))
+			}
+			if d := cmp.Diff(tt.links, links); d != "" {
+				t.Errorf("link changes (-want +got):\n%s", d)
+			}
+			by, anew := res.Facts.DeviceCreated("mlx4_0")
+			if anew != (tt.anewBy != "") || (anew && by.String() != tt.anewBy) {
+				t.Errorf("mlx4_0 made anew: %v by %s, want by %q", anew, by, tt.anewBy)
+			}
+		})
+	}
+}

@@ -8,8 +8,9 @@ import (
 )
 
 // portNetdevs names the netdevs a type change takes away: mlx4_core
-// unregisters the port and registers it again with the other link
-// layer, so its netdevs (ib0, or the Ethernet netdev) disappear. A
+// unregisters every interface of the card and registers them again
+// (mlx4_change_port_types), so the netdevs of both ports (ib0, or the
+// Ethernet netdev) disappear and come back with the driver's defaults. A
 // change between auto and the type the port already runs re-registers
 // nothing and disrupts nothing.
 func portNetdevs(req *plan.Request, dev string, port int, have State, want string) []string {
@@ -20,7 +21,10 @@ func portNetdevs(req *plan.Request, dev string, port int, have State, want strin
 	if d == nil || d.Port(port) == nil {
 		return nil
 	}
-	out := append([]string(nil), d.Port(port).Netdevs...)
+	var out []string
+	for _, p := range d.Ports {
+		out = append(out, p.Netdevs...)
+	}
 	sort.Strings(out)
 	return out
 }

@@ -41,12 +41,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			case ipoibLoaded && hasIBPort(req):
 				// ib_ipoib is loaded by this plan and makes the IPoIB
 				// netdevs: set everything once it has.
-				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, ipoibLoad))
+				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, nil, ipoibLoad))
 			case len(nowCauses(facts)) > 0:
 				// A port this plan switches at once (an mlx4 port type)
 				// gets the netdev of its new link layer: set everything
 				// once the switch has made it.
-				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, nowCauses(facts)...))
+				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, nil, nowCauses(facts)...))
 			default:
 				if reason, staged := facts.BootReason(); staged {
 					prop.Deferred = append(prop.Deferred, plan.Deferred{Address: Address(it.Name),
@@ -56,6 +56,19 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(path+".name", "no network interface %s on this host", it.Name))
 			}
 			continue
+		}
+		if dev, port := req.Inv.PortOfNetdev(it.Name); dev != nil && dev.PCI != "" {
+			if cause, anew := facts.DeviceCreated(dev.Name); anew {
+				// The card is registered anew in this plan (an mlx4 port
+				// type): its netdevs come back with the driver's MTU and
+				// no addresses, so everything is set after that.
+				if l, ok := facts.LinkNow(dev.PCI, port.Num); ok && l.To != port.LinkLayer {
+					prop.Errors = append(prop.Errors, req.Finding(path+".name", "%s is the %s netdev of port %d of %s, which becomes %s in this plan (%s); it goes away", it.Name, port.LinkLayer, port.Num, dev.Name, l.To, l.Cause))
+					continue
+				}
+				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, beforeOf(ifc), cause))
+				continue
+			}
 		}
 		pl := &payload{name: it.Name, before: beforeOf(ifc)}
 		var attrs []plan.Attr
@@ -106,9 +119,11 @@ func nowCauses(facts *plan.Facts) []plan.Address {
 }
 
 // missingChange sets every managed attribute of a netdev that the changes
-// at causes make appear (a module load, a port type), once it has.
-func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix, causes ...plan.Address) *plan.Change {
-	pl := &payload{name: it.Name, appears: true}
+// at causes make appear, or make anew (a module load, a port type), once
+// it has; was is what the netdev had before, for Revert (nil when it had
+// none).
+func missingChange(req *plan.Request, it schema.Interface, path string, want []netip.Prefix, was *before, causes ...plan.Address) *plan.Change {
+	pl := &payload{name: it.Name, appears: true, before: was}
 	var attrs []plan.Attr
 	if it.State != "" {
 		up := it.State == "up"

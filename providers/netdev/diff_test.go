@@ -59,6 +59,8 @@ func TestDiff(t *testing.T) {
 	with := func(extra ...host.Addr) []host.Addr { return append(append([]host.Addr{}, kernel...), extra...) }
 	cx := &inventory.Inventory{Devices: []*inventory.Device{{Name: "mlx5_0", PCI: "0000:81:00.0",
 		Ports: []*inventory.Port{{Num: 1, LinkLayer: "InfiniBand", Netdevs: []string{"ib0"}}}}}}
+	cx3 := &inventory.Inventory{Devices: []*inventory.Device{{Name: "mlx4_0", PCI: "0000:81:00.0",
+		Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet", Netdevs: []string{"ens2"}}, {Num: 2, LinkLayer: "Ethernet", Netdevs: []string{"ens2d1"}}}}}}
 
 	tests := []struct {
 		name   string
@@ -66,7 +68,10 @@ func TestDiff(t *testing.T) {
 		inv    *inventory.Inventory
 		obs    map[string]*Iface
 		staged []plan.LinkChange
-		want   outcome
+		// anew are RDMA devices the plan registers anew, by the change
+		// that does it.
+		anew map[string]plan.Address
+		want outcome
 	}{{
 		name: "matches: nothing to do, kernel and DHCP addresses ignored",
 		spec: "  - name: ens3\n    state: up\n    mtu: 1500\n    addresses: [192.0.2.1/24, \"2001:db8::1/64\"]\n",
@@ -117,6 +122,29 @@ func TestDiff(t *testing.T) {
 		staged: []plan.LinkChange{{Device: "0000:81:00.0", Port: 1, To: "Ethernet", Setting: "LINK_TYPE_P1=ETH", When: plan.NextBoot}},
 		want:   outcome{Deferred: []string{"interface[ens1f0np0]: netdev ens1f0np0 does not exist yet; waits for LINK_TYPE_P1=ETH on 0000:81:00.0 (reboot)"}},
 	}, {
+		name: "netdev of a card registered anew: everything set again after the port switch",
+		spec: "  - name: ens2d1\n    mtu: 9000\n    addresses: [192.0.2.12/24]\n",
+		inv:  cx3,
+		obs:  map[string]*Iface{"ens2d1": {Link: host.Link{Name: "ens2d1", MTU: 9000, AdminUp: true}, Addrs: with(addr("192.0.2.12/24", true, false))}},
+		staged: []plan.LinkChange{
+			{Device: "0000:81:00.0", Port: 1, To: "InfiniBand", Setting: "type=ib", When: plan.Runtime, Cause: plan.Addr("mlx4_port", "0000:81:00.0/1")},
+		},
+		anew: map[string]plan.Address{"mlx4_0": plan.Addr("mlx4_port", "0000:81:00.0/1")},
+		want: outcome{
+			Changes:   map[string][]plan.Attr{"interface[ens2d1]": {{Name: "mtu", After: "9000"}, {Name: "addresses", After: "192.0.2.12/24"}}},
+			DependsOn: map[string][]plan.Address{"interface[ens2d1]": {plan.Addr("mlx4_port", "0000:81:00.0/1")}},
+		},
+	}, {
+		name: "netdev of a port that switches away in the same plan: a finding",
+		spec: "  - name: ens2\n    mtu: 9000\n",
+		inv:  cx3,
+		obs:  map[string]*Iface{"ens2": {Link: host.Link{Name: "ens2", MTU: 1500, AdminUp: true}}},
+		staged: []plan.LinkChange{
+			{Device: "0000:81:00.0", Port: 1, To: "InfiniBand", Setting: "type=ib", When: plan.Runtime, Cause: plan.Addr("mlx4_port", "0000:81:00.0/1")},
+		},
+		anew: map[string]plan.Address{"mlx4_0": plan.Addr("mlx4_port", "0000:81:00.0/1")},
+		want: outcome{Errors: []string{"host.yaml:3:11: error: $.interfaces[0].name: ens2 is the Ethernet netdev of port 1 of mlx4_0, which becomes InfiniBand in this plan (mlx4_port[0000:81:00.0/1]); it goes away"}},
+	}, {
 		name: "missing netdev while mlx4 ports switch now: set once they have, after both switches",
 		spec: "  - name: ens2\n    mtu: 9000\n    addresses: [192.0.2.1/24]\n",
 		obs:  map[string]*Iface{},
@@ -142,6 +170,9 @@ func TestDiff(t *testing.T) {
 			facts := plan.NewFacts()
 			for _, s := range tt.staged {
 				facts.ChangeLink(s)
+			}
+			for dev, by := range tt.anew {
+				facts.CreateDevice(dev, by)
 			}
 			req := &plan.Request{Spec: spec, Inv: inv}
 			got := summarize(diff(req, &Observed{Ifaces: tt.obs}, facts))

@@ -443,6 +443,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(sp, "port %d of %s changes its type in this plan (%s); plan again after apply to set its QoS", t.port, t.dev, mc.Cause))
 			continue
 		}
+		if by, anew := facts.DeviceCreated(t.dev); anew && dev.PCI != "" {
+			// mlx4_core registers the card anew: its netdevs come back with
+			// the driver's DCB, which cannot be read before they do.
+			prop.Errors = append(prop.Errors, req.Finding(sp, "%s is registered anew in this plan (%s), and %s's QoS returns to the driver's defaults; plan again after apply to set it", t.dev, by, t.netdev))
+			continue
+		}
 		if staged, ok := facts.LinkAtBoot(dev.PCI, t.port); ok {
 			if staged.To == linklayer.Ethernet && port.LinkLayer != linklayer.Ethernet {
 				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Reason: staged.Reason(), Source: req.Pos(sp)})

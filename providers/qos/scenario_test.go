@@ -258,6 +258,22 @@ func TestFindings(t *testing.T) {
 	applyThenEmpty(t, dir, spec)
 }
 
+// TestCardRegisteredAnew: QoS on a ConnectX-3 port that stays Ethernet
+// while the other port switches type in the same plan is a finding:
+// mlx4_core registers the card anew and its netdevs come back with the
+// driver's DCB, which cannot be read before they exist.
+func TestCardRegisteredAnew(t *testing.T) {
+	dir := newHost(t, "cx3-mlx4", nil)
+	bothEth := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \"0000:81:00.0\"\n    ports: [{port: 1, type: eth}, {port: 2, type: eth}]\n")
+	applyThenEmpty(t, dir, bothEth)
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \"0000:81:00.0\"\n    ports:\n      - {port: 1, type: ib}\n      - {port: 2, type: eth, qos: {pause: false}}\n")
+	p := planJSON(t, dir, spec, 1)
+	want := "mlx4_0 is registered anew in this plan (mlx4_port[0000:81:00.0/1]), and ens2d1's QoS returns to the driver's defaults"
+	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, want) {
+		t.Fatalf("errors %+v, want one containing %q", p.Errors, want)
+	}
+}
+
 // TestConfirmTimeoutRevertsQoS: under --confirm-timeout an unconfirmed
 // apply puts the port's QoS back as it was (the APP table exactly).
 func TestConfirmTimeoutRevertsQoS(t *testing.T) {

@@ -43,11 +43,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		dev := req.Inv.Device(t.dev)
 		pl := &payload{dev: t.dev, port: t.port, mode: KernelMode(t.mode), tos: t.tos}
 		// A device the plan (re)creates (an rxe link made or moved to
-		// another netdev) starts with the kernel's defaults: everything is
-		// set after it, whatever the old device had.
-		rxeAddr, created := facts.DeviceCreated(t.dev)
-		if created {
-			dev = nil
+		// another netdev, a ConnectX-3 registered anew by a port type)
+		// starts with the kernel's defaults: everything is set after it,
+		// whatever the old device had.
+		anewBy, created := facts.DeviceCreated(t.dev)
+		if created && (dev == nil || dev.PCI == "") {
+			dev = nil // a Soft-RoCE link made anew
 		}
 		if dev == nil {
 			// A device this plan creates (rxe): everything is set after it.
@@ -65,7 +66,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(t.specPath+".mode", "%s is a Soft-RoCE device: its GIDs are RoCE v2 only, so the kernel refuses RoCE v1 as its default; use mode: v2", t.dev))
 				continue
 			}
-			prop.Changes = append(prop.Changes, createAfter(req, t, addr, rxeAddr, pl))
+			prop.Changes = append(prop.Changes, createAfter(req, t, addr, anewBy, pl))
 			continue
 		}
 		port := dev.Port(t.port)
@@ -91,6 +92,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Changes = append(prop.Changes, createAfter(req, t, addr, mc.Cause, pl))
 				continue
 			}
+		}
+		if created && port.LinkLayer == linklayer.Ethernet {
+			// The card is registered anew (an mlx4 port type changes on
+			// its other port): this port's defaults are the kernel's
+			// again, so everything is set after the change.
+			prop.Changes = append(prop.Changes, createAfter(req, t, addr, anewBy, pl))
+			continue
 		}
 		if staged, ok := facts.LinkAtBoot(dev.PCI, t.port); ok {
 			if staged.To == linklayer.Ethernet && port.LinkLayer != linklayer.Ethernet {

@@ -119,6 +119,32 @@ func TestDiffDeviceCreatedByRxe(t *testing.T) {
 	}
 }
 
+// TestDiffCardRegisteredAnew: a ConnectX-3 whose other port switches type
+// in this plan is registered anew (mlx4_change_port_types), so a port
+// that stays Ethernet has the kernel's defaults again: its values are set
+// after the switch even when they match now.
+func TestDiffCardRegisteredAnew(t *testing.T) {
+	spec := parse(t, "version: 1\ndevices:\n  - name: mlx4_0\n    ports:\n      - port: 2\n        roce: {mode: v1, tos: 106}\n")
+	inv := &inventory.Inventory{Devices: []*inventory.Device{{Name: "mlx4_0", PCI: "0000:81:00.0", Ports: []*inventory.Port{
+		{Num: 1, LinkLayer: "Ethernet"}, {Num: 2, LinkLayer: "Ethernet"}}}}}
+	req := request(t, spec, inv)
+	obs := &Observed{Ports: map[string]PortValues{"mlx4_0/2": {Mode: ModeV1, Tos: 106}}}
+	if prop := (&Provider{}).Plan(req, obs, plan.NewFacts()); len(prop.Changes)+len(prop.Errors) != 0 {
+		t.Fatalf("values as wanted, nothing registered anew: %+v, want nothing", prop)
+	}
+	facts := plan.NewFacts()
+	by := plan.Addr("mlx4_port", "0000:81:00.0/1")
+	facts.ChangeLink(plan.LinkChange{Device: "0000:81:00.0", Port: 1, To: "InfiniBand", When: plan.Runtime, Cause: by, Setting: "type=ib"})
+	facts.CreateDevice("mlx4_0", by)
+	prop := (&Provider{}).Plan(req, obs, facts)
+	if len(prop.Errors) != 0 || len(prop.Changes) != 1 || prop.Changes[0].Action != plan.Create || !cmp.Equal(prop.Changes[0].DependsOn, []plan.Address{by}) {
+		t.Fatalf("want one create of rdma_cm[mlx4_0/2] after %s, got %+v", by, prop)
+	}
+	if d := cmp.Diff([]plan.Attr{{Name: "mode", After: "v1"}, {Name: "tos", After: "106"}}, prop.Changes[0].Attributes); d != "" {
+		t.Errorf("attributes (-want +got):\n%s", d)
+	}
+}
+
 func newSim(t *testing.T, profile string) *sim.Sim {
 	t.Helper()
 	s, _ := simtest.New(t, profile, 0, nil)
