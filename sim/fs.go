@@ -232,7 +232,27 @@ func (st *State) writeMlx4Port(name, pci string, port int, data string) error {
 		}
 	}
 	p.Mlx4Type = strings.TrimSuffix(data, "\n")
+	if ll != p.LinkLayer {
+		st.reregister(d)
+	}
 	p.LinkLayer = ll
 	st.reconcilePorts()
 	return nil
+}
+
+// reregister is what mlx4_change_port_types does when a port's type
+// changes: it unregisters every mlx4 interface of the card and registers
+// them again, so each port's netdev is made anew (the driver's MTU, no
+// addresses, P_Key children gone) and the RDMA device's rdma_cm defaults
+// are the kernel's initial ones. The configfs groups stay: they name the
+// device, and the new one has the same name.
+func (st *State) reregister(d *Device) {
+	for _, p := range d.Ports {
+		for _, n := range []string{p.NetdevEth, p.NetdevIB} {
+			if n != "" {
+				st.removeNetdev(n)
+			}
+		}
+		delete(st.RdmaCM, fmt.Sprintf("%s/%d", d.Name, p.Num))
+	}
 }

@@ -167,3 +167,45 @@ func TestInitialRoCEMode(t *testing.T) {
 		})
 	}
 }
+
+// TestMlx4TypeChangeRegistersTheCardAnew: a port type that changes the
+// type a port runs re-registers the card, as mlx4_change_port_types does:
+// the other port's netdev comes back with the driver's MTU and no
+// addresses, and its rdma_cm defaults are the initial ones; a write that
+// keeps the type (ib on a port auto runs as ib) leaves both alone.
+func TestMlx4TypeChangeRegistersTheCardAnew(t *testing.T) {
+	st, err := NewState("cx3-mlx4", "node", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pci, port2 = "0000:81:00.0", "mlx4_0/2"
+	for _, w := range []struct{ port int }{{2}, {1}} {
+		if err := st.writeMlx4Port("mlx4_port", pci, w.port, "eth\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nd := st.Netdev("ens2d1")
+	if nd == nil {
+		t.Fatalf("no ens2d1 after both ports went eth: %+v", st.Netdevs)
+	}
+	nd.MTU, nd.Addrs = 9000, []string{"192.0.2.12/24"}
+	st.RdmaCM = map[string]RoceDefaults{port2: {Mode: "IB/RoCE v1", Tos: 106}}
+
+	if err := st.writeMlx4Port("mlx4_port", pci, 1, "eth\n"); err != nil {
+		t.Fatal(err)
+	}
+	if nd := st.Netdev("ens2d1"); nd.MTU != 9000 || len(nd.Addrs) != 1 || st.RdmaCM[port2].Tos != 106 {
+		t.Errorf("a write keeping the type reset the card: %+v, rdma_cm %+v", nd, st.RdmaCM)
+	}
+
+	if err := st.writeMlx4Port("mlx4_port", pci, 1, "ib\n"); err != nil {
+		t.Fatal(err)
+	}
+	nd = st.Netdev("ens2d1")
+	if nd == nil || nd.MTU != 1500 || len(nd.Addrs) != 0 {
+		t.Errorf("ens2d1 after port 1 went ib: %+v, want a new netdev (MTU 1500, no addresses)", nd)
+	}
+	if _, ok := st.RdmaCM[port2]; ok {
+		t.Errorf("rdma_cm of port 2 kept across the re-registration: %+v", st.RdmaCM)
+	}
+}

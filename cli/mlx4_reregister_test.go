@@ -1,0 +1,53 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMlx4PortSwitchResetsTheCard: on a ConnectX-3, a port type that
+// changes re-registers the whole card (mlx4_change_port_types unregisters
+// and registers every mlx4 interface), so the other port's netdev comes
+// back with the driver's MTU and no addresses, and its rdma_cm defaults
+// are the kernel's again. One apply that switches port 1 sets port 2's
+// interface and RoCE settings again after the switch, and the plan after
+// it is empty.
+func TestMlx4PortSwitchResetsTheCard(t *testing.T) {
+	dir := copyHost(t, "examples/hosts/cx3-mlx4", t.TempDir())
+	bothEth := `version: 1
+devices:
+  - pci: "0000:81:00.0"
+    ports:
+      - {port: 1, type: eth}
+      - {port: 2, type: eth, roce: {mode: v1, tos: 106}}
+interfaces:
+  - {name: ens2d1, mtu: 9000, addresses: [192.0.2.12/24]}
+modules: [rdma_cm]
+`
+	spec := filepath.Join(t.TempDir(), "host.yaml")
+	if err := os.WriteFile(spec, []byte(bothEth), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, dir, spec, nil)
+
+	// Port 1 back to InfiniBand; port 2 keeps its settings.
+	if err := os.WriteFile(spec, []byte(strings.Replace(bothEth, "{port: 1, type: eth}", "{port: 1, type: ib}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := rdmaform(t, "--sim", dir, "plan", "-f", spec)
+	if code != 2 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"~ mlx4_port[0000:81:00.0/1]",
+		"~ interface[ens2d1]", "(after mlx4_port[0000:81:00.0/1])",
+		"+ rdma_cm[mlx4_0/2]",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	converge(t, dir, spec, nil)
+}
