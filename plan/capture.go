@@ -65,7 +65,7 @@ func Capture(ctx context.Context, h *host.Host, providers []Provider, o CaptureO
 		if !ok {
 			continue
 		}
-		if done, err := c.capture(ctx, h, req, spec, o); done && err != nil {
+		if err := c.capture(ctx, h, req, spec, o); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", pr.Name(), err))
 		}
 	}
@@ -99,7 +99,7 @@ func capturePort(p *inventory.Port) schema.Port {
 // capturer is a provider that can take part in show: an adapted typed
 // provider, which captures when it is a TypedCapturer.
 type capturer interface {
-	capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) (bool, error)
+	capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) error
 }
 
 // unclaimed returns the spec's interfaces without those an ipoib entry

@@ -81,20 +81,19 @@ type TypedCapturer[O any] interface {
 }
 
 // capture is a TypedCapturer's part of show: a full-scope Observe, then
-// CaptureFrom with the same request. It reports false for a provider
-// without one.
-func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) (bool, error) {
+// CaptureFrom with the same request. A provider without one adds nothing.
+func (a *adapter[O, P]) capture(ctx context.Context, h *host.Host, req *Request, spec *schema.Spec, o CaptureOptions) error {
 	c, ok := a.t.(TypedCapturer[O])
 	if !ok {
-		return false, nil
+		return nil
 	}
 	full := *req
 	full.Full, full.Capture = true, o
 	obs, err := a.t.Observe(ctx, h, &full)
 	if err != nil {
-		return true, err
+		return err
 	}
-	return true, c.CaptureFrom(obs, &full, spec, o)
+	return c.CaptureFrom(obs, &full, spec, o)
 }
 
 // Optional returns a provider's optional interface T (Reverter, Parallel,
