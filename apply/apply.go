@@ -361,8 +361,11 @@ func NotRevertible(p *plan.Plan, providers []plan.Provider) []plan.Address {
 	return out
 }
 
-// Revert undoes applied changes, last first. A change whose undo fails is
-// reported; the others are still undone.
+// Revert undoes applied changes, last first, except that an undo that
+// depends on another undo runs after it (values set again on a card an
+// mlx4 port type registered anew go back after the port type does, which
+// registers it anew once more). A change whose undo fails is reported;
+// the others are still undone.
 func Revert(ctx context.Context, h *host.Host, done []*plan.Change, providers []plan.Provider, o Options) Outcome {
 	var undo []*plan.Change
 	var errs *multierror.Error
@@ -387,13 +390,48 @@ func Revert(ctx context.Context, h *host.Host, done []*plan.Change, providers []
 			undo = append(undo, inv)
 		}
 	}
-	out := Run(ctx, h, &plan.Plan{Changes: undo}, providers, o)
+	out := Run(ctx, h, &plan.Plan{Changes: afterDeps(undo)}, providers, o)
 	if errs != nil {
 		if out.Err != nil {
 			errs = multierror.Append(errs, out.Err)
 		}
 		errs.ErrorFormat = listFormat
 		out.Err = errs
+	}
+	return out
+}
+
+// afterDeps orders undo changes as given, but each after the changes it
+// depends on that are in the list too (stable: a change waits only for
+// its own dependencies).
+func afterDeps(cs []*plan.Change) []*plan.Change {
+	in := map[plan.Address]bool{}
+	for _, c := range cs {
+		in[c.Address] = true
+	}
+	done := map[plan.Address]bool{}
+	out := make([]*plan.Change, 0, len(cs))
+	left := cs
+	for len(left) > 0 {
+		var wait []*plan.Change
+		for _, c := range left {
+			ready := true
+			for _, d := range c.DependsOn {
+				if in[d] && !done[d] && d != c.Address {
+					ready = false
+				}
+			}
+			if ready {
+				out = append(out, c)
+				done[c.Address] = true
+			} else {
+				wait = append(wait, c)
+			}
+		}
+		if len(wait) == len(left) {
+			return append(out, wait...) // a cycle: keep the given order
+		}
+		left = wait
 	}
 	return out
 }

@@ -262,3 +262,31 @@ func TestRunBatch(t *testing.T) {
 		t.Errorf("failed (-want +got):\n%s", diff)
 	}
 }
+
+// TestAfterDeps: undo changes keep their order, except that one waits for
+// the undo changes it depends on; dependencies outside the list, and a
+// cycle, change nothing.
+func TestAfterDeps(t *testing.T) {
+	a, b, c, x := plan.Addr("t", "a"), plan.Addr("t", "b"), plan.Addr("t", "c"), plan.Addr("t", "x")
+	order := func(cs []*plan.Change) []string {
+		var out []string
+		for _, c := range afterDeps(cs) {
+			out = append(out, c.Address.Key)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		in   []*plan.Change
+		want []string
+	}{
+		{"no dependencies", []*plan.Change{change(a), change(b), change(c)}, []string{"a", "b", "c"}},
+		{"first waits for the last", []*plan.Change{change(a, c), change(b), change(c)}, []string{"b", "c", "a"}},
+		{"outside the list", []*plan.Change{change(a, x), change(b)}, []string{"a", "b"}},
+		{"a cycle", []*plan.Change{change(a, b), change(b, a), change(c)}, []string{"c", "a", "b"}},
+	} {
+		if d := cmp.Diff(tt.want, order(tt.in)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, d)
+		}
+	}
+}

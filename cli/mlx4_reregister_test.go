@@ -16,16 +16,6 @@ import (
 // it is empty.
 func TestMlx4PortSwitchResetsTheCard(t *testing.T) {
 	dir := copyHost(t, "examples/hosts/cx3-mlx4", t.TempDir())
-	bothEth := `version: 1
-devices:
-  - pci: "0000:81:00.0"
-    ports:
-      - {port: 1, type: eth}
-      - {port: 2, type: eth, roce: {mode: v1, tos: 106}}
-interfaces:
-  - {name: ens2d1, mtu: 9000, addresses: [192.0.2.12/24]}
-modules: [rdma_cm]
-`
 	spec := filepath.Join(t.TempDir(), "host.yaml")
 	if err := os.WriteFile(spec, []byte(bothEth), 0o644); err != nil {
 		t.Fatal(err)
@@ -33,7 +23,7 @@ modules: [rdma_cm]
 	converge(t, dir, spec, nil)
 
 	// Port 1 back to InfiniBand; port 2 keeps its settings.
-	if err := os.WriteFile(spec, []byte(strings.Replace(bothEth, "{port: 1, type: eth}", "{port: 1, type: ib}", 1)), 0o644); err != nil {
+	if err := os.WriteFile(spec, []byte(port1IB), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out := rdmaform(t, "--sim", dir, "plan", "-f", spec)
@@ -51,3 +41,50 @@ modules: [rdma_cm]
 	}
 	converge(t, dir, spec, nil)
 }
+
+// TestMlx4PortSwitchReverts: an unconfirmed apply of such a switch puts
+// the card back as it was: the port type, and then (the revert registers
+// the card anew once more) port 2's interface and RoCE values.
+func TestMlx4PortSwitchReverts(t *testing.T) {
+	dir := copyHost(t, "examples/hosts/cx3-mlx4", t.TempDir())
+	before := filepath.Join(t.TempDir(), "before.yaml")
+	if err := os.WriteFile(before, []byte(bothEth), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, dir, before, nil)
+	spec := filepath.Join(t.TempDir(), "host.yaml")
+	if err := os.WriteFile(spec, []byte(port1IB), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := rdmaform(t, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", spec)
+	if code != 1 || !strings.Contains(out, "Reverted 3 changes") {
+		t.Fatalf("unconfirmed apply: exit %d, want 1 and three changes reverted\n%s", code, out)
+	}
+	if code, out := rdmaform(t, "--sim", dir, "plan", "-f", before); code != 0 {
+		t.Errorf("the card after the revert differs from before the apply: exit %d\n%s", code, out)
+	}
+}
+
+const (
+	bothEth = `version: 1
+devices:
+  - pci: "0000:81:00.0"
+    ports:
+      - {port: 1, type: eth}
+      - {port: 2, type: eth, roce: {mode: v1, tos: 106}}
+interfaces:
+  - {name: ens2d1, mtu: 9000, addresses: [192.0.2.12/24]}
+modules: [rdma_cm]
+`
+	// port1IB is bothEth with port 1 back on InfiniBand.
+	port1IB = `version: 1
+devices:
+  - pci: "0000:81:00.0"
+    ports:
+      - {port: 1, type: ib}
+      - {port: 2, type: eth, roce: {mode: v1, tos: 106}}
+interfaces:
+  - {name: ens2d1, mtu: 9000, addresses: [192.0.2.12/24]}
+modules: [rdma_cm]
+`
+)

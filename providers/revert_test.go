@@ -61,6 +61,15 @@ func TestRevertRoundTrip(t *testing.T) {
 		name: "mlx4port: both ports ib to eth", profile: "cx3-mlx4",
 		spec: "version: 1\ndevices:\n  - name: mlx4_0\n    ports:\n      - {port: 1, type: eth}\n      - {port: 2, type: eth}\n",
 	}, {
+		// Port 1's switch registers the card anew: port 2's interface
+		// and RoCE values are set again after it, and put back after its
+		// undo, which registers the card anew once more.
+		name: "mlx4port: a switch that registers the card anew", profile: "cx3-mlx4",
+		setup: "version: 1\ndevices:\n  - name: mlx4_0\n    ports:\n      - {port: 1, type: eth}\n      - {port: 2, type: eth, roce: {mode: v1, tos: 106}}\n" +
+			"interfaces:\n  - {name: ens2d1, mtu: 9000, addresses: [192.0.2.12/24]}\nmodules: [rdma_cm]\n",
+		spec: "version: 1\ndevices:\n  - name: mlx4_0\n    ports:\n      - {port: 1, type: ib}\n      - {port: 2, type: eth, roce: {mode: v1, tos: 32}}\n" +
+			"interfaces:\n  - {name: ens2d1, mtu: 4200, addresses: [192.0.2.13/24]}\n",
+	}, {
 		name: "modules: loaded, and dropped from the file", profile: "cx5-roce",
 		setup: "version: 1\nmodules: [ib_umad]\n",
 		spec:  "version: 1\nmodules: [rdma_ucm]\n",

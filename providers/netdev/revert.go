@@ -65,7 +65,9 @@ var _ plan.Reverter = (*Provider)(nil)
 
 // Revert implements plan.Reverter: it puts back the state, MTU and static
 // addresses the change replaced. A netdev the plan made appear (through a
-// module load) has nothing to put back: it goes with the module.
+// module load) has nothing to put back: it goes with the module. One its
+// card's re-registration made anew gets its old values back after the
+// undo of what re-registered it (the undo depends on the same changes).
 func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	pl, err := plan.PayloadOf[*payload](c)
 	if err != nil {
@@ -97,5 +99,13 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		attrs = append(attrs, plan.Attr{Name: "addresses", Before: joinPrefixes(pl.addrs), After: joinPrefixes(b.addrs)})
 	}
 	back.before = after
-	return &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: attrs, Payload: back, Disrupts: disrupts(back)}, nil
+	rc := &plan.Change{Address: c.Address, Action: plan.Update, Activation: c.Activation, Attributes: attrs, Payload: back, Disrupts: disrupts(back)}
+	if pl.appears {
+		// A netdev its card's re-registration made anew: undoing the
+		// port type registers the card again, so the old values go back
+		// after that undo, once the netdev is there again.
+		back.appears = true
+		rc.DependsOn = c.DependsOn
+	}
+	return rc, nil
 }

@@ -96,7 +96,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		if created && port.LinkLayer == linklayer.Ethernet {
 			// The card is registered anew (an mlx4 port type changes on
 			// its other port): this port's defaults are the kernel's
-			// again, so everything is set after the change.
+			// again, so everything is set after the change; what it has
+			// now is kept for Revert.
+			if have, ok := obs.Ports[key(t.dev, t.port)]; ok {
+				pl.before = &have
+			}
+			pl.reregistered = true
 			prop.Changes = append(prop.Changes, createAfter(req, t, addr, anewBy, pl))
 			continue
 		}

@@ -259,4 +259,8 @@ type payload struct {
 	// before holds the values the change replaces (nil for a device the
 	// plan creates), for Revert.
 	before *PortValues
+	// reregistered: the values are set again on a card the plan registers
+	// anew (an mlx4 port type), so Revert puts them back after the undo
+	// of that, which registers the card anew once more.
+	reregistered bool
 }
