@@ -15,17 +15,7 @@ import (
 // interface and RoCE settings again after the switch, and the plan after
 // it is empty.
 func TestMlx4PortSwitchResetsTheCard(t *testing.T) {
-	dir := copyHost(t, "examples/hosts/cx3-mlx4", t.TempDir())
-	spec := filepath.Join(t.TempDir(), "host.yaml")
-	if err := os.WriteFile(spec, []byte(bothEth), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	converge(t, dir, spec, nil)
-
-	// Port 1 back to InfiniBand; port 2 keeps its settings.
-	if err := os.WriteFile(spec, []byte(port1IB), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, _, spec := bothEthHost(t)
 	code, out := rdmaform(t, "--sim", dir, "plan", "-f", spec)
 	if code != 2 {
 		t.Fatalf("plan: exit %d\n%s", code, out)
@@ -46,16 +36,7 @@ func TestMlx4PortSwitchResetsTheCard(t *testing.T) {
 // the card back as it was: the port type, and then (the revert registers
 // the card anew once more) port 2's interface and RoCE values.
 func TestMlx4PortSwitchReverts(t *testing.T) {
-	dir := copyHost(t, "examples/hosts/cx3-mlx4", t.TempDir())
-	before := filepath.Join(t.TempDir(), "before.yaml")
-	if err := os.WriteFile(before, []byte(bothEth), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	converge(t, dir, before, nil)
-	spec := filepath.Join(t.TempDir(), "host.yaml")
-	if err := os.WriteFile(spec, []byte(port1IB), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, before, spec := bothEthHost(t)
 	code, out := rdmaform(t, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", spec)
 	if code != 1 || !strings.Contains(out, "Reverted 3 changes") {
 		t.Fatalf("unconfirmed apply: exit %d, want 1 and three changes reverted\n%s", code, out)
@@ -65,8 +46,26 @@ func TestMlx4PortSwitchReverts(t *testing.T) {
 	}
 }
 
-const (
-	bothEth = `version: 1
+// bothEthHost is a simulated ConnectX-3 host with bothEth applied, and the
+// files of bothEth and of port1IB (port 1 back to InfiniBand, port 2
+// keeping its settings).
+func bothEthHost(t *testing.T) (dir, before, switched string) {
+	t.Helper()
+	dir = copyHost(t, "examples/hosts/cx3-mlx4", t.TempDir())
+	before, switched = filepath.Join(t.TempDir(), "before.yaml"), filepath.Join(t.TempDir(), "switched.yaml")
+	for f, text := range map[string]string{before: bothEth, switched: port1IB} {
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	converge(t, dir, before, nil)
+	return dir, before, switched
+}
+
+// bothEth puts both ports of the ConnectX-3 on Ethernet, with port 2's
+// interface and RoCE values; port1IB is the same with port 1 back on
+// InfiniBand.
+const bothEth = `version: 1
 devices:
   - pci: "0000:81:00.0"
     ports:
@@ -76,15 +75,5 @@ interfaces:
   - {name: ens2d1, mtu: 9000, addresses: [192.0.2.12/24]}
 modules: [rdma_cm]
 `
-	// port1IB is bothEth with port 1 back on InfiniBand.
-	port1IB = `version: 1
-devices:
-  - pci: "0000:81:00.0"
-    ports:
-      - {port: 1, type: ib}
-      - {port: 2, type: eth, roce: {mode: v1, tos: 106}}
-interfaces:
-  - {name: ens2d1, mtu: 9000, addresses: [192.0.2.12/24]}
-modules: [rdma_cm]
-`
-)
+
+var port1IB = strings.Replace(bothEth, "{port: 1, type: eth}", "{port: 1, type: ib}", 1)
