@@ -3,7 +3,6 @@ package firmware
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -42,13 +41,11 @@ func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Sp
 	if !explicit {
 		names = CaptureParams
 	}
-	idx := make([]int, 0, len(obs.Adapters))
-	for i := range obs.Adapters {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		a, dev := obs.Adapters[i], req.Devices[i]
+	for i, dev := range req.Devices {
+		a := obs.Adapters[i]
+		if a == nil {
+			continue // not a card's first function
+		}
 		if a.Err != nil {
 			return fmt.Errorf("reading firmware of %s: %w", dev.PCI, a.Err)
 		}

@@ -29,6 +29,9 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	}
 	// ib_ipoib loaded by this plan makes the IPoIB netdevs.
 	ipoibLoad, ipoibLoaded := facts.ModuleLoad(IPoIBModule)
+	// mlx4 port types this plan switches make the netdevs of the new link
+	// layer.
+	switched := nowCauses(facts)
 	for i, it := range req.Spec.Interfaces {
 		path := schema.Path("interfaces", i)
 		want, pos, bad := wantAddrs(it.Addresses)
@@ -42,11 +45,11 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				// ib_ipoib is loaded by this plan and makes the IPoIB
 				// netdevs: set everything once it has.
 				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, nil, ipoibLoad))
-			case len(nowCauses(facts)) > 0:
+			case len(switched) > 0:
 				// A port this plan switches at once (an mlx4 port type)
 				// gets the netdev of its new link layer: set everything
 				// once the switch has made it.
-				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, nil, nowCauses(facts)...))
+				prop.Changes = append(prop.Changes, missingChange(req, it, path, want, nil, switched...))
 			default:
 				if reason, staged := facts.BootReason(); staged {
 					prop.Deferred = append(prop.Deferred, plan.Deferred{Address: Address(it.Name),
