@@ -37,24 +37,11 @@ type payload struct {
 var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
 
 // AffectedPort says which RDMA port a LINK_TYPE_Pn parameter of the
-// adapter function at pci sets.
-//
-// Firmware parameters belong to the card, not to one PCI function: every
-// function of a card shows the same LINK_TYPE_P1 and LINK_TYPE_P2. On mlx5
-// (ConnectX-4 and later) each port is its own PCI function with one RDMA
-// port, so LINK_TYPE_Pn is port 1 of function n-1 of the same slot
-// (0000:3b:00.0 for P1, 0000:3b:00.1 for P2). On mlx4 (ConnectX-3) one
-// function carries both ports, so LINK_TYPE_Pn is port n of that function.
-// dev is the inventory device at pci (nil if unknown).
+// adapter function at pci sets (inventory.FunctionOfCardPort: function n-1
+// of the slot on mlx5, port n of the function on mlx4). dev is the
+// inventory device at pci (nil if unknown).
 func AffectedPort(pci string, n int, dev *inventory.Device) (string, int) {
-	if dev != nil && len(dev.Ports) > 1 {
-		return pci, n
-	}
-	i := strings.LastIndexByte(pci, '.')
-	if i < 0 {
-		return pci, n
-	}
-	return pci[:i+1] + strconv.FormatInt(int64(n-1), 16), 1
+	return inventory.FunctionOfCardPort(pci, n, dev)
 }
 
 // target is one spec device with firmware parameters.

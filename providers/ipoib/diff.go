@@ -351,7 +351,7 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 			}
 			return []schema.Finding{req.Finding(path+".parent",
 				"%s is on port %d of %s, whose link layer is %s; IPoIB needs an InfiniBand port (a VPI adapter switches with firmware LINK_TYPE_P%d: IB)",
-				c.Parent, port.Num, dev.Name, port.LinkLayer, port.Num)}, nil
+				c.Parent, port.Num, dev.Name, port.LinkLayer, dev.CardPort(port.Num))}, nil
 		}
 		if isStaged && staged.To != linklayer.InfiniBand {
 			return []schema.Finding{req.Finding(path+".parent",

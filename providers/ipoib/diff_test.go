@@ -210,7 +210,7 @@ func TestDiff(t *testing.T) {
 		{
 			name: "parent on an Ethernet port",
 			spec: "ipoib:\n  - name: x\n    parent: ens2f0np0\n",
-			want: outcome{Errors: []string{"$.ipoib[0].parent: ens2f0np0 is on port 1 of mlx5_1, whose link layer is Ethernet; IPoIB needs an InfiniBand port (a VPI adapter switches with firmware LINK_TYPE_P1: IB)"}},
+			want: outcome{Errors: []string{"$.ipoib[0].parent: ens2f0np0 is on port 1 of mlx5_1, whose link layer is Ethernet; IPoIB needs an InfiniBand port (a VPI adapter switches with firmware LINK_TYPE_P2: IB)"}},
 		},
 		{
 			name:   "parent on an Ethernet port that turns InfiniBand at the next boot",

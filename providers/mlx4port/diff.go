@@ -65,7 +65,7 @@ func diff(req *plan.Request, obs *Observed) plan.Proposal {
 		}
 		have, ok := obs.Ports[key(t.pci, t.port)]
 		if !ok {
-			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s has no %s: type applies to mlx4 (ConnectX-3) ports only; on ConnectX-4 and later set firmware LINK_TYPE_P%d", t.dev, File(t.pci, t.port), t.port))
+			prop.Errors = append(prop.Errors, req.Finding(t.specPath, "%s has no %s: type applies to mlx4 (ConnectX-3) ports only; on ConnectX-4 and later set firmware LINK_TYPE_P%d", t.dev, File(t.pci, t.port), t.card))
 			continue
 		}
 		// mlx4_core refuses port 1 Ethernet with port 2 InfiniBand.

@@ -76,9 +76,11 @@ type Observed struct {
 func key(pci string, port int) string { return fmt.Sprintf("%s/%d", pci, port) }
 
 type target struct {
-	pci      string
-	dev      string
-	port     int
+	pci  string
+	dev  string
+	port int
+	// card is the card's physical port (firmware's LINK_TYPE_Pn).
+	card     int
 	want     string
 	specPath string
 }
@@ -94,7 +96,7 @@ func targets(req *plan.Request) []target {
 			if p.Type == "" {
 				continue
 			}
-			out = append(out, target{pci: dev.PCI, dev: dev.Name, port: p.Port, want: p.Type,
+			out = append(out, target{pci: dev.PCI, dev: dev.Name, port: p.Port, card: dev.CardPort(p.Port), want: p.Type,
 				specPath: schema.Path("devices", i, "ports", j, "type")})
 		}
 	}

@@ -189,6 +189,15 @@ func TestFindings(t *testing.T) {
 				"host.yaml:6:15: error: $.devices[0].ports[0].type: mlx5_0 has no /sys/bus/pci/devices/0000:3b:00.0/mlx4_port1: type applies to mlx4 (ConnectX-3) ports only; on ConnectX-4 and later set firmware LINK_TYPE_P1",
 			},
 		},
+		{
+			// The second function of the card is its port 2: the hint names
+			// the card's port, not the RDMA device's port 1.
+			name: "mlx5 second function has no mlx4 port type", profile: "cx6-vpi-ib",
+			spec: "version: 1\ndevices:\n  - name: mlx5_1\n    ports:\n      - port: 1\n        type: eth\n",
+			want: []string{
+				"host.yaml:6:15: error: $.devices[0].ports[0].type: mlx5_1 has no /sys/bus/pci/devices/0000:3b:00.1/mlx4_port1: type applies to mlx4 (ConnectX-3) ports only; on ConnectX-4 and later set firmware LINK_TYPE_P2",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
