@@ -382,9 +382,15 @@ func checkHost(req *plan.Request, obs *Observed, facts *plan.Facts, c *schema.IP
 				if port != nil {
 					where = fmt.Sprintf(" of port %d of %s", port.Num, dev.Name)
 				}
+				// Offer connected mode only where the plan takes it: enhanced
+				// IPoIB (ConnectX-4 and later) has none (the mode check above).
+				way := ", or mode: connected"
+				if link.Enhanced() {
+					way = fmt.Sprintf(" (%s runs enhanced IPoIB: ConnectX-4 and later have no connected mode)", c.Parent)
+				}
 				errs = append(errs, req.Finding(path+".mtu",
-					"datagram MTU %d is above the IB MTU%s - 4 = %d (%s runs datagram mode with MTU %d, so the fabric's IB MTU is %d); use mtu: %d or less, or mode: connected",
-					*c.MTU, where, lim, c.Parent, link.MTU, ib, lim))
+					"datagram MTU %d is above the IB MTU%s - 4 = %d (%s runs datagram mode with MTU %d, so the fabric's IB MTU is %d); use mtu: %d or less%s",
+					*c.MTU, where, lim, c.Parent, link.MTU, ib, lim, way))
 			}
 		}
 	}

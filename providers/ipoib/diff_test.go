@@ -238,7 +238,16 @@ func TestDiff(t *testing.T) {
 		{
 			name: "datagram MTU above the IB MTU - 4",
 			spec: "ipoib:\n  - name: x\n    parent: ib0\n    mtu: 4092\n",
-			want: outcome{Errors: []string{"$.ipoib[0].mtu: datagram MTU 4092 is above the IB MTU of port 1 of mlx5_0 - 4 = 2044 (ib0 runs datagram mode with MTU 2044, so the fabric's IB MTU is 2048); use mtu: 2044 or less, or mode: connected"}},
+			want: outcome{Errors: []string{"$.ipoib[0].mtu: datagram MTU 4092 is above the IB MTU of port 1 of mlx5_0 - 4 = 2044 (ib0 runs datagram mode with MTU 2044, so the fabric's IB MTU is 2048); use mtu: 2044 or less (ib0 runs enhanced IPoIB: ConnectX-4 and later have no connected mode)"}},
+		},
+		{
+			// Only an adapter with connected mode (the connected-mode flag:
+			// ConnectX-3 and older) gets the connected-mode way out; on
+			// enhanced IPoIB the same plan refuses it (the case above).
+			name:  "datagram MTU above the IB MTU - 4 where the adapter has the connected-mode flag",
+			spec:  "ipoib:\n  - name: x\n    parent: ib0\n    mtu: 4092\n",
+			links: map[string]inventory.Netdev{"ib0": {Name: "ib0", Type: 32, MTU: 2044, Mode: "datagram", Flags: 0x80}},
+			want:  outcome{Errors: []string{"$.ipoib[0].mtu: datagram MTU 4092 is above the IB MTU of port 1 of mlx5_0 - 4 = 2044 (ib0 runs datagram mode with MTU 2044, so the fabric's IB MTU is 2048); use mtu: 2044 or less, or mode: connected"}},
 		},
 		{
 			name:  "datagram MTU on a 4K fabric",
