@@ -697,7 +697,7 @@ func probeChecks(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result
 	for i, pr := range results {
 		path := schema.Path("probes", i)
 		pos := spec.Src.Lookup(path)
-		if pr.Command == "" {
+		if pr.Outcome == probe.OutcomeError {
 			errs = append(errs, schema.Finding{Path: path, Pos: pos, Message: fmt.Sprintf("probe %s could not run: %s", pr.Name, pr.Reason)})
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rdmaform/rdmaform/probe"
 )
 
 // Formats an audit report is rendered in.
@@ -286,7 +288,7 @@ func Prometheus(r *Report) string {
 		// Probes that could not run are audit errors, not failures.
 		b.WriteString("# HELP rdmaform_probe_success Whether a connectivity probe of the spec passed (1) or failed (0).\n# TYPE rdmaform_probe_success gauge\n")
 		for _, p := range r.Probes {
-			if p.Command != "" {
+			if p.Outcome != probe.OutcomeError {
 				fmt.Fprintf(&b, "rdmaform_probe_success{name=\"%s\",kind=\"%s\",target=\"%s\"} %d\n", escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), map[bool]int{true: 1}[p.Passed])
 			}
 		}

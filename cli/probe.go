@@ -29,8 +29,14 @@ rdma_cm, verbs and ib need a responder on the peer: run
 'rdmaform probe serve -f SPEC --for DURATION' there with the same spec.
 Probes send test traffic and change nothing on the host.
 
-Exit codes: 0 every probe passed; 1 error (a missing tool, a device the
-host does not have, a bad spec); 2 at least one probe failed.`,
+Each probe passes (PASS), fails (FAIL: the peer did not answer every
+round trip, fewer replies than count included) or could not run (ERROR:
+a missing tool, a device the host does not have, a tool that could not
+start, such as ping on an interface that does not exist); the summary
+counts the three apart.
+
+Exit codes: 0 every probe passed; 1 error (a probe could not run, a bad
+spec); 2 at least one probe failed and every probe ran.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec, err := a.loadSpec(file)
@@ -74,44 +80,41 @@ type probeDoc struct {
 
 // probeExit: 1 when a probe could not run, 2 when one failed, else 0.
 func probeExit(results []probe.Result, runErr error) error {
-	if runErr != nil {
+	n := probeCounts(results)
+	if runErr != nil || n[probe.OutcomeError] > 0 {
 		// Each reason is in the report already.
-		n := 0
-		for _, r := range results {
-			if r.Command == "" {
-				n++
-			}
-		}
-		return &exitError{code: plan.ExitError, err: fmt.Errorf("%d of %d %s could not run", n, len(results), plural(len(results), "probe", "probes"))}
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%d of %d %s could not run", n[probe.OutcomeError], len(results), plural(len(results), "probe", "probes"))}
 	}
-	failed := 0
-	for _, r := range results {
-		if !r.Passed {
-			failed++
-		}
-	}
-	if failed > 0 {
+	if n[probe.OutcomeFailed] > 0 {
 		return exitCode(plan.ExitChanges)
 	}
 	return nil
 }
 
+// probeCounts counts the results by outcome.
+func probeCounts(results []probe.Result) map[probe.Outcome]int {
+	n := map[probe.Outcome]int{}
+	for _, r := range results {
+		n[r.Outcome]++
+	}
+	return n
+}
+
+// probeVerdicts are the text's words for the outcomes.
+var probeVerdicts = map[probe.Outcome]string{probe.OutcomePassed: "PASS", probe.OutcomeFailed: "FAIL", probe.OutcomeError: "ERROR"}
+
 func printProbes(w io.Writer, results []probe.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	passed := 0
 	for _, r := range results {
-		verdict, rtt := "FAIL", ""
-		if r.Passed {
-			verdict = "PASS"
-			passed++
-		}
+		rtt := ""
 		if r.RTTms > 0 {
 			rtt = fmt.Sprintf("%.3f ms", r.RTTms)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", verdict, r.Name, r.Kind, r.Target, rtt, r.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", probeVerdicts[r.Outcome], r.Name, r.Kind, r.Target, rtt, r.Reason)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "probe: %d passed, %d failed\n", passed, len(results)-passed)
+	n := probeCounts(results)
+	fmt.Fprintf(w, "probe: %d passed, %d failed, %d could not run\n", n[probe.OutcomePassed], n[probe.OutcomeFailed], n[probe.OutcomeError])
 }
 
 func (a *app) probeServeCmd() *cobra.Command {

@@ -46,10 +46,12 @@ func TestProbeExampleValidates(t *testing.T) {
 }
 
 // TestProbeAndAuditProbes runs real ping probes (the loopback, which
-// changes nothing and leaves the machine; and one bound to a netdev that
-// does not exist, which fails) against a rendered host tree (--root), and
-// checks rdmaform probe's exit codes and audit --probes in all four
-// formats.
+// changes nothing and leaves the machine: one answered, one the deadline
+// cuts short after one or two of three replies, and one bound to a netdev
+// that does not exist, which cannot run) against a rendered host tree
+// (--root), and checks rdmaform probe's outcomes, summary and exit codes
+// (0 all passed, 2 one failed, 1 one could not run) and audit --probes in
+// all four formats.
 func TestProbeAndAuditProbes(t *testing.T) {
 	needPing(t)
 	dir := t.TempDir()
@@ -63,40 +65,64 @@ func TestProbeAndAuditProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("version: 1\nprobes:\n  - name: loopback\n    ping: {to: 127.0.0.1, count: 2, timeout: 3s}\n")
+	const loopback = "version: 1\nprobes:\n  - name: loopback\n    ping: {to: 127.0.0.1, count: 2, timeout: 3s}\n"
+	const partly = "  - name: partly\n    ping: {to: 127.0.0.1, count: 3, timeout: 1s}\n"
+	const nowhere = "  - name: nowhere\n    ping: {to: 127.0.0.1, interface: nosuch0, count: 1, timeout: 2s}\n"
+	write(loopback)
 	code, out, errs := runCLI(t, "--root", root, "probe", "-f", spec)
-	if code != 0 || !strings.Contains(out, "PASS  loopback") || !strings.Contains(out, "probe: 1 passed, 0 failed") {
+	if code != 0 || !strings.Contains(out, "PASS  loopback") || !strings.Contains(out, "probe: 1 passed, 0 failed, 0 could not run") {
 		t.Errorf("probe of the loopback: exit %d\n%s%s", code, out, errs)
 	}
 
-	write("version: 1\nprobes:\n  - name: loopback\n    ping: {to: 127.0.0.1, count: 2, timeout: 3s}\n  - name: nowhere\n    ping: {to: 127.0.0.1, interface: nosuch0, count: 1, timeout: 2s}\n")
-	code, out, errs = runCLI(t, "--root", root, "probe", "-f", spec, "-o", "json")
-	var doc struct {
-		Probes []struct {
-			Name   string
-			Passed bool
-			RTTms  float64 `json:"rtt_ms"`
-			Reason string
+	type result struct {
+		Name, Outcome string
+		Passed        bool
+		RTTms         float64 `json:"rtt_ms"`
+		Reason        string
+		Command       string
+	}
+	probeJSON := func(wantCode int) []result {
+		t.Helper()
+		code, out, errs := runCLI(t, "--root", root, "probe", "-f", spec, "-o", "json")
+		var doc struct{ Probes []result }
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || code != wantCode {
+			t.Fatalf("probe: exit %d (want %d), %v\n%s%s", code, wantCode, err, out, errs)
 		}
+		return doc.Probes
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 2 || len(doc.Probes) != 2 {
-		t.Fatalf("probe with one failing: exit %d (want 2), %v\n%s%s", code, err, out, errs)
+	// Fewer replies than count fails, with the replies that came.
+	write(loopback + partly)
+	ps := probeJSON(2)
+	if len(ps) != 2 || ps[0].Outcome != "passed" || !ps[0].Passed || ps[0].RTTms <= 0 ||
+		ps[1].Outcome != "failed" || ps[1].Passed || !strings.Contains(ps[1].Reason, "/3 answered by 127.0.0.1") || strings.HasPrefix(ps[1].Reason, "0/") {
+		t.Errorf("probe with one partly answered: %+v", ps)
 	}
-	if !doc.Probes[0].Passed || doc.Probes[0].RTTms <= 0 || doc.Probes[1].Passed || !strings.Contains(doc.Probes[1].Reason, "nosuch0") {
-		t.Errorf("probe results: %+v", doc.Probes)
+	// A probe that cannot run is an error, counted apart, and exit 1 wins.
+	write(loopback + partly + nowhere)
+	ps = probeJSON(1)
+	if len(ps) != 3 || ps[2].Outcome != "error" || ps[2].Passed || !strings.Contains(ps[2].Reason, "SO_BINDTODEVICE nosuch0: No such device") || ps[2].Command == "" {
+		t.Errorf("probe that cannot run: %+v", ps)
+	}
+	code, out, errs = runCLI(t, "--root", root, "probe", "-f", spec)
+	if code != 1 || !strings.Contains(out, "ERROR  nowhere") || !strings.Contains(out, "FAIL   partly") ||
+		!strings.Contains(out, "probe: 1 passed, 1 failed, 1 could not run") || !strings.Contains(errs, "1 of 3 probes could not run") {
+		t.Errorf("probe text with an error: exit %d\n%s%s", code, out, errs)
 	}
 
 	// audit --probes: one check per probe, in every format.
 	code, out, _ = runCLI(t, "--root", root, "audit", "-f", spec, "--probes")
-	if code != 2 || !strings.Contains(out, "FAIL    probe[nowhere] probe: ") || !strings.Contains(out, "probes.yaml:5:5") {
+	if code != 1 || !strings.Contains(out, "FAIL    probe[partly] probe: ") || !strings.Contains(out, "probes.yaml:5:5") ||
+		!strings.Contains(out, "probes.yaml:7:5: error: $.probes[2]: probe nowhere could not run: ") || !strings.Contains(out, "SO_BINDTODEVICE nosuch0") || strings.Contains(out, "probe[nowhere]") ||
+		!strings.Contains(out, "1 error: the audit is incomplete") {
 		t.Errorf("audit --probes text: exit %d\n%s", code, out)
 	}
 	_, out, _ = runCLI(t, "--root", root, "audit", "-f", spec, "--probes", "-o", "json")
 	var rep struct {
 		Checks []struct{ Resource, Check, Status string }
 		Probes []struct{ Name string }
+		Errors []struct{ Message string }
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Probes) != 2 {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Probes) != 3 || len(rep.Errors) != 1 {
 		t.Fatalf("audit --probes json: %v\n%s", err, out)
 	}
 	statuses := map[string]string{}
@@ -105,22 +131,25 @@ func TestProbeAndAuditProbes(t *testing.T) {
 			statuses[c.Resource] = c.Status
 		}
 	}
-	if statuses["probe[loopback]"] != "pass" || statuses["probe[nowhere]"] != "fail" {
+	if statuses["probe[loopback]"] != "pass" || statuses["probe[partly]"] != "fail" || len(statuses) != 2 {
 		t.Errorf("audit json probe checks: %v", statuses)
 	}
 	_, out, _ = runCLI(t, "--root", root, "audit", "-f", spec, "--probes", "-o", "junit")
-	if !strings.Contains(out, `<testcase name="probe" classname="probe[loopback]" time="0"></testcase>`) || !strings.Contains(out, `classname="probe[nowhere]"`) || !strings.Contains(out, `type="probe"`) {
+	if !strings.Contains(out, `<testcase name="probe" classname="probe[loopback]" time="0"></testcase>`) || !strings.Contains(out, `classname="probe[partly]"`) || !strings.Contains(out, `type="probe"`) {
 		t.Errorf("audit --probes junit:\n%s", out)
 	}
 	_, out, _ = runCLI(t, "--root", root, "audit", "-f", spec, "--probes", "-o", "prometheus")
 	for _, want := range []string{
 		`rdmaform_probe_success{name="loopback",kind="ping",target="127.0.0.1"} 1`,
-		`rdmaform_probe_success{name="nowhere",kind="ping",target="127.0.0.1"} 0`,
+		`rdmaform_probe_success{name="partly",kind="ping",target="127.0.0.1"} 0`,
 		`rdmaform_probe_rtt_seconds{name="loopback",kind="ping",target="127.0.0.1"} `,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit --probes prometheus lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, `name="nowhere"`) {
+		t.Errorf("a probe that could not run has a success metric:\n%s", out)
 	}
 	if strings.Contains(out, `rdmaform_health{resource="probe[`) {
 		t.Errorf("probes are counted in rdmaform_health as well:\n%s", out)

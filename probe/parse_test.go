@@ -15,14 +15,21 @@ func TestParseRealOutputs(t *testing.T) {
 		replies    int
 		rttMs      float64
 		problem    string // substring; "" means none
+		cannot     string // the could-not-run reason; "" means it ran
 	}{
-		{"ping-ok", "ping", 3, 0.645, ""},
-		{"ping-peer-down", "ping", 0, 0, ""},
-		{"rping-ok", "rdma_cm", 3, 0, ""},
-		{"rping-peer-down", "rdma_cm", 0, 0, "RDMA_CM_EVENT_UNREACHABLE (error -110)"},
-		{"ibv_rc_pingpong-ok", "verbs", 3, 0.511, ""},
-		{"ibv_rc_pingpong-peer-down", "verbs", 0, 0, "client read/write: No space left on device"},
-		{"ibping-ok", "ib", 28, 0.075, ""},
+		{"ping-ok", "ping", 3, 0.645, "", ""},
+		{"ping-peer-down", "ping", 0, 0, "", ""},
+		{"rping-ok", "rdma_cm", 3, 0, "", ""},
+		{"rping-peer-down", "rdma_cm", 0, 0, "RDMA_CM_EVENT_UNREACHABLE (error -110)", ""},
+		{"ibv_rc_pingpong-ok", "verbs", 3, 0.511, "", ""},
+		{"ibv_rc_pingpong-peer-down", "verbs", 0, 0, "client read/write: No space left on device", ""},
+		{"ibping-ok", "ib", 28, 0.075, "", ""},
+		{"ping-partly", "ping", 1, 0.145, "", ""},
+		{"ping-no-route", "ping", 0, 0, "ping: connect: Network is unreachable", ""},
+		{"ping-no-interface", "ping", 0, 0, "", "ping: SO_BINDTODEVICE nosuch0: No such device"},
+		{"rping-no-device", "rdma_cm", 0, 0, "", "No RDMA devices were detected"},
+		{"ibv_rc_pingpong-no-device", "verbs", 0, 0, "", "Failed to get IB devices list: Function not implemented"},
+		{"ibping-no-device", "ib", 0, 0, "", "Failed to open 'mlx5_0' port '1'"},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -42,6 +49,9 @@ func TestParseRealOutputs(t *testing.T) {
 			}
 			if (c.problem == "") != (o.problem == "") || !strings.Contains(o.problem, c.problem) {
 				t.Errorf("problem %q, want %q", o.problem, c.problem)
+			}
+			if o.cannot != c.cannot {
+				t.Errorf("could not run: %q, want %q", o.cannot, c.cannot)
 			}
 		})
 	}

@@ -30,15 +30,32 @@ type Result struct {
 	Kind   string `json:"kind"`
 	Target string `json:"target"`
 	Passed bool   `json:"passed"`
+	// Outcome is passed, failed (the probe ran: the peer did not answer
+	// every round trip) or error (the probe could not run).
+	Outcome Outcome `json:"outcome"`
 	// RTTms is the average round trip in milliseconds; 0 when no round
 	// trip completed. For rdma_cm it is the wall time of the whole run
 	// divided by the count (rping prints no timings).
 	RTTms float64 `json:"rtt_ms"`
 	// Reason says why the probe failed, naming the peer, or what passed.
 	Reason string `json:"reason"`
-	// Command is the command line that ran, for an operator to repeat.
+	// Command is the command line that ran, for an operator to repeat;
+	// empty when nothing ran (a missing tool or device).
 	Command string `json:"command"`
 }
+
+// Outcome is how a probe ended.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomePassed Outcome = "passed"
+	OutcomeFailed Outcome = "failed"
+	// OutcomeError: the probe could not run, so it says nothing about the
+	// peer: its tool or device is missing, or the tool could not start
+	// (an interface that does not exist, a device it cannot open).
+	OutcomeError Outcome = "error"
+)
 
 // Tool is an external program a probe kind runs, with the packages that
 // ship it.
@@ -59,7 +76,8 @@ var Tools = map[string]Tool{
 const PingpongPort = 18515
 
 // ToolError is a probe that could not be run at all: a missing tool, a
-// device the host does not have. rdmaform probe exits 1 on it.
+// device the host does not have, a tool that could not start. Its result's
+// outcome is OutcomeError; rdmaform probe exits 1 on it.
 type ToolError struct {
 	Probe string
 	Err   error
@@ -74,9 +92,10 @@ func missing(t Tool) error {
 }
 
 // Run runs every probe of the spec at once and returns their results in
-// spec order. Each probe ends within its own timeout. The error joins the
-// probes that could not run (each a *ToolError); their results are
-// failed with that reason.
+// spec order. Each probe ends within its own timeout (ping gets a second
+// more to print what it saw). The error joins the probes that could not
+// run (each a *ToolError); their results have OutcomeError and that
+// reason.
 func Run(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result, error) {
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {
@@ -97,55 +116,83 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result, error)
 }
 
 func runOne(ctx context.Context, h *host.Host, inv *inventory.Inventory, p *schema.Probe) (Result, error) {
-	r := Result{Name: p.Name, Kind: p.Kind(), Target: p.Target()}
-	fail := func(err error) (Result, error) {
-		r.Reason = err.Error()
+	r := Result{Name: p.Name, Kind: p.Kind(), Target: p.Target(), Outcome: OutcomeFailed}
+	cannot := func(err error) (Result, error) {
+		r.Outcome, r.Reason = OutcomeError, err.Error()
 		return r, &ToolError{Probe: p.Name, Err: err}
 	}
 	args, err := clientArgs(inv, p)
 	if err != nil {
-		return fail(err)
+		return cannot(err)
 	}
 	tool := Tools[r.Kind]
 	if found, ok := host.Installed(h.Runner, tool.Program); ok && !found {
-		return fail(missing(tool))
+		return cannot(missing(tool))
 	}
-	r.Command = host.Cmd{Args: args}.String()
 	start := time.Now()
-	res, err := h.Runner.Run(ctx, host.Cmd{Args: args, Timeout: p.Timeout()})
+	res, err := h.Runner.Run(ctx, host.Cmd{Args: args, Timeout: runTimeout(p)})
 	wall := time.Since(start)
+	timedOut := false
 	var xe *host.ExitError
 	if errors.As(err, &xe) {
 		switch {
 		case errors.Is(xe.Err, host.ErrNotFound):
-			return fail(missing(tool))
+			return cannot(missing(tool))
 		case errors.Is(xe.Err, host.ErrTimeout):
-			r.Reason = fmt.Sprintf("no answer from %s within %s", r.Target, p.Timeout())
-			return r, nil
+			timedOut = true
+		case xe.Err != nil:
+			// It did not start, or the run was interrupted.
+			return cannot(xe)
 		}
 		res = host.Result{Stdout: xe.Stdout, Stderr: xe.Stderr}
 	} else if err != nil {
-		return fail(err)
+		return cannot(err)
 	}
+	r.Command = host.Cmd{Args: args}.String()
 	o := parse(r.Kind, res.Stdout, res.Stderr)
+	if o.cannot != "" {
+		return cannot(errors.New(o.cannot))
+	}
 	r.RTTms = o.rttMs
 	if r.Kind == "rdma_cm" && o.replies > 0 {
 		r.RTTms = round3(float64(wall) / float64(time.Millisecond) / float64(o.replies))
 	}
+	answered := fmt.Sprintf("%d/%d answered by %s", o.replies, p.Count(), r.Target)
 	switch {
 	case err == nil && o.replies >= p.Count():
-		r.Passed = true
-		r.Reason = fmt.Sprintf("%d/%d answered by %s", o.replies, p.Count(), r.Target)
+		r.Passed, r.Outcome = true, OutcomePassed
+		r.Reason = answered
+	case timedOut && o.replies == 0:
+		r.Reason = fmt.Sprintf("no answer from %s within %s", r.Target, p.Timeout())
+	case timedOut:
+		r.Reason = fmt.Sprintf("%s within %s", answered, p.Timeout())
 	case o.problem != "":
 		r.Reason = fmt.Sprintf("%s: %s", r.Target, o.problem)
 	default:
-		r.Reason = fmt.Sprintf("%d/%d answered by %s", o.replies, p.Count(), r.Target)
+		r.Reason = answered
 		if xe != nil {
 			r.Reason += fmt.Sprintf(" (%s exit status %d)", tool.Program, xe.Code)
 		}
 	}
 	return r, nil
 }
+
+// pingGrace is how long ping may run past its own deadline (-w) to print
+// its statistics before the runner stops it.
+const pingGrace = time.Second
+
+// runTimeout is when the runner stops a probe's tool: at the probe's
+// timeout, or for ping a grace after its own whole-second deadline, so
+// that a run the deadline cuts short still reports the replies it got.
+func runTimeout(p *schema.Probe) time.Duration {
+	if p.Ping != nil {
+		return time.Duration(pingDeadline(p))*time.Second + pingGrace
+	}
+	return p.Timeout()
+}
+
+// pingDeadline is ping's -w: the probe's timeout in whole seconds.
+func pingDeadline(p *schema.Probe) int { return int(math.Ceil(p.Timeout().Seconds())) }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
@@ -157,8 +204,7 @@ func clientArgs(inv *inventory.Inventory, p *schema.Probe) ([]string, error) {
 	case p.Ping != nil:
 		// -w: the deadline in whole seconds; the runner's timeout is the
 		// hard stop.
-		secs := int(math.Ceil(p.Timeout().Seconds()))
-		args := []string{"ping", "-n", "-c", count, "-w", strconv.Itoa(secs)}
+		args := []string{"ping", "-n", "-c", count, "-w", strconv.Itoa(pingDeadline(p))}
 		if p.Ping.Interface != "" {
 			args = append(args, "-I", p.Ping.Interface)
 		}

@@ -1,0 +1,114 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/netns"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// pingLab is two network namespaces of the test's own joined by a veth
+// pair: this side's rfa0 (192.0.2.1/24) and the peer's prpeer0
+// (192.0.2.2/24), with a host whose commands run on this side: the real
+// iputils ping then reaches only the peer's namespace. Nothing is left
+// behind and the machine's own network is never touched.
+func pingLab(t *testing.T) *host.Host {
+	t.Helper()
+	needTool(t, "ping", "iputils-ping")
+	l, peer := netns.New(t), netns.New(t)
+	l.IP(t, "link", "set", netns.Veth1, "name", "prpeer0")
+	l.IP(t, "link", "set", "prpeer0", "netns", peer.Name)
+	l.IP(t, "link", "set", "lo", "up")
+	l.IP(t, "addr", "add", "192.0.2.1/24", "dev", netns.Veth0)
+	l.IP(t, "link", "set", netns.Veth0, "up")
+	peer.IP(t, "addr", "add", "192.0.2.2/24", "dev", "prpeer0")
+	peer.IP(t, "link", "set", "prpeer0", "up")
+	h := *l.Host
+	h.Runner = l.Runner()
+	return &h
+}
+
+// needTool skips (or fails under RDMAFORM_REQUIRE_LAB=1) a test that runs a
+// real program.
+func needTool(t *testing.T, program, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(program); err != nil {
+		skipOrFail(t, "%s is not installed (apt-get install %s)", program, pkg)
+	}
+}
+
+func parseSpec(t *testing.T, text string) *schema.Spec {
+	t.Helper()
+	spec, rep := schema.Parse("probes.yaml", []byte(text))
+	if len(rep) > 0 {
+		t.Fatalf("spec: %v", rep)
+	}
+	return spec
+}
+
+// TestPingOutcomesInNamespace runs the real ping through Run against the
+// namespace's addresses: every reply passes; a peer that does not answer
+// fails naming the hop; fewer replies than count (the deadline ends the
+// run after one or two of three) fails with the count; an interface that
+// does not exist is a probe that could not run.
+func TestPingOutcomesInNamespace(t *testing.T) {
+	h := pingLab(t)
+	spec := parseSpec(t, `version: 1
+probes:
+  - name: ok
+    ping: {to: 192.0.2.2, interface: rfa0, count: 2, timeout: 3s}
+  - name: silent-peer
+    ping: {to: 192.0.2.9, interface: rfa0, count: 1, timeout: 1s}
+  - name: no-route
+    ping: {to: 198.51.100.7, count: 1, timeout: 1s}
+  - name: partly
+    ping: {to: 192.0.2.2, interface: rfa0, count: 3, timeout: 1s}
+  - name: no-such-interface
+    ping: {to: 192.0.2.2, interface: nosuch0, count: 1, timeout: 2s}
+`)
+	res, err := Run(context.Background(), h, spec)
+	by := map[string]Result{}
+	for _, r := range res {
+		by[r.Name] = r
+	}
+	want := map[string]struct {
+		outcome Outcome
+		reason  string
+	}{
+		"ok":                {OutcomePassed, "2/2 answered by 192.0.2.2"},
+		"silent-peer":       {OutcomeFailed, "0/1 answered by 192.0.2.9"},
+		"no-route":          {OutcomeFailed, "198.51.100.7: ping: connect: Network is unreachable"},
+		"partly":            {OutcomeFailed, "/3 answered by 192.0.2.2"},
+		"no-such-interface": {OutcomeError, "SO_BINDTODEVICE nosuch0: No such device"},
+	}
+	for name, w := range want {
+		r := by[name]
+		if r.Outcome != w.outcome || r.Passed != (w.outcome == OutcomePassed) || !strings.Contains(r.Reason, w.reason) {
+			t.Errorf("%s: outcome %q passed %v reason %q, want %q with %q", name, r.Outcome, r.Passed, r.Reason, w.outcome, w.reason)
+		}
+	}
+	if r := by["ok"]; r.RTTms <= 0 || r.Command != "ping -n -c 2 -w 3 -I rfa0 -- 192.0.2.2" {
+		t.Errorf("ok: rtt %v command %q", r.RTTms, r.Command)
+	}
+	if r := by["partly"]; strings.HasPrefix(r.Reason, "0/3") || r.RTTms <= 0 {
+		t.Errorf("partly: the replies that came are not counted: %+v", r)
+	}
+	var te *ToolError
+	if !errors.As(err, &te) || te.Probe != "no-such-interface" || strings.Contains(err.Error(), "silent-peer") || strings.Contains(err.Error(), "partly") {
+		t.Errorf("Run's error names the probes that could not run only: %v", err)
+	}
+}
+
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(netns.RequireEnv) == "1" {
+		t.Fatalf(format+" ("+netns.RequireEnv+"=1)", args...)
+	}
+	t.Skipf(format, args...)
+}
