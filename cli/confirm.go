@@ -40,33 +40,18 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		}
 		fmt.Fprintf(a.msgs(), "Applied %d changes. Run '%s' within %s to keep them; otherwise they are reverted.\n", len(out.Done), a.hint("confirm"), timeout)
 		confirmed := waitConfirmed(ctx, h, deadline)
-		// Whoever removes the file decides: `rdmaform confirm` (keep), the
-		// watcher or this process at the deadline (revert). A confirm that
-		// won the race just now is honoured.
+		// Whoever removes the file decides: `rdmaform confirm` (keep),
+		// `rdmaform rollback`, the watcher or this process at the deadline
+		// (revert). A decision taken just now by another is honoured.
 		if !confirmed {
 			if err := h.FS.Remove(ConfirmFile); errors.Is(err, fs.ErrNotExist) {
-				if _, err := readJournal(h); errors.Is(err, fs.ErrNotExist) {
-					confirmed = true
-				} else {
-					// The watcher took the decision: it rolls back.
-					fmt.Fprintln(a.msgs(), "Not confirmed: the rollback watcher reverts the changes.")
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("not confirmed within %s: the changes are reverted by the rollback watcher", timeout)}
-				}
+				confirmed = true
 			}
 		}
 		if confirmed {
-			// confirm drops the journal before the confirm file; a journal
-			// still there means 'rdmaform rollback' took the decision.
-			if _, err := readJournal(h); err == nil {
-				for i := 0; i < 600; i++ {
-					if _, err := readJournal(h); errors.Is(err, fs.ErrNotExist) {
-						break
-					}
-					time.Sleep(200 * time.Millisecond)
-				}
-				note, _ := host.ReadAttr(h.FS, RolledBackFile)
+			if note, rolledBack := a.decidedElsewhere(h); rolledBack {
 				fmt.Fprintln(a.msgs(), "Not kept: the changes were rolled back.")
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("the changes were %s", strings.TrimSpace(note))}
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("the changes were %s", note)}
 			}
 			fmt.Fprintln(a.msgs(), "Confirmed: the changes are kept.")
 			return nil
@@ -97,6 +82,39 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 	}
 	return &exitError{code: plan.ExitError, err: fmt.Errorf("not confirmed within %s: the changes were reverted", timeout)}
 }
+
+// decidedElsewhere tells, once another process removed the confirm file,
+// whether it rolled the changes back (and its note) or confirmed them.
+// confirm drops the journal before it removes the confirm file, and no
+// rollback note exists then (arming removed it); 'rdmaform rollback' and
+// the watcher remove the confirm file first and write the note when
+// their rollback is over, whether it dropped the journal or, incomplete,
+// kept it. So: a note is a rollback; a journal without a note is a
+// rollback under way, waited for; neither is a confirmation.
+func (a *app) decidedElsewhere(h *host.Host) (string, bool) {
+	for start := time.Now(); ; {
+		note, err := host.ReadAttr(h.FS, RolledBackFile)
+		if err == nil && note != "" {
+			return strings.TrimSpace(note), true
+		}
+		if _, err := readJournal(h); errors.Is(err, fs.ErrNotExist) {
+			// The journal went: confirmed, unless the note was written
+			// between the two reads.
+			if note, err := host.ReadAttr(h.FS, RolledBackFile); err == nil && note != "" {
+				return strings.TrimSpace(note), true
+			}
+			return "", false
+		}
+		if time.Since(start) > rollbackWait {
+			return fmt.Sprintf("taken out of this apply's hands, and no rollback has finished within %s: its journal is still there; see '%s', or run '%s'", rollbackWait, a.hint("status"), a.hint("rollback")), true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rollbackWait bounds how long a waiting apply waits for a rollback that
+// another process took over to finish.
+const rollbackWait = 5 * time.Minute
 
 // waitConfirmed polls for the confirm file to disappear.
 func waitConfirmed(ctx context.Context, h *host.Host, deadline time.Time) bool {

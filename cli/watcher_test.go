@@ -139,15 +139,30 @@ func rollbackSurvives(t *testing.T, env []string, armed func(t *testing.T, want 
 		}
 	})
 
+	// 'rdmaform rollback' while the apply waits: the apply sees its
+	// confirm file go, as for a confirm, and must tell the two apart: it
+	// says the changes were rolled back and exits 1, never "Confirmed".
 	t.Run("rollback now", func(t *testing.T) {
 		h := newHost("h-now")
-		cmd := startApply(t, h, "30s")
+		cmd, sc, _ := startWaiting(t, bin, env, "--sim", h, "apply", "--yes", "--confirm-timeout", "30s", "-f", spec)
+		rest := make(chan string)
+		go func() {
+			var b strings.Builder
+			for sc.Scan() {
+				b.WriteString(sc.Text() + "\n")
+			}
+			rest <- b.String()
+		}()
 		code, out := rf("--sim", h, "rollback")
 		if code != 0 || !strings.Contains(out, "Rolled back at ") {
 			t.Errorf("rollback: exit %d\n%s", code, out)
 		}
 		armed(t, false)
-		_ = cmd.Wait()
+		applyOut := <-rest
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || strings.Contains(applyOut, "Confirmed") || !strings.Contains(applyOut, "Not kept: the changes were rolled back") {
+			t.Errorf("the waiting apply after 'rdmaform rollback': %v, want exit 1 saying the changes were rolled back\n%s", err, applyOut)
+		}
 		if planCode(h) != 2 {
 			t.Errorf("after rollback the changes are still there")
 		}
