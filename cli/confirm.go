@@ -71,12 +71,17 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 	progress, stop := a.progress()
 	rev := apply.Revert(context.WithoutCancel(ctx), h, out.Done, providers.All(), apply.Options{Progress: progress, Grace: apply.DefaultGrace})
 	stop()
-	_ = h.FS.WriteFile(RolledBackFile, []byte(fmt.Sprintf("rolled back at %s by the apply itself: %s\n", time.Now().UTC().Format(time.RFC3339), plan.JoinAddrs(rev.Applied, ", "))), 0o644)
-	disarm(h)
 	fmt.Fprintf(a.msgs(), "Reverted %d changes: %s\n", len(rev.Applied), plan.JoinAddrs(rev.Applied, ", "))
 	if rev.Err != nil {
+		// The journal stays for 'rdmaform rollback' (or the watcher) to
+		// retry, and status names what is left.
+		if j, err := readJournal(h); err == nil {
+			return &exitError{code: plan.ExitError, err: keepUnfinished(h, j, "the apply itself", rev.Applied, append(append([]plan.Address{}, rev.Failed...), rev.Skipped...), rev.Err, a.hint("rollback"))}
+		}
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("revert incomplete:\n%v", rev.Err)}
 	}
+	_ = h.FS.WriteFile(RolledBackFile, []byte(fmt.Sprintf("rolled back at %s by the apply itself: %s\n", time.Now().UTC().Format(time.RFC3339), plan.JoinAddrs(rev.Applied, ", "))), 0o644)
+	disarm(h)
 	if failed {
 		return nil
 	}

@@ -69,6 +69,59 @@ type journal struct {
 	// plan changes the boot unit ("" when there was none): the rollback
 	// writes it back, so the next boot applies the old runtime state.
 	BootSpec *string `json:"boot_spec,omitempty"`
+	// Unfinished is set by a rollback that failed part-way: the journal
+	// stays (both copies) so that the next 'rdmaform rollback' retries,
+	// and status names what is left.
+	Unfinished *unfinished `json:"unfinished,omitempty"`
+}
+
+// unfinished is what a rollback that failed part-way left to undo.
+type unfinished struct {
+	At time.Time `json:"at"`
+	By string    `json:"by"`
+	// Failed are the resources not put back (failed, or skipped because
+	// an undo they depend on failed).
+	Failed []string `json:"failed"`
+	Error  string   `json:"error"`
+}
+
+// write stores the journal and its copy that outlives a reboot.
+func (j *journal) write(h *host.Host) error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
+		return fmt.Errorf("writing the rollback journal: %w", err)
+	}
+	if err := h.FS.WriteFile(BootJournalFile, b, 0o600); err != nil {
+		return fmt.Errorf("writing the rollback journal's copy for a reboot: %w", err)
+	}
+	return nil
+}
+
+// keepUnfinished records a rollback that failed part-way in the journal,
+// which stays, and writes the note a confirm or the waiting apply reads.
+// It returns the error to report.
+func keepUnfinished(h *host.Host, j *journal, who string, done []plan.Address, failed []plan.Address, cause error, retry string) error {
+	now := time.Now().UTC()
+	u := &unfinished{At: now, By: who, Failed: []string{}, Error: cause.Error()}
+	for _, a := range failed {
+		u.Failed = append(u.Failed, a.String())
+	}
+	j.Unfinished = u
+	werr := j.write(h)
+	put := "nothing"
+	if len(done) > 0 {
+		put = plan.JoinAddrs(done, ", ")
+	}
+	still := strings.Join(u.Failed, ", ")
+	if still == "" {
+		still = "see the errors"
+	}
+	note := fmt.Sprintf("partly rolled back at %s by %s: put back %s; still to undo: %s (the journal is kept: run '%s' to retry)\n", now.Format(time.RFC3339), who, put, still, retry)
+	_ = h.FS.WriteFile(RolledBackFile, []byte(note), 0o644)
+	return errors.Join(fmt.Errorf("rollback incomplete (still to undo: %s; run '%s' to retry):\n%v", still, retry, cause), werr)
 }
 
 // watcherGrace is how long after the deadline the watcher lets an apply
@@ -199,26 +252,13 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		}
 		j.NMCheckpoint = cp
 	}
-	writeJournal := func() error {
-		b, err := json.MarshalIndent(j, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
-			return fmt.Errorf("writing the rollback journal: %w", err)
-		}
-		if err := h.FS.WriteFile(BootJournalFile, b, 0o600); err != nil {
-			return fmt.Errorf("writing the rollback journal's copy for a reboot: %w", err)
-		}
-		return nil
-	}
 	// Without a program to run (tests in-process), nothing holds the
 	// deadline but this process.
 	var mgr *host.SystemdBus
 	if a.env.Self != "" {
 		mgr, j.Systemd = a.rollbackManager()
 	}
-	if err := writeJournal(); err != nil {
+	if err := j.write(h); err != nil {
 		return err
 	}
 	_ = h.FS.Remove(RolledBackFile)
@@ -241,7 +281,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		}
 		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: no systemd rollback timer (%v); a detached watcher holds the deadline\n", err)
 		j.Systemd = ""
-		if err := writeJournal(); err != nil {
+		if err := j.write(h); err != nil {
 			return err
 		}
 	}
@@ -338,14 +378,16 @@ func (a *app) realPath(p string) string {
 	return p
 }
 
-func readJournal(h *host.Host) (*journal, error) {
-	b, err := h.FS.ReadFile(JournalFile)
+func readJournal(h *host.Host) (*journal, error) { return readJournalFile(h, JournalFile) }
+
+func readJournalFile(h *host.Host, name string) (*journal, error) {
+	b, err := h.FS.ReadFile(name)
 	if err != nil {
 		return nil, err
 	}
 	j := &journal{}
 	if err := json.Unmarshal(b, j); err != nil {
-		return nil, fmt.Errorf("%s: %w", JournalFile, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return j, nil
 }
@@ -374,6 +416,7 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 		return err
 	}
 	out := apply.Run(ctx, h, res.Plan, providers.All(), apply.Options{Grace: apply.DefaultGrace})
+	bootErr := false
 	if j.BootSpec != nil {
 		var err error
 		if *j.BootSpec == "" {
@@ -385,8 +428,18 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 			err = h.FS.WriteFile(bootunit.SpecPath, []byte(*j.BootSpec), 0o644)
 		}
 		if err != nil {
+			bootErr = true
 			out.Err = errors.Join(out.Err, fmt.Errorf("restoring %s: %w", bootunit.SpecPath, err))
 		}
+	}
+	if out.Err != nil {
+		// The journal goes only once every undo succeeded: the next
+		// rollback retries (what is back already plans nothing).
+		failed := append(append([]plan.Address{}, out.Failed...), out.Skipped...)
+		if bootErr {
+			failed = append(failed, bootunit.Address)
+		}
+		return keepUnfinished(h, j, who, out.Applied, failed, out.Err, a.hint("rollback"))
 	}
 	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, plan.JoinAddrs(out.Applied, ", "))
 	if len(out.Applied) == 0 {
@@ -394,9 +447,6 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 	}
 	_ = h.FS.WriteFile(RolledBackFile, []byte(note), 0o644)
 	disarm(h)
-	if out.Err != nil {
-		return fmt.Errorf("rollback incomplete:\n%v", out.Err)
-	}
 	fmt.Fprint(a.msgs(), strings.Replace(note, "rolled back", "Rolled back", 1))
 	return nil
 }

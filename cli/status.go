@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,7 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			return a.printStatus(pending, marker)
+			return a.printStatus(pending, marker, unfinishedRollback(h))
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin): query only its firmware parameters")
@@ -79,11 +80,25 @@ type statusDoc struct {
 		Packages []string `json:"packages"`
 	} `json:"reboot_required_file"`
 	RebootRequired bool `json:"reboot_required"`
+	// UnfinishedRollback is a rollback that failed part-way: what it
+	// left to undo (its journal stays for 'rdmaform rollback' to retry).
+	UnfinishedRollback *unfinished `json:"unfinished_rollback,omitempty"`
 }
 
-func (a *app) printStatus(pending []plan.Pending, m firmware.RebootMarker) error {
+// unfinishedRollback is what a rollback that failed part-way left, from
+// its journal (the live one, else its copy that outlived a reboot).
+func unfinishedRollback(h *host.Host) *unfinished {
+	for _, f := range []string{JournalFile, BootJournalFile} {
+		if j, err := readJournalFile(h, f); err == nil {
+			return j.Unfinished
+		}
+	}
+	return nil
+}
+
+func (a *app) printStatus(pending []plan.Pending, m firmware.RebootMarker, u *unfinished) (err error) {
 	if a.jsonOut() {
-		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, RebootRequired: len(pending) > 0 || m.Required}
+		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, RebootRequired: len(pending) > 0 || m.Required, UnfinishedRollback: u}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
 		}
@@ -92,12 +107,20 @@ func (a *app) printStatus(pending []plan.Pending, m firmware.RebootMarker) error
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
+		if u != nil {
+			return exitCode(plan.ExitError)
+		}
 		if doc.RebootRequired {
 			return exitCode(plan.ExitReboot)
 		}
 		return nil
 	}
 	w := a.env.Stdout
+	if u != nil {
+		fmt.Fprintf(w, "  ! a rollback failed part-way (%s, by %s): still to undo %s: %s\n    run '%s' to retry\n",
+			u.At.Format(time.RFC3339), u.By, strings.Join(u.Failed, ", "), u.Error, a.hint("rollback"))
+		defer func() { err = exitCode(plan.ExitError) }()
+	}
 	for _, pe := range pending {
 		fmt.Fprintf(w, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
 	}

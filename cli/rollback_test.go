@@ -1,0 +1,148 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rbLab is a simulated host for the rollback tests, driven through a
+// built rdmaform (an apply that waits for confirmation is a process of
+// its own, and so is its watcher).
+type rbLab struct {
+	t   *testing.T
+	bin string
+	dir string
+	env []string
+}
+
+func newRBLab(t *testing.T) *rbLab {
+	t.Helper()
+	return &rbLab{t: t, bin: buildRdmaform(t), dir: t.TempDir()}
+}
+
+// rf runs rdmaform and returns its exit code and combined output.
+func (l *rbLab) rf(args ...string) (int, string) {
+	l.t.Helper()
+	cmd := exec.Command(l.bin, args...)
+	cmd.Env = append(append(os.Environ(), l.env...), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+func (l *rbLab) must(want int, args ...string) string {
+	l.t.Helper()
+	code, out := l.rf(args...)
+	if code != want {
+		l.t.Fatalf("rdmaform %s: exit %d, want %d\n%s", strings.Join(args, " "), code, want, out)
+	}
+	return out
+}
+
+func (l *rbLab) newHost(name, profile string) string {
+	l.t.Helper()
+	h := filepath.Join(l.dir, name)
+	l.must(0, "sim", "new", h, "--profile", profile)
+	return h
+}
+
+func (l *rbLab) spec(name, text string) string {
+	l.t.Helper()
+	p := filepath.Join(l.dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	return p
+}
+
+// waitingApply starts apply --confirm-timeout and returns once it waits;
+// done yields its exit code and the rest of its output.
+func (l *rbLab) waitingApply(h, timeout, spec string) (cmd *exec.Cmd, done func() (int, string)) {
+	l.t.Helper()
+	cmd, sc, errb := startWaiting(l.t, l.bin, l.env, "--sim", h, "apply", "--yes", "--confirm-timeout", timeout, "-f", spec)
+	rest := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+		}
+		rest <- b.String()
+	}()
+	return cmd, func() (int, string) {
+		out := <-rest
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return code, out + errb.String()
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestRollbackFailsPartWay: a rollback whose undo of one resource fails
+// (a simulated netlink error) puts back the others, keeps its journal
+// (both copies), says what is left, and status names it; a confirm then
+// does not claim a full rollback; the next 'rdmaform rollback' undoes
+// only what is left and drops the journal.
+func TestRollbackFailsPartWay(t *testing.T) {
+	l := newRBLab(t)
+	h := l.newHost("h", "vm-soft")
+	spec := l.spec("s.yaml", "version: 1\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\ninterfaces:\n  - name: enp1s0\n    mtu: 4000\n")
+	_, done := l.waitingApply(h, "60s", spec)
+	l.must(0, "sim", "fault", h, "--netlink", "LinkSetMTU", "--match", "enp1s0", "--times", "1", "--message", "injected: MTU refused")
+
+	code, out := l.rf("--sim", h, "rollback")
+	if code != 1 || !strings.Contains(out, "rollback incomplete (still to undo: interface[enp1s0]") || !strings.Contains(out, "injected: MTU refused") {
+		t.Errorf("rollback with a failing undo: exit %d, want 1 naming interface[enp1s0] and the cause\n%s", code, out)
+	}
+	for _, f := range []string{"run/rdmaform/rollback.json", "var/lib/rdmaform/unconfirmed.json"} {
+		if !exists(filepath.Join(h, f)) {
+			t.Errorf("%s is gone after a rollback that failed part-way", f)
+		}
+	}
+	if code, out := done(); code != 1 || strings.Contains(out, "Confirmed") || !strings.Contains(out, "partly rolled back") {
+		t.Errorf("the waiting apply: exit %d, want 1 saying the changes were partly rolled back\n%s", code, out)
+	}
+	out = l.must(1, "--sim", h, "status")
+	if !strings.Contains(out, "a rollback failed part-way") || !strings.Contains(out, "still to undo interface[enp1s0]") {
+		t.Errorf("status does not name the unfinished rollback:\n%s", out)
+	}
+	out = l.must(1, "--sim", h, "status", "-o", "json")
+	if !strings.Contains(out, `"unfinished_rollback"`) || !strings.Contains(out, `"interface[enp1s0]"`) {
+		t.Errorf("status -o json does not name the unfinished rollback:\n%s", out)
+	}
+	out = l.must(1, "--sim", h, "confirm")
+	if !strings.Contains(out, "partly rolled back") || !strings.Contains(out, "still to undo: interface[enp1s0]") {
+		t.Errorf("confirm after a partial rollback:\n%s", out)
+	}
+
+	// The retry undoes what is left, and only that.
+	out = l.must(0, "--sim", h, "rollback")
+	if !strings.Contains(out, "Rolled back at ") || !strings.Contains(out, "interface[enp1s0]") || strings.Contains(out, "rxe[rxe0]") {
+		t.Errorf("the retry: want interface[enp1s0] put back and rxe[rxe0] not undone twice\n%s", out)
+	}
+	for _, f := range []string{"run/rdmaform/rollback.json", "var/lib/rdmaform/unconfirmed.json"} {
+		if exists(filepath.Join(h, f)) {
+			t.Errorf("%s outlives a complete rollback", f)
+		}
+	}
+	l.must(0, "--sim", h, "status")
+	out = l.must(2, "--sim", h, "plan", "-f", spec)
+	for _, want := range []string{"+ rxe[rxe0]", "interface[enp1s0]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan after the rollback lacks %q:\n%s", want, out)
+		}
+	}
+	l.must(0, "--sim", h, "apply", "--yes", "--allow-mgmt", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", spec)
+}
