@@ -496,5 +496,5 @@ func (a *app) refuseWhileWaiting(h *host.Host) error {
 	if pending, err := host.ReadAttr(h.FS, ConfirmFile); err == nil {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("an apply is waiting for confirmation on this host (%s): run '%s' or '%s' first; nothing was changed", pending, a.hint("confirm"), a.hint("rollback"))}
 	}
-	return nil
+	return a.refuseWithJournal(h)
 }

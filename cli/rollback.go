@@ -185,7 +185,7 @@ func (a *app) rollbackEnv() []string {
 
 // armRollback records the before-state and starts the watcher. It runs
 // before the first change; an error refuses the apply.
-func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Plan, deadline time.Time) error {
+func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Plan, deadline time.Time) (err error) {
 	// Only the providers the plan uses are captured: an untouched part
 	// (a firmware tool that cannot read an adapter, say) must not block.
 	used := map[string]bool{}
@@ -245,6 +245,18 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		s := string(old)
 		j.BootSpec = &s
 	}
+	// A refused apply leaves nothing armed: no journal (a later rollback
+	// would take it for its own and undo an unrelated change), no
+	// checkpoint, no timer.
+	written := false
+	defer func() {
+		if err != nil {
+			a.endArmed(context.WithoutCancel(ctx), &j, true)
+			if written {
+				disarm(h)
+			}
+		}
+	}()
 	if used["ipoib"] && a.simDir == "" {
 		cp, err := a.createCheckpoint(ctx, time.Until(deadline))
 		if err != nil {
@@ -258,6 +270,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	if a.env.Self != "" {
 		mgr, j.Systemd = a.rollbackManager()
 	}
+	written = true
 	if err := j.write(h); err != nil {
 		return err
 	}
@@ -390,6 +403,25 @@ func readJournalFile(h *host.Host, name string) (*journal, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return j, nil
+}
+
+// refuseWithJournal refuses an apply while a rollback journal is left
+// that nobody waits on: a rollback that failed part-way, or an apply
+// killed before its confirmation whose rollback is due. A later rollback
+// of that journal would undo what this apply changes.
+func (a *app) refuseWithJournal(h *host.Host) error {
+	j, err := readJournal(h)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return &exitError{code: plan.ExitError, err: err}
+	case j.Unfinished != nil:
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("a rollback failed part-way (%s, by %s; still to undo: %s): run '%s' to finish it, or remove %s and %s to keep the host as it is; nothing was changed",
+			j.Unfinished.At.Format(time.RFC3339), j.Unfinished.By, strings.Join(j.Unfinished.Failed, ", "), a.hint("rollback"), JournalFile, BootJournalFile)}
+	}
+	return &exitError{code: plan.ExitError, err: fmt.Errorf("the apply of pid %d was not confirmed and its rollback is due at %s: run '%s' first, or wait for it; nothing was changed",
+		j.PID, j.Deadline.Format(time.RFC3339), a.hint("rollback"))}
 }
 
 // disarm drops the journal: the changes are kept, or already reverted.

@@ -126,6 +126,12 @@ func TestRollbackFailsPartWay(t *testing.T) {
 		t.Errorf("confirm after a partial rollback:\n%s", out)
 	}
 
+	// Until then an apply is refused: a later retry would undo its changes.
+	out = l.must(1, "--sim", h, "apply", "--yes", "--allow-mgmt", "-f", spec)
+	if !strings.Contains(out, "a rollback failed part-way") || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("an apply while the rollback is unfinished:\n%s", out)
+	}
+
 	// The retry undoes what is left, and only that.
 	out = l.must(0, "--sim", h, "rollback")
 	if !strings.Contains(out, "Rolled back at ") || !strings.Contains(out, "interface[enp1s0]") || strings.Contains(out, "rxe[rxe0]") {
@@ -145,4 +151,34 @@ func TestRollbackFailsPartWay(t *testing.T) {
 	}
 	l.must(0, "--sim", h, "apply", "--yes", "--allow-mgmt", "-f", spec)
 	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// TestRefusedApplyLeavesNoJournal: an apply --confirm-timeout refused
+// while it arms its rollback (here the watcher cannot start: its log is a
+// directory) changes nothing and leaves no journal behind, so a later
+// 'rdmaform rollback' has nothing to undo and leaves alone a change made
+// since by a plain apply of the same resource.
+func TestRefusedApplyLeavesNoJournal(t *testing.T) {
+	l := newRBLab(t)
+	h := l.newHost("h", "vm-soft")
+	a := l.spec("a.yaml", "version: 1\ninterfaces:\n  - name: enp1s0\n    mtu: 4000\n")
+	b := l.spec("b.yaml", "version: 1\ninterfaces:\n  - name: enp1s0\n    mtu: 9000\n")
+	if err := os.MkdirAll(filepath.Join(h, "run/rdmaform/rollback.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := l.must(1, "--sim", h, "apply", "--yes", "--confirm-timeout", "60s", "-f", a)
+	if !strings.Contains(out, "refusing to apply, nothing was changed: starting the rollback watcher") {
+		t.Errorf("the refused apply says:\n%s", out)
+	}
+	for _, f := range []string{"run/rdmaform/rollback.json", "var/lib/rdmaform/unconfirmed.json", "run/rdmaform/confirm-pending"} {
+		if exists(filepath.Join(h, f)) {
+			t.Errorf("the refused apply left %s", f)
+		}
+	}
+	l.must(2, "--sim", h, "plan", "-f", a)
+	l.must(0, "--sim", h, "apply", "--yes", "--allow-mgmt", "-f", b)
+	if code, out := l.rf("--sim", h, "rollback"); code != 1 || !strings.Contains(out, "nothing to roll back") {
+		t.Errorf("rollback after a refused apply: exit %d, want 1, nothing to roll back\n%s", code, out)
+	}
+	l.must(0, "--sim", h, "plan", "-f", b)
 }

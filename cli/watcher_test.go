@@ -260,6 +260,11 @@ func TestRollbackAfterReboot(t *testing.T) {
 	if p, err := os.FindProcess(watcher); err == nil {
 		_ = p.Kill()
 	}
+	// Before the reboot, the killed apply's journal waits for its
+	// rollback: another apply is refused (that rollback would undo it).
+	if code, out := rf("--sim", h, "apply", "--yes", "-f", old); code != 1 || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("an apply beside a killed apply's journal: exit %d, want 1 and refused\n%s", code, out)
+	}
 	if code, out := rf("sim", "reboot", h); code != 0 {
 		t.Fatalf("sim reboot: %s", out)
 	}
