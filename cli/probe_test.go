@@ -160,3 +160,29 @@ func TestProbeAndAuditProbes(t *testing.T) {
 		t.Errorf("audit without --probes ran probes:\n%s", out)
 	}
 }
+
+// TestProbeServeArguments: probe serve outside the kernel lab. --for is
+// checked at its limits (1h passes, a nanosecond more and 0 do not)
+// before anything starts; a host no probe targets has nothing to serve
+// and exits 0 at once.
+func TestProbeServeArguments(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "host")
+	if code, out, errs := runCLI(t, "sim", "new", root, "--profile", "cx5-roce"); code != 0 {
+		t.Fatalf("sim new: %d\n%s%s", code, out, errs)
+	}
+	spec := filepath.Join(dir, "probes.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\nprobes:\n  - name: cm\n    rdma_cm: {to: 192.0.2.1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"0s", "1h0m0.000000001s", "-1s"} {
+		code, out, errs := runCLI(t, "--root", root, "probe", "serve", "-f", spec, "--for", d)
+		if code != 1 || !strings.Contains(errs, "give a duration from 1s to 1h0m0s (e.g. --for 5m)") || out != "" {
+			t.Errorf("--for %s: exit %d\n%s%s", d, code, out, errs)
+		}
+	}
+	code, out, errs := runCLI(t, "--root", root, "probe", "serve", "-f", spec, "--for", "1h")
+	if code != 0 || out != "probe serve: no probe of "+spec+" needs a responder on this host\n" {
+		t.Errorf("nothing to serve: exit %d\n%s%s", code, out, errs)
+	}
+}
