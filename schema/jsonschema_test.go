@@ -164,11 +164,13 @@ var notInSchema = map[string]string{
 
 	// Duplicates across list entries: JSON Schema's uniqueItems compares
 	// whole items, not one key (and not normalized PCI addresses).
-	"duplicate-device": "code: same device selected twice (81:00.0 = 0000:81:00.0)",
-	"ipoib-dup-name":   "code: connection name twice",
-	"modules-dup":      "code: rdma_ucm = rdma-ucm",
-	"port-duplicate":   "code: port number twice",
-	"rxe-same-netdev":  "code: one rxe link per netdev",
+	"duplicate-device":  "code: same device selected twice (81:00.0 = 0000:81:00.0)",
+	"ipoib-dup-name":    "code: connection name twice",
+	"modules-dup":       "code: rdma_ucm = rdma-ucm",
+	"port-duplicate":    "code: port number twice",
+	"rxe-same-netdev":   "code: one rxe link per netdev",
+	"sriov-vf-dup-guid": "code: a VF GUID twice across devices",
+	"sriov-vf-dup-mac":  "code: a VF MAC twice across devices (02:..:0a = 02:..:0A)",
 
 	// One netdev owned by one section: a relation between sections.
 	"netdev-two-owners": "code: netdev ownership",
@@ -187,21 +189,22 @@ var notInSchema = map[string]string{
 	// (NormalizePCI, CheckNetdev, netip parsing, ...); a pattern here would
 	// be the same rule written twice, and drift. rdmaform validate reports
 	// them with positions.
-	"bad-guid":              "code: node GUID format",
-	"bad-pci":               "code: PCI address format",
-	"device-name-dash":      "code: RDMA name safety",
-	"device-name-traversal": "code: RDMA name safety",
-	"hostname-bad":          "code: hostname format",
-	"iface-addr-linklocal":  "code: link-local address",
-	"ipoib-addr-bad":        "code: address with prefix length",
-	"ipoib-addr-family":     "code: address family",
-	"modules-bad":           "code: module name safety",
-	"netdev-newline":        "code: netdev name safety",
-	"netdev-nul":            "code: netdev name safety",
-	"netdev-slash":          "code: netdev name safety",
-	"netdev-too-long":       "code: netdev name length",
-	"rxe-bad-name":          "code: RDMA name safety",
-	"services-name-bad":     "code: unit name safety",
+	"bad-guid":                    "code: node GUID format",
+	"sriov-vf-mac-multicast-zero": "code: MAC format, unicast, not zero",
+	"bad-pci":                     "code: PCI address format",
+	"device-name-dash":            "code: RDMA name safety",
+	"device-name-traversal":       "code: RDMA name safety",
+	"hostname-bad":                "code: hostname format",
+	"iface-addr-linklocal":        "code: link-local address",
+	"ipoib-addr-bad":              "code: address with prefix length",
+	"ipoib-addr-family":           "code: address family",
+	"modules-bad":                 "code: module name safety",
+	"netdev-newline":              "code: netdev name safety",
+	"netdev-nul":                  "code: netdev name safety",
+	"netdev-slash":                "code: netdev name safety",
+	"netdev-too-long":             "code: netdev name length",
+	"rxe-bad-name":                "code: RDMA name safety",
+	"services-name-bad":           "code: unit name safety",
 
 	// P_Key values the kernel reserves: in range, refused by meaning.
 	"ipoib-pkey-default": "code: 0xffff is the default partition",

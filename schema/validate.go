@@ -70,6 +70,9 @@ func dedupFindings(r Report) Report {
 type validator struct {
 	spec *Spec
 	rep  Report
+	// vfIDs are the GUIDs and MACs given to VFs so far, across every
+	// device of the spec, with the path of the VF entry that has each.
+	vfIDs map[string]string
 }
 
 func (v *validator) add(path, format string, args ...any) {
@@ -85,7 +88,7 @@ func (v *validator) check(path, msg string) {
 // Validate checks a loaded spec against every rule that does not need the
 // host, and returns every finding with its position.
 func Validate(spec *Spec) Report {
-	v := &validator{spec: spec}
+	v := &validator{spec: spec, vfIDs: map[string]string{}}
 	v.tags(reflect.ValueOf(spec).Elem(), "$")
 	v.host()
 	v.devices()
@@ -410,10 +413,13 @@ func (v *validator) sriov(s *SRIOV, p string) {
 				v.add(vp+"."+g.key, "%q is not a GUID of 8 colon-separated hex bytes (02:00:00:00:00:00:00:01)", truncate(g.val))
 			} else if n == "00:00:00:00:00:00:00:00" {
 				v.add(vp+"."+g.key, "the zero GUID is what an unset VF has; give a unique one")
-			} else if g.key == "node_guid" {
-				vf.NodeGUID = n
 			} else {
-				vf.PortGUID = n
+				if g.key == "node_guid" {
+					vf.NodeGUID = n
+				} else {
+					vf.PortGUID = n
+				}
+				v.uniqueVFID(vp, g.key, "GUID", n)
 			}
 		}
 		if vf.MAC != "" {
@@ -427,8 +433,23 @@ func (v *validator) sriov(s *SRIOV, p string) {
 				v.add(vp+".mac", "the zero MAC is what an unset VF has; give a unique one")
 			default:
 				vf.MAC = a.String()
+				v.uniqueVFID(vp, "mac", "MAC", vf.MAC)
 			}
 		}
+	}
+}
+
+// uniqueVFID refuses a GUID or MAC another VF of the spec has already
+// (on any device): two VFs with one address collide on the fabric or the
+// switch. A VF's node and port GUID may be equal (an HCA's often are).
+func (v *validator) uniqueVFID(vp, key, kind, val string) {
+	id := kind + " " + val
+	prev, dup := v.vfIDs[id]
+	switch {
+	case !dup:
+		v.vfIDs[id] = vp
+	case prev != vp:
+		v.add(vp+"."+key, "%s %s is already given to the VF at %s; every VF needs a %s of its own", kind, val, prev, kind)
 	}
 }
 
