@@ -133,14 +133,15 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			}
 		}
 		recreated := want != pf.NumVFs && want != 0
-		vfs, vfErrs := vfChanges(req, sp, d, pf, recreated, addr)
-		prop.Errors = append(prop.Errors, vfErrs...)
+		vfs := vfChanges(req, facts, sp, d, dev.PCI, pf, recreated, addr)
+		prop.Errors = append(prop.Errors, vfs.Errors...)
+		prop.Deferred = append(prop.Deferred, vfs.Deferred...)
 		if len(attrs) > 0 {
 			sort.Strings(disrupts)
 			prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Runtime,
 				Source: req.Pos(sp), Attributes: attrs, Payload: pl, Disrupts: disrupts})
 		}
-		prop.Changes = append(prop.Changes, vfs...)
+		prop.Changes = append(prop.Changes, vfs.Changes...)
 	}
 	return prop
 }

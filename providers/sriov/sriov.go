@@ -17,11 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
@@ -69,6 +72,14 @@ type PF struct {
 	// VFInfo is what the PF's driver says of each VF (ip -j link show),
 	// read when the spec sets VFs; nil otherwise.
 	VFInfo map[int]VFInfo
+	// Port is the number of the PF's first RDMA port (its link layer is
+	// the PF's).
+	Port int
+	// MAC is the PF netdev's MAC (an Ethernet PF), and GUIDs its node and
+	// port GUID (an InfiniBand PF), in ip link's form, read when the spec
+	// sets VFs: a VF must not take its PF's address.
+	MAC   string
+	GUIDs []string
 }
 
 // Observed maps a spec device index to its PF.
@@ -96,6 +107,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		obs.PFs[i] = pf
 		inv := req.Devices[i]
 		if len(inv.Ports) > 0 {
+			pf.Port = inv.Ports[0].Num
 			pf.IB = inv.Ports[0].LinkLayer == linklayer.InfiniBand
 			for _, n := range inv.Ports[0].Netdevs {
 				if !strings.Contains(n, ".") {
@@ -103,6 +115,9 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 					break
 				}
 			}
+		}
+		if !req.Full && len(d.SRIOV.VFs) > 0 {
+			pf.MAC, pf.GUIDs = pfAddresses(h, inv, pf)
 		}
 		wantVFs := req.Full || len(d.SRIOV.VFs) > 0
 		if wantVFs && pf.NumVFs > 0 && pf.Netdev != "" && !h.Offline() {
@@ -123,6 +138,49 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		obs.NMOwners = owners
 	}
 	return obs, nil
+}
+
+// pfAddresses reads the addresses of a PF its VFs must not take: an
+// Ethernet PF's MAC, an InfiniBand PF's node GUID and port GUID (the low
+// half of its port's GID 0), each in ip link's form. What cannot be read
+// is left out.
+//
+// Equivalent to: cat /sys/class/net/PF/address; cat /sys/class/infiniband/DEV/ports/N/gids/0
+func pfAddresses(h *host.Host, inv *inventory.Device, pf *PF) (mac string, guids []string) {
+	if pf.Netdev == "" {
+		return "", nil
+	}
+	if !pf.IB {
+		a, err := host.ReadAttr(h.FS, path.Join(inventory.ClassNet, pf.Netdev, "address"))
+		if hw, perr := net.ParseMAC(strings.TrimSpace(a)); err == nil && perr == nil && len(hw) == 6 {
+			mac = hw.String()
+		}
+		return mac, nil
+	}
+	if g := guidOf(inv.NodeGUID); g != "" {
+		guids = append(guids, g)
+	}
+	gid, err := host.ReadAttr(h.FS, path.Join(inventory.ClassInfiniband, inv.Name, "ports", strconv.Itoa(pf.Port), "gids", "0"))
+	if groups := strings.Split(strings.TrimSpace(gid), ":"); err == nil && len(groups) == 8 {
+		if g := guidOf(strings.Join(groups[4:], ":")); g != "" && !slices.Contains(guids, g) {
+			guids = append(guids, g)
+		}
+	}
+	return "", guids
+}
+
+// guidOf turns sysfs's GUID form (b859:9f03:0022:626e) into ip link's
+// (b8:59:9f:03:00:22:62:6e); "" when s is not a GUID.
+func guidOf(s string) string {
+	h := strings.ReplaceAll(s, ":", "")
+	if len(h) != 16 || strings.Count(s, ":") != 3 {
+		return ""
+	}
+	var parts []string
+	for i := 0; i < 16; i += 2 {
+		parts = append(parts, h[i:i+2])
+	}
+	return schema.NormalizeVFGUID(strings.Join(parts, ":"))
 }
 
 // nmOwners lists the NetworkManager profiles (InfiniBand and Ethernet)

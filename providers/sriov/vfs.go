@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -105,23 +107,47 @@ type vfPayload struct {
 	created bool
 }
 
-// vfChanges plans the VF entries of one PF; recreated says the plan
-// changes the count, so every VF comes new with zeroed settings.
-func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated bool, countAddr plan.Address) ([]*plan.Change, []schema.Finding) {
+// vfChanges plans the VF entries of one PF at pci; recreated says the
+// plan changes the count, so every VF comes new with zeroed settings. A
+// VF setting is checked against the link layer the PF has now and the one
+// it will have after the next boot (a firmware LINK_TYPE this plan sets or
+// that is staged): what the PF will not take then is an error now, not
+// after the reboot; what it takes only then waits for the reboot.
+func vfChanges(req *plan.Request, facts *plan.Facts, sp string, d schema.Device, pci string, pf *PF, recreated bool, countAddr plan.Address) plan.Proposal {
+	var prop plan.Proposal
 	var changes []*plan.Change
-	var errs []schema.Finding
+	bootIB, boot := pf.IB, plan.LinkChange{}
+	if l, ok := facts.LinkAtBoot(pci, pf.Port); ok && l.To != "" {
+		bootIB, boot = l.To == linklayer.InfiniBand, l
+	}
 	for j, vf := range d.SRIOV.VFs {
 		vp := fmt.Sprintf("%s.vfs[%d]", sp, j)
 		if pf.Netdev == "" {
-			errs = append(errs, req.Finding(vp, "%s has no netdev to set VF %d through", d.PCI, vf.VF))
+			prop.Errors = append(prop.Errors, req.Finding(vp, "%s has no netdev to set VF %d through", pci, vf.VF))
 			continue
 		}
-		if pf.IB && (vf.MAC != "" || vf.Trust != nil || vf.Spoofchk != nil) {
-			errs = append(errs, req.Finding(vp, "%s is an InfiniBand PF (%s): its VFs take node_guid, port_guid and state, not mac, trust or spoofchk (IPoIB has no such VF operations)", d.PCI, pf.Netdev))
+		ethOnly := vf.MAC != "" || vf.Trust != nil || vf.Spoofchk != nil
+		ibOnly := vf.NodeGUID != "" || vf.PortGUID != ""
+		switch {
+		case bootIB && ethOnly && !pf.IB:
+			prop.Errors = append(prop.Errors, req.Finding(vp, "%s becomes an InfiniBand PF at the next boot (%s): its VFs take node_guid, port_guid and state then, not mac, trust or spoofchk (IPoIB has no such VF operations)", pci, boot.Setting))
+			continue
+		case !bootIB && ibOnly && pf.IB:
+			prop.Errors = append(prop.Errors, req.Finding(vp, "%s becomes an Ethernet PF at the next boot (%s): VF GUIDs are InfiniBand; use mac", pci, boot.Setting))
+			continue
+		case pf.IB && ethOnly && bootIB:
+			prop.Errors = append(prop.Errors, req.Finding(vp, "%s is an InfiniBand PF (%s): its VFs take node_guid, port_guid and state, not mac, trust or spoofchk (IPoIB has no such VF operations)", pci, pf.Netdev))
+			continue
+		case !pf.IB && ibOnly && !bootIB:
+			prop.Errors = append(prop.Errors, req.Finding(vp, "%s is an Ethernet PF (%s): VF GUIDs are InfiniBand; use mac", pci, pf.Netdev))
+			continue
+		case bootIB != pf.IB:
+			// What the PF takes only after the boot, and its VFs with it.
+			prop.Deferred = append(prop.Deferred, plan.Deferred{Address: VFAddress(pci, vf.VF), Reason: boot.Reason(), Source: req.Pos(vp)})
 			continue
 		}
-		if !pf.IB && (vf.NodeGUID != "" || vf.PortGUID != "") {
-			errs = append(errs, req.Finding(vp, "%s is an Ethernet PF (%s): VF GUIDs are InfiniBand; use mac", d.PCI, pf.Netdev))
+		if errs := pfAddressTaken(req, vp, vf, pf); len(errs) > 0 {
+			prop.Errors = append(prop.Errors, errs...)
 			continue
 		}
 		var have VFInfo
@@ -133,16 +159,16 @@ func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated 
 		} else {
 			info, ok := pf.VFInfo[vf.VF]
 			if !ok {
-				errs = append(errs, req.Unreadable(vp, "%s reports no VF %d (ip -j link show dev %s)", pf.Netdev, vf.VF, pf.Netdev))
+				prop.Errors = append(prop.Errors, req.Unreadable(vp, "%s reports no VF %d (ip -j link show dev %s)", pf.Netdev, vf.VF, pf.Netdev))
 				continue
 			}
 			have = info
 		}
 		if (vf.NodeGUID != "" || vf.PortGUID != "") && !recreated && have.NodeGUID == "" && have.PortGUID == "" {
-			errs = append(errs, req.Finding(vp, "this kernel does not report VF GUIDs (before 5.5, or %s's driver lacks ndo_get_vf_guid), so rdmaform cannot verify them and does not set them; set them once by hand (ip link set dev %s vf %d node_guid G port_guid G) and leave them out of the spec", pf.Netdev, pf.Netdev, vf.VF))
+			prop.Errors = append(prop.Errors, req.Finding(vp, "this kernel does not report VF GUIDs (before 5.5, or %s's driver lacks ndo_get_vf_guid), so rdmaform cannot verify them and does not set them; set them once by hand (ip link set dev %s vf %d node_guid G port_guid G) and leave them out of the spec", pf.Netdev, pf.Netdev, vf.VF))
 			continue
 		}
-		pl := &vfPayload{pci: d.PCI, netdev: pf.Netdev, vf: vf.VF, before: have, created: recreated}
+		pl := &vfPayload{pci: pci, netdev: pf.Netdev, vf: vf.VF, before: have, created: recreated}
 		var attrs []plan.Attr
 		str := func(name, want, cur string, set *string) {
 			if want != "" && want != cur {
@@ -167,7 +193,7 @@ func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated 
 			continue
 		}
 		pl.rebind = pf.IB && (pl.cfg.NodeGUID != "" || pl.cfg.PortGUID != "")
-		c := &plan.Change{Address: VFAddress(d.PCI, vf.VF), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(vp), Attributes: attrs, Payload: pl}
+		c := &plan.Change{Address: VFAddress(pci, vf.VF), Action: plan.Update, Activation: plan.Runtime, Source: req.Pos(vp), Attributes: attrs, Payload: pl}
 		if recreated {
 			c.DependsOn = []plan.Address{countAddr}
 		}
@@ -178,7 +204,23 @@ func vfChanges(req *plan.Request, sp string, d schema.Device, pf *PF, recreated 
 		changes = append(changes, c)
 	}
 	sort.Slice(changes, func(a, b int) bool { return changes[a].Address.Less(changes[b].Address) })
-	return changes, errs
+	prop.Changes = changes
+	return prop
+}
+
+// pfAddressTaken refuses a VF GUID or MAC that is its PF's own (as the
+// host has it now): the VF and the PF would answer for one address.
+func pfAddressTaken(req *plan.Request, vp string, vf schema.VF, pf *PF) []schema.Finding {
+	var errs []schema.Finding
+	for _, g := range []struct{ key, val string }{{"node_guid", vf.NodeGUID}, {"port_guid", vf.PortGUID}} {
+		if g.val != "" && slices.Contains(pf.GUIDs, g.val) {
+			errs = append(errs, req.Finding(vp+"."+g.key, "%s is a GUID of the PF %s (its node or port GUID); a VF needs a GUID of its own", g.val, pf.Netdev))
+		}
+	}
+	if vf.MAC != "" && vf.MAC == pf.MAC {
+		errs = append(errs, req.Finding(vp+".mac", "%s is the MAC of the PF %s; a VF needs a MAC of its own", vf.MAC, pf.Netdev))
+	}
+	return errs
 }
 
 // applyVF sets one VF, rebinds it when its GUIDs changed, and reads it
