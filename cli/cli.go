@@ -150,9 +150,14 @@ func RunResults(args []string, env Env) (int, *Results) {
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	err := root.ExecuteContext(env.Ctx)
+	cmd, err := root.ExecuteContextC(env.Ctx)
 	if err == nil {
 		return 0, &a.results
+	}
+	if a.output == "" {
+		// The command failed before its -o was checked (a flag or an
+		// argument cobra refused): its error still follows -o json.
+		a.output = outputOf(cmd, args)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -182,6 +187,15 @@ would change, apply changes it and proves it by planning again.
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// -v is --verbose wherever it exists (the commands that read the
+	// host); the version is --version only, never -v.
+	root.Flags().Bool("version", false, "print rdmaform's version (as 'rdmaform version')")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if cmd.Flags().ShorthandLookup("v") == nil && strings.Contains(err.Error(), "'v' in -v") {
+			return fmt.Errorf("%w (-v is --verbose, a flag of the commands that read the host; the version is --version)", err)
+		}
+		return err
+	})
 	root.PersistentFlags().BoolVar(&a.noColorFlag, "no-color", false, "no ANSI colours (also NO_COLOR=1 or TERM=dumb; colours only ever go to a terminal)")
 	root.PersistentFlags().StringVar(&a.rootDir, "root", "", "read and write sysfs, configfs, /etc and /run under `DIR` (offline rendering, tests)")
 	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
@@ -57,6 +58,32 @@ func (a *app) checkOutput(cmd *cobra.Command) error {
 		hint = "; -o names a format now: write a report to a file with --report-file FILE"
 	}
 	return &exitError{code: plan.ExitError, err: fmt.Errorf("unknown output format %q (%s)%s", out, strings.Join(formats, ", "), hint)}
+}
+
+// outputOf is the -o FORMAT of a command whose flags may not have parsed
+// (an unknown flag, a bad value): its own -o flag when cobra parsed it,
+// else the -o found in args by a parse that skips every other flag; ""
+// when the command has no -o.
+func outputOf(cmd *cobra.Command, args []string) string {
+	if cmd == nil || cmd.Annotations[formatsAnnotation] == "" {
+		return ""
+	}
+	f := cmd.Flags().Lookup("output")
+	if f == nil {
+		return ""
+	}
+	if f.Changed {
+		return f.Value.String()
+	}
+	fs := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	fs.ParseErrorsWhitelist.UnknownFlags = true
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	out := fs.StringP("output", "o", f.DefValue, "")
+	// Other flags that take values may hide a -o as their value; a
+	// failed parse still leaves what it read before the failure.
+	_ = fs.Parse(args)
+	return *out
 }
 
 // jsonOut tells whether the command prints JSON.
