@@ -84,6 +84,9 @@ that could not be read); 2 drift, a failed health check or a finding;
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			if err := checkOutFile("--report-file", reportFile); err != nil {
+				return err
+			}
 			var waivers []audit.Waiver
 			if waiverFile != "" {
 				data, err := host.ReadLocalFile(waiverFile, a.env.Stdin)

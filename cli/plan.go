@@ -56,6 +56,9 @@ func (a *app) planCmd() *cobra.Command {
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutFile("--out", out); err != nil {
+				return err
+			}
 			spec, err := a.loadSpec(file)
 			if err != nil {
 				return err
@@ -487,6 +490,19 @@ func (a *app) savePlan(h *host.Host, res *plan.Result, spec *schema.Spec, file s
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("saving plan: %w", err)}
 	}
 	fmt.Fprintf(a.info(), "Saved the plan to %s; apply it with: %s\n", file, a.hint("apply", file))
+	return nil
+}
+
+// checkOutFile refuses, before anything is read, a file flag naming
+// something rdmaform must not replace (host.CheckLocalTarget); writing
+// checks it again.
+func checkOutFile(flag, name string) error {
+	if name == "" {
+		return nil
+	}
+	if err := host.CheckLocalTarget(name); err != nil {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", flag, err)}
+	}
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrEscapes is returned for a path that would leave the root, lexically or
@@ -344,9 +346,17 @@ func ReadLocalFile(name string, stdin io.Reader) ([]byte, error) {
 // MaxLocalFile bounds operator files rdmaform reads.
 const MaxLocalFile = 16 << 20
 
-// WriteLocalFile writes an operator file (a saved plan) with mode perm,
-// atomically.
+// WriteLocalFile writes an operator file (a saved plan, an audit report)
+// with mode perm, atomically: a new temporary file in the same directory
+// (O_EXCL, so it follows no link), then a rename over name. It refuses a
+// name that exists and is not a regular file (CheckLocalTarget): a
+// device node, a FIFO, a directory or a symlink is never replaced by a
+// plain file, and a rename replaces a directory entry, so nothing is ever
+// written through a link.
 func WriteLocalFile(name string, data []byte, perm fs.FileMode) error {
+	if err := CheckLocalTarget(name); err != nil {
+		return err
+	}
 	dir := filepath.Dir(name)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
 	if err != nil {
@@ -361,8 +371,67 @@ func WriteLocalFile(name string, data []byte, perm fs.FileMode) error {
 		tmp.Close()
 		return err
 	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	// Checked again right before the rename: what stands there now is
+	// what the rename replaces.
+	if err := CheckLocalTarget(name); err != nil {
+		return err
+	}
 	return os.Rename(tmp.Name(), name)
+}
+
+// NotRegularError is an operator file rdmaform was asked to write whose
+// name holds something other than a regular file.
+type NotRegularError struct {
+	Name string
+	Kind string // "symlink", "directory", "character device", ...
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is a %s, not a regular file: refusing to replace it (name a new file or a regular one)", e.Name, e.Kind)
+}
+
+// CheckLocalTarget accepts a name rdmaform may write an operator file to:
+// one that does not exist yet, or a regular file. The name itself is
+// opened with O_PATH|O_NOFOLLOW, so a symlink is seen as the link, never
+// as what it points to; anything else is a *NotRegularError.
+func CheckLocalTarget(name string) error {
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	kind := ""
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return nil
+	case unix.S_IFLNK:
+		kind = "symlink"
+	case unix.S_IFDIR:
+		kind = "directory"
+	case unix.S_IFCHR:
+		kind = "character device"
+	case unix.S_IFBLK:
+		kind = "block device"
+	case unix.S_IFIFO:
+		kind = "named pipe (FIFO)"
+	case unix.S_IFSOCK:
+		kind = "socket"
+	default:
+		kind = fmt.Sprintf("file of type %#o", st.Mode&unix.S_IFMT)
+	}
+	return &NotRegularError{Name: name, Kind: kind}
 }
