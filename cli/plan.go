@@ -192,17 +192,18 @@ type applyOptions struct {
 	confirmTimeout time.Duration
 	allowFirmware  bool
 	allowMgmt      bool
-	// only keeps the changes it returns true for; nil keeps all.
-	only func(*plan.Change) bool
+	// only is the activation --only keeps; nil keeps all.
+	only *plan.Activation
 }
 
 // onlyFilter parses --only.
-func onlyFilter(only string) (func(*plan.Change) bool, error) {
+func onlyFilter(only string) (*plan.Activation, error) {
 	switch only {
 	case "":
 		return nil, nil
 	case "runtime":
-		return func(c *plan.Change) bool { return c.Activation == plan.Runtime }, nil
+		act := plan.Runtime
+		return &act, nil
 	}
 	return nil, &exitError{code: plan.ExitError, err: fmt.Errorf("--only %q: the only filter is runtime", only)}
 }
@@ -225,6 +226,17 @@ func (a *app) buildFiltered(ctx context.Context, h *host.Host, spec *schema.Spec
 	return res, nil
 }
 
+// buildOnly plans and, with --only, makes the plan a partial one of that
+// activation (plan.Restrict: the other changes are its LeftOut).
+func (a *app) buildOnly(ctx context.Context, h *host.Host, spec *schema.Spec, only *plan.Activation) (*plan.Result, error) {
+	res, err := a.build(ctx, h, spec)
+	if err != nil || only == nil {
+		return res, err
+	}
+	res.Plan.Restrict(*only)
+	return res, nil
+}
+
 func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o applyOptions) error {
 	var doc *applyDoc
 	var deadline time.Time
@@ -233,7 +245,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	var stopOnce sync.Once
 	stop := func() { stopOnce.Do(stopProgress) }
 	defer stop()
-	build := func(ctx context.Context) (*plan.Result, error) { return a.buildFiltered(ctx, h, spec, o.only) }
+	build := func(ctx context.Context) (*plan.Result, error) { return a.buildOnly(ctx, h, spec, o.only) }
 	first := true
 	r, err := apply.Converge(ctx, h, apply.ConvergeOptions{
 		Build: func(ctx context.Context) (*plan.Result, error) {
@@ -325,11 +337,6 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		if len(p.Errors) == 0 {
 			a.syncRebootMarker(h, p)
 		}
-		if len(p.Errors) == 0 && o.only != nil {
-			if err := a.leftOutside(ctx, h, spec); err != nil {
-				return err
-			}
-		}
 		if a.jsonOut() {
 			doc.Errors = findingErrors(p.Errors)
 			doc.Pending, doc.Deferred = nonNil(p.Pending), nonNilD(p.Deferred)
@@ -338,6 +345,8 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 				return err
 			}
 		}
+		// A partial plan (--only) with nothing to do in its scope says
+		// what it leaves out in its summary and exits 2 for it.
 		return exitCode(p.ExitCode())
 	}
 	out := r.Outcome
@@ -346,6 +355,13 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		return a.interrupted(ctx, p, out)
 	}
 	after, msgs := r.After, r.Errors
+	var left bool
+	if o.only != nil && len(msgs) == 0 {
+		var err error
+		if left, err = a.leftOutside(context.WithoutCancel(ctx), h, spec, *o.only, p); err != nil {
+			return err
+		}
+	}
 	if a.jsonOut() {
 		doc.Applied, doc.Failed, doc.Skipped = append(doc.Applied, out.Applied...), append(doc.Failed, out.Failed...), append(doc.Skipped, out.Skipped...)
 		doc.Pending, doc.Deferred = nonNil(after.Pending), nonNilD(after.Deferred)
@@ -359,6 +375,8 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		switch {
 		case len(msgs) > 0:
 			return exitCode(plan.ExitError)
+		case left:
+			return exitCode(plan.ExitChanges)
 		case doc.RebootRequired:
 			return exitCode(plan.ExitReboot)
 		}
@@ -367,14 +385,14 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	if len(msgs) > 0 {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("apply failed:\n%s", strings.Join(msgs, "\n"))}
 	}
-	if o.only != nil {
-		if err := a.leftOutside(context.WithoutCancel(ctx), h, spec); err != nil {
-			return err
-		}
-	}
 	if len(after.Pending) > 0 || len(after.Deferred) > 0 {
 		fmt.Fprintln(a.env.Stdout, "Reboot required to finish.")
-		return exitCode(plan.ExitReboot)
+		if !left {
+			return exitCode(plan.ExitReboot)
+		}
+	}
+	if left {
+		return exitCode(plan.ExitChanges)
 	}
 	return nil
 }
@@ -408,22 +426,24 @@ func (a *app) interrupted(ctx context.Context, p *plan.Plan, out apply.Outcome) 
 }
 
 // leftOutside: after apply --only, the changes the filter left out are
-// still work to do; apply then exits 2 naming them, as plan would.
-func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec) error {
+// still work to do: it plans the whole spec again, records them in p's
+// LeftOut (for -o json), names them by activation and tells whether
+// there are any (apply then exits 2, as plan would).
+func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec, only plan.Activation, p *plan.Plan) (bool, error) {
 	full, err := a.build(ctx, h, spec)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if len(full.Plan.Changes) == 0 {
-		return nil
+	full.Plan.Restrict(only)
+	p.LeftOut = full.Plan.LeftOut
+	if len(p.LeftOut) == 0 {
+		return false, nil
 	}
-	var addrs []plan.Address
-	for _, c := range full.Plan.Changes {
-		addrs = append(addrs, c.Address)
-	}
-	fmt.Fprintf(a.msgs(), "Left for an apply without --only: %s.\n", plan.JoinAddrs(addrs, ", "))
-	return exitCode(plan.ExitChanges)
+	n := len(p.LeftOut)
+	fmt.Fprintf(a.msgs(), "Applied only %s changes; left for an apply without --only: %d %s (%s).\n", only, n, plural(n, "change", "changes"), plan.LeftOutText(p.LeftOut))
+	return true, nil
 }
+
 
 // syncRebootMarker keeps rdmaform's entry in /run/reboot-required true to
 // the plan apply ended with; a failure to write it is a warning.

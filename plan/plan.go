@@ -197,6 +197,54 @@ type Plan struct {
 	Deferred      []Deferred       `json:"deferred"`
 	Errors        []schema.Finding `json:"errors,omitempty"`
 	Summary       Summary          `json:"summary"`
+	// Only names the activation a partial plan keeps (apply --only
+	// runtime); LeftOut lists the changes it leaves for an apply without
+	// --only, each with its own activation. Both are empty in a whole plan.
+	Only    string    `json:"only,omitempty"`
+	LeftOut []LeftOut `json:"left_out,omitempty"`
+}
+
+// LeftOut is a change a partial plan does not make: its address and when
+// it would take effect.
+type LeftOut struct {
+	Address    Address    `json:"address"`
+	Activation Activation `json:"activation"`
+}
+
+// Restrict makes p a partial plan of the activation only: the other
+// changes move to LeftOut. Pending and deferred items stay: they still
+// describe the host.
+func (p *Plan) Restrict(only Activation) {
+	p.Only = only.String()
+	var keep []*Change
+	p.LeftOut = nil
+	for _, c := range p.Changes {
+		if c.Activation == only {
+			keep = append(keep, c)
+		} else {
+			p.LeftOut = append(p.LeftOut, LeftOut{Address: c.Address, Activation: c.Activation})
+		}
+	}
+	p.Changes = keep
+	p.Finish()
+}
+
+// LeftOutText words a partial plan's left-out changes for people, by
+// activation: "now: module[ib_ipoib], ipoib[ib0]; next-boot: firmware[…]".
+func LeftOutText(l []LeftOut) string {
+	var parts []string
+	for _, act := range []Activation{Now, NextBoot, Runtime} {
+		var addrs []Address
+		for _, x := range l {
+			if x.Activation == act {
+				addrs = append(addrs, x.Address)
+			}
+		}
+		if len(addrs) > 0 {
+			parts = append(parts, act.String()+": "+JoinAddrs(addrs, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Finish sorts every list and computes the summary. Changes are ordered by
@@ -267,7 +315,7 @@ func (p *Plan) ExitCode() int {
 	switch {
 	case len(p.Errors) > 0:
 		return ExitError
-	case len(p.Changes) > 0:
+	case len(p.Changes) > 0 || len(p.LeftOut) > 0:
 		return ExitChanges
 	case len(p.Pending) > 0 || len(p.Deferred) > 0:
 		return ExitReboot

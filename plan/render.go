@@ -89,16 +89,28 @@ func SummaryLine(p *Plan) string {
 		n := len(p.Errors)
 		return fmt.Sprintf("Plan failed: %d %s. Nothing will be changed.", n, plural(n, "error", "errors"))
 	}
+	left := ""
+	if n := len(p.LeftOut); n > 0 {
+		// A partial plan (apply --only) never says the host matches:
+		// the changes it leaves out are still to be made.
+		left = fmt.Sprintf(" Left for an apply without --only: %d %s (%s).", n, plural(n, "change", "changes"), LeftOutText(p.LeftOut))
+	}
 	if len(p.Changes) == 0 && len(p.Pending) == 0 && len(p.Deferred) == 0 {
+		if left != "" {
+			return fmt.Sprintf("No %s changes.", p.Only) + left
+		}
 		return "No changes. The host matches the spec."
 	}
 	line := fmt.Sprintf("Plan: %d to add, %d to change, %d to remove.", s.Add, s.Change, s.Remove)
+	if p.Only != "" {
+		line = fmt.Sprintf("Plan (%s changes only): %d to add, %d to change, %d to remove.", p.Only, s.Add, s.Change, s.Remove)
+	}
 	if s.RebootRequired {
 		line += " Reboot required."
 	} else if len(p.Deferred) > 0 {
 		line += fmt.Sprintf(" %d deferred until a reboot.", len(p.Deferred))
 	}
-	return line
+	return line + left
 }
 
 func plural(n int, one, many string) string {
