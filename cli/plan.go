@@ -444,7 +444,6 @@ func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	return true, nil
 }
 
-
 // syncRebootMarker keeps rdmaform's entry in /run/reboot-required true to
 // the plan apply ended with; a failure to write it is a warning.
 func (a *app) syncRebootMarker(h *host.Host, p *plan.Plan) {
