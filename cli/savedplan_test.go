@@ -11,10 +11,11 @@ import (
 )
 
 // TestSavedPlanIsExact: a saved plan whose spec was edited and its spec
-// digest recomputed, one made by another rdmaform, and one with an empty
-// identity (each with the body digest recomputed, as a careful forger
-// would) are refused with a clear reason, exit 1, nothing changed; the
-// untouched file applies.
+// digest recomputed, one whose change was edited or removed, one made by
+// another rdmaform version or commit, and one with an empty identity
+// (each with the body digest recomputed, as a careful forger would: the
+// digest is unkeyed), and one cut short, are refused with a clear reason,
+// exit 1, nothing changed; the untouched file applies.
 func TestSavedPlanIsExact(t *testing.T) {
 	dir := t.TempDir()
 	h := filepath.Join(dir, "host")
@@ -73,6 +74,19 @@ func TestSavedPlanIsExact(t *testing.T) {
 			m["rdmaform"].(map[string]any)["version"] = "0.0.1"
 			m["resign"] = true
 		}, "the plan was made by rdmaform 0.0.1"},
+		"a change edited, the digest recomputed": {func(m map[string]any) {
+			ch := m["plan"].(map[string]any)["changes"].([]any)[0].(map[string]any)
+			ch["attributes"].([]any)[0].(map[string]any)["after"] = 107
+			m["resign"] = true
+		}, "the spec in the plan no longer gives the changes it records on this host (the host changed since the plan was made, or the plan was edited); first difference: rdma_cm[mlx5_0/1] tos: the plan records 0 -> 107, the spec gives 0 -> 106 (differing: rdma_cm[mlx5_0/1])"},
+		"a change removed, the digest recomputed": {func(m map[string]any) {
+			m["plan"].(map[string]any)["changes"] = []any{}
+			m["resign"] = true
+		}, "first difference: rdma_cm[mlx5_0/1]: the plan records no change, the spec gives update"},
+		"another rdmaform commit": {func(m map[string]any) {
+			m["rdmaform"].(map[string]any)["commit"] = "0123456789ab"
+			m["resign"] = true
+		}, " (0123456789ab), this is "},
 		"empty identity": {func(m map[string]any) {
 			hs := m["host"].(map[string]any)
 			hs["hostname"] = ""
@@ -95,10 +109,92 @@ func TestSavedPlanIsExact(t *testing.T) {
 			}
 		})
 	}
+	t.Run("cut short", func(t *testing.T) {
+		b, err := os.ReadFile(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, "cut.json")
+		if err := os.WriteFile(f, b[:len(b)*2/3], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI(t, "--sim", h, "apply", f)
+		if code != 1 || !strings.Contains(errs, "saved plan is damaged (cut short?)") || !strings.Contains(errs, "nothing was changed") {
+			t.Errorf("exit %d, want 1 saying it is damaged:\n%s%s", code, out, errs)
+		}
+		if code, _, _ := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 {
+			t.Errorf("the host changed: plan exit %d", code)
+		}
+	})
 	if code, _, errs := runCLI(t, "--sim", h, "apply", good, "-f", good); code != 1 || !strings.Contains(errs, "not both") {
 		t.Errorf("apply PLAN -f PLAN: exit %d %s", code, errs)
 	}
 	if code, out, errs := runCLI(t, "--sim", h, "apply", good); code != 0 {
 		t.Errorf("the untouched plan: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestSavedPlanOnItsMachineOnly: a plan made on one machine is refused on
+// another machine of the same hostname (machine-id), and on its own
+// machine once an adapter's firmware version changed; each refusal says
+// why and changes nothing, and the plan applies once the host is as it was.
+func TestSavedPlanOnItsMachineOnly(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]string{"a": "4f1e0c2a9b7d4e3f8a6b5c4d3e2f1a0b", "b": "0b1a2f3e4d5c6b7a8f3e4d7b9a2c0e1f"}
+	for name, id := range hosts {
+		h := filepath.Join(dir, name)
+		if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx5-roce", "--hostname", "node7"); code != 0 {
+			t.Fatalf("sim new: %s", errs)
+		}
+		if err := os.MkdirAll(filepath.Join(h, "etc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h, "etc/machine-id"), []byte(id+"\n"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	saved := filepath.Join(dir, "a.plan")
+	if code, _, errs := runCLI(t, "--sim", a, "plan", "-f", spec, "--out", saved); code != 2 {
+		t.Fatalf("plan --out: exit %d %s", code, errs)
+	}
+	refused := func(h, why string) {
+		t.Helper()
+		code, out, errs := runCLI(t, "--sim", h, "apply", saved)
+		if code != 1 || !strings.Contains(errs, "saved plan is stale, nothing was changed: "+why+"; run plan again") {
+			t.Errorf("exit %d, want 1 saying %q:\n%s%s", code, why, out, errs)
+		}
+		if code, _, _ := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 {
+			t.Errorf("the host changed: plan exit %d", code)
+		}
+	}
+	refused(b, `different machine: the plan was made on machine-id "4f1e0c2a9b7d4e3f8a6b5c4d3e2f1a0b", this is "0b1a2f3e4d5c6b7a8f3e4d7b9a2c0e1f"`)
+
+	// The kernel shows a flashed firmware's version in fw_ver once the
+	// card runs it.
+	fw := filepath.Join(a, "sys/devices/pci0000:00/0000:5e:00.1/infiniband/mlx5_1/fw_ver")
+	was, err := os.ReadFile(fw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(was) != "16.35.2000\n" {
+		t.Fatalf("mlx5_1's fw_ver is %q", was)
+	}
+	if err := os.WriteFile(fw, []byte("16.35.3000\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	refused(a, "adapters changed: mlx5_1 firmware 16.35.2000, now 16.35.3000")
+	if err := os.WriteFile(fw, was, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "--sim", a, "apply", saved); code != 0 {
+		t.Errorf("on its host as it was: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", a, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after apply: exit %d\n%s%s", code, out, errs)
 	}
 }

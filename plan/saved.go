@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -17,6 +18,9 @@ import (
 // SavedKind marks a saved plan file.
 const SavedKind = "rdmaform-plan"
 
+// savedKindRE finds a saved plan's kind in a file that is not valid JSON.
+var savedKindRE = regexp.MustCompile(`"kind"\s*:\s*"` + SavedKind + `"`)
+
 // Saved is a plan written by `plan --out`: the plan, the spec it was made
 // from (its bytes, so apply needs nothing else), and what the host was when
 // it was made. `apply FILE` re-discovers and refuses a plan whose host has
@@ -24,8 +28,8 @@ const SavedKind = "rdmaform-plan"
 type Saved struct {
 	Kind          string `json:"kind"`
 	FormatVersion int    `json:"format_version"`
-	// Rdmaform is the build that made the plan (an apply by another
-	// version still checks the host, not the version).
+	// Rdmaform is the build that made the plan: only the same version
+	// and commit apply it (what a change does is that build's code).
 	Rdmaform version.Info `json:"rdmaform"`
 	Spec     struct {
 		File    string `json:"file"`
@@ -37,8 +41,10 @@ type Saved struct {
 	// observation: anything rdmaform read that the plan depends on.
 	ObservedDigest string `json:"observed_digest"`
 	Plan           *Plan  `json:"plan"`
-	// Digest covers everything above (the file with digest ""), so that
-	// an edit anywhere, the spec or the changes, is caught.
+	// Digest covers everything above (the file with digest ""). It is an
+	// unkeyed sha256: it catches accidental damage, not a deliberate edit
+	// (anyone can recompute it); Check catches an edit of the changes by
+	// planning the embedded spec again.
 	Digest string `json:"digest"`
 }
 
@@ -135,6 +141,11 @@ func LoadSaved(data []byte) (s *Saved, ok bool, err error) {
 	}
 	s = &Saved{}
 	if err := json.Unmarshal(trimmed, s); err != nil {
+		// A saved plan that no longer parses but says its kind was cut
+		// short or damaged, and is not a spec to try instead.
+		if savedKindRE.Match(trimmed) {
+			return nil, true, fmt.Errorf("saved plan is damaged (cut short?): it is not valid JSON (%v); nothing was changed: make it again with plan --out", err)
+		}
 		return nil, false, nil
 	}
 	if s.Kind != SavedKind {
@@ -164,11 +175,13 @@ func (e *StaleError) Error() string {
 	return "saved plan is stale, nothing was changed: " + strings.Join(e.Reasons, "; ") + "; run plan again"
 }
 
-// Check compares a saved plan with a fresh discovery of the host: the
-// same rdmaform version, the same host (hostname, machine-id) in the same
-// boot with the same adapters, and the same changes with the same before
-// values; otherwise the plan is refused. A change of the host that the
-// plan does not touch does not make it stale.
+// Check compares a saved plan with now, its embedded spec planned again on
+// the host: the same rdmaform build (version and commit), the same host
+// (hostname, machine-id) in the same boot with the same adapters and
+// firmware versions, and, on the same host, the same changes and pending
+// items with the same before values; otherwise the plan is refused,
+// naming the first difference. A change of the host that the plan does
+// not touch does not make it stale.
 func (s *Saved) Check(h *host.Host, now *Result) error {
 	var why []string
 	if v := version.Get(); v.Version != s.Rdmaform.Version || v.Commit != s.Rdmaform.Commit {
@@ -188,8 +201,12 @@ func (s *Saved) Check(h *host.Host, now *Result) error {
 		why = append(why, "adapters changed: "+d)
 	}
 	if len(why) == 0 {
-		if d := changedAddresses(s.Plan, now.Plan); d != "" {
-			why = append(why, "the host's state changed since the plan was made, and with it the changes"+d)
+		// What apply changes is what the embedded spec gives on this host
+		// now; the plan shows the changes it recorded. The two must be
+		// the same: the digest is unkeyed, so a plan whose changes were
+		// edited and its digest recomputed is caught here.
+		if d := planDifference(s.Plan, now.Plan); d != "" {
+			why = append(why, "the spec in the plan no longer gives the changes it records on this host (the host changed since the plan was made, or the plan was edited); "+d)
 		}
 	}
 	if len(why) > 0 {
@@ -228,41 +245,176 @@ func adapterDiff(was, now []AdapterID) string {
 	return strings.Join(out, ", ")
 }
 
-// changedAddresses names the resources whose planned change differs
-// (action, activation, attributes with their before and after values,
-// dependencies), and pending items that differ; "" when none does.
-func changedAddresses(was, now *Plan) string {
-	key := func(c *Change) string {
-		b, _ := json.Marshal(c)
-		return string(b)
-	}
-	pend := func(p *Plan) string {
-		b, _ := json.Marshal(p.Pending)
-		return string(b)
-	}
-	w := map[string]string{}
+// planDifference compares the changes and pending items a saved plan
+// records with those its spec gives on the host now: "" when they are the
+// same (action, activation, source, attributes with their before and after
+// values, dependencies, disrupted netdevs; pending items with their
+// current and next-boot values), else the first difference, in address
+// order, and every address that differs.
+func planDifference(was, now *Plan) string {
+	w := map[string]*Change{}
 	for _, c := range was.Changes {
-		w[c.Address.String()] = key(c)
+		w[c.Address.String()] = c
 	}
-	var diff []string
-	seen := map[string]bool{}
+	n := map[string]*Change{}
 	for _, c := range now.Changes {
-		seen[c.Address.String()] = true
-		if w[c.Address.String()] != key(c) {
-			diff = append(diff, c.Address.String())
+		n[c.Address.String()] = c
+	}
+	var addrs []string
+	for a := range w {
+		addrs = append(addrs, a)
+	}
+	for a := range n {
+		if _, ok := w[a]; !ok {
+			addrs = append(addrs, a)
 		}
 	}
-	for a := range w {
-		if !seen[a] {
+	sort.Strings(addrs)
+	var first string
+	var diff []string
+	for _, a := range addrs {
+		if d := changeDifference(a, w[a], n[a]); d != "" {
+			if first == "" {
+				first = d
+			}
 			diff = append(diff, a)
 		}
 	}
-	if pend(was) != pend(now) {
+	if first == "" && len(was.Changes) != len(now.Changes) {
+		first = fmt.Sprintf("the plan records %d changes, the spec gives %d", len(was.Changes), len(now.Changes))
+		diff = append(diff, "changes")
+	}
+	if d := pendingDifference(was.Pending, now.Pending); d != "" {
+		if first == "" {
+			first = d
+		}
 		diff = append(diff, "pending reboot items")
 	}
-	if len(diff) == 0 {
+	if first == "" {
 		return ""
 	}
-	sort.Strings(diff)
-	return " (" + strings.Join(diff, ", ") + ")"
+	return "first difference: " + first + " (differing: " + strings.Join(diff, ", ") + ")"
+}
+
+// shown is a value as a difference prints it ("" for none).
+func shown(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
+}
+
+// changeDifference says how the recorded change w of address a differs
+// from the change n the spec gives now (either may be nil: no change);
+// "" when they are the same.
+func changeDifference(a string, w, n *Change) string {
+	switch {
+	case w == nil && n == nil:
+		return ""
+	case w == nil:
+		return fmt.Sprintf("%s: the plan records no change, the spec gives %s", a, n.Action)
+	case n == nil:
+		return fmt.Sprintf("%s: the plan records %s, the spec gives no change", a, w.Action)
+	}
+	differs := func(what, recorded, given string) string {
+		return fmt.Sprintf("%s %s: the plan records %s, the spec gives %s", a, what, recorded, given)
+	}
+	if w.Action != n.Action {
+		return differs("action", w.Action.String(), n.Action.String())
+	}
+	if w.Activation != n.Activation {
+		return differs("activation", w.Activation.String(), n.Activation.String())
+	}
+	attrs := func(c *Change) (map[string]Attr, []string) {
+		m := map[string]Attr{}
+		var names []string
+		for _, at := range c.Attributes {
+			m[at.Name] = at
+			names = append(names, at.Name)
+		}
+		return m, names
+	}
+	wa, wn := attrs(w)
+	na, nn := attrs(n)
+	for _, name := range append(wn, nn...) {
+		x, inW := wa[name]
+		y, inN := na[name]
+		switch {
+		case !inN:
+			return differs(name, shown(x.Before)+" -> "+shown(x.After), "no change of it")
+		case !inW:
+			return differs(name, "no change of it", shown(y.Before)+" -> "+shown(y.After))
+		case x != y:
+			return differs(name, shown(x.Before)+" -> "+shown(x.After), shown(y.Before)+" -> "+shown(y.After))
+		}
+	}
+	if strings.Join(wn, ",") != strings.Join(nn, ",") {
+		return differs("attributes", strings.Join(wn, ", "), strings.Join(nn, ", "))
+	}
+	list := func(l []Address) string {
+		var s []string
+		for _, x := range l {
+			s = append(s, x.String())
+		}
+		return "[" + strings.Join(s, ", ") + "]"
+	}
+	if list(w.DependsOn) != list(n.DependsOn) {
+		return differs("depends on", list(w.DependsOn), list(n.DependsOn))
+	}
+	if d, e := "["+strings.Join(w.Disrupts, ", ")+"]", "["+strings.Join(n.Disrupts, ", ")+"]"; d != e {
+		return differs("disrupts", d, e)
+	}
+	if pos(w.Source) != pos(n.Source) {
+		return differs("source", pos(w.Source), pos(n.Source))
+	}
+	return ""
+}
+
+// pos prints a change's source ("none" for none).
+func pos(p *Source) string {
+	if p == nil {
+		return "none"
+	}
+	return p.String()
+}
+
+// pendingDifference says how the recorded pending items differ from those
+// the spec gives now: the first difference, "" when none.
+func pendingDifference(was, now []Pending) string {
+	key := func(p Pending) string { return p.Address.String() + " " + p.Attribute }
+	item := func(p Pending) string {
+		return fmt.Sprintf("%s (current %s) from %s", shown(p.NextBoot), shown(p.Current), pos(p.Source))
+	}
+	n := map[string]Pending{}
+	for _, p := range now {
+		n[key(p)] = p
+	}
+	w := map[string]Pending{}
+	var keys []string
+	for _, p := range was {
+		w[key(p)] = p
+		keys = append(keys, key(p))
+	}
+	for _, p := range now {
+		if _, ok := w[key(p)]; !ok {
+			keys = append(keys, key(p))
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		x, inW := w[k]
+		y, inN := n[k]
+		switch {
+		case !inN:
+			return fmt.Sprintf("pending %s: the plan records %s, the spec gives nothing pending", k, item(x))
+		case !inW:
+			return fmt.Sprintf("pending %s: the plan records nothing pending, the spec gives %s", k, item(y))
+		case item(x) != item(y):
+			return fmt.Sprintf("pending %s: the plan records %s, the spec gives %s", k, item(x), item(y))
+		}
+	}
+	if len(was) != len(now) {
+		return fmt.Sprintf("the plan records %d pending items, the spec gives %d", len(was), len(now))
+	}
+	return ""
 }
