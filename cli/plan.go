@@ -107,10 +107,13 @@ attribute. Firmware changes take effect at the next boot and are reported
 as pending, never applied again.
 
 A saved plan (plan --out FILE), given as the argument or with -f, is
-applied without asking, exactly: the file must be intact (its digest),
-made by this rdmaform version, on this host (hostname, machine-id) in
-this boot, and a fresh discovery must give the very changes it records,
-with the same before values; otherwise it is refused and nothing changes.
+applied without asking, exactly: the file must be intact (its digest, an
+unkeyed sha256 against accidental damage), made by this rdmaform build
+(version and commit), on this host (hostname, machine-id) in this boot
+with the same adapters and firmware versions, and its spec planned again
+on this host must give the very changes and pending items it records,
+with the same before values; otherwise it is refused, naming the first
+difference, and nothing changes.
 
 ` + exitCodesHelp,
 		Args: cobra.MaximumNArgs(1),
