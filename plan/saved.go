@@ -69,10 +69,7 @@ type AdapterID struct {
 // adapters with firmware versions.
 func Identify(h *host.Host, inv *inventory.Inventory) Identity {
 	id := Identity{Adapters: []AdapterID{}}
-	id.Hostname, _ = h.Hostname()
-	if id.Hostname == "" {
-		id.Hostname, _ = host.ReadAttr(h.FS, "/etc/hostname")
-	}
+	id.Hostname, _ = h.Hostname() // /etc/hostname when there is no /proc
 	id.MachineID, _ = host.ReadAttr(h.FS, "/etc/machine-id")
 	id.BootID, _ = host.ReadAttr(h.FS, "/proc/sys/kernel/random/boot_id")
 	for _, d := range inv.Devices {

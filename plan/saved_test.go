@@ -395,6 +395,11 @@ func TestSavedPlanRecords(t *testing.T) {
 	if plan.ObservedDigest(res) == s.ObservedDigest {
 		t.Errorf("the observed digest does not change with the observation")
 	}
+	was := plan.ObservedDigest(res)
+	res.Request.Inv.Devices[0].FWVer = "16.35.3000"
+	if plan.ObservedDigest(res) == was {
+		t.Errorf("the observed digest does not change with the inventory")
+	}
 	// An offline tree without /proc names itself in /etc/hostname.
 	if err := os.Remove(filepath.Join(sh.dir, "proc/sys/kernel/hostname")); err != nil {
 		t.Fatal(err)
