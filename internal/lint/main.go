@@ -18,6 +18,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -137,22 +138,30 @@ func isAllowed(dir string) bool {
 }
 
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run checks the tree args[0] names (".", without one), prints every
+// problem to stdout and returns the exit code: 1 when there is a problem
+// or the tree cannot be read, 0 when it is clean.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := "."
-	if len(os.Args) > 1 {
-		root = os.Args[1]
+	if len(args) > 0 {
+		root = args[0]
 	}
 	problems, err := check(root)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "lint:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "lint:", err)
+		return 1
 	}
 	for _, p := range problems {
-		fmt.Println(p)
+		fmt.Fprintln(stdout, p)
 	}
 	if len(problems) > 0 {
-		fmt.Printf("lint: %d calls past the OS boundary\n", len(problems))
-		os.Exit(1)
+		fmt.Fprintf(stdout, "lint: %d calls past the OS boundary\n", len(problems))
+		return 1
 	}
+	return 0
 }
 
 // check returns every boundary violation below root, sorted.

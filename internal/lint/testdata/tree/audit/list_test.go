@@ -1,0 +1,4 @@
+// A test of the audit may import a provider.
+package audit
+
+import _ "github.com/rdmaform/rdmaform/providers/toy"

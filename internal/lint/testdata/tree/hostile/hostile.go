@@ -1,0 +1,6 @@
+// hostile/ is not host/.
+package hostile
+
+import "os"
+
+func peek() { _, _ = os.Stat("/") }

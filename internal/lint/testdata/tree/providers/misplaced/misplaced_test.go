@@ -1,0 +1,4 @@
+// Tests are free to define methods anywhere.
+package misplaced
+
+func (*Provider) Revert2() {}

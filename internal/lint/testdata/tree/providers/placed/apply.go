@@ -1,0 +1,5 @@
+package placed
+
+func (*Provider) Make()        {}
+func (*Provider) ApplyBatch()  {}
+func (*Provider) ParallelKey() {}

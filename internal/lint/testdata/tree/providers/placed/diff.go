@@ -1,0 +1,3 @@
+package placed
+
+func (*Provider) Plan() {}
