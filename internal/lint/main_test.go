@@ -163,11 +163,16 @@ func TestRun(t *testing.T) {
 		t.Errorf("a clean tree: exit %d, stdout %q, stderr %q", code, out.String(), errs.String())
 	}
 
-	broken := t.TempDir()
+	// A body that does not parse, and an import clause that does not
+	// (read before the body, and alone in a test or at the boundary).
+	broken, brokenImport := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(broken, "broken.go"), []byte("package broken\n\nfunc {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{broken, filepath.Join(clean, "missing")} {
+	if err := os.WriteFile(filepath.Join(brokenImport, "broken_test.go"), []byte("package broken\n\nimport (\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{broken, brokenImport, filepath.Join(clean, "missing")} {
 		out.Reset()
 		errs.Reset()
 		if code := run([]string{dir}, &out, &errs); code != 1 || !strings.HasPrefix(errs.String(), "lint: ") || out.Len() != 0 {
