@@ -17,8 +17,8 @@ func (a *app) simFaultCmd() *cobra.Command {
 	var message string
 	var clear bool
 	cmd := &cobra.Command{
-		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL) [--match M] [--exit N|--errno E|--hang|--kill] [--message M] [--times N]",
-		Short: "Make an operation of a simulated host fail, hang or kill rdmaform",
+		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL) [--match M] [--exit N|--errno E|--hang|--kill|--drop] [--message M] [--times N]",
+		Short: "Make an operation of a simulated host fail, hang, not stick or kill rdmaform",
 		Long: `Store a fault in the simulated host's sim.yaml. It breaks the first
 matching operation of every later command (or the next N with --times):
 
@@ -35,7 +35,10 @@ matching operation of every later command (or the next N with --times):
 
 Writes, netlink and systemd fail with --errno (EIO by default) and
 --message. --kill instead SIGKILLs the rdmaform process when the operation
-is reached, before it is carried out. --clear removes every fault.`,
+is reached, before it is carried out. --drop makes it succeed without
+effect (the tool exits 0, the write or netlink call returns no error, the
+value stays): a setting that does not stick, which only a read-back
+finds. --clear removes every fault.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := sim.Open(args[0])
@@ -53,7 +56,7 @@ is reached, before it is carried out. --clear removes every fault.`,
 			if message != "" {
 				f.Stderr = message + "\n"
 			}
-			if f.Tool != "" && f.Exit == 0 && !f.Hang && !f.Kill {
+			if f.Tool != "" && f.Exit == 0 && !f.Hang && !f.Kill && !f.Drop {
 				f.Exit = 1
 			}
 			if err := s.AddFault(f); err != nil {
@@ -74,6 +77,7 @@ is reached, before it is carried out. --clear removes every fault.`,
 	fl.StringVar(&message, "message", "", "the tool's stderr, or the kernel's or manager's message")
 	fl.BoolVar(&f.Hang, "hang", false, "the tool hangs until the command's timeout")
 	fl.BoolVar(&f.Kill, "kill", false, "SIGKILL the rdmaform process when the operation is reached")
+	fl.BoolVar(&f.Drop, "drop", false, "the operation succeeds without effect (a setting that does not stick)")
 	fl.IntVar(&f.Times, "times", 0, "fire this many times, then disappear (0: always)")
 	fl.BoolVar(&clear, "clear", false, "remove every fault")
 	return cmd

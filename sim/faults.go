@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -27,9 +28,15 @@ import (
 // the simulated host just before the operation: what a crash, an OOM kill
 // or a lost power supply does to rdmaform between two changes. Times
 // counts down in sim.yaml before the kill, so a Times: 1 kill fires once.
+//
+// Drop instead makes the operation succeed without effect: the tool exits
+// 0 having changed nothing, the write or the netlink call returns no
+// error and the value stays what it was. That is a setting that does not
+// stick (a driver that accepts a value and keeps its own, firmware that
+// owns DCB): only reading the value back finds it.
 
 // NetlinkOps are the netlink operations a fault can fail.
-var NetlinkOps = []string{"LinkSetUp", "LinkSetDown", "LinkSetMTU", "AddrAdd", "AddrDel", "RdmaLinkAdd", "RdmaLinkDel"}
+var NetlinkOps = []string{"LinkSetUp", "LinkSetDown", "LinkSetMTU", "LinkSetVF", "AddrAdd", "AddrDel", "RdmaLinkAdd", "RdmaLinkDel"}
 
 // SystemdOps are the service manager calls a fault can fail.
 var SystemdOps = []string{"StartUnit", "StopUnit", "EnableUnitFiles", "DisableUnitFiles", "Reload"}
@@ -118,6 +125,9 @@ func (f *Fault) Validate() error {
 			return err
 		}
 	}
+	if f.Drop && (f.Kill || f.Hang || f.Errno != "" || f.Exit != 0 || f.Stdout != "" || f.Stderr != "") {
+		return fmt.Errorf("a dropped operation succeeds without effect: no errno, exit code, message, hang or kill")
+	}
 	if f.Hang && f.Tool == "" {
 		return fmt.Errorf("only a tool can hang")
 	}
@@ -194,13 +204,30 @@ func killSelf() {
 	select {} // the signal is delivered asynchronously; never go on
 }
 
-// inject returns the injected error for an operation, or nil.
+// errDropped is what inject returns for a fault that drops the operation;
+// callers return unlessDropped(err), so the operation succeeds without
+// effect.
+var errDropped = errors.New("dropped by a fault")
+
+// unlessDropped is nil for an operation a fault dropped, else err.
+func unlessDropped(err error) error {
+	if errors.Is(err, errDropped) {
+		return nil
+	}
+	return err
+}
+
+// inject returns the injected error for an operation (errDropped for a
+// dropped one), or nil.
 func (s *Sim) inject(k faultKind, name, detail string) error {
 	s.mu.Lock()
 	f := s.takeLocked(k, name, detail)
 	s.mu.Unlock()
 	if f == nil {
 		return nil
+	}
+	if f.Drop {
+		return errDropped
 	}
 	errno, _ := errnoOf(f.Errno)
 	var err error = errno

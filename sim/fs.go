@@ -44,7 +44,7 @@ func cleanPath(name string) string { return path.Clean(name) }
 func (f *simFS) Mkdir(name string, perm fs.FileMode) error {
 	name = cleanPath(name)
 	if err := f.sim.inject(faultWrite, name, "mkdir"); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	if m := cmGroupRE.FindStringSubmatch(name); m != nil {
 		return f.sim.mutateGroups(func(st *State) error {
@@ -110,7 +110,7 @@ func (f *simFS) ReadFile(name string) ([]byte, error) {
 func (f *simFS) WriteAttr(name string, data []byte) error {
 	name = cleanPath(name)
 	if err := f.sim.inject(faultWrite, name, "write"); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	if m := cmAttrRE.FindStringSubmatch(name); m != nil {
 		port, _ := strconv.Atoi(m[2])
@@ -148,7 +148,7 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 // WriteFile implements host.FS; only faults make it differ from a file.
 func (f *simFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if err := f.sim.inject(faultWrite, cleanPath(name), "write"); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return f.RootFS.WriteFile(name, data, perm)
 }

@@ -61,7 +61,7 @@ func (n *simNet) LinkSetUp(name string, up bool) error {
 		op = "LinkSetUp"
 	}
 	if err := n.sim.inject(faultNetlink, op, name); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return n.change(name, func(_ *State, nd *Netdev) error { nd.Up = up; return nil })
 }
@@ -69,7 +69,7 @@ func (n *simNet) LinkSetUp(name string, up bool) error {
 // LinkSetMTU implements host.Net.
 func (n *simNet) LinkSetMTU(name string, mtu int) error {
 	if err := n.sim.inject(faultNetlink, "LinkSetMTU", name); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return n.change(name, func(_ *State, nd *Netdev) error {
 		max := 9216
@@ -113,7 +113,7 @@ func (n *simNet) AddrList(name string) ([]host.Addr, error) {
 // AddrAdd implements host.Net.
 func (n *simNet) AddrAdd(name string, p netip.Prefix) error {
 	if err := n.sim.inject(faultNetlink, "AddrAdd", name+" "+p.String()); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return n.change(name, func(_ *State, nd *Netdev) error {
 		for _, a := range append(append([]string{}, nd.Addrs...), nd.DynAddrs...) {
@@ -129,7 +129,7 @@ func (n *simNet) AddrAdd(name string, p netip.Prefix) error {
 // AddrDel implements host.Net.
 func (n *simNet) AddrDel(name string, p netip.Prefix) error {
 	if err := n.sim.inject(faultNetlink, "AddrDel", name+" "+p.String()); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return n.change(name, func(_ *State, nd *Netdev) error {
 		for i, a := range nd.Addrs {
@@ -169,7 +169,7 @@ func (n *simNet) RdmaLinkList() ([]host.RdmaLink, error) {
 // name in use, EINVAL without the rdma_rxe module.
 func (n *simNet) RdmaLinkAdd(name, netdev string) error {
 	if err := n.sim.inject(faultNetlink, "RdmaLinkAdd", name+" "+netdev); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return n.sim.mutate(false, func(st *State) error {
 		if !st.ModuleLoaded("ib_core") {
@@ -225,7 +225,7 @@ func rxeGUID(mac string) string {
 // RdmaLinkDel implements host.Net.
 func (n *simNet) RdmaLinkDel(name string) error {
 	if err := n.sim.inject(faultNetlink, "RdmaLinkDel", name); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return n.sim.mutate(false, func(st *State) error {
 		if !st.ModuleLoaded("ib_core") {

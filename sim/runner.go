@@ -84,9 +84,12 @@ func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fau
 	}
 	var stdout, stderr string
 	var code int
-	if fault != nil {
+	switch {
+	case fault != nil && fault.Drop:
+		// Exits 0 having done nothing: the write did not stick.
+	case fault != nil:
 		stdout, stderr, code = fault.Stdout, fault.Stderr, fault.Exit
-	} else {
+	default:
 		stdout, stderr, code = fn(ctx, r.sim, c.Args[1:], c.Stdin)
 	}
 	res := host.Result{Stdout: []byte(stdout), Stderr: []byte(stderr)}

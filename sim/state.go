@@ -187,6 +187,9 @@ type Fault struct {
 	Stdout string `yaml:"stdout,omitempty"`
 	Stderr string `yaml:"stderr,omitempty"`
 	Hang   bool   `yaml:"hang,omitempty"`
+	// Drop makes the operation succeed without effect (a setting that
+	// does not stick).
+	Drop bool `yaml:"drop,omitempty"`
 	// Times limits how often it fires (0: always).
 	Times int `yaml:"times,omitempty"`
 }

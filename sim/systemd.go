@@ -216,7 +216,7 @@ func (m *simSystemd) toggle(name string, enable bool) error {
 	}
 	m.record(op + " " + name)
 	if err := m.sim.inject(faultSystemd, op, name); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	uf, err := m.sim.readUnitFile(name)
 	if err != nil {
@@ -287,7 +287,7 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 	}
 	m.record(op + " " + name + " replace")
 	if err := m.sim.inject(faultSystemd, op, name); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	st, err := m.Unit(ctx, name)
 	if err != nil {
@@ -323,7 +323,7 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 // when asked, so there is nothing to re-read.
 func (m *simSystemd) Reload(context.Context) error {
 	m.record("Reload")
-	return m.sim.inject(faultSystemd, "Reload", "")
+	return unlessDropped(m.sim.inject(faultSystemd, "Reload", ""))
 }
 
 // rebootSystemd does to the service manager what a boot does: enabled

@@ -29,7 +29,7 @@ func (st *State) pfOfNetdev(name string) *Device {
 // does not have EINVAL, as from rtnetlink.
 func (n *simNet) LinkSetVF(pf string, vf int, c host.VFConfig) error {
 	if err := n.sim.inject(faultNetlink, "LinkSetVF", fmt.Sprintf("%s vf %d", pf, vf)); err != nil {
-		return err
+		return unlessDropped(err)
 	}
 	return n.sim.mutateSaved(func(st *State) error {
 		nd := st.Netdev(pf)

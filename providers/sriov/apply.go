@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -40,6 +41,30 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, _ any
 		if err := h.FS.WriteAttr(name, []byte(strconv.Itoa(n)+"\n")); err != nil {
 			return numVFsError(name, n, err)
 		}
+	}
+	return readBack(h, pl)
+}
+
+// readBack proves the writes took: a write the kernel accepts is not yet
+// a VF count (a driver may fail to enable VFs and keep 0), and the VF
+// settings that depend on this change must not run on VFs that are not
+// there.
+//
+// Equivalent to: cat /sys/bus/pci/devices/PCI/sriov_{numvfs,drivers_autoprobe}
+func readBack(h *host.Host, pl *payload) error {
+	got, err := Read(h, pl.pci)
+	if err != nil {
+		return fmt.Errorf("reading SR-IOV state of %s back: %w", pl.pci, err)
+	}
+	var bad []string
+	if pl.autoprobe != nil && got.Autoprobe != *pl.autoprobe {
+		bad = append(bad, fmt.Sprintf("sriov_drivers_autoprobe is %t, not %t", got.Autoprobe, *pl.autoprobe))
+	}
+	if len(pl.writes) > 0 && got.NumVFs != pl.want {
+		bad = append(bad, fmt.Sprintf("sriov_numvfs is %d, not %d", got.NumVFs, pl.want))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s after the writes: %s", pl.pci, strings.Join(bad, "; "))
 	}
 	return nil
 }
