@@ -25,7 +25,7 @@ const ConfirmFile = "/run/rdmaform/confirm-pending"
 // before the first change; without it, every change of this apply is
 // reverted, last first, and the revert is reported. The journal and the
 // watcher armRollback set up cover the case where this process dies.
-func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome, timeout time.Duration, deadline time.Time, failed bool) error {
+func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome, timeout time.Duration, failed bool) error {
 	if len(out.Done) == 0 {
 		_ = h.FS.Remove(ConfirmFile)
 		if j, err := readJournal(h); err == nil {
@@ -35,6 +35,18 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		return nil
 	}
 	if !failed {
+		// The operator gets the whole timeout from the question on, however
+		// long the apply took: the journal says so before the question is
+		// asked (the watcher reads its deadline there), and NetworkManager's
+		// checkpoint is moved to the same deadline.
+		deadline := time.Now().Add(timeout)
+		if j, err := readJournal(h); err == nil {
+			j.Deadline, j.Asked = deadline.UTC(), true
+			if err := j.write(h); err != nil {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("recording the pending confirmation: %w", err)}
+			}
+			a.adjustCheckpoint(ctx, j.NMCheckpoint, timeout)
+		}
 		if err := h.FS.WriteFile(ConfirmFile, []byte(fmt.Sprintf("pid %d, revert at %s\n", os.Getpid(), deadline.UTC().Format(time.RFC3339))), 0o600); err != nil {
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("recording the pending confirmation: %w", err)}
 		}

@@ -242,7 +242,6 @@ func (a *app) buildOnly(ctx context.Context, h *host.Host, spec *schema.Spec, on
 
 func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o applyOptions) error {
 	var doc *applyDoc
-	var deadline time.Time
 	// The live progress of the changes ends before apply's summary.
 	progress, stopProgress := a.progress()
 	var stopOnce sync.Once
@@ -296,8 +295,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 				if o.confirmTimeout == 0 {
 					return nil
 				}
-				deadline = time.Now().Add(o.confirmTimeout)
-				if err := a.armRollback(ctx, h, spec, p, deadline); err != nil {
+				if err := a.armRollback(ctx, h, spec, p, time.Now().Add(o.confirmTimeout)); err != nil {
 					return &exitError{code: plan.ExitError, err: fmt.Errorf("refusing to apply, nothing was changed: %w", err)}
 				}
 				return nil
@@ -321,7 +319,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 				if o.confirmTimeout == 0 {
 					return nil
 				}
-				return a.awaitConfirm(ctx, h, out, o.confirmTimeout, deadline, failed)
+				return a.awaitConfirm(ctx, h, out, o.confirmTimeout, failed)
 			},
 		},
 	})

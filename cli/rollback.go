@@ -48,8 +48,15 @@ const (
 // journal is the undo journal.
 type journal struct {
 	// PID is the apply that armed it.
-	PID      int       `json:"pid"`
+	PID int `json:"pid"`
+	// Deadline is when the confirmation is due. Armed before the first
+	// change as the confirm timeout from then; once the changes are made
+	// and the operator is asked (Asked), the timeout from the question.
+	// Until the apply asks, the watcher leaves a living apply alone,
+	// however long it takes, and rolls back a dead one at once: nobody
+	// can confirm an apply that never asked.
 	Deadline time.Time `json:"deadline"`
+	Asked    bool      `json:"asked,omitempty"`
 	// Addresses are the resources the plan touches; the rollback makes
 	// no other change.
 	Addresses []string `json:"addresses"`
@@ -258,7 +265,10 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		}
 	}()
 	if used["ipoib"] && a.simDir == "" {
-		cp, err := a.createCheckpoint(ctx, time.Until(deadline))
+		// NetworkManager rolls back by itself: its timeout covers the
+		// apply too (every change taking its command's whole timeout); the
+		// question moves it to the operator's deadline.
+		cp, err := a.createCheckpoint(ctx, time.Until(deadline)+time.Duration(len(p.Changes))*host.DefaultTimeout)
 		if err != nil {
 			return err
 		}
@@ -327,6 +337,22 @@ func (a *app) createCheckpoint(ctx context.Context, d time.Duration) (string, er
 		return "", nil
 	}
 	return cp, nil
+}
+
+// adjustCheckpoint moves NetworkManager's rollback of a checkpoint to d
+// from now; a failure is a warning (the journal covers the profiles).
+func (a *app) adjustCheckpoint(ctx context.Context, cp string, d time.Duration) {
+	if cp == "" {
+		return
+	}
+	nm, err := host.DialNM(ctx, a.env.Environ)
+	if err == nil {
+		defer nm.Close()
+		err = nm.CheckpointAdjust(ctx, cp, d)
+	}
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: NetworkManager checkpoint %s: %v\n", cp, err)
+	}
 }
 
 // endArmed ends what a journal armed outside rdmaform: NetworkManager's
@@ -563,6 +589,18 @@ func (a *app) watch(ctx context.Context) error {
 		j := &journal{}
 		if err := json.Unmarshal(b, j); err != nil {
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", JournalFile, err)}
+		}
+		if !j.Asked {
+			// The apply is still making its changes, or died doing so.
+			if !host.ProcessAlive(j.PID) {
+				return a.rollbackOrFail(j, fmt.Sprintf("the rollback watcher (the apply, pid %d, was gone before it asked for confirmation)", j.PID))
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
 		}
 		// An apply still alive at the deadline reverts by itself (with its
 		// progress on the operator's terminal): the watcher leaves it

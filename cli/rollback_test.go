@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rbLab is a simulated host for the rollback tests, driven through a
@@ -181,4 +182,53 @@ func TestRefusedApplyLeavesNoJournal(t *testing.T) {
 		t.Errorf("rollback after a refused apply: exit %d, want 1, nothing to roll back\n%s", code, out)
 	}
 	l.must(0, "--sim", h, "plan", "-f", b)
+}
+
+// TestSlowApplyGetsItsQuestion: an apply that takes longer than its
+// --confirm-timeout (a module load the simulated host makes slow) is not
+// rolled back before the operator is asked: the operator gets the whole
+// timeout from the question on, and a confirm then keeps the changes.
+func TestSlowApplyGetsItsQuestion(t *testing.T) {
+	l := newRBLab(t)
+	h := filepath.Join(l.dir, "h")
+	l.must(0, "sim", "new", h, "--profile", "vm-soft", "--latency", "modprobe=6s")
+	spec := l.spec("s.yaml", "version: 1\nmodules: [rdma_ucm]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\n")
+	_, done := l.waitingApply(h, "4s", spec)
+	if code, out := l.rf("--sim", h, "confirm"); code != 0 {
+		t.Errorf("confirm right after the question: exit %d\n%s", code, out)
+	}
+	if code, out := done(); code != 0 || !strings.Contains(out, "Confirmed: the changes are kept.") || strings.Contains(out, "reverting") {
+		t.Errorf("the slow apply: exit %d, want 0, confirmed\n%s", code, out)
+	}
+	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// TestKilledMidApplyRollsBack: an apply --confirm-timeout killed between
+// two changes (a simulated crash before its MTU change) never asked for
+// confirmation: its watcher puts back what it had changed (the new rxe
+// link) without waiting for a confirmation nobody can give, and the next
+// apply converges.
+func TestKilledMidApplyRollsBack(t *testing.T) {
+	l := newRBLab(t)
+	h := l.newHost("h", "vm-soft")
+	spec := l.spec("s.yaml", "version: 1\nrxe:\n  - {name: rxe0, netdev: enp1s0}\ninterfaces:\n  - name: enp1s0\n    mtu: 4000\n")
+	l.must(0, "sim", "fault", h, "--netlink", "LinkSetMTU", "--kill", "--times", "1")
+	code, out := l.rf("--sim", h, "apply", "--yes", "--confirm-timeout", "10m", "-f", spec)
+	if code != -1 || !strings.Contains(out, "rxe[rxe0]: created") {
+		t.Fatalf("the apply was not killed after its first change: exit %d\n%s", code, out)
+	}
+	journal := filepath.Join(h, "run/rdmaform/rollback.json")
+	for start := time.Now(); exists(journal) && time.Since(start) < time.Minute; {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if exists(journal) {
+		log, _ := os.ReadFile(filepath.Join(h, "run/rdmaform/rollback.log"))
+		t.Fatalf("the killed apply is not rolled back (timeout 10m); watcher log:\n%s", log)
+	}
+	out = l.must(2, "--sim", h, "plan", "-f", spec)
+	if !strings.Contains(out, "+ rxe[rxe0]") {
+		t.Errorf("the rxe link the killed apply made is still there:\n%s", out)
+	}
+	l.must(0, "--sim", h, "apply", "--yes", "--allow-mgmt", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", spec)
 }

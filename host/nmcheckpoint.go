@@ -94,6 +94,22 @@ func (n *NM) CheckpointDestroy(ctx context.Context, cp string) error {
 	return nil
 }
 
+// CheckpointAdjust sets a checkpoint's rollback to timeout from now
+// (whole seconds, at least 1): an apply that took longer than planned
+// gives its operator the whole confirm timeout from the question on.
+// Equivalent to the D-Bus call CheckpointAdjustRollbackTimeout(CP,
+// TIMEOUT) (NetworkManager 1.12 and later).
+func (n *NM) CheckpointAdjust(ctx context.Context, cp string, timeout time.Duration) error {
+	secs := uint32((timeout + time.Second - 1) / time.Second)
+	if secs == 0 {
+		secs = 1
+	}
+	if err := n.obj().CallWithContext(ctx, nmIface+".CheckpointAdjustRollbackTimeout", 0, dbus.ObjectPath(cp), secs).Err; err != nil {
+		return fmt.Errorf("NetworkManager CheckpointAdjustRollbackTimeout %s: %w", cp, err)
+	}
+	return nil
+}
+
 // CheckpointRollback rolls a checkpoint back now. Equivalent to the D-Bus
 // call CheckpointRollback(CP).
 func (n *NM) CheckpointRollback(ctx context.Context, cp string) error {
