@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,9 +22,11 @@ import (
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/netdev"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
+	"github.com/rdmaform/rdmaform/providers/sriov"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -76,6 +81,10 @@ type journal struct {
 	// plan changes the boot unit ("" when there was none): the rollback
 	// writes it back, so the next boot applies the old runtime state.
 	BootSpec *string `json:"boot_spec,omitempty"`
+	// Loaded are the modules the apply loads: the rollback unloads them
+	// (as the apply's own revert does), after everything else; a
+	// rollback that failed part-way keeps those it did not unload.
+	Loaded []string `json:"loaded,omitempty"`
 	// Unfinished is set by a rollback that failed part-way: the journal
 	// stays (both copies) so that the next 'rdmaform rollback' retries,
 	// and status names what is left.
@@ -239,11 +248,24 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			}
 		}
 	}
+	var loaded []string
+	for _, ch := range p.Changes {
+		switch ch.Address.Kind {
+		case modules.Kind:
+			// A module change that creates loads the module.
+			if ch.Action == plan.Create {
+				loaded = append(loaded, ch.Address.Key)
+			}
+		case sriov.Kind:
+			// show leaves out a PF with no VFs: the rollback needs its 0.
+			noVFs(before, ch)
+		}
+	}
 	text, err := schema.Marshal(before)
 	if err != nil {
 		return err
 	}
-	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text)}
+	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text), Loaded: loaded}
 	if used[(&bootunit.Provider{}).Name()] {
 		old, err := h.FS.ReadFile(bootunit.SpecPath)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -315,6 +337,28 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	fmt.Fprintf(a.info(), "rdmaform: rollback armed (watcher pid %d): without '%s' by %s, the changes are rolled back even if this process dies\n",
 		pid, a.hint("confirm"), j.Deadline.Local().Format(time.TimeOnly))
 	return nil
+}
+
+// noVFs records in before the VF count of a PF the SR-IOV change ch
+// touches, when show left the PF's sriov out (no VFs enabled): 0, and
+// the driver autoprobe the change replaces.
+func noVFs(before *schema.Spec, ch *plan.Change) {
+	i := slices.IndexFunc(before.Devices, func(d schema.Device) bool { return d.PCI == ch.Address.Key })
+	if i < 0 {
+		before.Devices = append(before.Devices, schema.Device{PCI: ch.Address.Key})
+		i = len(before.Devices) - 1
+	}
+	d := &before.Devices[i]
+	if d.SRIOV != nil {
+		return
+	}
+	zero := 0
+	d.SRIOV = &schema.SRIOV{NumVFs: &zero}
+	for _, at := range ch.Attributes {
+		if b, err := strconv.ParseBool(at.Before); at.Name == "drivers_autoprobe" && err == nil {
+			d.SRIOV.DriversAutoprobe = &b
+		}
+	}
 }
 
 // createCheckpoint asks NetworkManager for a checkpoint that it rolls
@@ -469,11 +513,31 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 	for _, ad := range j.Addresses {
 		touched[ad] = true
 	}
+	if spec.Modules == nil && slices.ContainsFunc(j.Addresses, func(s string) bool { return strings.HasPrefix(s, modules.Kind+"[") }) {
+		// No modules-load.d file before: what the apply listed goes.
+		spec.Modules = []string{}
+	}
 	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[c.Address.String()] })
 	if err != nil {
 		return err
 	}
+	// The modules the apply loaded are unloaded last, once what uses
+	// them is gone, as the apply's own revert does.
+	unloads := map[*plan.Change]string{}
+	for _, name := range j.Loaded {
+		c := modules.Unload(name)
+		c.Provider = modules.New().Name()
+		unloads[c] = name
+		res.Plan.Changes = append(res.Plan.Changes, c)
+	}
 	out := apply.Run(ctx, h, res.Plan, providers.All(), apply.Options{Grace: apply.DefaultGrace})
+	j.Loaded = nil
+	for c, name := range unloads {
+		if !slices.Contains(out.Done, c) {
+			j.Loaded = append(j.Loaded, name)
+		}
+	}
+	sort.Strings(j.Loaded)
 	bootErr := false
 	if j.BootSpec != nil {
 		var err error

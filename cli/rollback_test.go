@@ -1,12 +1,16 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmaform/rdmaform/sim"
 )
 
 // rbLab is a simulated host for the rollback tests, driven through a
@@ -231,4 +235,165 @@ func TestKilledMidApplyRollsBack(t *testing.T) {
 	}
 	l.must(0, "--sim", h, "apply", "--yes", "--allow-mgmt", "-f", spec)
 	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// sriovHost is a ConnectX-5 host whose firmware has SR-IOV enabled with
+// 8 VFs at most, none enabled, and no modules-load.d file.
+func (l *rbLab) sriovHost(name string) string {
+	l.t.Helper()
+	st, err := sim.NewState("cx5-roce", "node1", 0)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for _, a := range st.Firmware {
+		for n, v := range map[string]int64{"SRIOV_EN": 1, "NUM_OF_VFS": 8} {
+			p := a.Param(n)
+			p.Current, p.Next = v, v
+		}
+	}
+	dir := filepath.Join(l.dir, name)
+	if _, err := sim.Create(dir, st); err != nil {
+		l.t.Fatal(err)
+	}
+	return dir
+}
+
+// hostState is what the rollback paths must put back: the VF count and
+// the modules-load.d file.
+func hostState(t *testing.T, h string) string {
+	t.Helper()
+	vfs, err := os.ReadFile(filepath.Join(h, "sys/bus/pci/devices/0000:5e:00.0/sriov_numvfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(filepath.Join(h, "etc/modules-load.d/rdmaform.conf"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, line := range strings.Split(string(conf), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			listed = append(listed, line)
+		}
+	}
+	mods, err := os.ReadFile(filepath.Join(h, "proc/modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := "rdma_ucm not loaded"
+	for _, line := range strings.Split(string(mods), "\n") {
+		if strings.HasPrefix(line, "rdma_ucm ") {
+			loaded = "rdma_ucm loaded"
+		}
+	}
+	return "num_vfs " + strings.TrimSpace(string(vfs)) + ", modules-load.d [" + strings.Join(listed, " ") + "], " + loaded
+}
+
+// TestEveryRollbackPathRestoresTheSame: an unconfirmed apply that enables
+// VFs and loads and lists a module is put back the same way by each
+// rollback path: the apply's own revert at the deadline, the watcher
+// after the apply was killed, 'rdmaform rollback', and the boot unit's
+// 'rollback --after-boot' after a reboot: no VFs, no modules-load.d
+// entry, the module unloaded; the spec plans its changes again.
+func TestEveryRollbackPathRestoresTheSame(t *testing.T) {
+	l := newRBLab(t)
+	spec := l.spec("s.yaml", "version: 1\nmodules: [rdma_ucm]\ndevices:\n  - pci: \"0000:5e:00.0\"\n    sriov: {num_vfs: 4}\n")
+	wantPlan := []string{"+ module[rdma_ucm]", "sriov[0000:5e:00.0]", "num_vfs: 0 -> 4"}
+	for _, path := range []string{"apply", "watcher", "rollback", "after-boot"} {
+		t.Run(path, func(t *testing.T) {
+			l := &rbLab{t: t, bin: l.bin, dir: l.dir, env: l.env}
+			h := l.sriovHost("h-" + path)
+			before := hostState(t, h)
+			timeout := "10m"
+			if path == "apply" {
+				timeout = "2s"
+			}
+			cmd, done := l.waitingApply(h, timeout, spec)
+			if got := hostState(t, h); got != "num_vfs 4, modules-load.d [rdma_ucm], rdma_ucm loaded" {
+				t.Fatalf("while the apply waits: %s", got)
+			}
+			journal := filepath.Join(h, "run/rdmaform/rollback.json")
+			switch path {
+			case "apply":
+				if code, out := done(); code != 1 || !strings.Contains(out, "Not confirmed within 2s: reverting") {
+					t.Errorf("the apply at its deadline: exit %d\n%s", code, out)
+				}
+			case "watcher":
+				_ = cmd.Process.Kill()
+				done()
+				// Its question was asked: the watcher waits for the deadline,
+				// which the journal moves into the past here.
+				b, err := os.ReadFile(journal)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var j map[string]any
+				if err := json.Unmarshal(b, &j); err != nil {
+					t.Fatal(err)
+				}
+				j["deadline"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+				b, _ = json.Marshal(j)
+				if err := os.WriteFile(journal, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				for start := time.Now(); exists(journal) && time.Since(start) < time.Minute; {
+					time.Sleep(100 * time.Millisecond)
+				}
+				if log, _ := os.ReadFile(filepath.Join(h, "run/rdmaform/rollback.log")); !strings.Contains(string(log), "Rolled back at") {
+					t.Errorf("the watcher did not roll back:\n%s", log)
+				}
+			case "rollback":
+				l.must(0, "--sim", h, "rollback")
+				done()
+			case "after-boot":
+				// The host goes down: the apply and its watcher die with it.
+				_ = cmd.Process.Kill()
+				done()
+				killWatcher(t, h)
+				l.must(0, "sim", "reboot", h)
+				out := l.must(0, "--sim", h, "rollback", "--after-boot")
+				if !strings.Contains(out, "by the boot unit") {
+					t.Errorf("rollback --after-boot:\n%s", out)
+				}
+			}
+			if got := hostState(t, h); got != before {
+				t.Errorf("after the rollback: %s, want %s as before", got, before)
+			}
+			out := l.must(2, "--sim", h, "plan", "-f", spec)
+			for _, w := range wantPlan {
+				if !strings.Contains(out, w) {
+					t.Errorf("plan after the rollback lacks %q (the module is loaded again):\n%s", w, out)
+				}
+			}
+			l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
+			l.must(0, "--sim", h, "plan", "-f", spec)
+		})
+	}
+}
+
+// killWatcher ends the rollback watcher an apply on h started (its pid
+// is in its log line), as a host that goes down would.
+func killWatcher(t *testing.T, h string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h, "run/rdmaform/rollback.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("pgrep", "-f", "--", "--sim "+h+" rollback --watch").Output()
+	if err != nil {
+		t.Fatalf("no watcher for %s: %v", h, err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid != j.PID {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+	}
 }

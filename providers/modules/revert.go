@@ -65,3 +65,14 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	}
 	return &plan.Change{Address: c.Address, Action: action, Activation: c.Activation, Attributes: attrs, Payload: back}, nil
 }
+
+// Unload is the change that unloads a module an apply loaded, leaving
+// ConfFile alone: the undo Revert makes of a load, for a rollback that
+// knows only the module's name (the rollback journal of an apply that
+// is gone). The caller sets its Provider.
+func Unload(name string) *plan.Change {
+	n := Normalize(name)
+	return &plan.Change{Address: Address(n), Action: plan.Delete, Activation: plan.Now,
+		Attributes: []plan.Attr{{Name: attrLoaded, Before: yes, After: no}},
+		Payload:    &payload{name: n, unload: true, skipFile: true}}
+}
