@@ -397,3 +397,38 @@ func killWatcher(t *testing.T, h string) {
 		}
 	}
 }
+
+// TestRollbackTouchesOnlyWhatThePlanTouched: the journal records the
+// whole state show captures (both ports' interfaces here), but its
+// rollback puts back only what the plan changed: an interface the plan
+// left alone, changed by someone else while the apply waits, keeps that
+// change.
+func TestRollbackTouchesOnlyWhatThePlanTouched(t *testing.T) {
+	l := newRBLab(t)
+	h := l.newHost("h", "cx5-roce")
+	spec := l.spec("s.yaml", "version: 1\ninterfaces:\n  - name: ens1f0np0\n    mtu: 4000\n")
+	other := l.spec("other.yaml", "version: 1\ninterfaces:\n  - name: ens1f1np1\n    mtu: 9000\n")
+	_, done := l.waitingApply(h, "10m", spec)
+	// Someone else changes the other port's interface meanwhile.
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Net.LinkSetMTU("ens1f1np1", 9000); err != nil {
+		t.Fatal(err)
+	}
+	l.must(0, "--sim", h, "plan", "-f", other)
+	out := l.must(0, "--sim", h, "rollback")
+	if strings.Contains(out, "ens1f1np1") {
+		t.Errorf("the rollback names an interface the plan did not touch:\n%s", out)
+	}
+	done()
+	l.must(2, "--sim", h, "plan", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", other)
+	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", spec)
+}
