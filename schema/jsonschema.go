@@ -23,14 +23,17 @@ const pkeyTextPattern = `^0x[0-9a-fA-F]{1,4}$|^[0-9]+$`
 // omitempty is about writing a spec (show), not about reading one.
 // TestJSONSchemaRequiredMatchesValidate proves each entry against Validate.
 var requiredKeys = map[reflect.Type][]string{
-	reflect.TypeOf(Spec{}):      {"version"},
-	reflect.TypeOf(Port{}):      {"port"},
-	reflect.TypeOf(SRIOV{}):     {"num_vfs"},
-	reflect.TypeOf(VF{}):        {"vf"},
-	reflect.TypeOf(IPoIB{}):     {"name", "parent"},
-	reflect.TypeOf(Rxe{}):       {"name", "netdev"},
-	reflect.TypeOf(Interface{}): {"name"},
-	reflect.TypeOf(Service{}):   {"name"},
+	reflect.TypeOf(Spec{}):            {"version"},
+	reflect.TypeOf(Port{}):            {"port"},
+	reflect.TypeOf(SRIOV{}):           {"num_vfs"},
+	reflect.TypeOf(VF{}):              {"vf"},
+	reflect.TypeOf(IPoIB{}):           {"name", "parent"},
+	reflect.TypeOf(Rxe{}):             {"name", "netdev"},
+	reflect.TypeOf(Interface{}):       {"name"},
+	reflect.TypeOf(Service{}):         {"name"},
+	reflect.TypeOf(SMPort{}):          {"device", "port"},
+	reflect.TypeOf(Partition{}):       {"name", "pkey"},
+	reflect.TypeOf(PartitionMember{}): {"guid"},
 }
 
 // JSONSchema returns the JSON Schema (draft-07, which every YAML editor
@@ -113,6 +116,8 @@ func typeSchema(t reflect.Type) obj {
 			{"propertyNames", obj{{"pattern", `^([0-9]|[1-5][0-9]|6[0-3])$`}}},
 			{"additionalProperties", obj{{"type", "integer"}, {"minimum", 0}, {"maximum", 7}}},
 		}
+	case partIPoIBType:
+		return obj{{"anyOf", []obj{{{"type", "boolean"}}, structSchema(t.Elem())}}}
 	case pkeyType:
 		return obj{{"anyOf", []obj{
 			{{"type", "integer"}, {"minimum", 1}, {"maximum", 0xffff}},

@@ -236,6 +236,8 @@ var (
 	paramsType  = reflect.TypeOf(Params(nil))
 	pkeyType    = reflect.TypeOf(PKey{})
 	dscpMapType = reflect.TypeOf(DSCPMap(nil))
+	// partIPoIBType is a partition's ipoib: true, false or a mapping.
+	partIPoIBType = reflect.TypeOf(&PartitionIPoIB{})
 )
 
 func kindName(n *yaml.Node) string {
@@ -280,6 +282,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	d.src.set(path, n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && v.Kind() != reflect.Slice {
 		return // not given
+	}
+	if v.Type() == partIPoIBType && n.Kind == yaml.ScalarNode {
+		var on bool
+		if err := n.Decode(&on); err != nil || n.Tag != "!!bool" {
+			d.errorf(path, n, "must be true, false or {rate, mtu, sl}")
+			return
+		}
+		if on {
+			v.Set(reflect.New(partIPoIBType.Elem()))
+		}
+		return
 	}
 	switch v.Type() {
 	case paramsType:

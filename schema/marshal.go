@@ -78,6 +78,9 @@ func nodeOf(v reflect.Value, omitEmpty bool) (*yaml.Node, bool) {
 		k := v.Interface().(PKey)
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("0x%04x", k.Value)}, true
 	}
+	if v.Type() == partIPoIBType && !v.IsNil() && v.Elem().IsZero() {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"}, true
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {

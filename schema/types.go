@@ -23,6 +23,9 @@ type Spec struct {
 	Services    []Service   `yaml:"services,omitempty" doc:"systemd unit states"`
 	Persistence string      `yaml:"persistence,omitempty" enum:"none,boot-unit" doc:"none | boot-unit: re-apply volatile settings at boot"`
 	Probes      []Probe     `yaml:"probes,omitempty" doc:"connectivity checks (rdmaform probe, audit --probes); they never change the host"`
+	// SubnetManager is the opensm side of the fabric: its priority and
+	// the partitions it programs into every port's P_Key table.
+	SubnetManager *SubnetManager `yaml:"subnet_manager,omitempty" doc:"opensm on this host: priority, partitions (partitions.conf, rdmaform's whole) and an allow-list of opensm.conf options; InfiniBand hosts only"`
 
 	// Src maps logical paths ("$.devices[0].pci") to file positions.
 	Src *Sources `yaml:"-"`

@@ -98,6 +98,7 @@ func Validate(spec *Spec) Report {
 	v.modules()
 	v.services()
 	v.probes()
+	v.subnetManager()
 	v.ownership()
 	return v.rep
 }
