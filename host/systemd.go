@@ -7,10 +7,12 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
 )
 
 // Systemd is what rdmaform asks of the service manager: the
@@ -248,6 +250,8 @@ func (b *SystemdBus) job(ctx context.Context, op, name string) error {
 		_, err = c.StartUnitContext(ctx, name, "replace", done)
 	case "stop":
 		_, err = c.StopUnitContext(ctx, name, "replace", done)
+	case "restart":
+		_, err = c.RestartUnitContext(ctx, name, "replace", done)
 	default:
 		return fmt.Errorf("unknown job %q", op)
 	}
@@ -263,6 +267,53 @@ func (b *SystemdBus) job(ctx context.Context, op, name string) error {
 	case <-ctx.Done():
 		return &JobError{Unit: name, Op: op, Err: ctx.Err()}
 	}
+}
+
+// UnitSignaller is what a service manager offers beyond Systemd for a
+// daemon that re-reads its configuration on a signal (opensm on SIGHUP).
+type UnitSignaller interface {
+	// Signal sends sig to a unit's main process.
+	// Equivalent to: systemctl kill --kill-whom=main --signal=SIG UNIT
+	Signal(ctx context.Context, name string, sig syscall.Signal) error
+	// Restart restarts a unit and waits for the job's result.
+	// Equivalent to: systemctl restart UNIT
+	Restart(ctx context.Context, name string) error
+	// MainPID is the unit's main process, 0 when it runs none.
+	// Equivalent to: systemctl show -p MainPID UNIT
+	MainPID(ctx context.Context, name string) (int, error)
+}
+
+var _ UnitSignaller = (*SystemdBus)(nil)
+
+// Signal implements UnitSignaller, through the manager's KillUnit.
+func (b *SystemdBus) Signal(ctx context.Context, name string, sig syscall.Signal) error {
+	c, err := b.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.KillUnitWithTarget(ctx, name, sdbus.Main, int32(sig)); err != nil {
+		return fmt.Errorf("sending %s to %s: %w", unix.SignalName(sig), name, err)
+	}
+	return nil
+}
+
+// Restart implements UnitSignaller.
+func (b *SystemdBus) Restart(ctx context.Context, name string) error {
+	return b.job(ctx, "restart", name)
+}
+
+// MainPID implements UnitSignaller.
+func (b *SystemdBus) MainPID(ctx context.Context, name string) (int, error) {
+	c, err := b.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	p, err := c.GetServicePropertyContext(ctx, name, "MainPID")
+	if err != nil {
+		return 0, fmt.Errorf("reading the main PID of %s: %w", name, err)
+	}
+	pid, _ := p.Value.Value().(uint32)
+	return int(pid), nil
 }
 
 // Reload implements Systemd.

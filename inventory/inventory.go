@@ -54,6 +54,9 @@ type Port struct {
 	Rate      string              `json:"rate"`       // rate: "100 Gb/sec (4X EDR)"
 	LID       int                 `json:"lid"`        // lid (hex in sysfs)
 	SMLID     int                 `json:"sm_lid"`     // sm_lid (hex in sysfs)
+	// GUID is an InfiniBand port's GUID, the low 64 bits of gids/0, as
+	// opensm and ibstat -p write it (0x0002c903000a1b2c); "" elsewhere.
+	GUID string `json:"port_guid,omitempty"`
 	// Netdevs are the netdevs on this port (IPoIB interfaces, the RoCE
 	// netdev, rxe's parent), sorted.
 	Netdevs []string `json:"netdevs,omitempty"`
@@ -252,6 +255,9 @@ func readDevice(f host.FS, name string) (*Device, error) {
 		}
 		if port.LinkLayer == linklayer.Ethernet {
 			port.GIDs = readGIDs(f, pb)
+		}
+		if port.LinkLayer == linklayer.InfiniBand {
+			port.GUID = PortGUIDOfGID(pa("gids/0"))
 		}
 		d.Ports = append(d.Ports, port)
 	}

@@ -250,7 +250,7 @@ func TestLiveShow(t *testing.T) {
 				HCAType: "MT4123", BoardID: "MT_0000000222", NodeType: "1: CA",
 				Ports: []*inventory.Port{{
 					Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "InfiniBand",
-					Rate: "200 Gb/sec (4X HDR)", LID: 3, SMLID: 1, Netdevs: []string{ipoibNetdev},
+					Rate: "200 Gb/sec (4X HDR)", LID: 3, SMLID: 1, GUID: "0xb8cef60300123456", Netdevs: []string{ipoibNetdev},
 				}},
 			},
 			{

@@ -97,3 +97,18 @@ func FormatPKeys(table []int) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// PortGUIDOfGID is the port GUID in an InfiniBand port's GID 0 (the
+// subnet prefix, then the GUID: fe80:0000:0000:0000:0002:c903:000a:1b2c),
+// written 0x0002c903000a1b2c; "" when the GID is not of that form.
+func PortGUIDOfGID(gid string) string {
+	groups := strings.Split(gid, ":")
+	if len(groups) != 8 {
+		return ""
+	}
+	s := strings.Join(groups[4:], "")
+	if len(s) != 16 || strings.Trim(strings.ToLower(s), "0123456789abcdef") != "" || s == "0000000000000000" {
+		return ""
+	}
+	return "0x" + strings.ToLower(s)
+}

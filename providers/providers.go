@@ -15,6 +15,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
+	"github.com/rdmaform/rdmaform/providers/subnetmanager"
 )
 
 // All returns every provider, in the order their changes apply.
@@ -29,6 +30,7 @@ func All() []plan.Provider {
 		qos.New(),
 		rdmacm.New(),
 		ipoib.New(),
+		subnetmanager.New(),
 		services.New(),
 		bootunit.New(),
 	}

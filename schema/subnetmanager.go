@@ -61,6 +61,10 @@ type SMOptions struct {
 	QoS                    *bool  `yaml:"qos,omitempty" doc:"QoS (updated on SIGHUP)"`
 	SweepInterval          *int   `yaml:"sweep_interval,omitempty" min:"0" max:"86400" doc:"seconds between light sweeps, 0 disables them (updated on SIGHUP)"`
 	LMC                    *int   `yaml:"lmc,omitempty" min:"0" max:"7" doc:"LID mask control, 0-7 (needs a restart)"`
+	// A standby takes over after polling_retry_number unanswered polls of
+	// the master, sminfo_polling_timeout apart.
+	SMInfoPollingTimeout *int `yaml:"sminfo_polling_timeout,omitempty" min:"100" max:"3600000" doc:"milliseconds between a standby's polls of the master (updated on SIGHUP)"`
+	PollingRetryNumber   *int `yaml:"polling_retry_number,omitempty" min:"1" max:"100" doc:"unanswered polls after which a standby takes over (updated on SIGHUP)"`
 }
 
 // Partition keys and names, from opensm: only the low 15 bits of a P_Key

@@ -38,6 +38,8 @@ func TestSubnetManagerLimits(t *testing.T) {
 		{"GUID 16 hex digits", func(v string) string { return part("members: [{guid: " + v + "}]") }, "0x" + n('a', 16), "0x" + n('a', 17), "$.subnet_manager.partitions[0].members[0].guid"},
 		{"GUID 16 hex digits, one short", func(v string) string { return part("members: [{guid: " + v + "}]") }, "0x0002c903000a1b2c", "0x0002c903000a1b2", "$.subnet_manager.partitions[0].members[0].guid"},
 		{"sweep interval", func(v string) string { return sm("options: {sweep_interval: " + v + "}") }, "86400", "86401", "$.subnet_manager.options.sweep_interval"},
+		{"polling timeout", func(v string) string { return sm("options: {sminfo_polling_timeout: " + v + "}") }, "100", "99", "$.subnet_manager.options.sminfo_polling_timeout"},
+		{"polling retries", func(v string) string { return sm("options: {polling_retry_number: " + v + "}") }, "100", "101", "$.subnet_manager.options.polling_retry_number"},
 		{"LMC", func(v string) string { return sm("options: {lmc: " + v + "}") }, "7", "8", "$.subnet_manager.options.lmc"},
 		{"port", func(v string) string { return sm("port: {device: mlx5_0, port: " + v + "}") }, "255", "256", "$.subnet_manager.port.port"},
 	}
@@ -85,7 +87,7 @@ subnet_manager:
 	want := []string{
 		`s.yaml:4:29: error: $.subnet_manager.options.routing_engine: unknown routing engine "bogus": opensm knows none, minhop, updn, dnup, file, ftree, lash, dor, torus-2QoS, nue, dfsssp, sssp`,
 		`s.yaml:4:58: error: $.subnet_manager.options.part_enforce: must be both, in, out or off, not "maybe"`,
-		`s.yaml:4:65: error: $.subnet_manager.options.sm_key: unknown key "sm_key"; known keys: part_enforce, no_partition_enforcement, allow_both_pkeys, routing_engine, qos, sweep_interval, lmc`,
+		`s.yaml:4:65: error: $.subnet_manager.options.sm_key: unknown key "sm_key"; known keys: part_enforce, no_partition_enforcement, allow_both_pkeys, routing_engine, qos, sweep_interval, lmc, sminfo_polling_timeout, polling_retry_number`,
 		`s.yaml:6:71: error: $.subnet_manager.partitions[0].members[0].membership: membership both needs options.allow_both_pkeys: true (opensm ignores both without it)`,
 		`s.yaml:7:14: error: $.subnet_manager.partitions[1].name: partition "storage" is defined twice (first at $.subnet_manager.partitions[0])`,
 		`s.yaml:7:29: error: $.subnet_manager.partitions[1].pkey: P_Key 0x0002 is defined twice (first at $.subnet_manager.partitions[0]): opensm would merge the two partitions`,

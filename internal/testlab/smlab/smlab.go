@@ -1,0 +1,265 @@
+// Package smlab runs a real subnet manager for a test: opensm on a fabric
+// simulated by ibsim, Debian's ibsim-utils (the simulator opensm's own
+// developers use). opensm and the infiniband-diags tools run unmodified;
+// the preload library libumad2sim turns their umad calls into messages
+// to the simulator. Recipe and real outputs: ../shared/reference/sm-lab.md.
+//
+// Each lab is private: its own directory (the simulator's and opensm's
+// files, umad2sim's per-process sysfs snapshots), and its own simulator
+// socket (ibsim and umad2sim both read IBSIM_SOCKNAME, so two labs never
+// share the abstract socket names "sim:..." of the machine's network
+// namespace). Every process a lab starts is stopped by its PID at the
+// end of the test; nothing of the machine's (services, /var, /etc) is
+// used or touched.
+package smlab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
+)
+
+// Preload is umad2sim's library (Debian's libumad2sim0, in ibsim-utils).
+const Preload = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+
+// OpenSM is the subnet manager binary (Debian's opensm).
+const OpenSM = "/usr/sbin/opensm"
+
+// Net is the lab's fabric: one 8-port switch, three two-port HCAs on its
+// first three ports (the format of ibsim-utils' net-examples). The
+// switch is first, so it is the default SM port; the tests bind opensm
+// to an HCA with SIM_HOST.
+const Net = `Switch 8 "Switch1"
+[1] "Hca1"[1]
+[2] "Hca2"[1]
+[3] "Hca3"[1]
+
+Hca 2 "Hca1"
+[1] "Switch1"[1]
+
+Hca 2 "Hca2"
+[1] "Switch1"[2]
+
+Hca 2 "Hca3"
+[1] "Switch1"[3]
+`
+
+// HCAs are the fabric's channel adapters, as SIM_HOST names them.
+var HCAs = []string{"Hca1", "Hca2", "Hca3"}
+
+var seq atomic.Int64
+
+// Fabric is one running ibsim.
+type Fabric struct {
+	// Dir holds the net file, the simulator's output, umad2sim's files.
+	Dir string
+	// Sock is the simulator's socket name (IBSIM_SOCKNAME).
+	Sock string
+
+	ibsim *exec.Cmd
+}
+
+// Start runs ibsim on Net in a private directory, and stops it by PID at
+// the end of the test.
+func Start(t testing.TB) *Fabric {
+	t.Helper()
+	for bin, pkg := range map[string]string{"/usr/bin/ibsim": "ibsim-utils", Preload: "ibsim-utils", OpenSM: "opensm", "/usr/sbin/sminfo": "infiniband-diags", "/usr/sbin/smpquery": "infiniband-diags"} {
+		need.File(t, bin, "apt-get install "+pkg)
+	}
+	f := &Fabric{Dir: t.TempDir(), Sock: fmt.Sprintf("rdmaform-smlab-%d-%d", os.Getpid(), seq.Add(1))}
+	net := filepath.Join(f.Dir, "net")
+	if err := os.WriteFile(net, []byte(Net), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(f.Dir, "ibsim.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	f.ibsim = exec.Command("/usr/bin/ibsim", "-s", "-n", net)
+	f.ibsim.Dir = f.Dir
+	f.ibsim.Env = append(os.Environ(), "IBSIM_SOCKNAME="+f.Sock)
+	f.ibsim.Stdout, f.ibsim.Stderr = out, out
+	f.ibsim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := f.ibsim.Start(); err != nil {
+		t.Fatalf("starting ibsim: %v", err)
+	}
+	t.Cleanup(func() { stop(t, f.ibsim, "ibsim") })
+	// ibsim takes requests once it has read the net file; a client that
+	// attaches earlier fails. Wait until a query through it answers.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := f.Run(context.Background(), HCAs[0], "smpquery", "-D", "nodeinfo", "0"); err == nil {
+			break
+		}
+		if time.Until(deadline) <= 0 {
+			t.Fatalf("ibsim did not answer within 20s:\n%s", readFile(filepath.Join(f.Dir, "ibsim.out")))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return f
+}
+
+// Env is the environment of a client bound to node simHost (Hca1).
+func (f *Fabric) Env(simHost string) []string {
+	return []string{"LD_PRELOAD=" + Preload, "IBSIM_SOCKNAME=" + f.Sock, "SIM_HOST=" + simHost}
+}
+
+// Run runs an infiniband-diags tool as a client of node simHost, in the
+// lab's directory, and returns its standard output.
+func (f *Fabric) Run(ctx context.Context, simHost string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = f.Dir
+	cmd.Env = append(os.Environ(), f.Env(simHost)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+var portGUIDRE = regexp.MustCompile(`(?m)^PortGuid:\.+(0x[0-9a-f]+)$`)
+
+// PortGUID is the GUID of port 1 of node simHost, as smpquery nodeinfo
+// prints it (0x0000000000100001).
+func (f *Fabric) PortGUID(t testing.TB, simHost string) string {
+	t.Helper()
+	out, err := f.Run(context.Background(), simHost, "smpquery", "-D", "nodeinfo", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := portGUIDRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no PortGuid in smpquery nodeinfo:\n%s", out)
+	}
+	return m[1]
+}
+
+// PKeys is smpquery's P_Key table of port 1 of node simHost, raw.
+func (f *Fabric) PKeys(t testing.TB, simHost string) string {
+	t.Helper()
+	out, err := f.Run(context.Background(), simHost, "smpquery", "-D", "pkeys", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// StartOpenSM runs opensm bound to node simHost, by PID, with its files
+// in the lab's directory and the given extra arguments (-F CONF, -P
+// PARTITIONS, ...); it is stopped by PID at the end of the test or by
+// Stop.
+func (f *Fabric) StartOpenSM(t testing.TB, simHost string, args ...string) *exec.Cmd {
+	t.Helper()
+	dir := filepath.Join(f.Dir, "opensm-"+simHost)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(OpenSM, append([]string{"-f", filepath.Join(dir, "opensm.log"), "-s", "0"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append(f.Env(simHost), "OSM_TMP_DIR="+dir, "OSM_CACHE_DIR="+dir)...)
+	out, err := os.Create(filepath.Join(dir, "opensm.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		t.Fatalf("starting opensm: %v", err)
+	}
+	out.Close()
+	t.Cleanup(func() { stop(t, cmd, "opensm") })
+	return cmd
+}
+
+// Stop stops a process the lab started, by its PID: SIGTERM, then
+// SIGKILL after 10 s.
+func Stop(t testing.TB, cmd *exec.Cmd) { stop(t, cmd, cmd.Path) }
+
+func stop(t testing.TB, cmd *exec.Cmd, what string) {
+	if cmd.Process == nil || cmd.ProcessState != nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Logf("%s (PID %d) did not stop on SIGTERM; killing it", what, cmd.Process.Pid)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// WaitSMInfo waits (bounded) until sminfo, asked through node simHost,
+// prints a line that matches want, and returns it.
+func (f *Fabric) WaitSMInfo(t testing.TB, simHost string, want *regexp.Regexp, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		out, err := f.Run(context.Background(), simHost, "sminfo")
+		last = out
+		if err == nil && want.MatchString(out) {
+			return out
+		}
+		if time.Until(deadline) <= 0 {
+			t.Fatalf("sminfo through %s did not match %s within %s; last: %q (%v)", simHost, want, timeout, last, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// SysfsPort writes, under root, the sysfs of an InfiniBand device named
+// ibsim0 (umad2sim's name for a simulated node) whose port 1 is the
+// simulated node's: ACTIVE, with GID 0 made of the link-local prefix and
+// the port's GUID. Its P_Key table is left out, as the lab's host has
+// none in sysfs: the provider asks the fabric (smpquery) instead.
+func SysfsPort(t testing.TB, root, guid string) {
+	t.Helper()
+	g := strings.TrimPrefix(guid, "0x")
+	g = strings.Repeat("0", 16-len(g)) + g
+	gid := "fe80:0000:0000:0000:" + g[0:4] + ":" + g[4:8] + ":" + g[8:12] + ":" + g[12:16]
+	dev := filepath.Join(root, "sys/class/infiniband/ibsim0")
+	files := map[string]string{
+		"node_type":          "1: CA",
+		"node_guid":          g[0:4] + ":" + g[4:8] + ":" + g[8:12] + ":" + g[12:16],
+		"ports/1/link_layer": "InfiniBand",
+		"ports/1/state":      "4: ACTIVE",
+		"ports/1/phys_state": "5: LinkUp",
+		"ports/1/rate":       "10 Gb/sec (4X)",
+		"ports/1/lid":        "0x0",
+		"ports/1/sm_lid":     "0x0",
+		"ports/1/gids/0":     gid,
+	}
+	for name, content := range files {
+		p := filepath.Join(dev, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

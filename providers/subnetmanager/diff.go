@@ -1,0 +1,192 @@
+package subnetmanager
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/linklayer"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Proposal {
+	var prop plan.Proposal
+	sm := req.Spec.SubnetManager
+	if sm == nil || obs == nil {
+		return prop
+	}
+	const path = "$.subnet_manager"
+	prop.Managed = append(prop.Managed, plan.Managed{Address: ConfAddr, Path: path}, plan.Managed{Address: PartitionsAddr, Path: path})
+	if !hasInfiniBand(req) {
+		prop.Errors = append(prop.Errors, req.Finding(path, "a subnet manager serves an InfiniBand fabric, and this host has no InfiniBand port"))
+		return prop
+	}
+	if sm.Port != nil && obs.Port == nil {
+		prop.Errors = append(prop.Errors, req.Finding(path+".port", "port %d of %s is not an InfiniBand port of this host", sm.Port.Port, sm.Port.Device))
+		return prop
+	}
+	if !obs.Installed {
+		prop.Errors = append(prop.Errors, req.Finding(path, "opensm is not installed (%s missing): install the opensm package (apt-get install opensm, dnf install opensm)", Binary))
+		return prop
+	}
+	exp := expectation{priority: sm.Priority}
+	fab := obs.Fabric
+	localMaster := fab != nil && fab.Local.State == "SMINFO_MASTER"
+	if sm.Partitions != nil {
+		exp.pkeys = ExpectedPKeys(sm, obs.Port.GUID)
+	}
+
+	// opensm.conf first: a restart it needs (allow_both_pkeys) comes
+	// before partitions that use it.
+	wantConf := ConfValues(sm, obs.Port.GUID)
+	if c := confChange(req, obs, wantConf, exp); c != nil {
+		prop.Changes = append(prop.Changes, c)
+	}
+	wantParts := RenderPartitions(sm)
+	if !bytes.Equal(wantParts, obs.Partitions) {
+		action := plan.Update
+		if obs.Partitions == nil {
+			action = plan.Create
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{Address: PartitionsAddr, Action: action, Activation: plan.Now,
+			Source: req.Pos(path + ".partitions"), Attributes: partitionAttrs(obs.Partitions, wantParts),
+			Payload: &payload{file: PartitionsFile, content: wantParts, previous: obs.Partitions, port: obs.Port, expect: exp}})
+		return prop
+	}
+	if len(prop.Changes) > 0 {
+		return prop
+	}
+	// The files are as wanted: does the fabric run them?
+	if fab == nil {
+		if obs.FabricErr != nil {
+			prop.Errors = append(prop.Errors, req.Finding(path, "no subnet manager answers on %s port %d: %v", obs.Port.Device, obs.Port.Port, obs.FabricErr))
+		}
+		return prop
+	}
+	var attrs []plan.Attr
+	if sm.Priority != nil && fab.Local.Priority != *sm.Priority {
+		attrs = append(attrs, plan.Attr{Name: "running sm_priority", Before: strconv.Itoa(fab.Local.Priority), After: strconv.Itoa(*sm.Priority)})
+	}
+	if localMaster && exp.pkeys != nil && !slices.Equal(fab.PKeys, exp.pkeys) {
+		attrs = append(attrs, plan.Attr{Name: "P_Key table of " + obs.Port.Device + "/" + strconv.Itoa(obs.Port.Port), Before: formatPKeys(fab.PKeys), After: formatPKeys(exp.pkeys)})
+	}
+	if len(attrs) > 0 {
+		prop.Changes = append(prop.Changes, &plan.Change{Address: PartitionsAddr, Action: plan.Update, Activation: plan.Now,
+			Source: req.Pos(path), Attributes: attrs,
+			Payload: &payload{file: PartitionsFile, content: wantParts, previous: obs.Partitions, signalOnly: true, port: obs.Port, expect: exp}})
+	}
+	return prop
+}
+
+func hasInfiniBand(req *plan.Request) bool {
+	for _, d := range req.Inv.Devices {
+		for _, p := range d.Ports {
+			if p.LinkLayer == linklayer.InfiniBand {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// confChange is the opensm.conf change, nil when the file is as wanted.
+// A key opensm does not re-read on SIGHUP, or a key taken out (opensm
+// keeps the running value until it starts again), restarts it.
+func confChange(req *plan.Request, obs *Observed, want map[string]string, exp expectation) *plan.Change {
+	content := RenderConf(want)
+	if bytes.Equal(content, obs.Conf) {
+		return nil
+	}
+	have := ParseConf(obs.Conf)
+	var attrs []plan.Attr
+	var restart []string
+	for _, k := range confKeys {
+		b, hadIt := have[k.name]
+		a, wants := want[k.name]
+		if b == a && hadIt == wants {
+			continue
+		}
+		attrs = append(attrs, plan.Attr{Name: k.name, Before: b, After: a})
+		if !k.updatable || !wants {
+			restart = append(restart, k.name)
+		}
+	}
+	if obs.Conf == nil {
+		// opensm keeps the path of its configuration file only when the
+		// file is there at start (osm_subn_parse_conf_file), so a file
+		// made later is never read on SIGHUP: seen in the lab too.
+		restart = []string{"a new opensm.conf"}
+	}
+	c := &plan.Change{Address: ConfAddr, Action: plan.Update, Activation: plan.Now, Source: req.Pos("$.subnet_manager"),
+		Attributes: attrs, Payload: &payload{file: ConfFile, content: content, previous: obs.Conf, restart: len(restart) > 0, port: obs.Port, expect: expectation{priority: exp.priority}}}
+	if obs.Conf == nil {
+		c.Action = plan.Create
+	}
+	if len(restart) > 0 {
+		c.Attributes = append(c.Attributes, plan.Attr{Name: "opensm", Before: "running", After: "restarted (" + strings.Join(restart, ", ") + " taken only at start)"})
+	}
+	return c
+}
+
+// partitionAttrs says which partitions a new file adds, changes or drops,
+// one attribute each, by name.
+func partitionAttrs(before, after []byte) []plan.Attr {
+	b, a := entries(before), entries(after)
+	var attrs []plan.Attr
+	for _, e := range a {
+		prev := find(b, e.name)
+		if prev == nil || prev.text != e.text {
+			before := ""
+			if prev != nil {
+				before = prev.text
+			}
+			attrs = append(attrs, plan.Attr{Name: "partition " + e.name, Before: before, After: e.text})
+		}
+	}
+	for _, e := range b {
+		if find(a, e.name) == nil {
+			attrs = append(attrs, plan.Attr{Name: "partition " + e.name, Before: e.text})
+		}
+	}
+	if len(attrs) == 0 {
+		attrs = append(attrs, plan.Attr{Name: "file", Before: "as edited by hand", After: "as rdmaform writes it"})
+	}
+	return attrs
+}
+
+type entry struct{ name, text string }
+
+// entries are a partitions.conf's entries, comments dropped, each on one
+// line: "storage=0x0002, ipoib : ALL=limited".
+func entries(b []byte) []entry {
+	var out []entry
+	var body strings.Builder
+	for _, l := range strings.Split(string(b), "\n") {
+		if i := strings.IndexByte(l, '#'); i >= 0 {
+			l = l[:i]
+		}
+		body.WriteString(" " + strings.TrimSpace(l))
+	}
+	for _, e := range strings.Split(body.String(), ";") {
+		e = strings.Join(strings.Fields(e), " ")
+		if e == "" {
+			continue
+		}
+		head, _, _ := strings.Cut(e, ":")
+		name, _, _ := strings.Cut(head, "=")
+		name, _, _ = strings.Cut(name, ",")
+		out = append(out, entry{name: strings.TrimSpace(name), text: strings.ReplaceAll(e, ", ", ",")})
+	}
+	return out
+}
+
+func find(es []entry, name string) *entry {
+	for i := range es {
+		if es[i].name == name {
+			return &es[i]
+		}
+	}
+	return nil
+}

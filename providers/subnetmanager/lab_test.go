@@ -1,0 +1,320 @@
+package subnetmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/smlab"
+	"github.com/rdmaform/rdmaform/internal/testlab/systemdlab"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// labHost is one host of the lab: its opensm runs as the unit Debian
+// names opensm@GUID.service, bound to node simHost of the fabric, in the
+// lab's own systemd manager, with its files under the host's root.
+type labHost struct {
+	*host.Host
+	root, guid, unit string
+	bus              *host.SystemdBus
+}
+
+func newLabHost(t *testing.T, f *smlab.Fabric, l *systemdlab.Lab, simHost string) *labHost {
+	t.Helper()
+	guid := f.PortGUID(t, simHost)
+	root := t.TempDir()
+	smlab.SysfsPort(t, root, guid)
+	// The binary, so that the host has opensm installed: the real one.
+	copyFile(t, smlab.OpenSM, filepath.Join(root, Binary))
+	for _, d := range []string{"etc/opensm", "var/log"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := filepath.Join(f.Dir, "unit-"+simHost)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unit := "opensm@" + guid + ".service"
+	// Debian's opensm@.service runs: /usr/sbin/opensm --guid %I --log_file /var/log/opensm.%I.log
+	// Here the files are the host root's, and the simulator's environment is set.
+	l.AddUnit(t, unit, fmt.Sprintf(`[Unit]
+Description=rdmaform lab: OpenSM on port %s of the ibsim fabric
+
+[Service]
+Environment=%s OSM_TMP_DIR=%s OSM_CACHE_DIR=%s
+WorkingDirectory=%s
+ExecStart=%s --guid %s --log_file %s -F %s -P %s -s 0
+`, guid, strings.Join(f.Env(simHost), " "), work, work, work, smlab.OpenSM, guid,
+		filepath.Join(root, "var/log/opensm."+guid+".log"), filepath.Join(root, ConfFile), filepath.Join(root, PartitionsFile)))
+	fsys, err := host.NewRootFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := &host.SystemdBus{Address: l.Address, JobTimeout: 30 * time.Second}
+	t.Cleanup(bus.Close)
+	h := &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), f.Env(simHost)...)}, Systemd: bus, Name: "sm lab " + simHost}
+	return &labHost{Host: h, root: root, guid: guid, unit: unit, bus: bus}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *labHost) start(t *testing.T) int {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.bus.Start(ctx, h.unit); err != nil {
+		t.Fatalf("starting %s: %v", h.unit, err)
+	}
+	return h.pid(t)
+}
+
+func (h *labHost) pid(t *testing.T) int {
+	t.Helper()
+	pid, err := h.bus.MainPID(context.Background(), h.unit)
+	if err != nil || pid == 0 {
+		t.Fatalf("main PID of %s: %d, %v", h.unit, pid, err)
+	}
+	return pid
+}
+
+func (h *labHost) plan(t *testing.T, src string) *plan.Plan {
+	t.Helper()
+	spec, rep := schema.Parse("spec.yaml", []byte(src))
+	if len(rep) > 0 {
+		t.Fatalf("spec: %v", rep)
+	}
+	res, err := plan.Build(context.Background(), h.Host, spec, []plan.Provider{New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Plan
+}
+
+func summary(p *plan.Plan) []string {
+	var s []string
+	for _, c := range p.Changes {
+		line := c.Address.String() + " " + c.Action.String() + ":"
+		for _, a := range c.Attributes {
+			line += " " + a.Name
+		}
+		s = append(s, line)
+	}
+	for _, e := range p.Errors {
+		s = append(s, e.String())
+	}
+	return s
+}
+
+// applyThenEmpty applies a spec with the lab's opensm and requires the
+// next plan to be empty.
+func (h *labHost) applyThenEmpty(t *testing.T, src string) {
+	t.Helper()
+	p := h.plan(t, src)
+	if len(p.Errors) > 0 || len(p.Changes) == 0 {
+		t.Fatalf("plan: %v", summary(p))
+	}
+	out := apply.Run(context.Background(), h.Host, p, []plan.Provider{New()}, apply.Options{})
+	if out.Err != nil {
+		t.Fatalf("apply: %v\nopensm's log:\n%s", out.Err, h.log())
+	}
+	if got := summary(h.plan(t, src)); len(got) != 0 {
+		t.Fatalf("plan after apply is not empty: %v", got)
+	}
+}
+
+func (h *labHost) log() string {
+	b, _ := os.ReadFile(filepath.Join(h.root, "var/log/opensm."+h.guid+".log"))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// firstRow is row 0 of smpquery's P_Key table, trimmed.
+func firstRow(t *testing.T, f *smlab.Fabric, simHost string) string {
+	t.Helper()
+	out := f.PKeys(t, simHost)
+	row, _, _ := strings.Cut(out, "\n")
+	return strings.TrimSpace(row)
+}
+
+func partitionsSpec(prio int, full, limited []string) string {
+	var m []string
+	for _, g := range full {
+		m = append(m, "{guid: "+g+", membership: full}")
+	}
+	for _, g := range limited {
+		m = append(m, "{guid: "+g+", membership: limited}")
+	}
+	return fmt.Sprintf(`version: 1
+subnet_manager:
+  priority: %d
+  options: {sminfo_polling_timeout: 500, polling_retry_number: 2}
+  partitions:
+    - {name: Default, pkey: 0x7fff, ipoib: true, members: [{guid: all, membership: full}]}
+    - name: storage
+      pkey: 0x8002
+      ipoib: {mtu: 4096}
+      members: [%s]
+`, prio, strings.Join(m, ", "))
+}
+
+// TestLabPartitionsReachTheFabric: the partitions rdmaform writes program
+// every HCA's P_Key table as the spec says (full and limited membership
+// in smpquery pkeys), sminfo shows the spec's priority, and a changed
+// partitions file reaches the fabric on SIGHUP, with the same opensm
+// process.
+func TestLabPartitionsReachTheFabric(t *testing.T) {
+	f := smlab.Start(t)
+	l := systemdlab.Start(t)
+	a := newLabHost(t, f, l, "Hca1")
+	g2, g3 := f.PortGUID(t, "Hca2"), f.PortGUID(t, "Hca3")
+	a.start(t)
+	f.WaitSMInfo(t, "Hca1", regexp.MustCompile(`sm guid 0x`+strings.TrimLeft(strings.TrimPrefix(a.guid, "0x"), "0")+`,.*SMINFO_MASTER`), 30*time.Second)
+
+	a.applyThenEmpty(t, partitionsSpec(5, []string{a.guid}, []string{g2}))
+	want := map[string]string{
+		"Hca1": "0: 0xffff 0x8002 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000",
+		"Hca2": "0: 0xffff 0x0002 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000",
+		"Hca3": "0: 0xffff 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000",
+	}
+	for _, n := range smlab.HCAs {
+		if got := firstRow(t, f, n); got != want[n] {
+			t.Errorf("%s P_Keys: %q, want %q", n, got, want[n])
+		}
+	}
+	if out := f.WaitSMInfo(t, "Hca3", regexp.MustCompile(`SMINFO_MASTER`), 10*time.Second); !strings.Contains(out, "priority 5 ") {
+		t.Errorf("sminfo: %q, want priority 5", out)
+	}
+
+	// Hca3 joins as a full member: SIGHUP, no restart. (The first apply
+	// restarted opensm: it reads an opensm.conf made after its start only
+	// when it starts again.)
+	pid := a.pid(t)
+	a.applyThenEmpty(t, partitionsSpec(5, []string{a.guid, g3}, []string{g2}))
+	if got := firstRow(t, f, "Hca3"); got != "0: 0xffff 0x8002 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000" {
+		t.Errorf("Hca3 after the change: %q", got)
+	}
+	if got := a.pid(t); got != pid {
+		t.Errorf("opensm's PID went from %d to %d: restarted, not signalled", pid, got)
+	}
+}
+
+// TestLabRejectedFileIsTakenBack: a partitions file opensm refuses (its
+// log says PARSE ERROR, and it falls back to the default partition) is
+// not left in place: the previous file is written back and opensm told
+// again, and the fabric keeps the previous partitions.
+func TestLabRejectedFileIsTakenBack(t *testing.T) {
+	f := smlab.Start(t)
+	l := systemdlab.Start(t)
+	a := newLabHost(t, f, l, "Hca1")
+	g2 := f.PortGUID(t, "Hca2")
+	a.start(t)
+	f.WaitSMInfo(t, "Hca1", regexp.MustCompile(`SMINFO_MASTER`), 30*time.Second)
+	src := partitionsSpec(5, []string{a.guid}, []string{g2})
+	a.applyThenEmpty(t, src)
+	good, err := a.FS.ReadFile(PartitionsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p := a.plan(t, src)
+	lp := localPort(a.Host, &plan.Request{Spec: mustParse(t, src), Inv: mustInv(t, a.Host)})
+	bad := append(append([]byte{}, good...), "bad line without colon\n"...)
+	c := &plan.Change{Address: PartitionsAddr, Action: plan.Update, Payload: &payload{file: PartitionsFile, content: bad, previous: good, port: lp,
+		expect: expectation{pkeys: []int{0x8002, 0xffff}}}}
+	_ = p
+	err = (&Provider{}).Make(context.Background(), a.Host, c, c.Payload.(*payload))
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "PARSE ERROR: line") {
+		t.Fatalf("apply of a file opensm refuses: %v, want ErrRejected naming opensm's PARSE ERROR", err)
+	}
+	if now, _ := a.FS.ReadFile(PartitionsFile); string(now) != string(good) {
+		t.Errorf("the refused file was left in place:\n%s", now)
+	}
+	// opensm read the previous file again: Hca2 is a limited member again.
+	deadline := time.Now().Add(30 * time.Second)
+	for firstRow(t, f, "Hca2") != "0: 0xffff 0x0002 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000" {
+		if time.Until(deadline) <= 0 {
+			t.Fatalf("Hca2 P_Keys after the previous file came back: %q", firstRow(t, f, "Hca2"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := summary(a.plan(t, src)); len(got) != 0 {
+		t.Errorf("plan after the refused file: %v", got)
+	}
+}
+
+// TestLabFailover: two subnet managers with the spec's priorities; sminfo
+// shows the higher one as master; when it stops, the standby takes over,
+// and its plan stays empty.
+func TestLabFailover(t *testing.T) {
+	f := smlab.Start(t)
+	l := systemdlab.Start(t)
+	a := newLabHost(t, f, l, "Hca1")
+	b := newLabHost(t, f, l, "Hca2")
+	a.start(t)
+	b.start(t)
+	specA := partitionsSpec(10, []string{a.guid, b.guid}, nil)
+	specB := partitionsSpec(3, []string{a.guid, b.guid}, nil)
+	a.applyThenEmpty(t, specA)
+	b.applyThenEmpty(t, specB)
+	short := func(g string) string { return "0x" + strings.TrimLeft(strings.TrimPrefix(g, "0x"), "0") }
+	f.WaitSMInfo(t, "Hca3", regexp.MustCompile(`sm guid `+short(a.guid)+`, .* priority 10 state 3 SMINFO_MASTER`), 30*time.Second)
+
+	if err := a.bus.Stop(context.Background(), a.unit); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitSMInfo(t, "Hca3", regexp.MustCompile(`sm guid `+short(b.guid)+`, .* priority 3 state 3 SMINFO_MASTER`), 60*time.Second)
+	if got := summary(b.plan(t, specB)); len(got) != 0 {
+		t.Errorf("the new master's plan: %v", got)
+	}
+}
+
+func mustParse(t *testing.T, src string) *schema.Spec {
+	t.Helper()
+	spec, rep := schema.Parse("spec.yaml", []byte(src))
+	if len(rep) > 0 {
+		t.Fatal(rep)
+	}
+	return spec
+}
+
+func mustInv(t *testing.T, h *host.Host) *inventory.Inventory {
+	t.Helper()
+	inv, err := inventory.Discover(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}

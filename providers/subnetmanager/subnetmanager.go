@@ -1,0 +1,194 @@
+// Package subnetmanager manages the subnet manager side of an InfiniBand
+// fabric on a host that runs opensm: the partitions opensm programs into
+// every port's P_Key table (partitions.conf, which rdmaform writes whole)
+// and the opensm.conf keys the spec names (sm_priority, the port's guid,
+// an allow-list of options). It plans against the files and against what
+// the fabric says: the local port's P_Key table (sysfs, or smpquery where
+// sysfs has none) and sminfo (this subnet manager's priority and state).
+// Apply writes the files atomically, then has opensm take them: SIGHUP
+// (systemd's KillUnit) where opensm re-reads the keys, a restart where
+// its option table says it must; it waits for the sweep and, when the
+// fabric does not show the new partitions, puts the previous file back.
+package subnetmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// Provider is the subnet manager provider.
+type Provider struct{}
+
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
+
+// Name implements plan.Provider.
+func (*Provider) Name() string { return "subnet_manager" }
+
+// Kind is the kind of this provider's addresses.
+const Kind = "subnet_manager"
+
+// Address is the plan address of one of opensm's files.
+func Address(file string) plan.Address { return plan.Addr(Kind, file) }
+
+// The distribution's files, as the installed opensm package has them
+// (Debian 12, opensm 3.3.23: the compiled-in defaults `opensm -c` dumps;
+// the package ships no opensm.conf).
+const (
+	PartitionsFile = "/etc/opensm/partitions.conf"
+	ConfFile       = "/etc/opensm/opensm.conf"
+	// Binary is how the provider tells opensm is installed.
+	Binary = "/usr/sbin/opensm"
+)
+
+// Addresses of the two files.
+var (
+	PartitionsAddr = Address("partitions.conf")
+	ConfAddr       = Address("opensm.conf")
+)
+
+// Observed is what the host says of its subnet manager.
+type Observed struct {
+	// Installed: the opensm binary is there.
+	Installed bool
+	// Partitions and Conf are the files as they are, nil when missing.
+	Partitions, Conf []byte
+	// Port is the local InfiniBand port opensm binds to (the spec's, or
+	// the first active InfiniBand port), nil without one.
+	Port *LocalPort
+	// Fabric is what the fabric says through that port; nil when it could
+	// not be asked (no port, tools missing: FabricErr says why).
+	Fabric    *Fabric
+	FabricErr error
+}
+
+// LocalPort is the port opensm binds to.
+type LocalPort struct {
+	Device string
+	Port   int
+	GUID   string // 0x0002c903000a1b2c
+	// SysfsPKeys is the port's P_Key table from sysfs, nil where sysfs
+	// has none.
+	SysfsPKeys []int
+
+	active bool
+}
+
+// Fabric is what the subnet manager of this port says.
+type Fabric struct {
+	// PKeys is the local port's P_Key table (sysfs, else smpquery).
+	PKeys []int
+	// Master is the fabric's master subnet manager (sminfo).
+	Master SMInfo
+	// Local is this host's own subnet manager (sminfo -D 0), zero when
+	// none answers.
+	Local SMInfo
+}
+
+// Observe implements plan.TypedProvider.
+//
+// Equivalent to: cat /etc/opensm/partitions.conf /etc/opensm/opensm.conf;
+// sminfo -C DEV -P N; sminfo -C DEV -P N -D 0; smpquery -C DEV -P N -D pkeys 0
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
+	sm := req.Spec.SubnetManager
+	if sm == nil && !req.Full {
+		return nil, nil
+	}
+	obs := &Observed{}
+	if _, err := h.FS.Stat(Binary); err == nil {
+		obs.Installed = true
+	}
+	var err error
+	if obs.Partitions, err = readOptional(h, PartitionsFile); err != nil {
+		return nil, err
+	}
+	if obs.Conf, err = readOptional(h, ConfFile); err != nil {
+		return nil, err
+	}
+	obs.Port = localPort(h, req)
+	if obs.Port == nil || !obs.Installed {
+		return obs, nil
+	}
+	obs.Fabric, obs.FabricErr = ReadFabric(ctx, h, obs.Port)
+	return obs, nil
+}
+
+func readOptional(h *host.Host, name string) ([]byte, error) {
+	b, err := h.FS.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// localPort is the InfiniBand port opensm binds to: the spec's, else the
+// first InfiniBand port (the first ACTIVE one if any), as opensm picks.
+func localPort(h *host.Host, req *plan.Request) *LocalPort {
+	var pick *LocalPort
+	for _, d := range req.Inv.Devices {
+		for _, pt := range d.Ports {
+			if pt.LinkLayer != linklayer.InfiniBand {
+				continue
+			}
+			lp := &LocalPort{Device: d.Name, Port: pt.Num, GUID: pt.GUID}
+			if sm := req.Spec.SubnetManager; sm != nil && sm.Port != nil {
+				if sm.Port.Device == d.Name && sm.Port.Port == pt.Num {
+					pick = lp
+				}
+				continue
+			}
+			if pick == nil || (pt.State == "ACTIVE" && !pick.active) {
+				pick = lp
+				pick.active = pt.State == "ACTIVE"
+			}
+		}
+	}
+	if pick != nil {
+		pick.SysfsPKeys, _ = readSysfsPKeys(h, pick)
+	}
+	return pick
+}
+
+// readSysfsPKeys is the port's P_Key table from sysfs; nil where sysfs
+// has none (the lab's simulated ports: ask the fabric instead).
+func readSysfsPKeys(h *host.Host, lp *LocalPort) ([]int, error) {
+	keys, err := inventory.ReadPKeys(h.FS, lp.Device, lp.Port)
+	if err != nil || len(keys) == 0 {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// payload is what Make does to one file.
+type payload struct {
+	file     string // PartitionsFile or ConfFile
+	content  []byte // the new file
+	previous []byte // the file it replaces, nil when there was none
+	// restart: a key changed that opensm reads only when it starts
+	// (Reason says which); else SIGHUP.
+	restart bool
+	// signal: the file is as wanted but opensm has not taken it yet.
+	signalOnly bool
+	port       *LocalPort
+	// expect is what the fabric must show once opensm took the file.
+	expect expectation
+}
+
+// expectation is what the local port and its subnet manager show once
+// opensm runs the spec.
+type expectation struct {
+	pkeys    []int // the local port's table, membership bit included
+	priority *int  // this subnet manager's priority
+}
