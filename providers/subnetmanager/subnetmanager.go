@@ -115,7 +115,8 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		return nil, err
 	}
 	obs.Port = localPort(h, req)
-	if obs.Port == nil || !obs.Installed {
+	if obs.Port == nil || !obs.Installed || req.Full {
+		// show captures the files; the fabric is plan's and audit's.
 		return obs, nil
 	}
 	obs.Fabric, obs.FabricErr = ReadFabric(ctx, h, obs.Port)

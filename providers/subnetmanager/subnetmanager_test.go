@@ -200,3 +200,59 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestREADMEExample: the README's subnet_manager example is a valid spec
+// and renders the partitions.conf the README shows.
+func TestREADMEExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := func(marker string) string {
+		_, rest, ok := strings.Cut(string(b), "<!-- README example: "+marker+" (TestREADMEExample) -->\n")
+		if !ok {
+			t.Fatalf("README has no example %q", marker)
+		}
+		_, rest, _ = strings.Cut(rest, "\n") // the fence
+		body, _, _ := strings.Cut(rest, "```")
+		return body
+	}
+	spec := parse(t, block("subnet_manager"))
+	if got, want := string(RenderPartitions(spec.SubnetManager)), block("partitions.conf"); got != want {
+		t.Errorf("README's partitions.conf is not what rdmaform writes (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// TestCaptureRoundTrip: show's section from the files rdmaform wrote
+// gives back a spec that renders the same files.
+func TestCaptureRoundTrip(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "<!-- README example: subnet_manager (TestREADMEExample) -->\n```yaml\n")
+	src, _, _ := strings.Cut(rest, "```")
+	spec := parse(t, src)
+	parts := RenderPartitions(spec.SubnetManager)
+	conf := RenderConf(ConfValues(spec.SubnetManager, ""))
+	shown := schema.Spec{Version: schema.Version}
+	if err := (&Provider{}).CaptureFrom(&Observed{Partitions: parts, Conf: conf}, nil, &shown, plan.CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := schema.Marshal(&shown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := parse(t, string(out))
+	// The same entries (the note on a P_Key written with its full-member
+	// bit follows the spec's spelling; show writes the low 15 bits).
+	if d := cmp.Diff(entries(parts), entries(RenderPartitions(again.SubnetManager)), cmp.AllowUnexported(entry{})); d != "" {
+		t.Errorf("partitions.conf after show (-want +got):\n%s", d)
+	}
+	if got := string(RenderConf(ConfValues(again.SubnetManager, ""))); got != string(conf) {
+		t.Errorf("opensm.conf after show (-want +got):\n%s", cmp.Diff(string(conf), got))
+	}
+	if err := (&Provider{}).CaptureFrom(&Observed{Partitions: []byte("x=0x10, scope=2 : ALL;")}, nil, &shown, plan.CaptureOptions{}); err == nil || !strings.Contains(err.Error(), `flag "scope"`) {
+		t.Errorf("a flag the spec lacks: %v", err)
+	}
+}

@@ -1,0 +1,131 @@
+package subnetmanager
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
+
+// CaptureFrom implements plan.TypedCapturer: the section from the files,
+// partitions.conf's entries (the forms rdmaform writes and the flags the
+// spec has; an entry it cannot express stops the capture with an error
+// naming it) and the keys of opensm.conf the spec manages. A host with
+// neither file has no section.
+//
+// Equivalent to: cat /etc/opensm/partitions.conf /etc/opensm/opensm.conf
+func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+	if obs == nil || (obs.Partitions == nil && obs.Conf == nil) {
+		return nil
+	}
+	sm := &schema.SubnetManager{}
+	conf := ParseConf(obs.Conf)
+	if v, ok := conf["sm_priority"]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			sm.Priority = &n
+		}
+	}
+	o := &schema.SMOptions{}
+	boolean := func(k string) *bool {
+		v, ok := conf[k]
+		if !ok {
+			return nil
+		}
+		b := v == "TRUE"
+		return &b
+	}
+	num := func(k string) *int {
+		n, err := strconv.Atoi(conf[k])
+		if err != nil {
+			return nil
+		}
+		return &n
+	}
+	o.PartEnforce = conf["part_enforce"]
+	o.RoutingEngine = conf["routing_engine"]
+	o.NoPartitionEnforcement = boolean("no_partition_enforcement")
+	o.AllowBothPKeys = boolean("allow_both_pkeys")
+	o.QoS = boolean("qos")
+	o.SweepInterval, o.LMC = num("sweep_interval"), num("lmc")
+	o.SMInfoPollingTimeout, o.PollingRetryNumber = num("sminfo_polling_timeout"), num("polling_retry_number")
+	if *o != (schema.SMOptions{}) {
+		sm.Options = o
+	}
+	for _, e := range entries(obs.Partitions) {
+		pt, err := capturePartition(e.text)
+		if err != nil {
+			return fmt.Errorf("%s: %w", PartitionsFile, err)
+		}
+		sm.Partitions = append(sm.Partitions, pt)
+	}
+	spec.SubnetManager = sm
+	return nil
+}
+
+var codeMTU = map[int]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+
+// capturePartition reads one entry, "storage=0x0002,ipoib,mtu=5 : SELF=full,ALL_CAS".
+func capturePartition(text string) (schema.Partition, error) {
+	var pt schema.Partition
+	head, members, ok := strings.Cut(text, ":")
+	if !ok {
+		return pt, fmt.Errorf("entry %q has no ':'", text)
+	}
+	flags := strings.Split(head, ",")
+	name, key, _ := strings.Cut(strings.TrimSpace(flags[0]), "=")
+	v, err := strconv.ParseInt(strings.TrimSpace(key), 0, 32)
+	if err != nil {
+		return pt, fmt.Errorf("entry %q: P_Key %q is not a number", text, key)
+	}
+	pt.Name = strings.TrimSpace(name)
+	pt.PKey = &schema.PKey{Value: int(v), Text: fmt.Sprintf("0x%04x", v)}
+	for _, f := range flags[1:] {
+		k, val, _ := strings.Cut(strings.TrimSpace(f), "=")
+		n, _ := strconv.Atoi(val)
+		switch k {
+		case "ipoib":
+			if pt.IPoIB == nil {
+				pt.IPoIB = &schema.PartitionIPoIB{}
+			}
+		case "mtu", "rate", "sl":
+			if pt.IPoIB == nil {
+				return pt, fmt.Errorf("entry %q: %s without ipoib", text, k)
+			}
+			switch k {
+			case "mtu":
+				m := codeMTU[n]
+				pt.IPoIB.MTU = &m
+			case "rate":
+				pt.IPoIB.Rate = &n
+			default:
+				pt.IPoIB.SL = &n
+			}
+		case "defmember":
+			pt.DefaultMembership = val
+		default:
+			return pt, fmt.Errorf("entry %q: flag %q is not one the spec has", text, k)
+		}
+	}
+	for _, m := range strings.Split(members, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		g, ms, _ := strings.Cut(m, "=")
+		g = strings.ToLower(strings.TrimSpace(g))
+		if !slices.Contains(schema.SMKeywords, g) {
+			n, err := strconv.ParseUint(g, 0, 64)
+			if err != nil {
+				return pt, fmt.Errorf("entry %q: member %q is not a port GUID", text, g)
+			}
+			g = fmt.Sprintf("0x%016x", n)
+		}
+		pt.Members = append(pt.Members, schema.PartitionMember{GUID: g, Membership: strings.TrimSpace(ms)})
+	}
+	return pt, nil
+}
