@@ -68,6 +68,7 @@ func Lint(hosts []*Host) schema.Report {
 	l.ipoib()
 	l.addresses()
 	l.peers()
+	l.subnetManagers()
 	sort.SliceStable(l.rep, func(i, j int) bool {
 		a, b := l.rep[i], l.rep[j]
 		if a.Pos.File != b.Pos.File {
