@@ -312,6 +312,19 @@ func Exists(f FS, name string) bool {
 	return err == nil
 }
 
+// ReadOptional reads a file that may be missing: nil and no error when it
+// is.
+func ReadOptional(f FS, name string) ([]byte, error) {
+	b, err := f.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return b, nil
+}
+
 // ReadAttr reads a kernel attribute and trims the trailing newline and
 // padding sysfs adds.
 func ReadAttr(f FS, name string) (string, error) {

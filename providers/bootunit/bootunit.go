@@ -145,10 +145,10 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 		obs.Binary = true
 	}
 	var err error
-	if obs.Unit, err = readOptional(h, UnitPath); err != nil {
+	if obs.Unit, err = host.ReadOptional(h.FS, UnitPath); err != nil {
 		return nil, err
 	}
-	if obs.Spec, err = readOptional(h, SpecPath); err != nil {
+	if obs.Spec, err = host.ReadOptional(h.FS, SpecPath); err != nil {
 		return nil, err
 	}
 	link, err := h.FS.Readlink(WantsPath)
@@ -161,17 +161,6 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 		return nil, fmt.Errorf("readlink %s: %w", WantsPath, err)
 	}
 	return obs, nil
-}
-
-func readOptional(h *host.Host, name string) ([]byte, error) {
-	b, err := h.FS.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	return b, nil
 }
 
 // payload is what Apply writes or removes.

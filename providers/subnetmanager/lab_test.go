@@ -250,7 +250,7 @@ func TestLabRejectedFileIsTakenBack(t *testing.T) {
 	}
 
 	p := a.plan(t, src)
-	lp := localPort(a.Host, &plan.Request{Spec: mustParse(t, src), Inv: mustInv(t, a.Host)})
+	lp := localPort(a.Host, &plan.Request{Spec: parse(t, src), Inv: mustInv(t, a.Host)})
 	bad := append(append([]byte{}, good...), "bad line without colon\n"...)
 	c := &plan.Change{Address: PartitionsAddr, Action: plan.Update, Payload: &payload{file: PartitionsFile, content: bad, previous: good, port: lp,
 		expect: expectation{pkeys: []int{0x8002, 0xffff}}}}
@@ -299,15 +299,6 @@ func TestLabFailover(t *testing.T) {
 	if got := summary(b.plan(t, specB)); len(got) != 0 {
 		t.Errorf("the new master's plan: %v", got)
 	}
-}
-
-func mustParse(t *testing.T, src string) *schema.Spec {
-	t.Helper()
-	spec, rep := schema.Parse("spec.yaml", []byte(src))
-	if len(rep) > 0 {
-		t.Fatal(rep)
-	}
-	return spec
 }
 
 func mustInv(t *testing.T, h *host.Host) *inventory.Inventory {

@@ -13,9 +13,6 @@ package subnetmanager
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
@@ -108,10 +105,10 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		obs.Installed = true
 	}
 	var err error
-	if obs.Partitions, err = readOptional(h, PartitionsFile); err != nil {
+	if obs.Partitions, err = host.ReadOptional(h.FS, PartitionsFile); err != nil {
 		return nil, err
 	}
-	if obs.Conf, err = readOptional(h, ConfFile); err != nil {
+	if obs.Conf, err = host.ReadOptional(h.FS, ConfFile); err != nil {
 		return nil, err
 	}
 	obs.Port = localPort(h, req)
@@ -121,17 +118,6 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	}
 	obs.Fabric, obs.FabricErr = ReadFabric(ctx, h, obs.Port)
 	return obs, nil
-}
-
-func readOptional(h *host.Host, name string) ([]byte, error) {
-	b, err := h.FS.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	return b, nil
 }
 
 // localPort is the InfiniBand port opensm binds to: the spec's, else the
