@@ -283,11 +283,14 @@ func TestLabFailover(t *testing.T) {
 	l := systemdlab.Start(t)
 	a := newLabHost(t, f, l, "Hca1")
 	b := newLabHost(t, f, l, "Hca2")
-	a.start(t)
-	b.start(t)
 	specA := partitionsSpec(10, []string{a.guid, b.guid}, nil)
 	specB := partitionsSpec(3, []string{a.guid, b.guid}, nil)
+	// The master first, then the standby: two subnet managers that start
+	// together, both at opensm's default priority, race for master, and
+	// the loser programs its own (default) partitions until it knows.
+	a.start(t)
 	a.applyThenEmpty(t, specA)
+	b.start(t)
 	b.applyThenEmpty(t, specB)
 	short := func(g string) string { return "0x" + strings.TrimLeft(strings.TrimPrefix(g, "0x"), "0") }
 	f.WaitSMInfo(t, "Hca3", regexp.MustCompile(`sm guid `+short(a.guid)+`, .* priority 10 state 3 SMINFO_MASTER`), 30*time.Second)
