@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/smlab"
 	"github.com/rdmaform/rdmaform/internal/testlab/systemdlab"
@@ -229,6 +230,48 @@ func TestLabPartitionsReachTheFabric(t *testing.T) {
 	if got := a.pid(t); got != pid {
 		t.Errorf("opensm's PID went from %d to %d: restarted, not signalled", pid, got)
 	}
+
+	// audit: clean, then drift of the file, then of the fabric.
+	src := partitionsSpec(5, []string{a.guid, g3}, []string{g2})
+	if got := a.audit(t, src); len(got) != 0 {
+		t.Errorf("audit after apply: %v", got)
+	}
+	good, _ := a.FS.ReadFile(PartitionsFile)
+	if err := a.FS.WriteFile(PartitionsFile, append(append([]byte{}, good...), "extra=0x0005 : ALL;\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.audit(t, src); len(got) != 1 || !strings.HasPrefix(got[0], "subnet_manager[partitions.conf] ") || !strings.Contains(got[0], "partition extra") {
+		t.Errorf("audit of a file edited by hand: %v", got)
+	}
+	if err := a.FS.WriteFile(PartitionsFile, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.bus.Stop(context.Background(), a.unit); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.audit(t, src); len(got) != 1 || !strings.Contains(got[0], "no subnet manager answers") {
+		t.Errorf("audit with opensm stopped: %v", got)
+	}
+}
+
+// audit runs rdmaform's audit with the provider and returns the checks
+// that did not pass, "RESOURCE MESSAGE".
+func (h *labHost) audit(t *testing.T, src string) []string {
+	t.Helper()
+	r, err := audit.Run(context.Background(), h.Host, parse(t, src), []plan.Provider{New()}, audit.Options{Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range r.Checks {
+		if c.Status != audit.Pass {
+			out = append(out, c.Resource+" "+c.Message)
+		}
+	}
+	for _, e := range r.Errors {
+		out = append(out, e.String())
+	}
+	return out
 }
 
 // TestLabRejectedFileIsTakenBack: a partitions file opensm refuses (its
