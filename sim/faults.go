@@ -155,16 +155,16 @@ func (s *Sim) AddFault(f Fault) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	s.state.Faults = append(s.state.Faults, f)
 	return s.save()
 }
 
 // ClearFaults removes every fault and returns how many there were.
 func (s *Sim) ClearFaults() (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	n := len(s.state.Faults)
 	s.state.Faults = nil
 	return n, s.save()
@@ -220,9 +220,9 @@ func unlessDropped(err error) error {
 // inject returns the injected error for an operation (errDropped for a
 // dropped one), or nil.
 func (s *Sim) inject(k faultKind, name, detail string) error {
-	s.mu.Lock()
+	s.lock()
 	f := s.takeLocked(k, name, detail)
-	s.mu.Unlock()
+	s.unlock()
 	if f == nil {
 		return nil
 	}

@@ -17,23 +17,28 @@ import (
 // several adapters at once share saves (leaveFirmware).
 func firmwareTool(tool string) toolFunc {
 	return func(_ context.Context, s *Sim, args []string, stdin []byte) (string, string, int) {
-		s.mu.Lock()
+		s.lock()
 		st := s.state
 		e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted && tool == "mlxconfig"}
 		before := snapshot(st.Firmware)
 		stdout, stderr, code := e.Run(tool, args, stdin)
 		if shareCardParams(st.Firmware, before) {
 			s.rev++ // saved by the runner's leaveFirmware
+			if !s.dirty {
+				// Keep the host's lock until then (see LockFile).
+				s.dirty = true
+				s.held++
+			}
 		}
-		s.mu.Unlock()
+		s.unlock()
 		return string(stdout), string(stderr), code
 	}
 }
 
 // mstTool emulates MFT's mst script (start, stop, status -v).
 func mstTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	st := s.state
 	e := &mlxemu.Emulator{Adapters: st.Firmware, MSTStarted: st.MSTStarted}
 	stdout, stderr, code := e.RunMST(args)

@@ -18,8 +18,8 @@ type simNet struct {
 var _ host.Net = (*simNet)(nil)
 
 func (n *simNet) read(fn func(st *State) error) error {
-	n.sim.mu.Lock()
-	defer n.sim.mu.Unlock()
+	n.sim.lock()
+	defer n.sim.unlock()
 	return fn(n.sim.state)
 }
 

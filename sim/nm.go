@@ -19,9 +19,9 @@ func nmcliTool(_ context.Context, s *Sim, args []string, stdin []byte) (string, 
 	var code int
 	if readOnly(args) {
 		// Reads change nothing on the host: no save, no re-render.
-		s.mu.Lock()
+		s.lock()
 		stdout, stderr, code = s.state.nmRun(append([]string{"nmcli"}, args...), stdin)
-		s.mu.Unlock()
+		s.unlock()
 		return string(stdout), string(stderr), code
 	}
 	_ = s.mutate(false, func(st *State) error {

@@ -3,9 +3,13 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,43 +22,212 @@ const gidTableLen = 16
 // pkeyTableLen is the simulated P_Key table size per IB port.
 const pkeyTableLen = 16
 
+// tree is a rendering of the simulated tree: what each path should be.
+// sync then makes the directory so.
 type tree struct {
 	root string
-	err  error
+	want map[string]node // by slash path, "/sys/..."
 }
+
+// node is one path of a rendering: a directory, a file's content or a
+// symlink's target.
+type node struct {
+	kind byte // 'd', 'f', 'l'
+	data string
+}
+
+func newTree(root string) *tree { return &tree{root: root, want: map[string]node{}} }
 
 func (t *tree) path(p string) string { return filepath.Join(t.root, filepath.FromSlash(p)) }
 
-func (t *tree) file(p, content string) {
-	if t.err != nil {
-		return
+func (t *tree) put(p string, n node) {
+	t.want[p] = n
+	for d := path.Dir(p); d != "/" && d != "."; d = path.Dir(d) {
+		if _, ok := t.want[d]; ok {
+			break
+		}
+		t.want[d] = node{kind: 'd'}
 	}
-	full := t.path(p)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.err = err
-		return
-	}
-	t.err = os.WriteFile(full, []byte(content), 0o644)
 }
 
-func (t *tree) dir(p string) {
-	if t.err == nil {
-		t.err = os.MkdirAll(t.path(p), 0o755)
-	}
-}
+func (t *tree) file(p, content string) { t.put(p, node{kind: 'f', data: content}) }
+
+func (t *tree) dir(p string) { t.put(p, node{kind: 'd'}) }
 
 // link makes p a symlink to target (relative, as sysfs has them).
-func (t *tree) link(p, target string) {
-	if t.err != nil {
-		return
+func (t *tree) link(p, target string) { t.put(p, node{kind: 'l', data: target}) }
+
+// sync makes everything under the scopes (slash paths) what the rendering
+// says, the way a kernel changes sysfs: each file or symlink that differs
+// is replaced whole by a rename, what the rendering lacks is removed, and
+// nothing else is touched. A process reading the tree meanwhile (a plan
+// beside an apply) sees each file whole, old or new, never an empty or
+// missing one that stays.
+func (t *tree) sync(scopes ...string) error {
+	paths := make([]string, 0, len(t.want))
+	for p := range t.want {
+		paths = append(paths, p)
 	}
+	sort.Strings(paths) // parents first
+	in := func(p string) bool {
+		for _, sc := range scopes {
+			if p == sc || strings.HasPrefix(p, sc+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var made string // a new directory made whole, with all below it
+	for _, p := range paths {
+		if !in(p) || made != "" && strings.HasPrefix(p, made+"/") {
+			continue
+		}
+		n := t.want[p]
+		if n.kind == 'd' {
+			if _, err := os.Lstat(t.path(p)); errors.Is(err, fs.ErrNotExist) {
+				if err := t.makeDir(p, paths); err != nil {
+					return err
+				}
+				made = p
+				continue
+			}
+		}
+		if err := t.make(p, n); err != nil {
+			return err
+		}
+	}
+	for _, sc := range scopes {
+		err := filepath.WalkDir(t.path(sc), func(full string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(t.root, full)
+			p := "/" + filepath.ToSlash(rel)
+			if _, ok := t.want[p]; ok {
+				return nil
+			}
+			if err := t.remove(full); err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			if full == t.path(sc) {
+				return filepath.SkipAll
+			}
+			return filepath.SkipDir
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeDir makes the new directory p with everything the rendering has
+// below it beside the tree, and renames it in: it appears whole, as a
+// configfs group does on mkdir.
+func (t *tree) makeDir(p string, paths []string) error {
+	tmp, err := os.MkdirTemp(t.root, ".render-*")
+	if err != nil {
+		return err
+	}
+	sub := &tree{root: tmp, want: map[string]node{}}
+	for _, q := range paths {
+		if rest, ok := strings.CutPrefix(q, p+"/"); ok {
+			sub.want["/"+rest] = t.want[q]
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(sub.want)) {
+		if err = sub.make(q, sub.want[q]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o755)
+	}
+	if err == nil {
+		err = os.Rename(tmp, t.path(p))
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+	}
+	return err
+}
+
+// remove takes a path out of the tree at once (a rename beside it) and
+// then deletes it.
+func (t *tree) remove(full string) error {
+	tmp, err := os.MkdirTemp(t.root, ".render-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	return os.Rename(full, filepath.Join(tmp, "gone"))
+}
+
+// make makes one path what n says, replacing it only if it differs.
+func (t *tree) make(p string, n node) error {
 	full := t.path(p)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.err = err
-		return
+	fi, err := os.Lstat(full)
+	exists := err == nil
+	switch n.kind {
+	case 'd':
+		if exists && fi.IsDir() {
+			return nil
+		}
+	case 'f':
+		if exists && fi.Mode().IsRegular() {
+			if b, err := os.ReadFile(full); err == nil && string(b) == n.data {
+				return nil
+			}
+		}
+	case 'l':
+		if exists && fi.Mode()&fs.ModeSymlink != 0 {
+			if l, err := os.Readlink(full); err == nil && l == n.data {
+				return nil
+			}
+		}
 	}
-	os.Remove(full)
-	t.err = os.Symlink(target, full)
+	if exists && (fi.IsDir() || n.kind == 'd') {
+		if err := t.remove(full); err != nil {
+			return err
+		}
+	}
+	if n.kind == 'd' {
+		return os.Mkdir(full, 0o755)
+	}
+	// The new file or link is made beside the tree (at the top of the
+	// simulated host's directory, where no reader looks) and renamed in.
+	tmp, err := os.CreateTemp(t.root, ".render-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	if n.kind == 'f' {
+		_, err = tmp.WriteString(n.data)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(name, 0o644)
+		}
+	} else {
+		tmp.Close()
+		if err = os.Remove(name); err == nil {
+			err = os.Symlink(n.data, name)
+		}
+	}
+	if err == nil {
+		err = os.Rename(name, full)
+	}
+	if err != nil {
+		os.Remove(name)
+	}
+	return err
 }
 
 // rel returns the relative symlink target from the directory of link to
@@ -93,12 +266,7 @@ func (s *State) netdevDir(n *Netdev) string {
 var InstalledBinaries = []string{"/usr/local/sbin/rdmaform", "/usr/sbin/rdmaform"}
 
 func (s *State) renderAll(root string) error {
-	for _, d := range []string{"sys", "proc"} {
-		if err := os.RemoveAll(filepath.Join(root, d)); err != nil {
-			return err
-		}
-	}
-	t := &tree{root: root}
+	t := newTree(root)
 	t.dir("/sys/class/infiniband")
 	t.dir("/sys/class/net")
 	t.dir("/sys/bus/pci/devices")
@@ -110,18 +278,24 @@ func (s *State) renderAll(root string) error {
 		s.renderNetdev(t, n)
 	}
 	s.renderProc(t)
+	s.renderCM(t)
+	if err := t.sync("/sys", "/proc"); err != nil {
+		return err
+	}
 	// rdmaform itself is installed, as on a managed host: the boot unit
 	// runs it (persistence). Where make install and where the packages
 	// put it, so binaries of either kind find theirs.
 	for _, bin := range InstalledBinaries {
 		if _, err := os.Lstat(filepath.Join(root, bin)); errors.Is(err, os.ErrNotExist) {
-			t.file(bin, "#!/bin/sh\n# stands for rdmaform on the simulated host\nexit 0\n")
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(root, bin)), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(root, bin), []byte("#!/bin/sh\n# stands for rdmaform on the simulated host\nexit 0\n"), 0o644); err != nil {
+				return err
+			}
 		}
 	}
-	if t.err != nil {
-		return t.err
-	}
-	return s.renderConfigfs(root)
+	return nil
 }
 
 func (s *State) renderDevice(t *tree, d *Device) {
@@ -364,14 +538,16 @@ func (s *State) renderProc(t *tree) {
 // renderConfigfs renders /sys/kernel/config/rdma_cm: present while the
 // rdma_cm module is loaded, with the device groups that were mkdir'ed.
 func (s *State) renderConfigfs(root string) error {
-	base := filepath.Join(root, "sys/kernel/config/rdma_cm")
-	if err := os.RemoveAll(base); err != nil {
-		return err
-	}
+	t := newTree(root)
+	s.renderCM(t)
+	return t.sync(cmRoot)
+}
+
+// renderCM renders rdma_cm's part of configfs into t.
+func (s *State) renderCM(t *tree) {
 	if !s.ModuleLoaded("rdma_cm") {
-		return nil
+		return
 	}
-	t := &tree{root: root}
 	t.dir("/sys/kernel/config/rdma_cm")
 	for _, g := range s.CMGroups {
 		d := s.Device(g)
@@ -385,7 +561,6 @@ func (s *State) renderConfigfs(root string) error {
 			t.file(dir+"/default_roce_tos", fmt.Sprintf("%d\n", v.Tos))
 		}
 	}
-	return t.err
 }
 
 // roce returns the kernel's current rdma_cm defaults of a port.

@@ -39,7 +39,7 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: fmt.Errorf("empty command")}
 	}
 	name := c.Args[0]
-	r.sim.mu.Lock()
+	r.sim.lock()
 	r.sim.calls = append(r.sim.calls, c.String())
 	installed := r.sim.state.HasTool(name)
 	latency := time.Duration(r.sim.state.Latency[name])
@@ -48,7 +48,7 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 	if firmware {
 		r.sim.enterFirmware()
 	}
-	r.sim.mu.Unlock()
+	r.sim.unlock()
 	if firmware {
 		res, err := r.run(ctx, c, installed, fault, latency)
 		if serr := r.sim.leaveFirmware(); serr != nil && err == nil {
@@ -166,9 +166,9 @@ var _ host.Looker = (*runner)(nil)
 // LookPath implements host.Looker: a tool is installed when the simulated
 // host lists it and the simulator can emulate it.
 func (r *runner) LookPath(name string) (string, error) {
-	r.sim.mu.Lock()
+	r.sim.lock()
 	installed := r.sim.state.HasTool(name)
-	r.sim.mu.Unlock()
+	r.sim.unlock()
 	if !installed || tools[name] == nil {
 		return "", fmt.Errorf("%s: %w on PATH (simulated host)", name, host.ErrNotFound)
 	}

@@ -16,8 +16,9 @@ import (
 )
 
 // Sim is an open simulated host. It is safe for concurrent use by the
-// goroutines of one rdmaform process; two processes on one directory are
-// serialized by rdmaform's own apply lock.
+// goroutines of one rdmaform process and by several processes on one
+// directory: each look at or change of the state holds the host's lock
+// (LockFile) and starts from the newest sim.yaml.
 type Sim struct {
 	Dir string
 
@@ -30,6 +31,15 @@ type Sim struct {
 	rev, saved uint64
 	fwBusy     int
 	flushed    chan struct{}
+	// lockf is the open LockFile; held counts this process's reasons to
+	// hold it (goroutines inside lock, and dirty: a firmware set not
+	// saved yet); loaded is the sim.yaml the state was read from or
+	// saved as; stale is why the state could not be brought up to date.
+	lockf  *os.File
+	held   int
+	dirty  bool
+	loaded fileID
+	stale  error
 }
 
 // Open opens the simulated host in dir, rendering its tree if it has none.
@@ -38,21 +48,23 @@ func Open(dir string) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(abs, StateFile))
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(abs, StateFile)); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s is not a simulated host (no %s; create one with rdmaform sim new)", dir, StateFile)
 		}
 		return nil, err
 	}
-	st := &State{}
-	if err := yaml.Unmarshal(b, st); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
+	s := &Sim{Dir: abs}
+	if err := s.openLock(); err != nil {
+		return nil, err
 	}
-	s := &Sim{Dir: abs, state: st}
-	st.CMGroups = cmGroupsInTree(abs)
+	s.lock()
+	defer s.unlock()
+	if s.stale != nil {
+		return nil, s.stale
+	}
 	if _, err := os.Stat(filepath.Join(abs, "sys")); errors.Is(err, os.ErrNotExist) {
-		if err := st.renderAll(abs); err != nil {
+		if err := s.state.renderAll(abs); err != nil {
 			return nil, err
 		}
 	}
@@ -68,7 +80,13 @@ func Create(dir string, st *State) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sim{Dir: abs, state: st}
+	s := &Sim{Dir: abs}
+	if err := s.openLock(); err != nil {
+		return nil, err
+	}
+	s.lock()
+	defer s.unlock()
+	s.state, s.stale = st, nil
 	st.sortAll()
 	if err := s.save(); err != nil {
 		return nil, err
@@ -81,8 +99,8 @@ func Create(dir string, st *State) (*Sim, error) {
 
 // State returns a copy of the current state (for tests and show).
 func (s *Sim) State() *State {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	b, _ := yaml.Marshal(s.state)
 	cp := &State{}
 	_ = yaml.Unmarshal(b, cp)
@@ -91,13 +109,22 @@ func (s *Sim) State() *State {
 
 // Calls returns the tool command lines run so far, in order.
 func (s *Sim) Calls() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	return append([]string(nil), s.calls...)
 }
 
-// save writes sim.yaml atomically. Callers hold mu.
+// save writes sim.yaml atomically. Callers hold the lock.
 func (s *Sim) save() error {
+	if s.dirty {
+		// Saved (or failed): other processes may have the host again
+		// once this one's callers unlock.
+		s.dirty = false
+		s.held--
+	}
+	if s.stale != nil {
+		return s.stale
+	}
 	b, err := yaml.Marshal(s.state)
 	if err != nil {
 		return err
@@ -108,6 +135,9 @@ func (s *Sim) save() error {
 		return err
 	}
 	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	if s.loaded, err = statID(p); err != nil {
 		return err
 	}
 	s.saved = s.rev
@@ -132,11 +162,11 @@ func (s *Sim) enterFirmware() { s.fwBusy++ }
 // leaveFirmware ends a firmware tool run: it returns once sim.yaml holds
 // every change made so far.
 func (s *Sim) leaveFirmware() error {
-	s.mu.Lock()
+	s.lock()
 	s.fwBusy--
 	rev := s.rev
 	if s.saved >= rev {
-		s.mu.Unlock()
+		s.unlock()
 		return nil
 	}
 	if s.fwBusy > 0 {
@@ -144,16 +174,16 @@ func (s *Sim) leaveFirmware() error {
 			s.flushed = make(chan struct{})
 		}
 		ch := s.flushed
-		s.mu.Unlock()
+		s.unlock()
 		t := time.NewTimer(coalesceWait)
 		select {
 		case <-ch:
 		case <-t.C:
 		}
 		t.Stop()
-		s.mu.Lock()
+		s.lock()
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if s.saved >= rev {
 		return nil
 	}
@@ -178,8 +208,11 @@ func cmGroupsInTree(dir string) []string {
 // mutateGroups changes the configfs groups under the lock and renders
 // configfs; nothing else changed, so sim.yaml is not rewritten.
 func (s *Sim) mutateGroups(fn func(st *State) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
+	if s.stale != nil {
+		return s.stale
+	}
 	if err := fn(s.state); err != nil {
 		return err
 	}
@@ -190,8 +223,11 @@ func (s *Sim) mutateGroups(fn func(st *State) error) error {
 // mutate changes the state under the lock, saves it and re-renders what
 // the change touched (everything unless only configfs changed).
 func (s *Sim) mutate(configfsOnly bool, fn func(st *State) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
+	if s.stale != nil {
+		return s.stale
+	}
 	if err := fn(s.state); err != nil {
 		return err
 	}
@@ -208,16 +244,19 @@ func (s *Sim) mutate(configfsOnly bool, fn func(st *State) error) error {
 // view runs fn on the state under the lock, for a read: nothing is saved
 // or rendered.
 func (s *Sim) view(fn func(st *State)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	fn(s.state)
 }
 
 // mutateSaved changes state no file of the tree shows (a driver's DCB
 // tables, pause): it is saved, the tree is left as it is.
 func (s *Sim) mutateSaved(fn func(st *State) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
+	if s.stale != nil {
+		return s.stale
+	}
 	if err := fn(s.state); err != nil {
 		return err
 	}

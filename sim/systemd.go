@@ -63,8 +63,8 @@ const UnitDir = "/etc/systemd/system"
 
 // systemd returns the host's service manager, nil when none runs.
 func (s *Sim) systemd() host.Systemd {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	if s.state.Systemd != nil && s.state.Systemd.Off {
 		return nil
 	}
@@ -157,9 +157,9 @@ func (s *Sim) fileState(name string, uf unitFile) string {
 }
 
 func (m *simSystemd) record(call string) {
-	m.sim.mu.Lock()
+	m.sim.lock()
 	m.sim.calls = append(m.sim.calls, "systemd1 "+call)
-	m.sim.mu.Unlock()
+	m.sim.unlock()
 }
 
 // Unit implements host.Systemd.
@@ -171,8 +171,8 @@ func (m *simSystemd) Unit(_ context.Context, name string) (host.UnitState, error
 	if err != nil {
 		return host.UnitState{}, err
 	}
-	m.sim.mu.Lock()
-	defer m.sim.mu.Unlock()
+	m.sim.lock()
+	defer m.sim.unlock()
 	sd := m.sim.state.Systemd
 	if sd == nil {
 		sd = &SystemdState{Units: DefaultUnits()}
