@@ -163,7 +163,14 @@ difference, and nothing changes.
 			if err := a.refuseWhileWaiting(h); err != nil {
 				return err
 			}
-			unlock, err := h.Lock(cmd.Context(), lockTimeout, "rdmaform apply -f "+file)
+			unlock, err := h.LockWaiting(cmd.Context(), lockTimeout, "rdmaform apply -f "+file, func(holder string) {
+				if holder == "" {
+					holder = "by a process that has not recorded itself yet"
+				} else {
+					holder = "by " + holder
+				}
+				fmt.Fprintf(a.info(), "rdmaform: waiting up to %s for the host's apply lock (%s), held %s\n", lockTimeout, host.LockFile, holder)
+			})
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}

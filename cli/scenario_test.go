@@ -118,7 +118,9 @@ func tree(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // holdLock takes a simulated host's apply lock and holds it until killed:
-// a stand-in for an apply that dies while holding it.
+// a stand-in for an apply that dies while holding it. `holdlock DIR
+// READY` also makes the file READY once it holds the lock; `holdlock DIR
+// READY RELEASE` exits once the file RELEASE appears.
 func holdLock() int {
 	s, err := sim.Open(os.Args[1])
 	if err != nil {
@@ -130,6 +132,22 @@ func holdLock() int {
 	}
 	if _, err := h.Lock(context.Background(), time.Second, "test holder"); err != nil {
 		return 1
+	}
+	if len(os.Args) > 2 {
+		// holdlock DIR READY: READY appears once the lock is held.
+		if err := os.WriteFile(os.Args[2], nil, 0o644); err != nil {
+			return 1
+		}
+	}
+	if len(os.Args) > 3 {
+		// holdlock DIR READY RELEASE: the holder exits (and the
+		// kernel releases its lock) once RELEASE appears.
+		for {
+			if _, err := os.Stat(os.Args[3]); err == nil {
+				return 0
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	select {}
 }

@@ -27,6 +27,13 @@ var ErrLocked = errors.New("another rdmaform apply holds the lock")
 //
 // Equivalent to: flock -w TIMEOUT /run/rdmaform.lock
 func (h *Host) Lock(ctx context.Context, timeout time.Duration, owner string) (unlock func(), err error) {
+	return h.LockWaiting(ctx, timeout, owner, nil)
+}
+
+// LockWaiting is Lock that, when another process holds the lock, calls
+// waiting once with who holds it, as the holder recorded it ("pid PID,
+// COMMAND, since TIME"; "" if it recorded nothing), before it waits.
+func (h *Host) LockWaiting(ctx context.Context, timeout time.Duration, owner string, waiting func(holder string)) (unlock func(), err error) {
 	if err := h.FS.MkdirAll(filepath.Dir(LockFile), 0o755); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
 	}
@@ -38,7 +45,8 @@ func (h *Host) Lock(ctx context.Context, timeout time.Duration, owner string) (u
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
 	}
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
@@ -47,6 +55,15 @@ func (h *Host) Lock(ctx context.Context, timeout time.Duration, owner string) (u
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", LockFile, err)
+		}
+		if waiting != nil {
+			// The holder records itself just after it takes the lock:
+			// a moment with no record yet is waited out, briefly.
+			holder, _ := os.ReadFile(p)
+			if who := strings.TrimSpace(string(holder)); who != "" || time.Since(start) > time.Second {
+				waiting(who)
+				waiting = nil
+			}
 		}
 		if time.Now().After(deadline) {
 			holder, _ := os.ReadFile(p)
