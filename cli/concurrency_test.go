@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -92,5 +93,80 @@ func TestParallelAppliesKeepEveryChange(t *testing.T) {
 		if code, out := rdmaform(t, "--sim", h, "plan", "-f", spec); code != 0 {
 			t.Errorf("plan of %s after the parallel applies: exit %d, want 0 (its change was lost)\n%s", filepath.Base(spec), code, out)
 		}
+	}
+}
+
+// TestPlansBesideApply: plans, audits and shows that run again and again
+// beside applies on one simulated host all give their right answer, and
+// the applies succeed: the readers' configfs groups (rdma_cm) are shared
+// with the apply's, never removed under it.
+func TestPlansBesideApply(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if code, out := rdmaform(t, "sim", "new", h, "--profile", "cx5-roce"); code != 0 {
+		t.Fatalf("sim new: exit %d\n%s", code, out)
+	}
+	// The readers ask for what the applies do not change (the RoCE
+	// mode of both ports), so their answer is "no changes" throughout.
+	mode := writeFile(t, filepath.Join(dir, "mode.yaml"), `version: 1
+devices:
+  - name: mlx5_0
+    ports:
+      - port: 1
+        roce: {mode: v2}
+  - name: mlx5_1
+    ports:
+      - port: 1
+        roce: {mode: v2}
+`)
+	tos := func(n int) string {
+		return writeFile(t, filepath.Join(dir, "tos"+string(rune('0'+n))+".yaml"), strings.ReplaceAll(`version: 1
+devices:
+  - name: mlx5_0
+    ports:
+      - port: 1
+        roce: {tos: TOS}
+  - name: mlx5_1
+    ports:
+      - port: 1
+        roce: {tos: TOS}
+`, "TOS", []string{"32", "64", "96"}[n]))
+	}
+	readers := [][]string{
+		{"plan", "-f", mode}, {"plan", "-f", mode}, {"plan", "-f", mode}, {"plan", "-f", mode},
+		{"plan", "-f", mode}, {"plan", "-f", mode}, {"audit", "-f", mode}, {"show"},
+	}
+	var done atomic.Bool
+	var mu sync.Mutex
+	runs := 0
+	var wg sync.WaitGroup
+	for _, args := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// At least once, and on until the applies are done.
+			for first := true; first || !done.Load(); first = false {
+				p := rdmaformProc(t, append([]string{"--sim", h}, args...)...)
+				mu.Lock()
+				runs++
+				mu.Unlock()
+				if p.code != 0 {
+					t.Errorf("rdmaform %s beside an apply: exit %d, want 0\n%s%s", strings.Join(p.args, " "), p.code, p.stdout, p.stderr)
+				}
+			}
+		}()
+	}
+	for n := 0; n < 3; n++ {
+		spec := tos(n)
+		if p := rdmaformProc(t, "--sim", h, "apply", "--yes", "-f", spec); p.code != 0 {
+			t.Errorf("apply %d beside plans: exit %d, want 0\n%s%s", n, p.code, p.stdout, p.stderr)
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	t.Logf("%d read-only runs beside 3 applies", runs)
+	// apply, then plan is empty.
+	if code, out := rdmaform(t, "--sim", h, "plan", "-f", tos(2)); code != 0 {
+		t.Errorf("plan after the applies: exit %d, want 0\n%s", code, out)
 	}
 }

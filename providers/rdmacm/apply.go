@@ -21,7 +21,7 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 	if err := ensureRdmaCM(ctx, h); err != nil {
 		return err
 	}
-	return withGroup(h, pl.dev, func(group string) error {
+	return withGroup(ctx, h, pl.dev, func(group string) error {
 		dir := path.Join(group, "ports", strconv.Itoa(pl.port))
 		if pl.before == nil {
 			// The plan could not read them (rdma_cm was not loaded, or the

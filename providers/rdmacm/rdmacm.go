@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/linklayer"
@@ -137,7 +138,8 @@ func showTargets(req *plan.Request) []target {
 }
 
 // Observe implements plan.TypedProvider. It reads every managed port's values;
-// a device group rdmaform had to create for reading is removed again.
+// a device group rdmaform had to create for reading is removed again
+// (withGroups: also with other rdmaform processes reading or applying).
 // Without rdma_cm in configfs show has nothing to read, and neither has a
 // plan (NotLoaded): Observe loads and mounts nothing.
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
@@ -165,10 +167,10 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		byDev[t.dev] = append(byDev[t.dev], t.port)
 	}
 	sort.Strings(devs)
-	for _, dev := range devs {
-		err := withGroup(h, dev, func(group string) error {
+	err := withGroups(ctx, h, devs, func() error {
+		for _, dev := range devs {
 			for _, port := range byDev[dev] {
-				v, err := readPort(h, group, port)
+				v, err := readPort(h, path.Join(Root, dev), port)
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // no such port; Plan reports it from the inventory
 				}
@@ -177,11 +179,11 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 				}
 				obs.Ports[key(dev, port)] = v
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return obs, nil
 }
@@ -210,27 +212,84 @@ func ensureRdmaCM(ctx context.Context, h *host.Host) error {
 	return nil
 }
 
-// withGroup runs fn with the device's configfs group present, creating it
-// if needed and removing it afterwards only if it was created here: the
-// values stay in the kernel, the directory is only a view.
+// groupWait is how long a process that made configfs groups for its
+// reads or writes waits, once done, for the others using groups to finish
+// before it removes them; past it they stay (see withGroups). A variable
+// for tests.
+var groupWait = 5 * time.Second
+
+// withGroups runs fn with the configfs groups of devs present.
 //
-// Equivalent to: mkdir /sys/kernel/config/rdma_cm/DEV; ...; rmdir /sys/kernel/config/rdma_cm/DEV
-func withGroup(h *host.Host, dev string, fn func(group string) error) (err error) {
-	group := path.Join(Root, dev)
-	if !host.Exists(h.FS, group) {
+// A group (/sys/kernel/config/rdma_cm/DEV) is only a view: the kernel
+// keeps a port's values whether it exists or not, and keeps them across
+// an rmdir; a second mkdir fails with EEXIST (reference/kernel-lab.md).
+// But it is one directory for the whole host, and plans, audits and shows
+// beside an apply (a metrics timer, an Ansible check run, an operator)
+// all need it, so making and removing it is shared by a host-wide lock,
+// an flock(2) on rdma_cm's configfs directory itself (nothing to create,
+// no trace; the kernel drops it when its holder dies):
+//
+//   - every user, reader or apply alike, holds the lock shared while it
+//     uses groups, so any number of them run at once: the apply's writes
+//     need only what readers need, the group to stay while it is used;
+//   - a group that is missing is made; EEXIST means another process made
+//     it meanwhile: it is used, and is not this process's to remove;
+//   - a process removes only the groups it made, and only under the lock
+//     held exclusively, that is once no one else uses any group; it waits
+//     for that up to groupWait, then leaves them in place (a view, which
+//     changes nothing) rather than delay its caller further;
+//   - a group that was there before (the operator's) is never removed.
+//
+// A lone plan therefore leaves the host as it found it, as before.
+//
+// Equivalent to: flock -s rdma_cm mkdir /sys/kernel/config/rdma_cm/DEV; ...;
+// flock -x rdma_cm rmdir /sys/kernel/config/rdma_cm/DEV
+func withGroups(ctx context.Context, h *host.Host, devs []string, fn func() error) (err error) {
+	lk, err := host.OpenFlock(h.FS, Root)
+	if err != nil {
+		return err
+	}
+	defer lk.Close()
+	if err := lk.Shared(ctx); err != nil {
+		return err
+	}
+	var made []string
+	defer func() {
+		lk.Unlock()
+		if len(made) == 0 {
+			return
+		}
+		if ok, lerr := lk.Exclusive(context.WithoutCancel(ctx), groupWait); lerr != nil || !ok {
+			return // others still use groups: the ones made here stay
+		}
+		for _, group := range made {
+			if rerr := h.FS.Remove(group); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+				err = fmt.Errorf("rmdir %s: %w", group, rerr)
+			}
+		}
+	}()
+	for _, dev := range devs {
+		group := path.Join(Root, dev)
+		if host.Exists(h.FS, group) {
+			continue
+		}
 		if err := h.FS.Mkdir(group, 0o755); err != nil {
-			if errors.Is(err, syscall.ENODEV) {
+			switch {
+			case errors.Is(err, fs.ErrExist):
+				continue // made by another process just now
+			case errors.Is(err, syscall.ENODEV):
 				return fmt.Errorf("mkdir %s: the kernel has no RDMA device %s", group, dev)
 			}
 			return fmt.Errorf("mkdir %s: %w", group, err)
 		}
-		defer func() {
-			if rerr := h.FS.Remove(group); rerr != nil && err == nil {
-				err = fmt.Errorf("rmdir %s: %w", group, rerr)
-			}
-		}()
+		made = append(made, group)
 	}
-	return fn(group)
+	return fn()
+}
+
+// withGroup runs fn with one device's configfs group present (withGroups).
+func withGroup(ctx context.Context, h *host.Host, dev string, fn func(group string) error) error {
+	return withGroups(ctx, h, []string{dev}, func() error { return fn(path.Join(Root, dev)) })
 }
 
 func readPort(h *host.Host, group string, port int) (PortValues, error) {

@@ -3,14 +3,17 @@ package rdmacm
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
@@ -209,6 +212,96 @@ func TestPlanLeavesNoTrace(t *testing.T) {
 	}
 	if _, err := h.FS.Stat(Root + "/mlx5_0/ports/1/default_roce_mode"); err != nil {
 		t.Errorf("a pre-existing group must be kept: %v", err)
+	}
+}
+
+// madeMeanwhile is a host's FS on which another process makes each
+// configfs group just before this one tries to: its mkdir fails with the
+// kernel's EEXIST.
+type madeMeanwhile struct {
+	host.FS
+	made []string
+}
+
+func (f *madeMeanwhile) Mkdir(name string, perm fs.FileMode) error {
+	if strings.HasPrefix(name, Root+"/") {
+		if err := f.FS.Mkdir(name, perm); err != nil {
+			return err
+		}
+		f.made = append(f.made, name)
+	}
+	return f.FS.Mkdir(name, perm)
+}
+
+// TestGroupMadeMeanwhile: a group another process makes between this
+// one's look and its mkdir (EEXIST) is used, and left to its maker.
+func TestGroupMadeMeanwhile(t *testing.T) {
+	s := newSim(t, "cx5-roce")
+	h, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := h.Modprobe(ctx, "rdma_cm"); err != nil {
+		t.Fatal(err)
+	}
+	racy := &madeMeanwhile{FS: h.FS}
+	h.FS = racy
+	res, err := plan.Build(ctx, h, parse(t, v2spec), []plan.Provider{New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Errors) > 0 || len(res.Plan.Changes) != 1 {
+		t.Fatalf("plan with the group made meanwhile: %+v", res.Plan)
+	}
+	if len(racy.made) != 1 {
+		t.Fatalf("groups made by the other process: %v", racy.made)
+	}
+	if _, err := h.FS.Stat(racy.made[0]); err != nil {
+		t.Errorf("the other process's group was removed: %v", err)
+	}
+}
+
+// TestGroupStaysWhileOthersUseGroups: a process removes a group it made
+// only when no other holds the groups' lock; while one does, it leaves
+// the group (after groupWait) rather than pull it from under the other.
+// Alone, the next one removes what it makes.
+func TestGroupStaysWhileOthersUseGroups(t *testing.T) {
+	defer func(w time.Duration) { groupWait = w }(groupWait)
+	groupWait = 50 * time.Millisecond
+	s := newSim(t, "cx5-roce")
+	h, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := h.Modprobe(ctx, "rdma_cm"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := host.OpenFlock(h.FS, Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Shared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spec := parse(t, v2spec)
+	if _, err := plan.Build(ctx, h, spec, []plan.Provider{New()}); err != nil {
+		t.Fatal(err)
+	}
+	group := Root + "/mlx5_0"
+	if _, err := h.FS.Stat(group); err != nil {
+		t.Errorf("the group was removed while another process held the lock: %v", err)
+	}
+	other.Close()
+	if err := h.FS.Remove(group); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Build(ctx, h, spec, []plan.Provider{New()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.FS.Stat(group); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a plan alone left its group: %v", err)
 	}
 }
 
