@@ -101,6 +101,21 @@ func attrName(prop string) string {
 	return prop
 }
 
+// attrValue is the plan's form of an nmcli property's value: nmcli's
+// yes and no are the booleans true and false (one JSON type for every
+// boolean attribute), anything else as nmcli has it.
+func attrValue(prop, v string) string {
+	if prop == "connection.autoconnect" {
+		switch v {
+		case "yes":
+			return "true"
+		case "no":
+			return "false"
+		}
+	}
+	return v
+}
+
 // managed reports whether the spec entry manages an nmcli property of an
 // existing profile: mode, mtu, ipv4.* and ipv6.* only when the spec gives
 // them; the interface, P_Key and autoconnect (from state) always.
@@ -193,7 +208,7 @@ func createChange(req *plan.Request, c *schema.IPoIB, path string, want nmcli.Pr
 		if s.Value == "" || (s.Name == "connection.autoconnect" && s.Value == "yes") || (s.Name == "infiniband.p-key" && s.Value == "default") {
 			continue
 		}
-		attrs = append(attrs, plan.Attr{Name: attrName(s.Name), After: s.Value})
+		attrs = append(attrs, plan.Attr{Name: attrName(s.Name), After: attrValue(s.Name, s.Value)})
 	}
 	state := WantState(c)
 	attrs = append(attrs, plan.Attr{Name: "state", After: state})
@@ -218,7 +233,7 @@ func updateChange(req *plan.Request, c *schema.IPoIB, path string, want, have nm
 			continue
 		}
 		settings = append(settings, s)
-		attrs = append(attrs, plan.Attr{Name: attrName(s.Name), Before: before[s.Name], After: s.Value})
+		attrs = append(attrs, plan.Attr{Name: attrName(s.Name), Before: attrValue(s.Name, before[s.Name]), After: attrValue(s.Name, s.Value)})
 		if s.Name != "connection.autoconnect" {
 			reconfigure = true
 		}

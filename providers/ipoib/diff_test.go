@@ -134,7 +134,7 @@ func TestDiff(t *testing.T) {
 			name:     "autoconnect alone does not re-activate",
 			spec:     storageSpec,
 			profiles: []nmcli.Profile{noAuto},
-			want:     outcome{Changes: []string{"update ipoib[ib0-storage] autoconnect=no->yes"}},
+			want:     outcome{Changes: []string{"update ipoib[ib0-storage] autoconnect=false->true"}},
 		},
 		{
 			name:     "fields the spec leaves out are not enforced",
@@ -162,12 +162,12 @@ func TestDiff(t *testing.T) {
 			name:     "state down: autoconnect off, then down",
 			spec:     storageSpec + "    state: down\n",
 			profiles: []nmcli.Profile{storage()},
-			want:     outcome{Changes: []string{"update ipoib[ib0-storage] autoconnect=yes->no state=up->down"}},
+			want:     outcome{Changes: []string{"update ipoib[ib0-storage] autoconnect=true->false state=up->down"}},
 		},
 		{
 			name: "state down creates without activating",
 			spec: "ipoib:\n  - name: ib0-base\n    parent: ib0\n    state: down\n",
-			want: outcome{Changes: []string{"create ipoib[ib0-base] interface=->ib0 autoconnect=->no mode=->datagram mtu=->auto ipv4.method=->disabled ipv6.method=->disabled state=->down"}},
+			want: outcome{Changes: []string{"create ipoib[ib0-base] interface=->ib0 autoconnect=->false mode=->datagram mtu=->auto ipv4.method=->disabled ipv6.method=->disabled state=->down"}},
 		},
 		{
 			name:     "absent deletes by UUID",

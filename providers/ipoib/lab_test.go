@@ -179,7 +179,7 @@ func TestRealNetworkManager(t *testing.T) {
 	up := strings.Replace(spec, "state: down", "state: up", 1) + "  - name: ib1-new\n    parent: ib1\n    state: up\n"
 	p = l.plan(up)
 	if diff := cmp.Diff([]string{
-		"update ipoib[ib0-storage] autoconnect=no->yes state=down->up",
+		"update ipoib[ib0-storage] autoconnect=false->true state=down->up",
 		"create ipoib[ib1-new] interface=->ib1 mode=->datagram mtu=->auto ipv4.method=->disabled ipv6.method=->disabled state=->up",
 	}, changes(p)); diff != "" {
 		t.Errorf("activation plan (-want +got):\n%s", diff)

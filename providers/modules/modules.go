@@ -187,10 +187,11 @@ type payload struct {
 	unload, skipFile bool
 }
 
-// Attribute names and values.
+// Attribute names and values: loaded and load_at_boot are booleans
+// (true and false in JSON, as every boolean attribute).
 const (
 	attrLoaded = "loaded"
 	attrAtBoot = "load_at_boot"
-	yes        = "yes"
-	no         = "no"
+	yes        = "true"
+	no         = "false"
 )

@@ -32,12 +32,12 @@ func TestDiff(t *testing.T) {
 		name: "not loaded, not listed: loaded and listed",
 		spec: "modules: [rdma_rxe]\n",
 		obs:  Observed{Loaded: set("ib_core")},
-		want: []string{"create module[rdma_rxe] now [loaded:no->yes load_at_boot:no->yes] load=true listed=true @2:11"},
+		want: []string{"create module[rdma_rxe] now [loaded:false->true load_at_boot:false->true] load=true listed=true @2:11"},
 	}, {
 		name: "loaded, not listed: only listed; '-' and '_' are one name",
 		spec: "modules: [ib-core]\n",
 		obs:  Observed{Loaded: set("ib_core")},
-		want: []string{"update module[ib_core] now [load_at_boot:no->yes] load=false listed=true @2:11"},
+		want: []string{"update module[ib_core] now [load_at_boot:false->true] load=false listed=true @2:11"},
 	}, {
 		name: "built in: counts as loaded",
 		spec: "modules: [configfs]\n",
@@ -50,14 +50,14 @@ func TestDiff(t *testing.T) {
 		name: "listed but dropped from the spec: leaves the file, stays loaded",
 		spec: "modules: [ib_ipoib]\n",
 		obs:  Observed{Loaded: set("rdma_ucm", "ib_ipoib"), Listed: set("ib_ipoib", "rdma_ucm")},
-		want: []string{"delete module[rdma_ucm] now [load_at_boot:yes->no] load=false listed=false @2:10"},
+		want: []string{"delete module[rdma_ucm] now [load_at_boot:true->false] load=false listed=false @2:10"},
 	}, {
 		name: "modules: [] empties the file",
 		spec: "modules: []\n",
 		obs:  Observed{Loaded: set("rdma_ucm"), Listed: set("rdma_ucm", "ib_umad")},
 		want: []string{
-			"delete module[ib_umad] now [load_at_boot:yes->no] load=false listed=false @2:10",
-			"delete module[rdma_ucm] now [load_at_boot:yes->no] load=false listed=false @2:10",
+			"delete module[ib_umad] now [load_at_boot:true->false] load=false listed=false @2:10",
+			"delete module[rdma_ucm] now [load_at_boot:true->false] load=false listed=false @2:10",
 		},
 	}, {
 		name: "modules absent: unmanaged, the file is left alone",
@@ -68,7 +68,7 @@ func TestDiff(t *testing.T) {
 		spec: "modules: [configfs, rdma_rxe]\n",
 		obs:  Observed{NoModules: true, Builtin: set("configfs")},
 		want: []string{
-			"update module[configfs] now [load_at_boot:no->yes] load=false listed=true @2:11",
+			"update module[configfs] now [load_at_boot:false->true] load=false listed=true @2:11",
 			"finding @2:21: this kernel cannot load modules (no /proc/modules) and rdma_rxe is not built in",
 		},
 	}}

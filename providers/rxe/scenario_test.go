@@ -116,7 +116,7 @@ devices:
         roce: {mode: v2, tos: 106}
 `)
 	want := []string{
-		"create module[rdma_rxe] now loaded:no->yes load_at_boot:no->yes",
+		"create module[rdma_rxe] now loaded:false->true load_at_boot:false->true",
 		"create rxe[rxe0] runtime netdev:->enp1s0 after:module[rdma_rxe]",
 		"create rdma_cm[rxe0/1] runtime mode:->v2 tos:->106 after:rxe[rxe0]",
 	}
