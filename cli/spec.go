@@ -44,7 +44,7 @@ func plural(n int, one, many string) string {
 
 func (a *app) validateCmd() *cobra.Command {
 	var file string
-	var extraChecks func(*schema.Spec) error
+	var extraChecks func(*schema.Spec) (string, error)
 	cmd := &cobra.Command{
 		Use:   "validate -f SPEC [-o text|json]",
 		Short: "Check a spec without reading the host",
@@ -61,13 +61,21 @@ database when it is installed (--no-param-db skips that).
 			if err != nil {
 				return err
 			}
-			if err := extraChecks(spec); err != nil {
+			note, err := extraChecks(spec)
+			if err != nil {
 				return err
 			}
 			if a.jsonOut() {
-				return a.writeJSON(validateDoc{FormatVersion: FormatVersion, File: spec.Src.File, Valid: true, Counts: counts(spec)})
+				doc := validateDoc{FormatVersion: FormatVersion, File: spec.Src.File, Valid: true, Counts: counts(spec)}
+				if note != "" {
+					doc.Notes = []string{note}
+				}
+				return a.writeJSON(doc)
 			}
 			fmt.Fprintf(a.env.Stdout, "%s: valid (%s)\n", spec.Src.File, describeSpec(spec))
+			if note != "" {
+				fmt.Fprintf(a.env.Stdout, "note: %s\n", note)
+			}
 			return nil
 		},
 	}
@@ -84,6 +92,8 @@ type validateDoc struct {
 	File          string         `json:"file"`
 	Valid         bool           `json:"valid"`
 	Counts        map[string]int `json:"counts"`
+	// Notes: checks validate could not make (no parameter database).
+	Notes []string `json:"notes,omitempty"`
 }
 
 func counts(s *schema.Spec) map[string]int {
