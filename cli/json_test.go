@@ -163,19 +163,23 @@ func TestJSONOutputs(t *testing.T) {
 
 	s.check(t, "show", "spec", runJSON(t, "", 0, "--sim", roce, "show", "-o", "json"))
 
-	// The simulator has no probe tools: the probes are reported, failed
-	// with the package to install, and the exit code is 1.
+	// Probes on the simulated fabric: an address no netdev of the host
+	// routes to fails, an interface the host lacks cannot run (exit 1).
 	probes := filepath.Join(dir, "probes.yaml")
-	if err := os.WriteFile(probes, []byte("version: 1\nprobes:\n  - name: icmp\n    ping: {to: 192.0.2.9, count: 2}\n"), 0o644); err != nil {
+	if err := os.WriteFile(probes, []byte("version: 1\nprobes:\n  - name: icmp\n    ping: {to: 192.0.2.9, count: 2}\n  - name: nowhere\n    ping: {to: 192.0.2.9, interface: nosuch0}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pr := s.check(t, "probe", "probe", runJSON(t, "", 1, "--sim", roce, "probe", "-o", "json", "-f", probes))
-	if r := pr["probes"].([]any)[0].(map[string]any); r["passed"] != false || !strings.Contains(r["reason"].(string), "iputils-ping") {
-		t.Errorf("probe without ping: %v", r)
+	ps := pr["probes"].([]any)
+	if r := ps[0].(map[string]any); r["passed"] != false || r["outcome"] != "failed" || !strings.Contains(r["reason"].(string), "Network is unreachable") {
+		t.Errorf("probe without a route: %v", r)
+	}
+	if r := ps[1].(map[string]any); r["passed"] != false || r["outcome"] != "error" || !strings.Contains(r["reason"].(string), "SO_BINDTODEVICE nosuch0") {
+		t.Errorf("probe on a missing interface: %v", r)
 	}
 	ar := s.check(t, "audit --probes", "audit", runJSON(t, "", 1, "--sim", roce, "audit", "-o", "json", "-f", probes, "--probes"))
-	if len(ar["probes"].([]any)) != 1 || len(ar["errors"].([]any)) != 1 {
-		t.Errorf("audit --probes without ping: want the probe and one error: %v", ar)
+	if len(ar["probes"].([]any)) != 2 || len(ar["errors"].([]any)) != 1 {
+		t.Errorf("audit --probes: want both probes and one error: %v", ar)
 	}
 
 	// Errors are a JSON document too, positioned, with the text's exit code.

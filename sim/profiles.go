@@ -33,7 +33,7 @@ var baseModules = []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "rdma
 var availableModules = []string{"configfs", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_core", "mlx4_en", "mlx4_ib", "mlx5_core", "mlx5_ib", "rdma_cm", "rdma_rxe", "rdma_ucm", "ib_cm"}
 
 func defaultTools() []string {
-	return []string{"dcb", "ethtool", "ip", "mstconfig", "modprobe", "nmcli", "systemctl"}
+	return []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mstconfig", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 }
 
 // NewState returns the state of a simulated host of a profile. adapters is
@@ -51,7 +51,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			d.Ports[0].LID, d.Ports[0].SMLID = 0x10+i, 1
 		}
 		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
-		st.Tools = []string{"dcb", "ethtool", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxemu.G5, st.Devices)
 	case "cx5-roce":
 		st.Modules = baseModules
@@ -82,7 +82,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		d.Ports[0].NetdevEth = "ens2"
 		st.Devices = []*Device{d}
 		// Port types go through sysfs; no firmware tool is installed.
-		st.Tools = []string{"dcb", "ethtool", "ip", "modprobe", "nmcli", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 	case "vm-soft":
 		// ib_core is loaded (RDMA netlink answers) as on a VM with
 		// rdma-core installed; rdma_rxe is only available.
@@ -120,7 +120,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			st.Firmware = append(st.Firmware, card(newConnectX7VPI, mlxemu.G6, st.Devices[2*i:2*i+2])...)
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
-		st.Tools = []string{"dcb", "ethtool", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
 	}

@@ -23,6 +23,10 @@ var tools = map[string]toolFunc{
 	"dcb":       dcbTool,
 	"ethtool":   ethtoolTool,
 	"ip":        ipTool,
+	// Probes (sim/probe.go): the simulated fabric.
+	"ping":            pingTool,
+	"rping":           rpingTool,
+	"ibv_rc_pingpong": pingpongTool,
 }
 
 // runner runs emulated programs in-process, with the simulated host's
@@ -93,6 +97,11 @@ func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fau
 		stdout, stderr, code = fn(ctx, r.sim, c.Args[1:], c.Stdin)
 	}
 	res := host.Result{Stdout: []byte(stdout), Stderr: []byte(stderr)}
+	if ctx.Err() != nil {
+		// A server (rping -s) ran until it was stopped, as the real
+		// runner stops it.
+		return res, &host.ExitError{Cmd: c, Code: -1, Stdout: res.Stdout, Stderr: res.Stderr, Err: host.CtxErr(ctx)}
+	}
 	if code != 0 {
 		return res, &host.ExitError{Cmd: c, Code: code, Stdout: res.Stdout, Stderr: res.Stderr}
 	}
