@@ -181,10 +181,15 @@ func (pa probeArgs) intOpt(name string, def int) (int, error) {
 	return strconv.Atoi(v)
 }
 
+// serverStopped is the exit code of an emulated server stopped through
+// its context (the runner reports it as the real runner does: timed out
+// or interrupted).
+const serverStopped = -1
+
 // blockUntilDone is a server: it serves until it is stopped.
 func blockUntilDone(ctx context.Context) (string, string, int) {
 	<-ctx.Done()
-	return "", "", -1
+	return "", "", serverStopped
 }
 
 // pingTool emulates iputils ping: ping -n -c COUNT [-w SECS] [-I IFACE] [--] ADDR.

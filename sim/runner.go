@@ -97,9 +97,9 @@ func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fau
 		stdout, stderr, code = fn(ctx, r.sim, c.Args[1:], c.Stdin)
 	}
 	res := host.Result{Stdout: []byte(stdout), Stderr: []byte(stderr)}
-	if ctx.Err() != nil {
-		// A server (rping -s) ran until it was stopped, as the real
-		// runner stops it.
+	if code == serverStopped && ctx.Err() != nil {
+		// A server (rping -s) ran until it was stopped: the real runner
+		// says why it stopped it.
 		return res, &host.ExitError{Cmd: c, Code: -1, Stdout: res.Stdout, Stderr: res.Stderr, Err: host.CtxErr(ctx)}
 	}
 	if code != 0 {
