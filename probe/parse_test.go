@@ -27,6 +27,7 @@ func TestParseRealOutputs(t *testing.T) {
 		{"ping-partly", "ping", 1, 0.145, "", ""},
 		{"ping-no-route", "ping", 0, 0, "ping: connect: Network is unreachable", ""},
 		{"ping-no-interface", "ping", 0, 0, "", "ping: SO_BINDTODEVICE nosuch0: No such device"},
+		{"ping-warning", "ping", 0, 0, "ping: Warning: source address might be selected on device other than: rfa1", ""},
 		{"rping-no-device", "rdma_cm", 0, 0, "", "No RDMA devices were detected"},
 		{"ibv_rc_pingpong-no-device", "verbs", 0, 0, "", "Failed to get IB devices list: Function not implemented"},
 		{"ibping-no-device", "ib", 0, 0, "", "Failed to open 'mlx5_0' port '1'"},

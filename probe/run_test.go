@@ -254,6 +254,11 @@ func TestRunRunnerErrors(t *testing.T) {
 		{"exit status only", func(c host.Cmd) (host.Result, error) {
 			return exitWith(c, host.Result{}, 3)
 		}, OutcomeFailed, "0/3 answered by 192.0.2.1 (rping exit status 3)"},
+		// Every round trip answered, then the tool failed (rping's
+		// teardown): its exit status fails the probe.
+		{"all answered, exit status 255", func(c host.Cmd) (host.Result, error) {
+			return exitWith(c, sample(t, "rping-ok"), 255)
+		}, OutcomeFailed, "3/3 answered by 192.0.2.1 (rping exit status 255)"},
 		{"exit 0 with fewer replies", func(c host.Cmd) (host.Result, error) {
 			ok := sample(t, "rping-ok")
 			return host.Result{Stdout: ok.Stdout[:strings.Index(string(ok.Stdout), "\n")+1]}, nil
@@ -327,4 +332,21 @@ func unjoin(err error) []error {
 		return nil
 	}
 	return []error{err}
+}
+
+// TestPingStoppedAfterAWarning: ping printed its header and a warning on
+// stderr (a real run's, testdata/real/ping-warning), then the runner
+// stopped it before its statistics: the probe ran and got no answer; the
+// warning does not make it one that could not run.
+func TestPingStoppedAfterAWarning(t *testing.T) {
+	spec := parseSpec(t, "version: 1\nprobes:\n  - name: p\n    ping: {to: 192.0.2.2, interface: rfa1, count: 1, timeout: 1s}\n")
+	real := sample(t, "ping-warning")
+	header := real.Stdout[:strings.Index(string(real.Stdout), "\n")+1]
+	h := fixtureHost(t, &scripted{run: func(_ context.Context, c host.Cmd) (host.Result, error) {
+		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Stdout: header, Stderr: real.Stderr, Err: host.ErrTimeout}
+	}})
+	res, err := Run(context.Background(), h, spec)
+	if err != nil || len(res) != 1 || res[0].Outcome != OutcomeFailed || res[0].Reason != "no answer from 192.0.2.2 within 1s" {
+		t.Errorf("%+v %v", res, err)
+	}
 }

@@ -54,6 +54,8 @@ probes:
     ib: {device: ibx0, to_guid: "0x2c903000e0b72"}
   - name: other-lid
     ib: {device: ibx0, to_lid: 3}
+  - name: ethernet-guid
+    ib: {device: ibx0, to_guid: "0x000000fffe000001"}
 `)
 	rs, err := Responders(context.Background(), h, spec)
 	if err != nil {
@@ -75,6 +77,9 @@ probes:
 	if ts := Targets(rs); strings.Join(ts, " ") != "by-guid by-lid cm-a cm-b cm-port verbs" {
 		t.Errorf("Targets: %v", ts)
 	}
+
+	// (ethernet-guid is the interface ID of rxe0's link-local GID: an
+	// Ethernet port, which ibping cannot serve.)
 
 	// A verbs probe to this host's address on a RoCE port without a RoCE
 	// v2 GID for it cannot be answered: an error naming the probe.
@@ -196,6 +201,20 @@ func TestServeWindow(t *testing.T) {
 		}}
 		err := Serve(context.Background(), &host.Host{Runner: r}, []Responder{once}, time.Minute, &bytes.Buffer{})
 		if !errors.Is(err, host.ErrNotFound) || len(r.Calls()) != 1 {
+			t.Errorf("Serve: %v after %d runs", err, len(r.Calls()))
+		}
+	})
+
+	// A persistent server that fails after serving a while is reported,
+	// not started again (it fails after at least a second, so it is not
+	// a quick failure).
+	t.Run("persistent failure", func(t *testing.T) {
+		r := &scripted{run: func(_ context.Context, c host.Cmd) (host.Result, error) {
+			time.Sleep(1100 * time.Millisecond)
+			return exitWith(c, sample(t, "rping-peer-down"), 255)
+		}}
+		err := Serve(context.Background(), &host.Host{Runner: r}, []Responder{persistent}, time.Minute, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "RDMA_CM_EVENT_UNREACHABLE") || len(r.Calls()) != 1 {
 			t.Errorf("Serve: %v after %d runs", err, len(r.Calls()))
 		}
 	})
