@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // Plan implements plan.TypedProvider.
@@ -25,6 +26,10 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	}
 	if sm.Port != nil && obs.Port == nil {
 		prop.Errors = append(prop.Errors, req.Finding(path+".port", "port %d of %s is not an InfiniBand port of this host", sm.Port.Port, sm.Port.Device))
+		return prop
+	}
+	if errs := ethernetMembers(req); len(errs) > 0 {
+		prop.Errors = append(prop.Errors, errs...)
 		return prop
 	}
 	if !obs.Installed {
@@ -78,6 +83,35 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 			Payload: &payload{file: PartitionsFile, content: wantParts, previous: obs.Partitions, signalOnly: true, port: obs.Port, expect: exp}})
 	}
 	return prop
+}
+
+// ethernetMembers are members given by the GUID of a device of this host
+// whose ports are all Ethernet (an mlx5 port's GUID is its device's node
+// GUID): no subnet manager can make a RoCE port a partition member.
+func ethernetMembers(req *plan.Request) []schema.Finding {
+	eth := map[string]string{}
+	for _, d := range req.Inv.Devices {
+		if d.NodeGUID == "" || len(d.Ports) == 0 {
+			continue
+		}
+		all := true
+		for _, p := range d.Ports {
+			all = all && p.LinkLayer == linklayer.Ethernet
+		}
+		if all {
+			eth["0x"+strings.ReplaceAll(strings.ToLower(d.NodeGUID), ":", "")] = d.Name
+		}
+	}
+	var out []schema.Finding
+	for i := range req.Spec.SubnetManager.Partitions {
+		for j, m := range req.Spec.SubnetManager.Partitions[i].Members {
+			if dev, ok := eth[strings.ToLower(m.GUID)]; ok {
+				out = append(out, req.Finding(schema.Path("subnet_manager", "partitions", i, "members", j)+".guid",
+					"member %s is %s of this host, whose ports are Ethernet: only InfiniBand ports are partition members", m.GUID, dev))
+			}
+		}
+	}
+	return out
 }
 
 func hasInfiniBand(req *plan.Request) bool {

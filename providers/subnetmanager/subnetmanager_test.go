@@ -169,6 +169,12 @@ func TestPlan(t *testing.T) {
 			[]string{"spec.yaml:3:3: error: $.subnet_manager: opensm is not installed (/usr/sbin/opensm missing): install the opensm package (apt-get install opensm, dnf install opensm)"}},
 		{"no InfiniBand port", spec5, &inventory.Inventory{Devices: []*inventory.Device{{Name: "mlx5_0", Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet"}}}}}, &Observed{Installed: true},
 			[]string{"spec.yaml:3:3: error: $.subnet_manager: a subnet manager serves an InfiniBand fabric, and this host has no InfiniBand port"}},
+		{"a member that is an Ethernet device of this host", strings.Replace(spec5, "members: [{guid: self, membership: full}]", "members: [{guid: self, membership: full}, {guid: 0xB8CEF60300123457}]", 1),
+			&inventory.Inventory{Devices: []*inventory.Device{
+				{Name: "mlx5_0", NodeGUID: "0002:c903:000a:1b2c", Ports: []*inventory.Port{{Num: 1, LinkLayer: "InfiniBand", State: "ACTIVE", GUID: g}}},
+				{Name: "mlx5_1", NodeGUID: "b8ce:f603:0012:3457", Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet"}}}}},
+			&Observed{Installed: true, Port: port, Partitions: parts, Conf: conf, Fabric: &Fabric{PKeys: []int{0x8002, 0xffff}, Local: master, Master: master}},
+			[]string{"spec.yaml:5:86: error: $.subnet_manager.partitions[0].members[1].guid: member 0xB8CEF60300123457 is mlx5_1 of this host, whose ports are Ethernet: only InfiniBand ports are partition members"}},
 		{"spec'd port missing", strings.Replace(spec5, "priority: 5", "priority: 5\n  port: {device: mlx5_1, port: 1}", 1), ibInv(g), &Observed{Installed: true},
 			[]string{"spec.yaml:4:9: error: $.subnet_manager.port: port 1 of mlx5_1 is not an InfiniBand port of this host"}},
 	}
