@@ -46,3 +46,24 @@ func TestReadBackFindsSettingsThatDoNotStick(t *testing.T) {
 		})
 	}
 }
+
+// TestToolErrorIsTheChangesError: a dcb write that fails (exit 1 and the
+// kernel's answer) fails the change with the tool's command line and
+// message, not with the read-back that would follow it.
+func TestToolErrorIsTheChangesError(t *testing.T) {
+	dir := newHost(t, "cx6dx-ofed", nil)
+	spec := qosSpec(t, "0000:af:00.0", "{pfc: [3]}")
+	if code, out, errs := clitest.Run(t, "sim", "fault", dir, "--tool", "dcb", "--match", "pfc set", "--exit", "1", "--message", "Error: RTNETLINK answers: Invalid argument", "--times", "1"); code != 0 {
+		t.Fatalf("sim fault: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := clitest.Run(t, "--sim", dir, "apply", "--yes", "--allow-mgmt", "-f", spec)
+	for _, w := range []string{"qos[mlx5_0/1]: dcb pfc set dev ens2f0np0 prio-pfc", "RTNETLINK answers: Invalid argument"} {
+		if code != 1 || !strings.Contains(errs, w) {
+			t.Errorf("apply with a failing dcb: exit %d, want 1 and %q\n%s%s", code, w, out, errs)
+		}
+	}
+	if strings.Contains(errs, "after the writes") {
+		t.Errorf("the change went on to its read-back after a failed write:\n%s", errs)
+	}
+	applyThenEmpty(t, dir, spec, "--allow-mgmt")
+}
