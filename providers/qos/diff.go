@@ -485,14 +485,17 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			prop.Errors = append(prop.Errors, req.Finding(sp, "lldpad (PID %d) is running and may overwrite %s's DCB settings with what it negotiates; stop it (systemctl disable --now lldpad) or leave DCB to it", obs.LLDPad, t.netdev))
 			continue
 		}
-		if w.dcbx == "firmware" && w.setsDCB() && willing(req.Spec.Devices[t.devIndex], t.port) {
-			prop.Errors = append(prop.Errors, req.Finding(sp+".dcbx", "with dcbx: firmware and willing firmware (DCBX_WILLING_P%d is True unless the device's firmware params set it false) the switch's DCBX overwrites trust, PFC and ETS; use dcbx: host, or set DCBX_WILLING_P%d: false", t.port, t.port))
+		// DCBX_WILLING_Pn belongs to the card's physical port n, which
+		// on a ConnectX-4+ is the PCI function, not the RDMA port.
+		card := dev.CardPort(t.port)
+		if w.dcbx == "firmware" && w.setsDCB() && willing(req.Spec.Devices[t.devIndex], card) {
+			prop.Errors = append(prop.Errors, req.Finding(sp+".dcbx", "with dcbx: firmware and willing firmware (DCBX_WILLING_P%d is True unless the device's firmware params set it false) the switch's DCBX overwrites trust, PFC and ETS; use dcbx: host, or set DCBX_WILLING_P%d: false", card, card))
 			continue
 		}
 		if w.dcbx == "firmware" && w.setsDCB() {
 			// Not willing from the next boot on: until then the switch may
 			// still overwrite what is set now.
-			name := fmt.Sprintf("DCBX_WILLING_P%d", t.port)
+			name := fmt.Sprintf("DCBX_WILLING_P%d", card)
 			if v, staged := facts.StagedParam(dev.PCI, name); staged {
 				prop.Deferred = append(prop.Deferred, plan.Deferred{Address: addr, Source: req.Pos(sp),
 					Reason: fmt.Sprintf("waits for %s=%s on %s (reboot); until then the firmware's DCBX is willing", name, v, dev.PCI)})
@@ -518,9 +521,9 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	return prop
 }
 
-// willing reports whether the port's firmware DCBX is willing to take the
-// switch's settings: the factory default, unless the spec's firmware
-// params set DCBX_WILLING_P<port> false.
+// willing reports whether the card port's firmware DCBX is willing to
+// take the switch's settings: the factory default, unless the spec's
+// firmware params set DCBX_WILLING_P<port> false.
 func willing(d schema.Device, port int) bool {
 	if d.Firmware == nil {
 		return true

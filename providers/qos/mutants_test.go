@@ -120,3 +120,38 @@ func TestPlanFollowsTheLinkAtBoot(t *testing.T) {
 		})
 	}
 }
+
+// TestWillingNamesTheCardPort: DCBX_WILLING_Pn is a firmware parameter
+// of the card's physical port; on the second PCI function of a dual-port
+// ConnectX-4+ (RDMA port 1) it is DCBX_WILLING_P2, both in the finding
+// and in the spec's firmware params that answer it.
+func TestWillingNamesTheCardPort(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, want string
+	}{
+		{"willing", "", "DCBX_WILLING_P2 is True unless the device's firmware params set it false"},
+		{"P1 set false: the other port", "    firmware: {params: {DCBX_WILLING_P1: false}}\n", "DCBX_WILLING_P2 is True unless the device's firmware params set it false"},
+		{"P2 set false", "    firmware: {params: {DCBX_WILLING_P2: false}}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, rep := schema.Parse("host.yaml", []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.1\"\n"+tc.params+"    ports:\n      - port: 1\n        qos: {dcbx: firmware, pfc: [3]}\n"))
+			if len(rep) > 0 {
+				t.Fatal(rep)
+			}
+			dev := &inventory.Device{Name: "mlx5_1", PCI: "0000:3b:00.1", Ports: []*inventory.Port{{Num: 1, LinkLayer: linklayer.Ethernet, Netdevs: []string{"ens1f1np1"}}}}
+			req := &plan.Request{Spec: spec, Inv: &inventory.Inventory{Devices: []*inventory.Device{dev}}, Devices: []*inventory.Device{dev}}
+			obs := &Observed{Ports: map[string]*Port{"mlx5_1/1": {Netdev: "ens1f1np1"}}, Errs: map[string]string{}}
+			prop := (&Provider{}).Plan(req, obs, plan.NewFacts())
+			var got []string
+			for _, e := range prop.Errors {
+				got = append(got, e.Message)
+			}
+			switch {
+			case tc.want == "" && (len(got) != 0 || len(prop.Changes) != 1):
+				t.Errorf("findings %q, %d changes; want the PFC change", got, len(prop.Changes))
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("findings %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
+}
