@@ -5,9 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
-	"github.com/rdmaform/rdmaform/schema"
 )
 
 // TestCountAboveTotalWithStagedNumVFs: a count above sriov_totalvfs waits
@@ -22,12 +20,7 @@ func TestCountAboveTotalWithStagedNumVFs(t *testing.T) {
 		{"16", "deferred: waits for NUM_OF_VFS=16 on 0000:3b:00.0 (reboot); sriov_totalvfs is 8 now"},
 		{"17", "error: 0000:3b:00.0 allows at most 8 VFs (sriov_totalvfs, from firmware NUM_OF_VFS); raise NUM_OF_VFS to at least 17 (firmware: params: {NUM_OF_VFS: 17}) and reboot; NUM_OF_VFS=16 staged for the next boot is not enough"},
 	} {
-		spec, rep := schema.Parse("host.yaml", []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov: {num_vfs: "+tc.num+"}\n"))
-		if len(rep) > 0 {
-			t.Fatal(rep)
-		}
-		dev := &inventory.Device{Name: "mlx5_0", PCI: "0000:3b:00.0", Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet"}}}
-		req := &plan.Request{Spec: spec, Inv: &inventory.Inventory{Devices: []*inventory.Device{dev}}, Devices: []*inventory.Device{dev}}
+		req := pfRequest(t, "sriov: {num_vfs: "+tc.num+"}\n", false)
 		facts := plan.NewFacts()
 		facts.StageParam("0000:3b:00.0", "NUM_OF_VFS", "16")
 		prop := (&Provider{}).Plan(req, &Observed{PFs: map[int]*PF{0: ethPF()}}, facts)
@@ -48,12 +41,7 @@ func TestCountAboveTotalWithStagedNumVFs(t *testing.T) {
 // driver bound again (an InfiniBand VF takes either GUID only then), so
 // the change rebinds and lists the VF's netdev as disrupted.
 func TestPortGUIDAloneRebinds(t *testing.T) {
-	spec, rep := schema.Parse("host.yaml", []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov:\n      num_vfs: 2\n      vfs:\n        - {vf: 1, port_guid: \"02:00:00:00:00:00:01:02\"}\n"))
-	if len(rep) > 0 {
-		t.Fatal(rep)
-	}
-	dev := &inventory.Device{Name: "mlx5_0", PCI: "0000:3b:00.0", Ports: []*inventory.Port{{Num: 1, LinkLayer: "InfiniBand"}}}
-	req := &plan.Request{Spec: spec, Inv: &inventory.Inventory{Devices: []*inventory.Device{dev}}, Devices: []*inventory.Device{dev}}
+	req := pfRequest(t, "sriov:\n      num_vfs: 2\n      vfs:\n        - {vf: 1, port_guid: \"02:00:00:00:00:00:01:02\"}\n", true)
 	pf := ibPF()
 	pf.VFNetdev = []string{"ib0v0", "ib0v1"}
 	prop := (&Provider{}).Plan(req, &Observed{PFs: map[int]*PF{0: pf}}, plan.NewFacts())
@@ -71,12 +59,7 @@ func TestPortGUIDAloneRebinds(t *testing.T) {
 // put back one by one: the count's revert takes the VF away (an
 // unconfirmed apply says so once, for the count).
 func TestRevertOfACreatedVF(t *testing.T) {
-	spec, rep := schema.Parse("host.yaml", []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov:\n      num_vfs: 2\n      vfs:\n        - {vf: 1, mac: \"02:00:00:00:00:61\"}\n"))
-	if len(rep) > 0 {
-		t.Fatal(rep)
-	}
-	dev := &inventory.Device{Name: "mlx5_0", PCI: "0000:3b:00.0", Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet"}}}
-	req := &plan.Request{Spec: spec, Inv: &inventory.Inventory{Devices: []*inventory.Device{dev}}, Devices: []*inventory.Device{dev}}
+	req := pfRequest(t, "sriov:\n      num_vfs: 2\n      vfs:\n        - {vf: 1, mac: \"02:00:00:00:00:61\"}\n", false)
 	for _, tc := range []struct {
 		name    string
 		numVFs  int
@@ -112,12 +95,7 @@ func TestRevertOfACountChange(t *testing.T) {
 		before, after int
 		writes        []int
 	}{{8, 4, []int{0, 8}}, {0, 4, []int{0}}, {8, 0, []int{8}}} {
-		spec, rep := schema.Parse("host.yaml", []byte(fmt.Sprintf("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov: {num_vfs: %d}\n", tc.after)))
-		if len(rep) > 0 {
-			t.Fatal(rep)
-		}
-		dev := &inventory.Device{Name: "mlx5_0", PCI: "0000:3b:00.0", Ports: []*inventory.Port{{Num: 1, LinkLayer: "Ethernet"}}}
-		req := &plan.Request{Spec: spec, Inv: &inventory.Inventory{Devices: []*inventory.Device{dev}}, Devices: []*inventory.Device{dev}}
+		req := pfRequest(t, fmt.Sprintf("sriov: {num_vfs: %d}\n", tc.after), false)
 		pf := ethPF()
 		pf.NumVFs = tc.before
 		prop := (&Provider{}).Plan(req, &Observed{PFs: map[int]*PF{0: pf}}, plan.NewFacts())

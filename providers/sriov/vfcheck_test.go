@@ -16,16 +16,7 @@ import (
 // comparable form ("line:col path: message" for a finding).
 func vfPlan(t *testing.T, vfs string, pf *PF, facts *plan.Facts) []string {
 	t.Helper()
-	spec, rep := schema.Parse("host.yaml", []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    sriov:\n      num_vfs: 2\n      vfs:\n"+vfs))
-	if len(rep) > 0 {
-		t.Fatalf("spec: %v", rep)
-	}
-	ll := inventory.Port{Num: 1, LinkLayer: "Ethernet"}
-	if pf.IB {
-		ll.LinkLayer = "InfiniBand"
-	}
-	dev := &inventory.Device{Name: "mlx5_0", PCI: "0000:3b:00.0", Ports: []*inventory.Port{&ll}}
-	req := &plan.Request{Spec: spec, Inv: &inventory.Inventory{Devices: []*inventory.Device{dev}}, Devices: []*inventory.Device{dev}}
+	req := pfRequest(t, "sriov:\n      num_vfs: 2\n      vfs:\n"+vfs, pf.IB)
 	if facts == nil {
 		facts = plan.NewFacts()
 	}
@@ -45,6 +36,23 @@ func vfPlan(t *testing.T, vfs string, pf *PF, facts *plan.Facts) []string {
 		out = append(out, e.String())
 	}
 	return out
+}
+
+// pfRequest is the request of a spec whose one device, the PF mlx5_0 at
+// 0000:3b:00.0, has body under it ("sriov: ..."); ib says its port is
+// InfiniBand.
+func pfRequest(t *testing.T, body string, ib bool) *plan.Request {
+	t.Helper()
+	spec, rep := schema.Parse("host.yaml", []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    "+body))
+	if len(rep) > 0 {
+		t.Fatalf("spec: %v", rep)
+	}
+	port := inventory.Port{Num: 1, LinkLayer: "Ethernet"}
+	if ib {
+		port.LinkLayer = "InfiniBand"
+	}
+	dev := &inventory.Device{Name: "mlx5_0", PCI: "0000:3b:00.0", Ports: []*inventory.Port{&port}}
+	return &plan.Request{Spec: spec, Inv: &inventory.Inventory{Devices: []*inventory.Device{dev}}, Devices: []*inventory.Device{dev}}
 }
 
 // ethPF and ibPF have 2 VFs, all unset, and the PF's own addresses.
