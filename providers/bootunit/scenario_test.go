@@ -205,7 +205,7 @@ func TestScenarioRoCEReboot(t *testing.T) {
 func TestApplyOnlyRuntime(t *testing.T) {
 	h := newSim(t, "cx5-roce")
 	// The changes --only runtime leaves are still work to do: exit 2.
-	if out := h.run(roceSpec, 2, "apply", "--yes", "--only", "runtime", "-f", "-"); !strings.Contains(out, "Left for an apply without --only: service[ibacm.service], boot_unit[rdmaform.service].") {
+	if out := h.run(roceSpec, 2, "apply", "--yes", "--only", "runtime", "-f", "-"); !strings.Contains(out, "Left for an apply without --only: 2 changes (now: service[ibacm.service], boot_unit[rdmaform.service]).") {
 		t.Errorf("apply --only runtime does not name what it left:\n%s", out)
 	}
 	want := []string{
