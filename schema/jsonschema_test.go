@@ -151,12 +151,14 @@ var notInSchema = map[string]string{
 	"roce-tos-and-dscp":     "code: tos and dscp are each valid alone",
 	"roce-ecn-without-dscp": "code: ecn is valid with dscp",
 	// The YAML parser, not the schema, reports these.
-	"alias-unknown":   "yaml: unknown anchor",
-	"binary-garbage":  "yaml: control characters",
-	"duplicate-key":   "yaml: duplicate mapping key",
-	"fw-param-dup":    "yaml: duplicate mapping key",
-	"syntax-tab":      "yaml: tab indentation",
-	"syntax-unclosed": "yaml: unclosed flow mapping",
+	"alias-unknown":         "yaml: unknown anchor",
+	"binary-garbage":        "yaml: control characters",
+	"duplicate-key":         "yaml: duplicate mapping key",
+	"fw-param-dup":          "yaml: duplicate mapping key",
+	"syntax-tab":            "yaml: tab indentation",
+	"syntax-colon-mid-line": "yaml: a second \": \" in a plain value",
+	"syntax-reserved-char":  "yaml: @ cannot start a plain value",
+	"syntax-unclosed":       "yaml: unclosed flow mapping",
 
 	// One document per file is the loader's rule; an editor validates
 	// each document of a stream on its own, and the first one is valid.

@@ -19,8 +19,9 @@ import (
 const MaxSpecSize = 4 << 20
 
 // maxNodes bounds the YAML nodes visited, so aliases cannot blow a small
-// file up into a huge document.
-const maxNodes = 1 << 20
+// file up into a huge document (a variable only so that a test can try
+// its boundary on a small spec).
+var maxNodes = 1 << 20
 
 // Pos is a position in a spec file.
 type Pos struct {
@@ -96,6 +97,9 @@ type Finding struct {
 	// not answer) rather than that the host differs from the spec: an
 	// audit reports it as an error, never as drift.
 	Unreadable bool `json:"-"`
+	// Cause marks the finding that explains the others (a spec that
+	// expands past maxNodes): Parse reports it first.
+	Cause bool `json:"-"`
 }
 
 // String renders a finding as FILE:LINE:COL: error: PATH: message.
@@ -118,6 +122,9 @@ func (r Report) Error() string {
 // Sort orders findings by position, then path.
 func (r Report) Sort() {
 	sort.SliceStable(r, func(i, j int) bool {
+		if r[i].Cause != r[j].Cause {
+			return r[i].Cause
+		}
 		a, b := r[i].Pos, r[j].Pos
 		if a.Line != b.Line {
 			return a.Line < b.Line
@@ -213,14 +220,64 @@ func decodeSafe(dec *yaml.Decoder, n *yaml.Node) (err error) {
 
 func (d *decoder) syntaxError(err error) {
 	msg := err.Error()
-	line := 1
+	line, col := 1, 1
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		if m[1] != "" {
 			line, _ = strconv.Atoi(m[1])
+			if c := yamlColumn(d.src.Data, line, msg); c > 0 {
+				col = c
+			}
 		}
 		msg = m[2]
 	}
-	d.report = append(d.report, Finding{Path: "$", Pos: Pos{File: d.src.File, Line: line, Col: 1}, Message: "invalid YAML: " + msg})
+	d.report = append(d.report, Finding{Path: "$", Pos: Pos{File: d.src.File, Line: line, Col: col}, Message: "invalid YAML: " + msg})
+}
+
+// yamlColumn finds the column of a syntax error yaml.v3 reports with a
+// line only (its messages never carry the column its parser knows): the
+// first column c of that line such that the spec cut right after c fails
+// with the very same message, i.e. the character at which yaml.v3 finds
+// the problem (a tab that cannot start a token, the quote of a string
+// that never ends, the second ':' of "a: b: c"). 0 when no cut within the
+// line gives that error (yaml.v3 reported the line where a construct
+// began, an unclosed flow collection), or the line starts past the first
+// 256 KiB or is longer than 512 bytes (it would take too many parses).
+func yamlColumn(data []byte, line int, msg string) int {
+	start := 0
+	for i := 1; i < line; i++ {
+		nl := bytes.IndexByte(data[start:], '\n')
+		if nl < 0 {
+			return 0
+		}
+		start += nl + 1
+	}
+	end := bytes.IndexByte(data[start:], '\n')
+	if end < 0 {
+		end = len(data) - start
+	}
+	if start > 256<<10 || end > 512 {
+		return 0
+	}
+	for k := 1; k <= end; k++ {
+		if yamlError(data[:start+k]) == msg {
+			return k
+		}
+	}
+	return 0
+}
+
+// yamlError is the first error yaml.v3 gives for data, "" for none.
+func yamlError(data []byte) string {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := decodeSafe(dec, &n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return ""
+			}
+			return err.Error()
+		}
+	}
 }
 
 func mappingValue(m *yaml.Node, key string) *yaml.Node {
@@ -266,7 +323,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	d.nodes++
 	if d.nodes > maxNodes {
 		if d.nodes == maxNodes+1 {
-			d.errorf(path, n, "spec expands to more than %d values (aliases?)", maxNodes)
+			// Every finding the expansion made so far follows from it, and
+			// the spec is not read further: the cause goes first, and its
+			// path "$" keeps Validate from checking a half-read spec.
+			d.errorf("$", n, "spec expands to more than %d values (aliases?); it is not read further, and the findings after this one may follow from it", maxNodes)
+			d.report[len(d.report)-1].Cause = true
 		}
 		return
 	}
