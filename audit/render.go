@@ -79,7 +79,7 @@ func Text(r *Report) string {
 // SummaryLine is the one function that words an audit's summary.
 func SummaryLine(r *Report) string {
 	s := r.Summary
-	line := fmt.Sprintf("Audit: %d checks, %d passed, %d failed, %d pending a reboot, %d waived.", s.Checks, s.Passed, s.Failed, s.Pending, s.Waived)
+	line := fmt.Sprintf("Audit: %d %s, %d passed, %d failed, %d pending a reboot, %d waived.", s.Checks, pl(s.Checks, "check", "checks"), s.Passed, s.Failed, s.Pending, s.Waived)
 	switch {
 	case s.Errors > 0:
 		line += fmt.Sprintf(" %d %s: the audit is incomplete.", s.Errors, pl(s.Errors, "error", "errors"))

@@ -77,7 +77,7 @@ specs, like validate's) or a spec that cannot be read.`,
 			if len(rep) > 0 {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(rep), plural(len(rep), "finding", "findings"), len(args))}
 			}
-			fmt.Fprintf(a.env.Stdout, "lint: %d specs, no findings\n", len(args))
+			fmt.Fprintf(a.env.Stdout, "lint: %d %s, no findings\n", len(args), plural(len(args), "spec", "specs"))
 			return nil
 		},
 	}

@@ -274,7 +274,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			Planned: func(p *plan.Plan) error {
 				doc = &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: []plan.Address{}, Failed: []plan.Address{}, Skipped: []plan.Address{},
 					Pending: []plan.Pending{}, Deferred: []plan.Deferred{}, Errors: []jsonError{}}
-				if a.jsonOut() {
+				if a.jsonOut() || (a.quiet && o.yes) {
+					// -q prints the result only: the plan is shown when
+					// apply asks about it, else its summary if nothing runs.
 					return nil
 				}
 				return plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.color()})
@@ -342,6 +344,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	}
 	p := r.Before
 	if !r.Ran {
+		if a.quiet && o.yes && !a.jsonOut() {
+			fmt.Fprintln(a.env.Stdout, plan.SummaryLine(p))
+		}
 		if len(p.Errors) == 0 {
 			a.syncRebootMarker(h, p)
 		}

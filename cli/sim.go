@@ -91,7 +91,20 @@ func (a *app) simRebootCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "reboot DIR",
 		Short: "Reboot a simulated host: Next Boot firmware becomes current, runtime state is lost",
-		Args:  cobra.ExactArgs(1),
+		Long: `Reboot a simulated host: firmware Next Boot values become current (ports
+come up with their new link layer), runtime state is lost (rdma_cm values,
+Soft-RoCE links, VFs, mlx4 port types written through sysfs, addresses,
+MTUs, DCB and pause settings), modules are those loaded at boot and listed
+in modules-load.d, /run is emptied (the reboot-required marker goes) and
+the boot_id changes.
+
+Units enabled in systemd, rdmaform.service among them, are marked active,
+but none is run: the boot unit's apply does NOT happen. To do what it does
+at boot, run it yourself:
+
+  rdmaform --sim DIR rollback --after-boot
+  rdmaform --sim DIR apply --yes --only runtime -f DIR/etc/rdmaform/boot.yaml`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := sim.Open(args[0])
 			if err != nil {

@@ -50,7 +50,7 @@ finds. --clear removes every fault.`,
 				if err != nil {
 					return &exitError{code: plan.ExitError, err: err}
 				}
-				fmt.Fprintf(a.env.Stdout, "cleared %d faults of %s\n", n, args[0])
+				fmt.Fprintf(a.env.Stdout, "cleared %d %s of %s\n", n, plural(n, "fault", "faults"), args[0])
 				return nil
 			}
 			if message != "" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -102,6 +103,7 @@ func counts(s *schema.Spec) map[string]int {
 }
 
 func describeSpec(s *schema.Spec) string {
-	return fmt.Sprintf("%d devices, %d ipoib, %d rxe, %d interfaces, %d modules, %d services",
-		len(s.Devices), len(s.IPoIB), len(s.Rxe), len(s.Interfaces), len(s.Modules), len(s.Services))
+	n := func(k int, one, many string) string { return fmt.Sprintf("%d %s", k, plural(k, one, many)) }
+	return strings.Join([]string{n(len(s.Devices), "device", "devices"), n(len(s.IPoIB), "ipoib", "ipoib"), n(len(s.Rxe), "rxe", "rxe"),
+		n(len(s.Interfaces), "interface", "interfaces"), n(len(s.Modules), "module", "modules"), n(len(s.Services), "service", "services")}, ", ")
 }

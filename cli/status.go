@@ -200,7 +200,7 @@ func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pendi
 		sort.Strings(names)
 		for _, n := range names {
 			p := o.Params[n]
-			out = append(out, plan.Pending{Address: firmware.Address(pcis[i]), Attribute: n, Current: p.Current.String(), NextBoot: p.NextBoot.String()})
+			out = append(out, plan.Pending{Address: firmware.Address(pcis[i]), Attribute: n, Current: p.Current.Display(), NextBoot: p.NextBoot.Display()})
 		}
 	}
 	return out, nil

@@ -278,7 +278,7 @@ func planDifference(was, now *Plan) string {
 		}
 	}
 	if first == "" && len(was.Changes) != len(now.Changes) {
-		first = fmt.Sprintf("the plan records %d changes, the spec gives %d", len(was.Changes), len(now.Changes))
+		first = fmt.Sprintf("the plan records %d %s, the spec gives %d", len(was.Changes), plural(len(was.Changes), "change", "changes"), len(now.Changes))
 		diff = append(diff, "changes")
 	}
 	if d := pendingDifference(was.Pending, now.Pending); d != "" {

@@ -1,0 +1,60 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestArchitectureNamesEveryPackage: docs/architecture.md names every
+// provider package and every package under sim/ (as `name` in the
+// providers' list, or by its path).
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parent := range []string{"providers", "sim"} {
+		entries, err := os.ReadDir(filepath.Join("..", parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() || e.Name() == "testdata" {
+				continue
+			}
+			full := parent + "/" + e.Name()
+			if !strings.Contains(string(doc), "`"+full+"`") && !(parent == "providers" && strings.Contains(string(doc), "`"+e.Name()+"`")) {
+				t.Errorf("docs/architecture.md does not name %s", full)
+			}
+		}
+	}
+}
+
+// TestREADMECommandTable: the README's table of commands has a row for
+// every command and names each flag of audit.
+func TestREADMECommandTable(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	start := strings.Index(s, "## Commands and exit codes")
+	if start < 0 {
+		t.Fatal("README has no 'Commands and exit codes' section")
+	}
+	table := s[start:]
+	sep := strings.Index(table, "| --- |")
+	table = table[:sep+strings.Index(table[sep:], "\n\n")]
+	for _, cmd := range []string{"validate", "plan", "apply", "show-plan", "confirm", "rollback", "show", "status", "audit", "lint", "probe", "version", "sim"} {
+		if !strings.Contains(table, "| `rdmaform "+cmd+" ") && !strings.Contains(table, "| `rdmaform "+cmd+"`") {
+			t.Errorf("the README's command table has no row for %s", cmd)
+		}
+	}
+	for _, flag := range []string{"--report-file", "--waivers", "--probes"} {
+		if !strings.Contains(table, flag) {
+			t.Errorf("the README's command table does not give audit's %s", flag)
+		}
+	}
+}
