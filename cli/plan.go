@@ -68,7 +68,9 @@ func (a *app) planCmd() *cobra.Command {
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
+			stop := a.readProgress(h)
 			res, err := a.build(cmd.Context(), h, spec)
+			stop()
 			if err != nil {
 				return err
 			}

@@ -151,3 +151,88 @@ func TestColor(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveProgressNamesEveryChangeInFlight: changes in flight at once
+// (parallel firmware sets, one per card) are a block of lines, one per
+// change, each redrawn with its elapsed time; an outcome takes its own
+// line out of the block and the others stay.
+func TestLiveProgressNamesEveryChangeInFlight(t *testing.T) {
+	var out syncBuffer
+	tick := make(chan time.Time)
+	clock := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	p := newLiveProgress(&out, tick, now)
+	waitFor := func(s string) {
+		t.Helper()
+		for i := 0; i < 1000 && !strings.HasSuffix(out.String(), s); i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updating...\n")
+	fmt.Fprintf(p, "firmware[0000:5e:00.0]: updating...\n")
+	advance(2 * time.Second)
+	tick <- clock
+	waitFor("5e:00.0]: updating... 2s")
+	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updated (effective after reboot) after 2.1s\n")
+	fmt.Fprintf(p, "firmware[0000:5e:00.0]: updated (effective after reboot) after 2.2s\n")
+	p.Close()
+
+	const up1 = "\r\x1b[1A\x1b[J" // back to the block's first line, clear below
+	want := "firmware[0000:3b:00.0]: updating..." +
+		clearLine + "firmware[0000:3b:00.0]: updating...\nfirmware[0000:5e:00.0]: updating..." +
+		up1 + "firmware[0000:3b:00.0]: updating... 2s\nfirmware[0000:5e:00.0]: updating... 2s" +
+		up1 + "firmware[0000:3b:00.0]: updated (effective after reboot) after 2.1s\nfirmware[0000:5e:00.0]: updating... 2s" +
+		clearLine + "firmware[0000:5e:00.0]: updated (effective after reboot) after 2.2s\n"
+	if got := out.String(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestReadProgress: on a terminal, plan and show put each command that
+// reads the host in flight on stderr while it runs (the firmware query
+// names its card) and take the block away before the result; off a
+// terminal, and with -q, stderr stays empty.
+func TestReadProgress(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vpi")
+	if code := Run([]string{"sim", "new", dir, "--profile", "cx6-vpi-ib"}, Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}); code != 0 {
+		t.Fatal("sim new")
+	}
+	const spec = "../examples/ib-to-eth.yaml"
+	for _, tc := range []struct {
+		args []string
+		tty  bool
+		want int
+	}{
+		{[]string{"--sim", dir, "plan", "-f", spec}, true, 2},
+		{[]string{"--sim", dir, "show"}, true, 0},
+		{[]string{"--sim", dir, "plan", "-f", spec}, false, 2},
+		{[]string{"--sim", dir, "plan", "-q", "-f", spec}, true, 2},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(tc.args, Env{Stdout: &stdout, Stderr: &stderr, StderrTTY: tc.tty, Environ: []string{"NO_COLOR=1"}})
+		name := fmt.Sprintf("%s (terminal: %v)", strings.Join(tc.args[2:], " "), tc.tty)
+		if code != tc.want {
+			t.Fatalf("%s: exit %d\n%s%s", name, code, stdout.String(), stderr.String())
+		}
+		live := tc.tty && !strings.Contains(strings.Join(tc.args, " "), " -q")
+		if !live {
+			if stderr.Len() != 0 {
+				t.Errorf("%s: stderr %q, want nothing", name, stderr.String())
+			}
+			continue
+		}
+		e := stderr.String()
+		query := regexp.MustCompile(`reading the host: \S*(mlxconfig|mstconfig) -d 0000:3b:00\.0 [^\r\n]*\.\.\.`)
+		if !query.MatchString(e) {
+			t.Errorf("%s: no firmware query of 0000:3b:00.0 in flight on stderr:\n%q", name, e)
+		}
+		if !strings.HasSuffix(e, clearLine) && !regexp.MustCompile(`\x1b\[J$`).MatchString(e) {
+			t.Errorf("%s: the block is still on screen at the end: %q", name, e[max(0, len(e)-200):])
+		}
+		if strings.Contains(stdout.String(), "reading the host") {
+			t.Errorf("%s: progress on stdout", name)
+		}
+	}
+}

@@ -64,7 +64,9 @@ spec as JSON (which validate and plan read too).
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
+			stop := a.readProgress(h)
 			c, capErr := plan.Capture(cmd.Context(), h, providers.All(), plan.CaptureOptions{FirmwareParams: fwParams})
+			stop()
 			if c == nil {
 				return &exitError{code: plan.ExitError, err: capErr}
 			}
