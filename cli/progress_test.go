@@ -28,32 +28,38 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestLiveProgress: on a terminal the change in progress stays on one
-// line with its elapsed time, redrawn at each tick, and its outcome
-// replaces it; other lines pass through.
-func TestLiveProgress(t *testing.T) {
-	var out syncBuffer
+// clockedProgress is a live progress on a fake clock: step moves the
+// clock on by d, ticks, and waits until the redraw ends with s.
+func clockedProgress(t *testing.T) (p *liveProgress, out *syncBuffer, step func(d time.Duration, s string)) {
+	out = &syncBuffer{}
 	tick := make(chan time.Time)
 	clock := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
-	p := newLiveProgress(&out, tick, now)
-
-	// A tick is handled by the goroutine: wait for its redraw to land.
-	waitFor := func(s string) {
+	p = newLiveProgress(out, tick, now)
+	step = func(d time.Duration, s string) {
 		t.Helper()
+		mu.Lock()
+		clock = clock.Add(d)
+		c := clock
+		mu.Unlock()
+		tick <- c
+		// A tick is handled by the goroutine: wait for its redraw to land.
 		for i := 0; i < 1000 && !strings.HasSuffix(out.String(), s); i++ {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	return p, out, step
+}
+
+// TestLiveProgress: on a terminal the change in progress stays on one
+// line with its elapsed time, redrawn at each tick, and its outcome
+// replaces it; other lines pass through.
+func TestLiveProgress(t *testing.T) {
+	p, out, step := clockedProgress(t)
 	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updating...\n")
-	advance(3 * time.Second)
-	tick <- clock
-	waitFor("updating... 3s")
-	advance(2 * time.Second)
-	tick <- clock
-	waitFor("updating... 5s")
+	step(3*time.Second, "updating... 3s")
+	step(2*time.Second, "updating... 5s")
 	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updated after 5.2s\n")
 	fmt.Fprintf(p, "ipoib[ib0]: skipped (depends on x, which failed)\n")
 	fmt.Fprintf(p, "ipoib[ib1]: creating...\n")
@@ -157,24 +163,10 @@ func TestColor(t *testing.T) {
 // change, each redrawn with its elapsed time; an outcome takes its own
 // line out of the block and the others stay.
 func TestLiveProgressNamesEveryChangeInFlight(t *testing.T) {
-	var out syncBuffer
-	tick := make(chan time.Time)
-	clock := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
-	p := newLiveProgress(&out, tick, now)
-	waitFor := func(s string) {
-		t.Helper()
-		for i := 0; i < 1000 && !strings.HasSuffix(out.String(), s); i++ {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	p, out, step := clockedProgress(t)
 	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updating...\n")
 	fmt.Fprintf(p, "firmware[0000:5e:00.0]: updating...\n")
-	advance(2 * time.Second)
-	tick <- clock
-	waitFor("5e:00.0]: updating... 2s")
+	step(2*time.Second, "5e:00.0]: updating... 2s")
 	fmt.Fprintf(p, "firmware[0000:3b:00.0]: updated (effective after reboot) after 2.1s\n")
 	fmt.Fprintf(p, "firmware[0000:5e:00.0]: updated (effective after reboot) after 2.2s\n")
 	p.Close()
