@@ -9,10 +9,12 @@ var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
 // CaptureFrom implements plan.TypedCapturer: a PF with SR-IOV capability
 // and VFs enabled gets sriov: {num_vfs, drivers_autoprobe}, and vfs: with
-// what was set on single VFs (GUIDs and MACs that are not zero, trust on,
-// a link state other than auto; spoofchk, whose default is the driver's,
-// is left out). A PF with none enabled is left out, so show stays short
-// on hosts that use no VFs.
+// what single VFs have: GUIDs and MACs that are not zero, trust on, a link
+// state other than auto, and on an Ethernet PF spoofchk on every VF, on or
+// off: its default is the driver's, so a capture that left it out would
+// leave it as another host's driver has it (an InfiniBand PF's VFs take
+// no spoofchk). A PF with none enabled is left out, so show stays short on
+// hosts that use no VFs.
 func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
 	if obs == nil {
 		return nil
@@ -48,7 +50,11 @@ func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Sp
 			if info.State != "" && info.State != "auto" {
 				e.State = info.State
 			}
-			if e.NodeGUID != "" || e.PortGUID != "" || e.MAC != "" || e.Trust != nil || e.State != "" {
+			if !pf.IB {
+				s := info.Spoofchk
+				e.Spoofchk = &s
+			}
+			if e.NodeGUID != "" || e.PortGUID != "" || e.MAC != "" || e.Trust != nil || e.Spoofchk != nil || e.State != "" {
 				sr.VFs = append(sr.VFs, e)
 			}
 		}

@@ -131,9 +131,16 @@ func TestEthernetVFSettings(t *testing.T) {
 		t.Errorf("an Ethernet VF was rebound %d times", st.Rebinds)
 	}
 	showPlansNothing(t, dir, `vfs:
+          - vf: 0
+            spoofchk: true
+          - vf: 1
+            spoofchk: true
+          - vf: 2
+            spoofchk: true
           - vf: 3
             mac: 02:aa:00:00:00:03
-            trust: true`)
+            trust: true
+            spoofchk: false`)
 }
 
 // TestVFFindings: what the PF's driver cannot do, or rdmaform cannot
@@ -203,5 +210,48 @@ func TestNetworkManagerOwnsTheVFs(t *testing.T) {
 	}
 	if strings.Count(out, "two owners") != 1 || !strings.Contains(out, `"address": "sriov[0000:3b:00.1]"`) {
 		t.Errorf("a profile without an sriov setting is an owner:\n%s", out)
+	}
+}
+
+// TestShowCapturesSpoofchk: show captures spoofchk on every VF of an
+// Ethernet PF, off as well as on (the default is the driver's), so its
+// capture applied to a host whose VFs check spoofing turns the check off,
+// and audit of that host against the capture reports the difference.
+func TestShowCapturesSpoofchk(t *testing.T) {
+	dir := newSRIOVHost(t, "cx5-roce", 8, nil)
+	applyThenEmpty(t, dir, spec(t, "    sriov:\n      num_vfs: 2\n      vfs:\n        - {vf: 1, spoofchk: false}\n"))
+	code, captured, errs := clitest.Run(t, "--sim", dir, "show")
+	if code != 0 {
+		t.Fatalf("show: exit %d\n%s", code, errs)
+	}
+	want := "vfs:\n- vf: 0\nspoofchk: true\n- vf: 1\nspoofchk: false\n"
+	var ls []string
+	for _, l := range strings.Split(captured, "\n") {
+		ls = append(ls, strings.TrimSpace(l))
+	}
+	if !strings.Contains(strings.Join(ls, "\n"), want) {
+		t.Fatalf("show does not capture both VFs' spoofchk:\n%s", captured)
+	}
+	capFile := clitest.WriteSpec(t, captured)
+
+	// A host like the first but with the driver's default on both VFs.
+	other := newSRIOVHost(t, "cx5-roce", 8, nil)
+	applyThenEmpty(t, other, spec(t, "    sriov:\n      num_vfs: 2\n"))
+	if code, out, _ := clitest.Run(t, "--sim", other, "audit", "-f", capFile); code == 0 || !strings.Contains(out, "spoofchk") {
+		t.Fatalf("audit against the capture: exit %d, want a spoofchk drift\n%s", code, out)
+	}
+	lines, _ := planLines(t, other, capFile, 2)
+	var vf []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "sriov_vf[") {
+			vf = append(vf, l)
+		}
+	}
+	if d := cmp.Diff([]string{"sriov_vf[0000:5e:00.0/1] runtime spoofchk:true->false"}, vf); d != "" {
+		t.Fatalf("plan of the capture elsewhere (-want +got):\n%s\nall: %q", d, lines)
+	}
+	applyThenEmpty(t, other, capFile)
+	if v := pfState(t, other, pf0).VFs[1]; v.Spoofchk {
+		t.Fatalf("VF 1 still checks spoofing after the capture was applied: %+v", v)
 	}
 }
