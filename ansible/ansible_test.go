@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
 // lab is a temporary Ansible installation: the module built into a
@@ -26,12 +27,8 @@ type lab struct {
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	if _, err := exec.LookPath("ansible"); err != nil {
-		if os.Getenv("RDMAFORM_REQUIRE_LAB") == "1" {
-			t.Fatalf("ansible is not installed (apt-get install ansible-core) and RDMAFORM_REQUIRE_LAB=1")
-		}
-		t.Skip("ansible is not installed (apt-get install ansible-core)")
-	}
+	need.Tool(t, "ansible", "apt-get install ansible-core")
+	need.Tool(t, "ansible-playbook", "apt-get install ansible-core")
 	dir := t.TempDir()
 	l := &lab{dir: dir, library: filepath.Join(dir, "library")}
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")

@@ -4,24 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
 // needPing skips (or, with RDMAFORM_REQUIRE_LAB=1, fails) a test that runs
 // the real iputils ping.
 func needPing(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("ping"); err != nil {
-		if os.Getenv("RDMAFORM_REQUIRE_LAB") == "1" {
-			t.Fatal("ping is missing (apt-get install iputils-ping) and RDMAFORM_REQUIRE_LAB=1")
-		}
-		t.Skip("ping is missing: apt-get install iputils-ping")
-	}
+	need.Tool(t, "ping", "apt-get install iputils-ping")
 }
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {

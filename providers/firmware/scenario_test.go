@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,12 +116,7 @@ func TestScenarioLatency(t *testing.T) {
 // runner on a rooted fixture host that has an adapter in sysfs but not on
 // the PCI bus: the plan fails with the command line and the tool's words.
 func TestRealMstconfigNoAdapter(t *testing.T) {
-	if _, err := exec.LookPath("mstconfig"); err != nil {
-		if os.Getenv("RDMAFORM_REQUIRE_LAB") == "1" {
-			t.Fatal("mstconfig is not on PATH (apt-get install mstflint)")
-		}
-		t.Skip("mstconfig is not on PATH (apt-get install mstflint)")
-	}
+	need.Tool(t, "mstconfig", "apt-get install mstflint")
 	st, err := sim.NewState("cx5-roce", "node1", 0)
 	if err != nil {
 		t.Fatal(err)

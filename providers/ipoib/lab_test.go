@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
@@ -241,13 +242,7 @@ func TestRealNetworkManager(t *testing.T) {
 // TestRealNmcliWithoutNetworkManager runs the real nmcli against a bus
 // where no NetworkManager answers: discovery fails with a clear error.
 func TestRealNmcliWithoutNetworkManager(t *testing.T) {
-	r := &host.ExecRunner{}
-	if _, err := r.Run(context.Background(), host.Cmd{Args: []string{"nmcli", "--version"}}); errors.Is(err, host.ErrNotFound) {
-		if os.Getenv(nmlab.RequireEnv) == "1" {
-			t.Fatalf("nmcli is not installed")
-		}
-		t.Skip("nmcli is not installed (Debian: network-manager)")
-	}
+	need.Tool(t, "nmcli", "apt-get install network-manager")
 	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	labneed "github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/internal/testlab/netns"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -15,6 +16,10 @@ import (
 // support" finding, quoting the tool. A netdev that does not exist is an
 // error, not a port without DCB.
 func TestVethHasNoDCB(t *testing.T) {
+	// The lab's runner is `ip netns exec`; the reads are dcb's and ethtool's.
+	labneed.Tool(t, "ip", "apt-get install iproute2")
+	labneed.Tool(t, "dcb", "apt-get install iproute2")
+	labneed.Tool(t, "ethtool", "apt-get install ethtool")
 	l := netns.New(t)
 	h := *l.Host
 	h.Runner = l.Runner()

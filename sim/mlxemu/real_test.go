@@ -10,19 +10,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
 // TestRealMstconfig runs Debian's mstconfig (mstflint 4.21, layout G1) on
 // devices that do not exist and checks the emulator prints the same stdout,
 // stderr and exit code.
 func TestRealMstconfig(t *testing.T) {
-	bin, err := exec.LookPath("mstconfig")
-	if err != nil {
-		if os.Getenv("RDMAFORM_REQUIRE_LAB") == "1" {
-			t.Fatal("mstconfig is not on PATH (apt-get install mstflint) and RDMAFORM_REQUIRE_LAB=1")
-		}
-		t.Skip("mstconfig not on PATH (Debian package mstflint); skipping the comparison with the real tool")
-	}
+	bin := need.Tool(t, "mstconfig", "apt-get install mstflint")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	real := func(args ...string) (stdout, stderr []byte, exit int) {

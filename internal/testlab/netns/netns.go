@@ -32,11 +32,12 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
 // RequireEnv turns a skip into a failure, for machines that must run the
 // real-kernel tests.
-const RequireEnv = "RDMAFORM_REQUIRE_LAB"
+const RequireEnv = need.RequireEnv
 
 // Veth names of the pair inside the namespace.
 const (
@@ -65,11 +66,7 @@ type Lab struct {
 // skip skips the test, or fails it when the lab is required.
 func skip(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s (%s=1)", msg, RequireEnv)
-	}
-	t.Skip(msg)
+	need.Skip(t, format, args...)
 }
 
 // New creates the namespace with the veth pair (both ends down) and

@@ -32,11 +32,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
 // RequireEnv is the environment variable that turns a skip into a failure,
 // for CI machines that must run the real-NetworkManager tests.
-const RequireEnv = "RDMAFORM_REQUIRE_LAB"
+const RequireEnv = need.RequireEnv
 
 // DefaultPrefix is the interface-name prefix (besides ib*) the lab's
 // NetworkManager manages; veth pairs created by WithVeth use it.
@@ -94,10 +96,7 @@ func Start(t testing.TB, opts ...Option) *Lab {
 		o(&cfg)
 	}
 	if reason := unavailable(); reason != "" {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("nmlab: %s (and %s=1)", reason, RequireEnv)
-		}
-		t.Skipf("nmlab: %s", reason)
+		need.Skip(t, "nmlab: %s", reason)
 	}
 
 	dir := t.TempDir()

@@ -57,11 +57,13 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
 // RequireEnv turns a skip into a failure, for machines that must run the
 // real-kernel tests.
-const RequireEnv = "RDMAFORM_REQUIRE_LAB"
+const RequireEnv = need.RequireEnv
 
 // childEnv carries the child's instructions (JSON of childConfig).
 const childEnv = "RDMAFORM_SYSFSNS_CHILD"
@@ -115,11 +117,7 @@ func InChild() bool { return os.Getenv(childEnv) != "" }
 // skip skips the test, or fails it when the lab is required.
 func skip(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := "sysfsns: " + fmt.Sprintf(format, args...)
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s (%s=1)", msg, RequireEnv)
-	}
-	t.Skip(msg)
+	need.Skip(t, "sysfsns: "+format, args...)
 }
 
 // unavailable says why this machine cannot host the child, or "".

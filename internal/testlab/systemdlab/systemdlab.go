@@ -39,6 +39,7 @@ import (
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
 // Environment of the launcher re-exec.
@@ -49,7 +50,7 @@ const (
 )
 
 // RequireEnv makes missing prerequisites fail the test instead of skipping.
-const RequireEnv = "RDMAFORM_REQUIRE_LAB"
+const RequireEnv = need.RequireEnv
 
 func init() {
 	bin := os.Getenv(envLaunch)
@@ -120,10 +121,7 @@ var seq atomic.Int64
 // environment demands the lab.
 func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("systemd lab: "+format, args...)
-	}
-	t.Skipf("systemd lab: "+format+" (set %s=1 to make this a failure)", append(args, RequireEnv)...)
+	need.Skip(t, "systemd lab: "+format, args...)
 }
 
 func systemdBinary() string {
@@ -439,10 +437,7 @@ func removeCgroup(cg string) error {
 // when systemd-analyze is not installed.
 func Verify(t testing.TB, files ...string) {
 	t.Helper()
-	bin, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		skipOrFail(t, "no systemd-analyze (apt-get install -y --no-install-recommends systemd)")
-	}
+	bin := need.Tool(t, "systemd-analyze", "apt-get install -y --no-install-recommends systemd")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, append([]string{"verify", "--man=no"}, files...)...).CombinedOutput()
