@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/sim"
 )
 
 // rdmaform runs the CLI in-process and returns its exit code and output.
@@ -163,4 +164,36 @@ func exampleHost(t *testing.T, spec string) string {
 	}
 	t.Fatalf("%s has no '# host: DIR' header naming its simulated host", spec)
 	return ""
+}
+
+// TestExampleHostsHaveSimNewTools: every simulated host in examples/hosts
+// has each tool a host of its profile made by `sim new` has (the example
+// hosts lacked ip, so VF settings failed on all of them).
+func TestExampleHostsHaveSimNewTools(t *testing.T) {
+	dirs, _ := filepath.Glob("../examples/hosts/*/sim.yaml")
+	if len(dirs) < 6 {
+		t.Fatalf("only %d example hosts", len(dirs))
+	}
+	for _, f := range dirs {
+		profile := filepath.Base(filepath.Dir(f))
+		t.Run(profile, func(t *testing.T) {
+			fresh, err := sim.NewState(profile, "node1", 0)
+			if err != nil {
+				t.Fatalf("examples/hosts/%s is named after no profile: %v", profile, err)
+			}
+			s, err := sim.Open(copyHost(t, filepath.Join("examples/hosts", profile), t.TempDir()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			have := map[string]bool{}
+			for _, tool := range s.State().Tools {
+				have[tool] = true
+			}
+			for _, tool := range fresh.Tools {
+				if !have[tool] {
+					t.Errorf("examples/hosts/%s lacks %s, which sim new --profile %s has", profile, tool, profile)
+				}
+			}
+		})
+	}
 }

@@ -80,6 +80,9 @@ type PF struct {
 	// sets VFs: a VF must not take its PF's address.
 	MAC   string
 	GUIDs []string
+	// VFsOffline: the PF has VFs but the host is a --root tree, which has
+	// no kernel to ask for their settings.
+	VFsOffline bool
 }
 
 // Observed maps a spec device index to its PF.
@@ -120,6 +123,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 			pf.MAC, pf.GUIDs = pfAddresses(h, inv, pf)
 		}
 		wantVFs := req.Full || len(d.SRIOV.VFs) > 0
+		pf.VFsOffline = wantVFs && pf.NumVFs > 0 && h.Offline()
 		if wantVFs && pf.NumVFs > 0 && pf.Netdev != "" && !h.Offline() {
 			pf.VFInfo, err = ReadVFs(ctx, h, pf.Netdev)
 			if err != nil && !(req.Full && errors.Is(err, host.ErrNotFound)) {

@@ -158,6 +158,10 @@ func vfChanges(req *plan.Request, facts *plan.Facts, sp string, d schema.Device,
 			}
 		} else {
 			info, ok := pf.VFInfo[vf.VF]
+			if !ok && pf.VFsOffline {
+				prop.Errors = append(prop.Errors, req.Unreadable(vp, "VF settings are read with ip from the running kernel; a --root tree has none"))
+				continue
+			}
 			if !ok {
 				prop.Errors = append(prop.Errors, req.Unreadable(vp, "%s reports no VF %d (ip -j link show dev %s)", pf.Netdev, vf.VF, pf.Netdev))
 				continue
