@@ -65,13 +65,16 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 	case "cx6dx-ofed":
 		st.Modules = baseModules
 		st.Devices = []*Device{
-			cx("mlx5_0", "0000:af:00.0", "0x101d", "b8ce:f603:00a1:5e40", "22.36.1010", "MT_0000000359", 1, "Ethernet", "", "ens2f0np0", "100 Gb/sec (2X HDR)"),
-			cx("mlx5_1", "0000:af:00.1", "0x101d", "b8ce:f603:00a1:5e41", "22.36.1010", "MT_0000000359", 1, "Ethernet", "", "ens2f1np1", "100 Gb/sec (2X HDR)"),
+			cx("mlx5_0", "0000:af:00.0", "0x101d", "b8ce:f603:00a1:5e40", "22.31.2006", "DEL0000000027", 1, "Ethernet", "", "ens2f0np0", "100 Gb/sec (2X HDR)"),
+			cx("mlx5_1", "0000:af:00.1", "0x101d", "b8ce:f603:00a1:5e41", "22.31.2006", "DEL0000000027", 1, "Ethernet", "", "ens2f1np1", "100 Gb/sec (2X HDR)"),
 		}
 		for _, d := range st.Devices {
 			d.OFED = true
 		}
-		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxemu.G4, st.Devices)
+		// A ConnectX-6 Dx (the PSID and firmware of the card in
+		// mlxemu.NewConnectX6Dx) with the CNP and DCBX parameters a
+		// lossless RoCE spec sets; mstflint 4.28 (mstconfig, layout G4).
+		st.Firmware = card(mlxemu.NewConnectX6Dx, mlxemu.G4, st.Devices)
 	case "cx3-mlx4":
 		st.Modules = []string{"ib_core", "ib_uverbs", "mlx4_core", "mlx4_en", "mlx4_ib", "ib_ipoib"}
 		d := &Device{Name: "mlx4_0", Driver: "mlx4", PCI: "0000:81:00.0", PCIID: "0x1003", NodeGUID: "0002:c903:000c:c89a", FWVer: "2.42.5000", BoardID: "MT_1090120019"}

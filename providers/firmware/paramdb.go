@@ -26,6 +26,8 @@ type DBParam struct {
 	Enum []mlxfmt.Value
 	// PerPort parameters (TLV class 1) are written NAME_P1, NAME_P2.
 	PerPort bool
+	// TLV is the name of the TLV that holds it (nv_global_pci_conf).
+	TLV string
 	// Class is the TLV class: 0 global, 1 physical port, 3 per host
 	// function, 7 per host, 9 per module.
 	Class int
@@ -43,7 +45,7 @@ type ParamDB struct {
 
 // LoadParamDB reads the parameter database at path through host.OpenSQLite.
 //
-// Equivalent to: sqlite3 PATH 'SELECT p.mlxconfig_name, p.type, p.textual_values, p.size, p.min_val, p.max_val, t.class FROM params p JOIN tlvs t ON t.name = p.tlv_name'
+// Equivalent to: sqlite3 PATH 'SELECT p.mlxconfig_name, p.type, p.textual_values, p.size, p.min_val, p.max_val, t.class, t.name FROM params p JOIN tlvs t ON t.name = p.tlv_name'
 func LoadParamDB(path string) (*ParamDB, error) {
 	db, err := host.OpenSQLite(path)
 	if err != nil {
@@ -51,7 +53,7 @@ func LoadParamDB(path string) (*ParamDB, error) {
 	}
 	defer db.Close()
 	rows, err := db.Query(`SELECT p.mlxconfig_name, p.type, IFNULL(p.textual_values, ''), IFNULL(p.size, ''),
-		IFNULL(p.min_val, ''), IFNULL(p.max_val, ''), t.class
+		IFNULL(p.min_val, ''), IFNULL(p.max_val, ''), t.class, t.name
 		FROM params p JOIN tlvs t ON t.name = p.tlv_name
 		WHERE p.mlxconfig_name IS NOT NULL AND p.mlxconfig_name != ''`)
 	if err != nil {
@@ -60,12 +62,12 @@ func LoadParamDB(path string) (*ParamDB, error) {
 	defer rows.Close()
 	out := &ParamDB{Path: path, Params: map[string]DBParam{}}
 	for rows.Next() {
-		var name, typ, textual, size, minV, maxV string
+		var name, typ, textual, size, minV, maxV, tlv string
 		var class int
-		if err := rows.Scan(&name, &typ, &textual, &size, &minV, &maxV, &class); err != nil {
+		if err := rows.Scan(&name, &typ, &textual, &size, &minV, &maxV, &class, &tlv); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		p := DBParam{Name: name, Type: typ, PerPort: class == 1, Class: class, Bits: sizeBits(size), Min: parseInt(minV), Max: parseInt(maxV)}
+		p := DBParam{Name: name, Type: typ, PerPort: class == 1, Class: class, TLV: tlv, Bits: sizeBits(size), Min: parseInt(minV), Max: parseInt(maxV)}
 		if typ == "ENUM" {
 			p.Enum = parseTextual(textual)
 		}

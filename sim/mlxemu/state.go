@@ -237,6 +237,41 @@ func NewConnectX5Eth(bdf, rdmaName string) *Adapter {
 	}
 }
 
+// NewConnectX6Dx is a dual-port ConnectX-6 Dx Ethernet card (0x101d),
+// layout G5, with the parameters a lossless RoCE host sets: the CNP marking
+// (CNP_DSCP_Pn, CNP_802P_PRIO_Pn, TLV nv_roce_cc_ecn) and the firmware's
+// DCBX (DCBX_IEEE_Pn, DCBX_CEE_Pn, DCBX_WILLING_Pn, TLV nv_lldp_nb_dcbx),
+// typed and bounded as mstflint's parameter database has them (6 and 3
+// bits). The device block is a real card's (NVIDIA/5t5g issue #3: Dell's
+// 0F6FXM, PSID DEL0000000027); the defaults are the ones real queries
+// print (48 and 6: ironcore-dev/dpservice issue #26 and
+// k8snetworkplumbingwg/sriov-network-operator issue #968; DCBX all True:
+// the mstconfig -e fixture of sriov-network-operator's mlxutils tests).
+func NewConnectX6Dx(bdf, rdmaName string) *Adapter {
+	ps := commonParams(2)
+	for p := 1; p <= 2; p++ {
+		ps = append(ps,
+			withMax(newParam(fmt.Sprintf("CNP_802P_PRIO_P%d", p), TypeUnsigned, "nv_roce_cc_ecn", 6), 7),
+			withMax(newParam(fmt.Sprintf("CNP_DSCP_P%d", p), TypeUnsigned, "nv_roce_cc_ecn", 48), 63),
+		)
+	}
+	for p := 1; p <= 2; p++ {
+		ps = append(ps,
+			newParam(fmt.Sprintf("DCBX_IEEE_P%d", p), TypeBool, "nv_lldp_nb_dcbx", 1),
+			newParam(fmt.Sprintf("DCBX_CEE_P%d", p), TypeBool, "nv_lldp_nb_dcbx", 1),
+			newParam(fmt.Sprintf("DCBX_WILLING_P%d", p), TypeBool, "nv_lldp_nb_dcbx", 1),
+		)
+	}
+	return &Adapter{
+		BDF: bdf, PCIDeviceID: 0x101d, RDMAName: rdmaName,
+		DeviceType:  "ConnectX6DX",
+		Name:        "0F6FXM_08P2T2_Ax",
+		Description: "Mellanox ConnectX-6 Dx Dual Port 100 GbE QSFP56 Network Adapter",
+		Layout:      G5,
+		Params:      ps,
+	}
+}
+
 // NewConnectX4Lx is a dual-port ConnectX-4 Lx card (0x1015) as found with a
 // distribution's mstflint 4.21 (layout G1).
 func NewConnectX4Lx(bdf, rdmaName string) *Adapter {
