@@ -38,7 +38,9 @@ docs: ## man pages, shell completions and the boot unit in build/ (from the comm
 	$(GO) run ./cmd/rdmaform-docs -man build/man -completions build/completions -unit build/rdmaform.service -binary $(SBINDIR)/rdmaform
 
 DOCFILES := README.md CHANGELOG.md LICENSE
-EXAMPLES := $(wildcard examples/*.yaml)
+# The examples the README uses: specs, the simulated hosts and the Ansible
+# inventory and playbooks, installed with their paths under examples/.
+EXAMPLES := $(wildcard examples/*.yaml examples/hosts/*/sim.yaml examples/ansible/*)
 
 install: build docs ## install under DESTDIR/PREFIX: binary, man pages, completions, boot unit, examples
 	install -D -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/rdmaform
@@ -50,7 +52,7 @@ install: build docs ## install under DESTDIR/PREFIX: binary, man pages, completi
 	install -D -m 0644 build/rdmaform.service $(DESTDIR)$(PREFIX)/lib/systemd/system/rdmaform.service
 	install -d $(DESTDIR)$(PREFIX)/share/doc/rdmaform/examples
 	install -m 0644 $(DOCFILES) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/
-	install -m 0644 $(EXAMPLES) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/examples/
+	$(foreach f,$(EXAMPLES),install -D -m 0644 $(f) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/$(f) &&) true
 
 uninstall: ## remove what make install installed (same DESTDIR/PREFIX)
 	rm -f $(DESTDIR)$(SBINDIR)/rdmaform $(DESTDIR)$(MANDIR)/man8/rdmaform.8 $(DESTDIR)$(MANDIR)/man8/rdmaform-*.8 \
