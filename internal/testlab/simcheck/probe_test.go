@@ -29,17 +29,24 @@ func (r replay) Run(_ context.Context, c host.Cmd) (host.Result, error) {
 	if got := c.String(); got != r.command {
 		r.t.Errorf("%s: the probe ran %q, the capture is of %q", r.name, got, r.command)
 	}
-	dir := filepath.Join("..", "..", "..", "probe", "testdata", "real")
-	out, err1 := os.ReadFile(filepath.Join(dir, r.name+".stdout"))
-	errb, err2 := os.ReadFile(filepath.Join(dir, r.name+".stderr"))
-	if err1 != nil || err2 != nil {
-		r.t.Fatalf("%s: %v %v", r.name, err1, err2)
-	}
+	out, errb := probeCapture(r.t, r.name)
 	res := host.Result{Stdout: out, Stderr: errb}
 	if r.exit != 0 {
 		return res, &host.ExitError{Cmd: c, Code: r.exit, Stdout: out, Stderr: errb}
 	}
 	return res, nil
+}
+
+// probeCapture reads a real capture of probe/testdata/real.
+func probeCapture(t *testing.T, name string) (stdout, stderr []byte) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "probe", "testdata", "real")
+	out, err1 := os.ReadFile(filepath.Join(dir, name+".stdout"))
+	errb, err2 := os.ReadFile(filepath.Join(dir, name+".stderr"))
+	if err1 != nil || err2 != nil {
+		t.Fatalf("%s: %v %v", name, err1, err2)
+	}
+	return out, errb
 }
 
 // veth adds a netdev with an address, and a Soft-RoCE device on it whose
@@ -138,16 +145,11 @@ func TestProbeEmulatorsPrintLikeReal(t *testing.T) {
 		{"ibv_rc_pingpong-ok", 0, true, up, []string{"ibv_rc_pingpong", "-d", "rxepb", "-i", "1", "-n", "3", "-p", "18515", "-g", "1", "192.0.2.1"}},
 		{"ibv_rc_pingpong-peer-down", 1, true, down, []string{"ibv_rc_pingpong", "-d", "rxepb", "-i", "1", "-n", "3", "-p", "18515", "-g", "1", "192.0.2.1"}},
 	}
-	dir := filepath.Join("..", "..", "..", "probe", "testdata", "real")
 	for _, c := range cases {
 		t.Run(c.capture, func(t *testing.T) {
 			s, _ := simtest.New(t, "vm-soft", 0, c.state)
 			stdout, stderr, code := runSim(t, s, c.argv...)
-			wantOut, err1 := os.ReadFile(filepath.Join(dir, c.capture+".stdout"))
-			wantErr, err2 := os.ReadFile(filepath.Join(dir, c.capture+".stderr"))
-			if err1 != nil || err2 != nil {
-				t.Fatal(err1, err2)
-			}
+			wantOut, wantErr := probeCapture(t, c.capture)
 			mask := func(s string) string { return s }
 			if c.masked {
 				mask = func(s string) string { return num.ReplaceAllString(s, "N") }
