@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -100,9 +103,13 @@ func TestSavedPlanIsExact(t *testing.T) {
 			resign := m["resign"] == true
 			delete(m, "resign")
 			f := write(strings.ReplaceAll(name, " ", "-")+".json", m, resign)
+			before := simTreeButLock(t, h)
 			code, out, errs := runCLI(t, "--sim", h, "apply", f)
 			if code != 1 || !strings.Contains(errs, c.why) || !strings.Contains(errs, "nothing was changed") {
 				t.Errorf("exit %d, want 1 saying %q and nothing was changed:\n%s%s", code, c.why, out, errs)
+			}
+			if diff := cmp.Diff(before, simTreeButLock(t, h)); diff != "" {
+				t.Errorf("a refused apply changed the host (-before +after):\n%s", diff)
 			}
 			if code, _, _ := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 {
 				t.Errorf("the host changed: plan exit %d", code)
@@ -164,9 +171,13 @@ func TestSavedPlanOnItsMachineOnly(t *testing.T) {
 	}
 	refused := func(h, why string) {
 		t.Helper()
+		before := simTreeButLock(t, h)
 		code, out, errs := runCLI(t, "--sim", h, "apply", saved)
 		if code != 1 || !strings.Contains(errs, "saved plan is stale, nothing was changed: "+why+"; run plan again") {
 			t.Errorf("exit %d, want 1 saying %q:\n%s%s", code, why, out, errs)
+		}
+		if diff := cmp.Diff(before, simTreeButLock(t, h)); diff != "" {
+			t.Errorf("a refused apply changed the host (-before +after):\n%s", diff)
 		}
 		if code, _, _ := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 {
 			t.Errorf("the host changed: plan exit %d", code)
@@ -197,4 +208,80 @@ func TestSavedPlanOnItsMachineOnly(t *testing.T) {
 	if code, out, errs := runCLI(t, "--sim", a, "plan", "-f", spec); code != 0 {
 		t.Errorf("plan after apply: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// TestSavedPlanOnlyRuntime: apply PLAN --only runtime applies the
+// runtime changes the plan records and leaves the rest, as with a spec
+// (it refused the plan, saying its changes differed); an edit of a
+// runtime change is still refused, the host unchanged.
+func TestSavedPlanOnlyRuntime(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx5-roce"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	spec := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\nmodules: [rdma_ucm]\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(dir, "p.json")
+	if code, _, errs := runCLI(t, "--sim", h, "plan", "-f", spec, "--out", saved); code != 2 {
+		t.Fatalf("plan --out: exit %d %s", code, errs)
+	}
+	// A copy whose runtime change says 107, its digest recomputed.
+	b, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s plan.Saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Plan.Changes {
+		if c.Address.String() == "rdma_cm[mlx5_0/1]" {
+			c.Attributes[0].After = "107"
+		}
+	}
+	s.Digest = ""
+	body, _ := json.Marshal(&s)
+	s.Digest = plan.Digest(body)
+	forged := filepath.Join(dir, "forged.json")
+	b, _ = json.Marshal(&s)
+	if err := os.WriteFile(forged, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := simTreeButLock(t, h)
+	code, out, errs := runCLI(t, "--sim", h, "apply", forged, "--only", "runtime")
+	if code != 1 || !strings.Contains(errs, "first difference: rdma_cm[mlx5_0/1] tos: the plan records 0 -> 107, the spec gives 0 -> 106") {
+		t.Errorf("forged, --only runtime: exit %d, want 1 naming the difference\n%s%s", code, out, errs)
+	}
+	if diff := cmp.Diff(before, simTreeButLock(t, h)); diff != "" {
+		t.Errorf("a refused apply changed the host (-before +after):\n%s", diff)
+	}
+
+	code, out, errs = runCLI(t, "--sim", h, "apply", saved, "--only", "runtime")
+	if code != 2 || !strings.Contains(out, "Apply: 1 applied") || !strings.Contains(out, "now: module[rdma_ucm]") {
+		t.Errorf("apply PLAN --only runtime: exit %d, want 2 with the module left\n%s%s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "--sim", h, "plan", "-f", spec)
+	if code != 2 || !strings.Contains(out, "module[rdma_ucm]") || strings.Contains(out, "rdma_cm[") {
+		t.Errorf("after the partial apply, plan: exit %d, want the module alone\n%s", code, out)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+		t.Errorf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after apply: exit %d\n%s", code, out)
+	}
+}
+
+// simTreeButLock is a simulated host's tree but the apply lock, which every
+// apply takes, refused or not.
+func simTreeButLock(t *testing.T, h string) map[string]string {
+	t.Helper()
+	s := fstree.Snapshot(t, h)
+	// /run is made for the lock; what else is in it still counts.
+	delete(s, "run")
+	delete(s, "run/rdmaform.lock")
+	return s
 }

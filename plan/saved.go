@@ -202,7 +202,16 @@ func (s *Saved) Check(h *host.Host, now *Result) error {
 		// now; the plan shows the changes it recorded. The two must be
 		// the same: the digest is unkeyed, so a plan whose changes were
 		// edited and its digest recomputed is caught here.
-		if d := planDifference(s.Plan, now.Plan); d != "" {
+		// A partial apply (--only runtime) compares the recorded changes
+		// of that activation.
+		recorded := s.Plan
+		var only Activation
+		if now.Plan.Only != "" && only.UnmarshalText([]byte(now.Plan.Only)) == nil {
+			r := *s.Plan
+			r.Restrict(only)
+			recorded = &r
+		}
+		if d := planDifference(recorded, now.Plan); d != "" {
 			why = append(why, "the spec in the plan no longer gives the changes it records on this host (the host changed since the plan was made, or the plan was edited); "+d)
 		}
 	}

@@ -183,7 +183,8 @@ func TestSavedPlanCheckIdentity(t *testing.T) {
 // refused when what its spec gives now differs from the changes or
 // pending items it records in any part that apply uses or shows, and the
 // refusal names the first difference in address order and every
-// differing address.
+// differing address. A partial apply (--only runtime) compares the
+// recorded changes of its activation.
 func TestSavedPlanCheckChanges(t *testing.T) {
 	const pre = "the spec in the plan no longer gives the changes it records on this host (the host changed since the plan was made, or the plan was edited); first difference: "
 	cases := []struct {
@@ -237,6 +238,16 @@ func TestSavedPlanCheckChanges(t *testing.T) {
 		}, "pending firmware[mlx5_1] SRIOV_EN: the plan records nothing pending, the spec gives True (current False) from none (differing: pending reboot items)"},
 		{"a pending item twice", func(p *plan.Plan) { p.Pending = append(p.Pending, p.Pending[0]) },
 			"the plan records 1 pending items, the spec gives 2 (differing: pending reboot items)"},
+		{"a partial plan (apply --only runtime)", func(p *plan.Plan) { p.Restrict(plan.Runtime) }, ""},
+		{"a partial plan of nothing", func(p *plan.Plan) { p.Restrict(plan.NextBoot) }, ""},
+		{"a partial plan, a value", func(p *plan.Plan) {
+			p.Restrict(plan.Runtime)
+			p.Changes[0].Attributes[0].After = "107"
+		}, "rdma_cm[mlx5_0/1] tos: the plan records 0 -> 106, the spec gives 0 -> 107 (differing: rdma_cm[mlx5_0/1])"},
+		{"a partial plan, a pending value", func(p *plan.Plan) {
+			p.Restrict(plan.Now)
+			p.Pending[0].NextBoot = "IB"
+		}, "pending firmware[mlx5_0] LINK_TYPE_P1: the plan records ETH (current IB) from spec.yaml:6:15, the spec gives IB (current IB) from spec.yaml:6:15 (differing: pending reboot items)"},
 		{"a change and a pending item", func(p *plan.Plan) {
 			p.Changes[1].Attributes[0].After = "107"
 			p.Pending[0].NextBoot = "IB"
