@@ -21,48 +21,12 @@ import (
 // exit 1, nothing changed; the untouched file applies.
 func TestSavedPlanIsExact(t *testing.T) {
 	dir := t.TempDir()
-	h := filepath.Join(dir, "host")
-	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx5-roce"); code != 0 {
-		t.Fatalf("sim new: %s", errs)
-	}
-	spec := filepath.Join(dir, "spec.yaml")
-	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	good := filepath.Join(dir, "good.json")
-	if code, _, errs := runCLI(t, "--sim", h, "plan", "-f", spec, "--out", good); code != 2 {
-		t.Fatalf("plan --out: exit %d %s", code, errs)
-	}
-	load := func() map[string]any {
-		b, err := os.ReadFile(good)
-		if err != nil {
-			t.Fatal(err)
+	h, spec, good := savedPlanOn(t, dir, "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n")
+	write := func(name string, m map[string]any, again bool) string {
+		if again {
+			resign(t, m)
 		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	write := func(name string, m map[string]any, resign bool) string {
-		if resign {
-			m["digest"] = ""
-			b, _ := json.Marshal(m)
-			// The body digest is over the Go encoding of the same fields;
-			// re-encode through the type to get the same bytes.
-			var s plan.Saved
-			if err := json.Unmarshal(b, &s); err != nil {
-				t.Fatal(err)
-			}
-			b, _ = json.Marshal(&s)
-			m["digest"] = plan.Digest(b)
-		}
-		b, _ := json.MarshalIndent(m, "", "  ")
-		f := filepath.Join(dir, name)
-		if err := os.WriteFile(f, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return f
+		return writeSaved(t, filepath.Join(dir, name), m)
 	}
 	cases := map[string]struct {
 		edit func(m map[string]any)
@@ -98,7 +62,7 @@ func TestSavedPlanIsExact(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			m := load()
+			m := loadSaved(t, good)
 			c.edit(m)
 			resign := m["resign"] == true
 			delete(m, "resign")
@@ -216,40 +180,16 @@ func TestSavedPlanOnItsMachineOnly(t *testing.T) {
 // runtime change is still refused, the host unchanged.
 func TestSavedPlanOnlyRuntime(t *testing.T) {
 	dir := t.TempDir()
-	h := filepath.Join(dir, "host")
-	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx5-roce"); code != 0 {
-		t.Fatalf("sim new: %s", errs)
-	}
-	spec := filepath.Join(dir, "spec.yaml")
-	if err := os.WriteFile(spec, []byte("version: 1\nmodules: [rdma_ucm]\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	saved := filepath.Join(dir, "p.json")
-	if code, _, errs := runCLI(t, "--sim", h, "plan", "-f", spec, "--out", saved); code != 2 {
-		t.Fatalf("plan --out: exit %d %s", code, errs)
-	}
+	h, spec, saved := savedPlanOn(t, dir, "version: 1\nmodules: [rdma_ucm]\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {tos: 106}\n")
 	// A copy whose runtime change says 107, its digest recomputed.
-	b, err := os.ReadFile(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s plan.Saved
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range s.Plan.Changes {
-		if c.Address.String() == "rdma_cm[mlx5_0/1]" {
-			c.Attributes[0].After = "107"
+	m := loadSaved(t, saved)
+	for _, c := range m["plan"].(map[string]any)["changes"].([]any) {
+		if c := c.(map[string]any); c["address"] == "rdma_cm[mlx5_0/1]" {
+			c["attributes"].([]any)[0].(map[string]any)["after"] = 107
 		}
 	}
-	s.Digest = ""
-	body, _ := json.Marshal(&s)
-	s.Digest = plan.Digest(body)
-	forged := filepath.Join(dir, "forged.json")
-	b, _ = json.Marshal(&s)
-	if err := os.WriteFile(forged, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	resign(t, m)
+	forged := writeSaved(t, filepath.Join(dir, "forged.json"), m)
 	before := simTreeButLock(t, h)
 	code, out, errs := runCLI(t, "--sim", h, "apply", forged, "--only", "runtime")
 	if code != 1 || !strings.Contains(errs, "first difference: rdma_cm[mlx5_0/1] tos: the plan records 0 -> 107, the spec gives 0 -> 106") {
@@ -284,4 +224,70 @@ func simTreeButLock(t *testing.T, h string) map[string]string {
 	delete(s, "run")
 	delete(s, "run/rdmaform.lock")
 	return s
+}
+
+// savedPlanOn makes a simulated cx5-roce host in dir, writes specText
+// there and saves its plan (plan --out exits 2: there is work to do).
+func savedPlanOn(t *testing.T, dir, specText string) (h, spec, saved string) {
+	t.Helper()
+	h = filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx5-roce"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	spec = filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(spec, []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved = filepath.Join(dir, "saved.json")
+	if code, _, errs := runCLI(t, "--sim", h, "plan", "-f", spec, "--out", saved); code != 2 {
+		t.Fatalf("plan --out: exit %d %s", code, errs)
+	}
+	return h, spec, saved
+}
+
+// loadSaved reads a saved plan as a generic JSON document, to edit.
+func loadSaved(t *testing.T, file string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// resign recomputes an edited saved plan's digest, as anyone can: it is
+// unkeyed. The digest is over the Go encoding of the fields, so the
+// document goes through plan.Saved to get the same bytes.
+func resign(t *testing.T, m map[string]any) {
+	t.Helper()
+	m["digest"] = ""
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s plan.Saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = json.Marshal(&s); err != nil {
+		t.Fatal(err)
+	}
+	m["digest"] = plan.Digest(b)
+}
+
+// writeSaved writes a saved plan document to file.
+func writeSaved(t *testing.T, file string, m map[string]any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
