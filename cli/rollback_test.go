@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
@@ -296,6 +297,8 @@ func hostState(t *testing.T, h string) string {
 // 'rollback --after-boot' after a reboot: no VFs, no modules-load.d
 // entry, the module unloaded; the spec plans its changes again.
 func TestEveryRollbackPathRestoresTheSame(t *testing.T) {
+	// The after-boot path finds the detached watcher with pgrep.
+	need.Tool(t, "pgrep", "apt-get install procps")
 	l := newRBLab(t)
 	spec := l.spec("s.yaml", "version: 1\nmodules: [rdma_ucm]\ndevices:\n  - pci: \"0000:5e:00.0\"\n    sriov: {num_vfs: 4}\n")
 	wantPlan := []string{"+ module[rdma_ucm]", "sriov[0000:5e:00.0]", "num_vfs: 0 -> 4"}

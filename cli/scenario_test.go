@@ -149,7 +149,11 @@ func holdLock() int {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	select {}
+	// Sleep, not select {}: with no other goroutine the runtime would
+	// end the holder as deadlocked (it did on a PATH without some tools).
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // waitfile PATH waits up to 20 s for a file to appear (a background

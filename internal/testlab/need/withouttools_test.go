@@ -25,6 +25,7 @@ var labTests = []struct {
 	{"systemd-analyze", "providers/bootunit", "TestUnitFileVerifies"},
 	{"ansible-playbook", "ansible", "TestAnsible"},
 	{"ping", "cli", "TestProbeAndAuditProbes"},
+	{"pgrep", "cli", "TestEveryRollbackPathRestoresTheSame"},
 }
 
 // TestLabTestsSkipWithoutTheirTools: each lab test, run with a PATH that
