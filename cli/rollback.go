@@ -24,6 +24,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/netdev"
+	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
@@ -223,6 +224,14 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			o.Netdevs = append(o.Netdevs, ch.Address.Key)
 		case services.Kind:
 			o.Units = append(o.Units, ch.Address.Key)
+		}
+	}
+	// rdma_cm's values are read through configfs, which show never
+	// mounts: mounted now (the apply mounts it for its rdma_cm changes
+	// anyway), the journal records the values the rollback puts back.
+	if used[rdmacm.New().Name()] && !h.Offline() && h.Kernel != nil {
+		if err := h.Kernel.EnsureConfigfs(); err != nil {
+			return fmt.Errorf("mounting configfs to record rdma_cm's values for the rollback: %w", err)
 		}
 	}
 	c, err := plan.Capture(ctx, h, prov, o)
