@@ -199,6 +199,22 @@ func TestSlowApplyGetsItsQuestion(t *testing.T) {
 	l.must(0, "sim", "new", h, "--profile", "vm-soft", "--latency", "modprobe=6s")
 	spec := l.spec("s.yaml", "version: 1\nmodules: [rdma_ucm]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\n")
 	_, done := l.waitingApply(h, "4s", spec)
+	// The watcher reads the deadline in the journal: asked, and after the
+	// question (the apply took longer than the timeout).
+	b, err := os.ReadFile(filepath.Join(h, "run/rdmaform/rollback.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Deadline time.Time `json:"deadline"`
+		Asked    bool      `json:"asked"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	if !j.Asked || !j.Deadline.After(time.Now()) {
+		t.Errorf("the journal after the question: asked %v, deadline %s (now %s): want asked and the deadline ahead", j.Asked, j.Deadline, time.Now().UTC())
+	}
 	if code, out := l.rf("--sim", h, "confirm"); code != 0 {
 		t.Errorf("confirm right after the question: exit %d\n%s", code, out)
 	}
@@ -434,4 +450,34 @@ func TestRollbackTouchesOnlyWhatThePlanTouched(t *testing.T) {
 	l.must(0, "--sim", h, "plan", "-f", other)
 	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
 	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// TestKilledApplyCanStillBeConfirmed: an apply killed while it waits can
+// still be confirmed until its deadline (its watcher rolls back only
+// then), and the boot unit's 'rollback --after-boot', which runs only
+// after a reboot, leaves a journal of this boot alone.
+func TestKilledApplyCanStillBeConfirmed(t *testing.T) {
+	l := newRBLab(t)
+	h := l.newHost("h", "vm-soft")
+	spec := l.spec("s.yaml", "version: 1\nrxe:\n  - {name: rxe0, netdev: enp1s0}\n")
+	cmd, done := l.waitingApply(h, "10m", spec)
+	_ = cmd.Process.Kill()
+	done()
+	// The watcher looks every 200 ms: given a few looks, it must still
+	// leave the changes alone (a longer wait on a loaded host only gives a
+	// watcher that acted too early more time to show it).
+	time.Sleep(2 * time.Second)
+	if out := l.must(0, "--sim", h, "rollback", "--after-boot"); out != "" {
+		t.Errorf("rollback --after-boot with no reboot since the apply: %q", out)
+	}
+	out := l.must(0, "--sim", h, "confirm")
+	if !strings.Contains(out, "Confirmed.") {
+		t.Errorf("confirm after the apply was killed: %s", out)
+	}
+	l.must(0, "--sim", h, "plan", "-f", spec)
+	for _, f := range []string{"run/rdmaform/rollback.json", "var/lib/rdmaform/unconfirmed.json"} {
+		if exists(filepath.Join(h, f)) {
+			t.Errorf("%s outlives the confirm", f)
+		}
+	}
 }

@@ -25,6 +25,12 @@ func TestRollbackOnRealKernel(t *testing.T) {
 	veth(t, "krb", "krbp")
 	run(t, "/sbin/modprobe", "rdma_rxe")
 	run(t, "/sbin/modprobe", "rdma_cm")
+	// rdma_cm's values are the kernel's whether configfs is mounted or
+	// not (an earlier scenario unmounts it); mounted, the test can read
+	// them before the apply, which mounts it too.
+	if !exists(rdmaCMDir) {
+		run(t, "/bin/mount", "-t", "configfs", "none", configfs)
+	}
 	run(t, "/sbin/rdma", "link", "add", "rxe7", "type", "rxe", "netdev", "krbp")
 	t.Cleanup(func() { _, _ = tryRun("/sbin/rdma", "link", "delete", "rxe7") })
 	spec := writeSpec(t, `version: 1
