@@ -76,7 +76,7 @@ package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (binary in /usr/s
 	ls -l dist
 
 test: ## run every test (real NetworkManager, netns, systemd when root), then the real-kernel lab
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 	$(MAKE) kernel-test
 
 kernel-test: ## boot Debian's kernel under QEMU with Soft-RoCE and run the guest tests (internal/testlab/kernlab)
