@@ -180,6 +180,9 @@ func fieldSchema(f reflect.StructField) obj {
 	if hi, err := strconv.Atoi(f.Tag.Get("max")); err == nil {
 		s = append(s, kv{"maximum", hi})
 	}
+	if pat := f.Tag.Get("pattern"); pat != "" {
+		s = append(s, kv{"pattern", pat})
+	}
 	return s
 }
 

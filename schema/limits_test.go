@@ -22,6 +22,11 @@ func TestLimitsAtTheEdge(t *testing.T) {
 	}
 	probe := func(v string) string { return "version: 1\nprobes:\n  - name: p\n    " + v + "\n" }
 	n := func(c byte, k int) string { return strings.Repeat(string(c), k) }
+	fwv := func(key string) func(string) string {
+		return func(v string) string {
+			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware: {" + key + ": " + v + "}\n"
+		}
+	}
 	cases := []struct {
 		name     string
 		spec     func(string) string
@@ -76,6 +81,11 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		{"firmware value 64 bytes", func(v string) string {
 			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {NUM_OF_VFS: " + v + "}\n"
 		}, n('9', 64), n('9', 65), "$.devices[0].firmware.params.NUM_OF_VFS"},
+		{"firmware version component", fwv("version"), `"28.39.65535"`, `"28.39.65536"`, "$.devices[0].firmware.version"},
+		{"firmware version components", fwv("version"), `"28.39.1002"`, `"28.39.1002.1"`, "$.devices[0].firmware.version"},
+		{"firmware version components below", fwv("version"), `"28.39.1002"`, `"28.39"`, "$.devices[0].firmware.version"},
+		{"firmware min_version component", fwv("min_version"), `"65535"`, `"65536"`, "$.devices[0].firmware.min_version"},
+		{"firmware min_version components", fwv("min_version"), `"28.39.1002"`, `"28.39.1002.0"`, "$.devices[0].firmware.min_version"},
 		{"min rate", func(v string) string {
 			return "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        expect: {min_rate: " + v + "}\n"
 		}, "1", "0", "$.devices[0].ports[0].expect.min_rate"},

@@ -188,6 +188,42 @@ var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z
 var paramNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*(\[[0-9]+(\.\.[0-9]+)?\])?$`)
 var paramValueRE = regexp.MustCompile(`^[A-Za-z0-9_.()x-]+$`)
 
+// MaxFirmwareVersionPart is the largest number of a firmware version
+// component (16 bits, as the adapters' firmware version fields).
+const MaxFirmwareVersionPart = 65535
+
+// ParseFirmwareVersion reads a spec's firmware version: from lo to hi
+// dot-separated decimal numbers, each 0..MaxFirmwareVersionPart.
+func ParseFirmwareVersion(s string, lo, hi int) ([]int, error) {
+	want := fmt.Sprintf("%d to %d", lo, hi)
+	example := "28.39"
+	if lo == hi {
+		want = fmt.Sprintf("exactly %d", lo)
+		example = "28.39.1002"
+	}
+	parts := strings.Split(s, ".")
+	bad := func() error {
+		return fmt.Errorf("%q is not a firmware version: %s dot-separated decimal numbers (e.g. %s)", truncate(s), want, example)
+	}
+	if len(parts) < lo || len(parts) > hi {
+		return nil, bad()
+	}
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return nil, bad()
+		}
+		if n, err := strconv.Atoi(p); err != nil || n > MaxFirmwareVersionPart {
+			return nil, fmt.Errorf("%q is not a firmware version: %s is above %d", truncate(s), truncate(p), MaxFirmwareVersionPart)
+		}
+		if len(p) > 5 {
+			return nil, bad() // leading zeros past five digits
+		}
+		out[i], _ = strconv.Atoi(p)
+	}
+	return out, nil
+}
+
 func (v *validator) devices() {
 	seen := map[string]string{}
 	for i := range v.spec.Devices {
@@ -465,8 +501,22 @@ func NormalizeVFGUID(s string) string {
 }
 
 func (v *validator) firmware(fw *Firmware, p string) {
-	if len(fw.Params) == 0 && !v.spec.Src.Has(p+".params") {
-		v.add(p, "params: is required (e.g. LINK_TYPE_P1: ETH)")
+	hasExact, hasMin := v.spec.Src.Has(p+".version"), v.spec.Src.Has(p+".min_version")
+	if len(fw.Params) == 0 && !v.spec.Src.Has(p+".params") && !hasExact && !hasMin {
+		v.add(p, "give params (e.g. LINK_TYPE_P1: ETH), version or min_version")
+	}
+	if hasExact && hasMin {
+		v.add(p+".min_version", "give version or min_version, not both")
+	}
+	if hasExact {
+		if _, err := ParseFirmwareVersion(fw.Version, 3, 3); err != nil {
+			v.add(p+".version", "%v", err)
+		}
+	}
+	if hasMin {
+		if _, err := ParseFirmwareVersion(fw.MinVersion, 1, 3); err != nil {
+			v.add(p+".min_version", "%v", err)
+		}
 	}
 	for _, prm := range fw.Params {
 		pp := p + ".params." + prm.Name
