@@ -105,12 +105,16 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) pla
 	return prop
 }
 
-// manages lists the adapters the spec sets parameters of.
+// manages lists the adapters the spec sets parameters of or asks a
+// firmware version of.
 func manages(req *plan.Request) []plan.Managed {
 	var out []plan.Managed
-	for _, t := range targets(req) {
-		if dev := req.Devices[t.index]; dev != nil && dev.PCI != "" {
-			out = append(out, plan.Managed{Address: Address(dev.PCI), Path: t.path})
+	for i, d := range req.Spec.Devices {
+		if d.Firmware == nil || (len(d.Firmware.Params) == 0 && !hasVersion(d.Firmware)) {
+			continue
+		}
+		if dev := req.Devices[i]; dev != nil && dev.PCI != "" {
+			out = append(out, plan.Managed{Address: Address(dev.PCI), Path: schema.Path("devices", i, "firmware")})
 		}
 	}
 	return out
@@ -124,11 +128,14 @@ func manages(req *plan.Request) []plan.Managed {
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
 	for i, d := range req.Spec.Devices {
+		dev := req.Devices[i]
+		if dev != nil && hasVersion(d.Firmware) {
+			prop.Errors = append(prop.Errors, versionFindings(req, i, d.Firmware, dev)...)
+		}
 		if d.Firmware == nil || len(d.Firmware.Params) == 0 {
 			continue
 		}
 		fwPath := schema.Path("devices", i, "firmware")
-		dev := req.Devices[i]
 		if dev == nil {
 			continue // the engine reported the missing device
 		}

@@ -1,0 +1,108 @@
+package firmware_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// TestFirmwareVersionOnTheSimulator: devices[].firmware.version and
+// min_version against the running firmware (fw_ver of the simulated
+// ConnectX-6, 20.35.1012). Met: no change, the plan is empty, apply has
+// nothing to do. Not met: a plan error at the spec line naming both
+// versions, exit 1; the host is left alone.
+func TestFirmwareVersionOnTheSimulator(t *testing.T) {
+	cases := []struct {
+		name, key, want string
+		code            int
+		msg             string
+	}{
+		{"same version", "version", "20.35.1012", plan.ExitOK, ""},
+		{"running is lower", "version", "20.36.1012", plan.ExitError, "mlx5_0 (0000:3b:00.0) runs firmware 20.35.1012; the spec asks for version 20.36.1012. rdmaform does not burn firmware yet"},
+		{"running is higher", "version", "20.35.1011", plan.ExitError, "runs firmware 20.35.1012; the spec asks for version 20.35.1011"},
+		{"min_version met exactly", "min_version", "20.35.1012", plan.ExitOK, ""},
+		{"min_version met by a prefix", "min_version", "20.35", plan.ExitOK, ""},
+		{"min_version compared as numbers", "min_version", "20.4", plan.ExitOK, ""},
+		{"min_version not met", "min_version", "20.35.1013", plan.ExitError, "mlx5_0 (0000:3b:00.0) runs firmware 20.35.1012, older than min_version 20.35.1013. rdmaform does not burn firmware yet"},
+		{"min_version not met, major", "min_version", "21", plan.ExitError, "runs firmware 20.35.1012, older than min_version 21."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			hostDir := filepath.Join(dir, "host")
+			spec := filepath.Join(dir, "host.yaml")
+			text := "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      " + c.key + ": \"" + c.want + "\"\n"
+			if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			step(t, 0, nil, "sim", "new", hostDir, "--profile", "cx6-vpi-ib")
+			sd := "--sim=" + hostDir
+			before, err := os.ReadFile(filepath.Join(hostDir, "sim.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.code == plan.ExitOK {
+				step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+				step(t, plan.ExitOK, nil, sd, "apply", "-f", spec, "--yes")
+				step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+				return
+			}
+			at := spec + ":5:" + strconv.Itoa(len("      "+c.key+": ")+1)
+			step(t, plan.ExitError, []string{at, c.msg}, sd, "plan", "-f", spec)
+			step(t, plan.ExitError, []string{at, c.msg}, sd, "apply", "-f", spec, "--yes")
+			after, err := os.ReadFile(filepath.Join(hostDir, "sim.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(before) != string(after) {
+				t.Errorf("a refused apply changed the host")
+			}
+		})
+	}
+}
+
+// TestFirmwareVersionAudit: a firmware version drift is a failed check of
+// the adapter in the audit, with both versions, and a Prometheus series.
+func TestFirmwareVersionAudit(t *testing.T) {
+	dir := t.TempDir()
+	hostDir := filepath.Join(dir, "host")
+	spec := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware: {min_version: \"20.36\"}\n  - pci: \"0000:3b:00.1\"\n    firmware: {version: \"20.35.1012\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step(t, 0, nil, "sim", "new", hostDir, "--profile", "cx6-vpi-ib")
+	sd := "--sim=" + hostDir
+	step(t, plan.ExitChanges, []string{"firmware[0000:3b:00.0]", "runs firmware 20.35.1012, older than min_version 20.36"}, sd, "audit", "-f", spec)
+	out := step(t, plan.ExitChanges, []string{
+		`rdmaform_health{resource="firmware[0000:3b:00.0]",check="finding"} 0`,
+		`rdmaform_drift{resource="firmware[0000:3b:00.1]"} 0`,
+	}, sd, "audit", "-f", spec, "-o", "prometheus")
+	if strings.Contains(out, `rdmaform_health{resource="firmware[0000:3b:00.1]"`) {
+		t.Errorf("the adapter whose version matches has a failing check:\n%s", out)
+	}
+}
+
+// TestFirmwareVersionOfSoftRoCE: a Soft-RoCE device has no firmware (its
+// fw_ver is empty); a version asked of it is a clear finding.
+func TestFirmwareVersionOfSoftRoCE(t *testing.T) {
+	dir := t.TempDir()
+	hostDir := filepath.Join(dir, "host")
+	spec := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: enp1s0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step(t, 0, nil, "sim", "new", hostDir, "--profile", "vm-soft")
+	sd := "--sim=" + hostDir
+	step(t, plan.ExitOK, nil, sd, "apply", "-f", spec, "--yes")
+	step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+	withVersion := filepath.Join(dir, "version.yaml")
+	if err := os.WriteFile(withVersion, []byte("version: 1\ndevices:\n  - name: rxe0\n    firmware: {min_version: \"1\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step(t, plan.ExitError, []string{withVersion + ":4:29", "rxe0 reports no firmware version (its fw_ver is empty: a software device such as Soft-RoCE has no firmware), so min_version 1 cannot be checked"},
+		sd, "plan", "-f", withVersion)
+}
