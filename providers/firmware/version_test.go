@@ -106,3 +106,39 @@ func TestFirmwareVersionOfSoftRoCE(t *testing.T) {
 	step(t, plan.ExitError, []string{withVersion + ":4:29", "rxe0 reports no firmware version (its fw_ver is empty: a software device such as Soft-RoCE has no firmware), so min_version 1 cannot be checked"},
 		sd, "plan", "-f", withVersion)
 }
+
+// TestREADMEFirmwareVersion plans the spec of README's firmware version
+// paragraph on the simulated host it names and expects the error it shows.
+func TestREADMEFirmwareVersion(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "\nFirmware versions: ")
+	if i < 0 {
+		t.Fatal("README has no paragraph \"Firmware versions:\"")
+	}
+	text = text[i:]
+	y := strings.Index(text, "```yaml\n")
+	if y < 0 {
+		t.Fatal("the paragraph has no yaml block")
+	}
+	block := text[y+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	rest := text[y+len("```yaml\n")+len(block)+len("```\n"):]
+	e := strings.Index(rest, "```\n")
+	if e < 0 {
+		t.Fatal("the paragraph shows no error")
+	}
+	want := strings.TrimSpace(rest[e+len("```\n"):][:strings.Index(rest[e+len("```\n"):], "```")])
+
+	dir := t.TempDir()
+	hostDir := filepath.Join(dir, "host")
+	spec := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(spec, []byte(block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step(t, 0, nil, "sim", "new", hostDir, "--profile", "cx6-vpi-ib")
+	step(t, plan.ExitError, []string{filepath.Join(dir, want)}, "--sim="+hostDir, "plan", "-f", spec)
+}
