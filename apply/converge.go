@@ -155,8 +155,11 @@ func Converge(ctx context.Context, h *host.Host, o ConvergeOptions) (*Report, er
 	if err := call(o.Hooks.Planned); err != nil {
 		return r, err
 	}
-	if len(p.Errors) > 0 || p.Empty() {
+	if len(p.Errors) > 0 {
 		return r, nil
+	}
+	if p.Empty() {
+		return r, settle(ctx, h, res, o.Providers)
 	}
 	if err := call(o.Hooks.Ready); err != nil {
 		return r, err
@@ -179,6 +182,11 @@ func Converge(ctx context.Context, h *host.Host, o ConvergeOptions) (*Report, er
 		return r, err
 	}
 	r.After = after.Plan
+	if len(after.Plan.Errors) == 0 && r.Outcome.Err == nil {
+		if err := settle(context.WithoutCancel(ctx), h, after, o.Providers); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
+	}
 	if r.Outcome.Err != nil {
 		r.Errors = append(r.Errors, r.Outcome.Err.Error())
 	}
@@ -199,4 +207,17 @@ func Converge(ctx context.Context, h *host.Host, o ConvergeOptions) (*Report, er
 		}
 	}
 	return r, nil
+}
+
+// settle lets each provider that keeps a record on the host (plan.Settler)
+// bring it in line with the plan the apply ended on.
+func settle(ctx context.Context, h *host.Host, res *plan.Result, providers []plan.Provider) error {
+	for _, pr := range providers {
+		if s, ok := plan.Optional[plan.Settler](pr); ok {
+			if err := s.Settle(ctx, h, res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -178,6 +178,9 @@ type Report struct {
 	// Probes are the connectivity probes' results (audit --probes); each
 	// is also a check of resource probe[NAME].
 	Probes  []probe.Result `json:"probes,omitempty"`
+	// ActivationFailures are staged firmware values a reboot did not
+	// activate; each is also an error.
+	ActivationFailures []plan.ActivationFailure `json:"activation_failures,omitempty"`
 	Summary Summary        `json:"summary"`
 }
 
@@ -236,6 +239,7 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	r.Checks = append(r.Checks, a.resourceChecks()...)
 	r.Checks = append(r.Checks, a.portChecks()...)
 	r.Checks = append(r.Checks, a.pkeyChecks()...)
+	r.ActivationFailures = res.Plan.ActivationFailures
 	checks, errs := a.findings(r.Checks)
 	r.Checks = append(r.Checks, checks...)
 	r.Errors = errs
@@ -619,8 +623,15 @@ func (a *auditor) findings(have []Result) ([]Result, []schema.Finding) {
 	}
 	var out []Result
 	var errs []schema.Finding
+	failed := map[schema.Pos]bool{}
+	for _, af := range a.plan.ActivationFailures {
+		if af.Source != nil {
+			failed[*af.Source] = true
+		}
+	}
 	for _, f := range a.plan.Errors {
-		if f.Path == "$" || f.Unreadable {
+		// An activation failure is no drift an apply could fix: an error.
+		if f.Path == "$" || f.Unreadable || failed[f.Pos] {
 			errs = append(errs, f)
 			continue
 		}

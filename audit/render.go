@@ -217,6 +217,7 @@ func JUnit(r *Report) ([]byte, error) {
 //	rdmaform_pending_reboot{resource}     1 when the resource waits for a reboot
 //	rdmaform_health{resource,check}       0 when the check fails, else 1
 //	rdmaform_waived{resource,check}       1 for each waived check
+//	rdmaform_activation_failed{resource,parameter}  1 for each staged firmware value a reboot did not activate
 //	rdmaform_probe_success{name,kind,target}      1 when the probe passed (audit --probes)
 //	rdmaform_probe_rtt_seconds{name,kind,target}  a passed probe's average round trip
 //	rdmaform_audit_errors                 parts of the host that could not be audited
@@ -274,10 +275,14 @@ func Prometheus(r *Report) string {
 			waived.lines = append(waived.lines, fmt.Sprintf("rdmaform_waived{%s} 1", rc))
 		}
 	}
+	activation := &family{name: "rdmaform_activation_failed", help: "Firmware values rdmaform staged that a reboot did not make current (1): power-cycle, or reset the firmware."}
+	for _, af := range r.ActivationFailures {
+		activation.lines = append(activation.lines, fmt.Sprintf("rdmaform_activation_failed{resource=\"%s\",parameter=\"%s\"} 1", escapeLabel(af.Address.String()), escapeLabel(af.Attribute)))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# HELP rdmaform_build_info The rdmaform that wrote this file.\n# TYPE rdmaform_build_info gauge\nrdmaform_build_info{version=\"%s\",commit=\"%s\"} 1\n",
 		escapeLabel(r.Rdmaform.Version), escapeLabel(r.Rdmaform.Commit))
-	for _, f := range []*family{drift, pending, health, waived} {
+	for _, f := range []*family{drift, pending, health, waived, activation} {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
 		sort.Strings(f.lines)
 		for _, l := range f.lines {

@@ -88,8 +88,9 @@ func mustRoot(dir string) host.FS {
 }
 
 func (a *app) simRebootCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "reboot DIR",
+	var keepFirmware bool
+	cmd := &cobra.Command{
+		Use:   "reboot DIR [--keep-firmware]",
 		Short: "Reboot a simulated host: Next Boot firmware becomes current, runtime state is lost",
 		Long: `Reboot a simulated host: firmware Next Boot values become current (ports
 come up with their new link layer), runtime state is lost (rdma_cm values,
@@ -103,20 +104,27 @@ but none is run: the boot unit's apply does NOT happen. To do what it does
 at boot, run it yourself:
 
   rdmaform --sim DIR rollback --after-boot
-  rdmaform --sim DIR apply --yes --only runtime -f DIR/etc/rdmaform/boot.yaml`,
+  rdmaform --sim DIR apply --yes --only runtime -f DIR/etc/rdmaform/boot.yaml
+
+--keep-firmware is a warm reboot that does not reload the adapters'
+firmware (as on servers where only a cold boot or a firmware reset does):
+Next Boot values stay staged and Current ones unchanged; everything else
+happens as above.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := sim.Open(args[0])
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			if err := s.Reboot(); err != nil {
+			if err := s.RebootWith(sim.RebootOptions{KeepFirmware: keepFirmware}); err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			fmt.Fprintf(a.env.Stdout, "rebooted %s (boot %d)\n", args[0], s.State().Boot)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&keepFirmware, "keep-firmware", false, "a warm reboot that does not reload the firmware: staged values stay staged")
+	return cmd
 }
 
 func (a *app) simToolCmd() *cobra.Command {

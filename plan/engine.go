@@ -68,6 +68,7 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 		p.Pending = append(p.Pending, prop.Pending...)
 		p.Deferred = append(p.Deferred, prop.Deferred...)
 		p.Errors = append(p.Errors, prop.Errors...)
+		p.ActivationFailures = append(p.ActivationFailures, prop.ActivationFailures...)
 		managed = append(managed, prop.Managed...)
 	}
 	p.Finish()

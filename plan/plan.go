@@ -173,6 +173,22 @@ type Pending struct {
 	Source    *Source `json:"source,omitempty"`
 }
 
+// ActivationFailure is a firmware value rdmaform staged in an earlier boot
+// that a reboot did not make current (the staged ledger says when and in
+// which boot): the firmware was not reloaded. It is never staged again and
+// is not pending: only a power cycle or a firmware reset activates it. The
+// plan also carries it as an error at its spec line.
+type ActivationFailure struct {
+	Address   Address `json:"address"`
+	Attribute string  `json:"attribute"`
+	Current   string  `json:"current"`
+	Staged    string  `json:"staged"`
+	StagedAt  string  `json:"staged_at"`
+	BootID    string  `json:"staged_boot_id"`
+	Tool      string  `json:"tool"`
+	Source    *Source `json:"source,omitempty"`
+}
+
 // Deferred is part of the spec that can only be planned after a reboot.
 type Deferred struct {
 	Address Address `json:"address"`
@@ -196,7 +212,10 @@ type Plan struct {
 	Pending       []Pending        `json:"pending"`
 	Deferred      []Deferred       `json:"deferred"`
 	Errors        []schema.Finding `json:"errors,omitempty"`
-	Summary       Summary          `json:"summary"`
+	// ActivationFailures are staged firmware values a reboot did not
+	// activate (each also an error).
+	ActivationFailures []ActivationFailure `json:"activation_failures,omitempty"`
+	Summary            Summary             `json:"summary"`
 	// Only names the activation a partial plan keeps (apply --only
 	// runtime); LeftOut lists the changes it leaves for an apply without
 	// --only, each with its own activation. Both are empty in a whole plan.

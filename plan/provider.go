@@ -114,6 +114,8 @@ type Proposal struct {
 	Pending  []Pending
 	Deferred []Deferred
 	Errors   []schema.Finding
+	// ActivationFailures are staged values a reboot did not activate.
+	ActivationFailures []ActivationFailure
 	// Managed lists every resource the spec asks of the provider, changed
 	// or not, with the spec path it comes from: what an audit reports on.
 	Managed []Managed
@@ -124,6 +126,14 @@ type Proposal struct {
 type Managed struct {
 	Address Address
 	Path    string
+}
+
+// Settler is implemented by providers that keep a record of their own on
+// the host (the firmware provider's staged ledger): apply calls Settle with
+// the plan it ended on, when that plan has no errors, to drop what the
+// host and the spec no longer need.
+type Settler interface {
+	Settle(ctx context.Context, h *host.Host, res *Result) error
 }
 
 // Reverter is implemented by providers whose changes can be undone, for

@@ -291,7 +291,18 @@ func (simKernel) EnsureConfigfs() error { return nil }
 // state is lost (rdma_cm defaults, rxe links, mlx4 port types written
 // through sysfs, netlink addresses and MTUs), modules are those loaded at
 // boot, and the boot_id changes.
-func (s *Sim) Reboot() error {
+func (s *Sim) Reboot() error { return s.RebootWith(RebootOptions{}) }
+
+// RebootOptions vary a simulated reboot.
+type RebootOptions struct {
+	// KeepFirmware is a warm reboot that does not reload the adapters'
+	// firmware: Next Boot values stay staged and Current ones stay as they
+	// were; the rest of the reboot happens (new boot_id, runtime state lost).
+	KeepFirmware bool
+}
+
+// RebootWith is Reboot with options.
+func (s *Sim) RebootWith(o RebootOptions) error {
 	// /run is a tmpfs: /run/reboot-required and the like are gone.
 	if err := os.RemoveAll(filepath.Join(s.Dir, "run")); err != nil {
 		return err
@@ -339,7 +350,9 @@ func (s *Sim) Reboot() error {
 				st.Modules = append(st.Modules, m)
 			}
 		}
-		st.rebootFirmware()
+		if !o.KeepFirmware {
+			st.rebootFirmware()
+		}
 		st.reconcilePorts()
 		st.rebootNM()
 		return s.rebootSystemd(st)

@@ -70,6 +70,9 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 		}
 		return se
 	}
+	if err := recordStaged(h, pl); err != nil {
+		return err
+	}
 	return MarkRebootRequired(h)
 }
 
@@ -110,7 +113,13 @@ func (p *Provider) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 		_, err := h.Runner.Run(ctx, host.Cmd{Args: args, Gentle: true})
 		switch {
 		case err == nil:
-			err = MarkRebootRequired(h)
+			var staged []*payload
+			for _, i := range joint {
+				staged = append(staged, pls[i])
+			}
+			if err = recordStaged(h, staged...); err == nil {
+				err = MarkRebootRequired(h)
+			}
 			for _, i := range joint {
 				errs[i] = err
 			}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/linklayer"
@@ -27,6 +28,7 @@ type payload struct {
 	dev    string
 	pci    string
 	sets   []string
+	values map[string]string // param name -> the spec's value, for the ledger
 	paths  map[string]string // param name -> spec path
 	source map[string]*plan.Source
 	// was holds the Next Boot value each set replaces, for Revert, in
@@ -127,6 +129,12 @@ func manages(req *plan.Request) []plan.Managed {
 // stages defer what needs the new link layer.
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
+	if obs != nil && obs.LedgerErr != nil {
+		// Nothing is planned on top of a ledger that cannot be read: apply
+		// would lose what it says.
+		prop.Errors = append(prop.Errors, req.Finding("$", "%v", obs.LedgerErr))
+		return prop
+	}
 	for i, d := range req.Spec.Devices {
 		dev := req.Devices[i]
 		if dev != nil && hasVersion(d.Firmware) {
@@ -156,7 +164,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		addr := Address(dev.PCI)
-		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, paths: map[string]string{}, source: map[string]*plan.Source{}, was: map[string]string{}}
+		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, values: map[string]string{}, paths: map[string]string{}, source: map[string]*plan.Source{}, was: map[string]string{}}
 		var attrs []plan.Attr
 		var disrupts []string
 		for _, prm := range d.Firmware.Params {
@@ -183,6 +191,13 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			}
 			if mlxfmt.Equal(prm.Value, have.NextBoot) {
 				if have.Current.Kind != mlxfmt.KindAbsent && !mlxfmt.Equal(prm.Value, have.Current) {
+					if e := survived(obs, dev.PCI, prm.Name, prm.Value); e != nil {
+						prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: prm.Name,
+							Current: have.Current.Display(), Staged: prm.Value, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(pp)})
+						prop.Errors = append(prop.Errors, req.Finding(pp, "%s=%s did not take: it was staged on %s at %s (boot %s) and a reboot has not made it current (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not stage it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
+							prm.Name, prm.Value, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, have.Current.Display(), obs.BootID, dev.PCI))
+						continue
+					}
 					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,
 						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp)})
 					staged(true)
@@ -202,6 +217,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			disrupts = append(disrupts, linkNetdevs(req, dev, prm.Name, prm.Value, have)...)
 			pl.sets = append(pl.sets, prm.Name+"="+arg)
 			pl.was[prm.Name] = have.NextBoot.Display()
+			pl.values[prm.Name] = prm.Value
 			pl.paths[prm.Name] = pp
 			pl.source[prm.Name] = req.Pos(pp)
 			staged(false)
@@ -217,6 +233,19 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	}
 	prop.Errors = append(prop.Errors, conflicts(req)...)
 	return prop
+}
+
+// survived returns the ledger entry of a staged value that a reboot did
+// not activate: staged in another boot than this one.
+func survived(obs *Observed, pci, param, value string) *LedgerEntry {
+	if obs == nil || obs.BootID == "" {
+		return nil
+	}
+	e := obs.Ledger.Find(pci, param)
+	if e == nil || e.BootID == obs.BootID || !sameMeaning(e.Value, value) {
+		return nil
+	}
+	return e
 }
 
 // conflicts finds a parameter two spec devices on the same card set to

@@ -48,6 +48,11 @@ func (*Provider) Name() string { return "firmware" }
 type Observed struct {
 	// Adapters by spec device index.
 	Adapters map[int]*AdapterObs
+	// Ledger is the staged ledger (LedgerPath), LedgerErr why it could not
+	// be read; BootID is this boot's identity.
+	Ledger    *Ledger
+	LedgerErr error
+	BootID    string
 }
 
 // AdapterObs is one adapter's query.
@@ -102,6 +107,10 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	}
 	wg.Wait()
 	obs := &Observed{Adapters: map[int]*AdapterObs{}}
+	if !req.Full {
+		obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
+		obs.BootID, _ = host.ReadAttr(h.FS, BootIDPath)
+	}
 	for i, t := range ts {
 		obs.Adapters[t.index] = res[i]
 	}

@@ -1,0 +1,166 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWarmRebootThatDidNotTake: apply stages LINK_TYPE_P1 and records it
+// in the staged ledger (0600); a warm reboot that does not reload the
+// firmware (sim reboot --keep-firmware) makes it an activation failure:
+// plan, status and audit exit 1 naming it at its spec line, apply exits 1
+// and does not stage it again (the emulated tool sees no set), the
+// Prometheus audit has its series; a real reboot activates it, and the
+// plan and the ledger are empty.
+func TestWarmRebootThatDidNotTake(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	spec := filepath.Join(dir, "eth.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(h, "var/lib/rdmaform/staged.json")
+	bootID := func() string {
+		b, err := os.ReadFile(filepath.Join(h, "proc/sys/kernel/random/boot_id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	fi, err := os.Stat(ledger)
+	if err != nil {
+		t.Fatalf("no ledger after staging: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("ledger mode %v, want 0600", fi.Mode().Perm())
+	}
+	var l struct {
+		Entries []map[string]string `json:"entries"`
+	}
+	b, _ := os.ReadFile(ledger)
+	if err := json.Unmarshal(b, &l); err != nil || len(l.Entries) != 1 {
+		t.Fatalf("ledger: %v\n%s", err, b)
+	}
+	e := l.Entries[0]
+	firstBoot := bootID()
+	if e["boot_id"] != firstBoot || e["device"] != "0000:3b:00.0" || e["parameter"] != "LINK_TYPE_P1" || e["value"] != "ETH" || e["tool"] == "" || e["staged_at"] == "" {
+		t.Errorf("ledger entry %v (boot %s)", e, firstBoot)
+	}
+	// Before a reboot it is pending, not a failure.
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 3 {
+		t.Fatalf("plan before the reboot: exit %d, want 3\n%s%s", code, out, errs)
+	}
+
+	if code, out, errs := runCLI(t, "sim", "reboot", h, "--keep-firmware"); code != 0 {
+		t.Fatalf("sim reboot --keep-firmware: %d\n%s%s", code, out, errs)
+	}
+	if bootID() == firstBoot {
+		t.Fatal("the boot_id did not change")
+	}
+	want := spec + ":5:"
+	for _, args := range [][]string{{"plan", "-f", spec}, {"status", "-f", spec}, {"audit", "-f", spec}} {
+		code, out, errs := runCLI(t, append([]string{"--sim", h}, args...)...)
+		all := out + errs
+		if code != 1 || !strings.Contains(all, want) || !strings.Contains(all, "LINK_TYPE_P1=ETH did not take") ||
+			!strings.Contains(all, "boot "+firstBoot) || !strings.Contains(all, "power-cycle") || !strings.Contains(all, "fwreset") {
+			t.Errorf("%s after a warm reboot: exit %d, want 1 with the failure at %s\n%s", args[0], code, want, all)
+		}
+	}
+	calls := filepath.Join(dir, "calls")
+	code, out, errs := runCLIEnv(t, []string{"RDMAFORM_SIM_CALLS=" + calls}, "--sim", h, "apply", "--yes", "-f", spec)
+	if code != 1 || !strings.Contains(out+errs, "did not take") || strings.Contains(out+errs, "reboot required") {
+		t.Errorf("apply after a warm reboot: exit %d, want 1 without staging again\n%s%s", code, out, errs)
+	}
+	if c, _ := os.ReadFile(calls); strings.Contains(string(c), " set ") {
+		t.Errorf("apply staged again:\n%s", c)
+	}
+	code, out, errs = runCLI(t, "--sim", h, "audit", "-f", spec, "-o", "prometheus")
+	if !strings.Contains(out, `rdmaform_activation_failed{resource="firmware[0000:3b:00.0]",parameter="LINK_TYPE_P1"} 1`) {
+		t.Errorf("audit -o prometheus: exit %d, no activation failure series\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "--sim", h, "plan", "-f", spec, "-o", "json")
+	if !strings.Contains(out, `"activation_failures"`) || code != 1 {
+		t.Errorf("plan -o json: exit %d\n%s%s", code, out, errs)
+	}
+
+	if code, out, errs := runCLI(t, "sim", "reboot", h); code != 0 {
+		t.Fatalf("sim reboot: %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after a real reboot: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+		t.Errorf("apply after a real reboot: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(ledger); !os.IsNotExist(err) {
+		t.Errorf("the ledger is still there after the value took: %v", err)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan at the end: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestLedgerEntryLeavesWithTheSpec: a spec that no longer asks for a
+// staged value (it stages the current one back) clears the entry; a
+// corrupt ledger is an error naming the file and changes nothing.
+func TestLedgerEntryLeavesWithTheSpec(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	write := func(name, lt string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: "+lt+"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	eth, ib := write("eth.yaml", "ETH"), write("ib.yaml", "IB")
+	ledger := filepath.Join(h, "var/lib/rdmaform/staged.json")
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", eth); code != 3 {
+		t.Fatalf("apply ETH: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(ledger); err != nil {
+		t.Fatalf("no ledger: %v", err)
+	}
+	// A corrupt ledger: plan and apply name the file, nothing changes.
+	good, _ := os.ReadFile(ledger)
+	if err := os.WriteFile(ledger, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	calls := filepath.Join(dir, "calls")
+	for _, args := range [][]string{{"plan", "-f", ib}, {"apply", "--yes", "-f", ib}} {
+		code, out, errs := runCLIEnv(t, []string{"RDMAFORM_SIM_CALLS=" + calls}, append([]string{"--sim", h}, args...)...)
+		if code != 1 || !strings.Contains(out+errs, "/var/lib/rdmaform/staged.json") {
+			t.Errorf("%s with a corrupt ledger: exit %d, want 1 naming the file\n%s%s", args[0], code, out, errs)
+		}
+	}
+	if c, _ := os.ReadFile(calls); strings.Contains(string(c), " set ") {
+		t.Errorf("apply with a corrupt ledger changed the firmware:\n%s", c)
+	}
+	if err := os.WriteFile(ledger, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The spec asks for IB again (the current value): un-staging it clears
+	// the entry.
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", ib); code != 0 {
+		t.Fatalf("apply IB: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(ledger); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(ledger)
+		t.Errorf("the entry stayed after un-staging:\n%s", b)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", ib); code != 0 {
+		t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -1,0 +1,207 @@
+package firmware
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+)
+
+// LedgerPath is the staged ledger: every firmware value an apply staged,
+// with the boot it was staged in, so that a later run can tell a value a
+// reboot did not activate (an activation failure) from one that waits for
+// its first reboot.
+const LedgerPath = "/var/lib/rdmaform/staged.json"
+
+// BootIDPath is the kernel's identity of this boot; it changes on every boot.
+const BootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// LedgerEntry is one staged value.
+type LedgerEntry struct {
+	BootID    string    `json:"boot_id"`
+	StagedAt  time.Time `json:"staged_at"`
+	Device    string    `json:"device"`
+	Parameter string    `json:"parameter"`
+	Value     string    `json:"value"`
+	Tool      string    `json:"tool"`
+}
+
+// Ledger is the staged ledger's content.
+type Ledger struct {
+	Entries []LedgerEntry `json:"entries"`
+}
+
+// LedgerError is a ledger file that could not be read or written.
+type LedgerError struct {
+	Path string
+	Err  error
+}
+
+func (e *LedgerError) Error() string {
+	return fmt.Sprintf("staged ledger %s: %v", e.Path, e.Err)
+}
+
+func (e *LedgerError) Unwrap() error { return e.Err }
+
+// ReadLedger reads the staged ledger through the host's FS (an empty
+// ledger when the file does not exist).
+func ReadLedger(f host.FS) (*Ledger, error) {
+	data, err := host.ReadOptional(f, LedgerPath)
+	if err != nil {
+		return nil, &LedgerError{Path: LedgerPath, Err: err}
+	}
+	l := &Ledger{}
+	if data == nil {
+		return l, nil
+	}
+	if err := json.Unmarshal(data, l); err != nil {
+		return nil, &LedgerError{Path: LedgerPath, Err: fmt.Errorf("not a ledger rdmaform wrote (%v); move it away to start a new one", err)}
+	}
+	for i, e := range l.Entries {
+		if e.Device == "" || e.Parameter == "" || e.BootID == "" {
+			return nil, &LedgerError{Path: LedgerPath, Err: fmt.Errorf("entry %d lacks its device, parameter or boot_id; move the file away to start a new one", i+1)}
+		}
+	}
+	return l, nil
+}
+
+// Find returns the entry of a device's parameter, or nil.
+func (l *Ledger) Find(pci, param string) *LedgerEntry {
+	if l == nil {
+		return nil
+	}
+	for i := range l.Entries {
+		if l.Entries[i].Device == pci && l.Entries[i].Parameter == param {
+			return &l.Entries[i]
+		}
+	}
+	return nil
+}
+
+// ledgerMu serialises the ledger's read-modify-write: the firmware sets of
+// several cards run at once.
+var ledgerMu sync.Mutex
+
+// updateLedger rewrites the ledger (0600, atomically) with fn's changes,
+// and removes the file when no entry is left. It writes nothing when fn
+// changes nothing.
+func updateLedger(f host.FS, fn func(*Ledger) bool) error {
+	ledgerMu.Lock()
+	defer ledgerMu.Unlock()
+	l, err := ReadLedger(f)
+	if err != nil {
+		return err
+	}
+	if !fn(l) {
+		return nil
+	}
+	if len(l.Entries) == 0 {
+		if err := f.Remove(LedgerPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return &LedgerError{Path: LedgerPath, Err: err}
+		}
+		return nil
+	}
+	sort.SliceStable(l.Entries, func(i, j int) bool {
+		a, b := l.Entries[i], l.Entries[j]
+		if a.Device != b.Device {
+			return a.Device < b.Device
+		}
+		return a.Parameter < b.Parameter
+	})
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return &LedgerError{Path: LedgerPath, Err: err}
+	}
+	if err := f.MkdirAll(path.Dir(LedgerPath), 0o755); err != nil {
+		return &LedgerError{Path: LedgerPath, Err: err}
+	}
+	if err := f.WriteFile(LedgerPath, append(data, '\n'), 0o600); err != nil {
+		return &LedgerError{Path: LedgerPath, Err: err}
+	}
+	return nil
+}
+
+// recordStaged adds (or replaces) the ledger entries of the values a set
+// just staged: the boot ID, the time, the device, parameter, value, tool.
+func recordStaged(h *host.Host, pls ...*payload) error {
+	boot, err := host.ReadAttr(h.FS, BootIDPath)
+	if err != nil {
+		return &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	return updateLedger(h.FS, func(l *Ledger) bool {
+		for _, pl := range pls {
+			for _, s := range pl.sets {
+				name := setName(s)
+				e := LedgerEntry{BootID: boot, StagedAt: now, Device: pl.pci, Parameter: name, Value: pl.values[name], Tool: pl.tool}
+				if old := l.Find(pl.pci, name); old != nil {
+					*old = e
+				} else {
+					l.Entries = append(l.Entries, e)
+				}
+			}
+		}
+		return true
+	})
+}
+
+// keepEntry tells whether a ledger entry still stands: the spec asks for
+// its value on its device, and the value is not current.
+func keepEntry(e LedgerEntry, asked map[string]map[string]string, current map[string]map[string]mlxfmt.Value) bool {
+	want, ok := asked[e.Device][e.Parameter]
+	if !ok || !sameMeaning(want, e.Value) {
+		return false
+	}
+	cur, ok := current[e.Device][e.Parameter]
+	return !ok || !mlxfmt.Equal(e.Value, cur)
+}
+
+// Settle implements plan.Settler: after an apply, the ledger keeps only
+// the entries the spec still asks for whose value is not current yet (a
+// value that became current, or that the spec no longer asks for, leaves).
+//
+// Equivalent to: editing /var/lib/rdmaform/staged.json
+func (p *Provider) Settle(ctx context.Context, h *host.Host, res *plan.Result) error {
+	obs := plan.Observation[*Observed](res.Observed[p.Name()])
+	if obs == nil || obs.LedgerErr != nil || obs.Ledger == nil || len(obs.Ledger.Entries) == 0 {
+		return nil
+	}
+	asked := map[string]map[string]string{}
+	current := map[string]map[string]mlxfmt.Value{}
+	for _, t := range targets(res.Request) {
+		for _, prm := range res.Request.Spec.Devices[t.index].Firmware.Params {
+			if asked[t.pci] == nil {
+				asked[t.pci] = map[string]string{}
+			}
+			asked[t.pci][prm.Name] = prm.Value
+		}
+		a := obs.Adapters[t.index]
+		if a == nil || a.Err != nil {
+			continue
+		}
+		current[t.pci] = map[string]mlxfmt.Value{}
+		for name, prm := range a.Params {
+			current[t.pci][name] = prm.Current
+		}
+	}
+	return updateLedger(h.FS, func(l *Ledger) bool {
+		var keep []LedgerEntry
+		for _, e := range l.Entries {
+			if keepEntry(e, asked, current) {
+				keep = append(keep, e)
+			}
+		}
+		changed := len(keep) != len(l.Entries)
+		l.Entries = keep
+		return changed
+	})
+}
