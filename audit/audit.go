@@ -177,11 +177,11 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Probes are the connectivity probes' results (audit --probes); each
 	// is also a check of resource probe[NAME].
-	Probes  []probe.Result `json:"probes,omitempty"`
+	Probes []probe.Result `json:"probes,omitempty"`
 	// ActivationFailures are staged firmware values a reboot did not
 	// activate; each is also an error.
 	ActivationFailures []plan.ActivationFailure `json:"activation_failures,omitempty"`
-	Summary Summary        `json:"summary"`
+	Summary            Summary                  `json:"summary"`
 }
 
 // Exit codes of an audit, the same as plan's: 1 errors, 2 failed checks
