@@ -209,3 +209,45 @@ func TestMlx4TypeChangeRegistersTheCardAnew(t *testing.T) {
 		t.Errorf("rdma_cm of port 2 kept across the re-registration: %+v", st.RdmaCM)
 	}
 }
+
+// TestWarmRebootKeepsFirmware: a reboot with KeepFirmware does not reload
+// the firmware (Next Boot stays staged, Current and the link layer stay),
+// while the rest of the reboot happens (a new boot_id, runtime state
+// gone); a plain reboot then activates the staged value.
+func TestWarmRebootKeepsFirmware(t *testing.T) {
+	st, err := NewState("cx6-vpi-ib", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunTool(context.Background(), []string{"mlxconfig", "-d", "0000:3b:00.0", "-y", "set", "LINK_TYPE_P1=ETH"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.mutate(false, func(st *State) error { st.RdmaCM = nil; st.Modules = append(st.Modules, "rdma_ucm"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	bootID := s.State().BootID()
+	if err := s.RebootWith(RebootOptions{KeepFirmware: true}); err != nil {
+		t.Fatal(err)
+	}
+	after := s.State()
+	prm := after.Firmware[0].Param("LINK_TYPE_P1")
+	if prm.Current != 1 || prm.Next != 2 {
+		t.Errorf("after a warm reboot LINK_TYPE_P1 current %d next %d, want 1 (IB) and 2 (ETH, still staged)", prm.Current, prm.Next)
+	}
+	if ll := after.DeviceByPCI("0000:3b:00.0").Ports[0].LinkLayer; ll != "InfiniBand" {
+		t.Errorf("link layer %s after a warm reboot, want InfiniBand", ll)
+	}
+	if after.BootID() == bootID || after.ModuleLoaded("rdma_ucm") {
+		t.Errorf("boot_id %s (was %s), modules %v: the rest of the reboot did not happen", after.BootID(), bootID, after.Modules)
+	}
+	if err := s.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	if prm := s.State().Firmware[0].Param("LINK_TYPE_P1"); prm.Current != 2 {
+		t.Errorf("after a reboot LINK_TYPE_P1 current %d, want 2 (ETH)", prm.Current)
+	}
+}
