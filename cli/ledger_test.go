@@ -88,8 +88,22 @@ func TestWarmRebootThatDidNotTake(t *testing.T) {
 		t.Errorf("audit -o prometheus: exit %d, no activation failure series\n%s%s", code, out, errs)
 	}
 	code, out, errs = runCLI(t, "--sim", h, "plan", "-f", spec, "-o", "json")
-	if !strings.Contains(out, `"activation_failures"`) || code != 1 {
-		t.Errorf("plan -o json: exit %d\n%s%s", code, out, errs)
+	var pj struct {
+		Pending  []any `json:"pending"`
+		Failures []struct {
+			Address, Attribute, Current, Staged, StagedBootID string
+		} `json:"activation_failures"`
+		Summary struct {
+			RebootRequired bool `json:"reboot_required"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &pj); err != nil || code != 1 {
+		t.Fatalf("plan -o json: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	// Not pending, and no reboot is asked for: no loop.
+	if len(pj.Failures) != 1 || pj.Failures[0].Attribute != "LINK_TYPE_P1" || pj.Failures[0].Current != "IB" || pj.Failures[0].Staged != "ETH" ||
+		len(pj.Pending) != 0 || pj.Summary.RebootRequired {
+		t.Errorf("plan -o json after a warm reboot:\n%s", out)
 	}
 
 	if code, out, errs := runCLI(t, "sim", "reboot", h); code != 0 {
@@ -161,6 +175,25 @@ func TestLedgerEntryLeavesWithTheSpec(t *testing.T) {
 		t.Errorf("the entry stayed after un-staging:\n%s", b)
 	}
 	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", ib); code != 0 {
+		t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
+	}
+	// Staged again, then a spec without the parameter: its apply (nothing
+	// to change) drops the entry.
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", eth); code != 3 {
+		t.Fatalf("apply ETH again: exit %d\n%s%s", code, out, errs)
+	}
+	none := filepath.Join(dir, "none.yaml")
+	if err := os.WriteFile(none, []byte("version: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", none); code != 0 {
+		t.Fatalf("apply without the parameter: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(ledger); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(ledger)
+		t.Errorf("the entry stayed after the spec dropped the parameter:\n%s", b)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", none); code != 0 {
 		t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -129,7 +129,7 @@ func manages(req *plan.Request) []plan.Managed {
 // stages defer what needs the new link layer.
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
-	if obs != nil && obs.LedgerErr != nil {
+	if obs != nil && obs.LedgerErr != nil && len(targets(req)) > 0 {
 		// Nothing is planned on top of a ledger that cannot be read: apply
 		// would lose what it says.
 		prop.Errors = append(prop.Errors, req.Finding("$", "%v", obs.LedgerErr))

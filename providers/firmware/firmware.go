@@ -85,7 +85,14 @@ func (a *AdapterObs) deviceType() string {
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
 	if len(ts) == 0 {
-		return nil, nil
+		if req.Full {
+			return nil, nil
+		}
+		// The ledger still: apply drops the entries of values the spec
+		// no longer asks for.
+		obs := &Observed{}
+		obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
+		return obs, nil
 	}
 	tools := &ToolPicker{}
 	if req.Full && len(req.Capture.FirmwareParams) == 0 {
