@@ -623,15 +623,9 @@ func (a *auditor) findings(have []Result) ([]Result, []schema.Finding) {
 	}
 	var out []Result
 	var errs []schema.Finding
-	failed := map[schema.Pos]bool{}
-	for _, af := range a.plan.ActivationFailures {
-		if af.Source != nil {
-			failed[*af.Source] = true
-		}
-	}
 	for _, f := range a.plan.Errors {
 		// An activation failure is no drift an apply could fix: an error.
-		if f.Path == "$" || f.Unreadable || failed[f.Pos] {
+		if f.Path == "$" || f.Unreadable || a.plan.ActivationFailed(f) {
 			errs = append(errs, f)
 			continue
 		}

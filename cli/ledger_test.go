@@ -87,7 +87,19 @@ func TestWarmRebootThatDidNotTake(t *testing.T) {
 	if !strings.Contains(out, `rdmaform_activation_failed{resource="firmware[0000:3b:00.0]",parameter="LINK_TYPE_P1"} 1`) {
 		t.Errorf("audit -o prometheus: exit %d, no activation failure series\n%s%s", code, out, errs)
 	}
+	schemas := loadSchemas(t)
+	code, out, errs = runCLI(t, "--sim", h, "status", "-f", spec, "-o", "json")
+	schemas.check(t, "status -o json", "status", out)
+	if code != 1 || !strings.Contains(out, `"activation_failures": [`) || !strings.Contains(out, `"staged_boot_id": "`+firstBoot+`"`) {
+		t.Errorf("status -o json after a warm reboot: exit %d, want 1 with the activation failure\n%s%s", code, out, errs)
+	}
 	code, out, errs = runCLI(t, "--sim", h, "plan", "-f", spec, "-o", "json")
+	schemas.check(t, "plan -o json", "plan", out)
+	if code, aout, aerrs := runCLI(t, "--sim", h, "audit", "-f", spec, "-o", "json"); code != 1 || !strings.Contains(aout, `"activation_failures"`) {
+		t.Errorf("audit -o json: exit %d\n%s%s", code, aout, aerrs)
+	} else {
+		schemas.check(t, "audit -o json", "audit", aout)
+	}
 	var pj struct {
 		Pending  []any `json:"pending"`
 		Failures []struct {

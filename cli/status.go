@@ -16,6 +16,7 @@ import (
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 func (a *app) statusCmd() *cobra.Command {
@@ -38,6 +39,8 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 			}
 			defer a.recordSimCalls()
 			var pending []plan.Pending
+			var failed []schema.Finding
+			var failures []plan.ActivationFailure
 			if file != "" {
 				spec, err := a.loadSpec(file)
 				if err != nil {
@@ -47,10 +50,13 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 				if err != nil {
 					return &exitError{code: plan.ExitError, err: err}
 				}
-				if len(res.Plan.Errors) > 0 {
-					return &exitError{code: plan.ExitError, err: &findingsError{name: spec.Src.File, rep: res.Plan.Errors}}
+				for _, f := range res.Plan.Errors {
+					if !res.Plan.ActivationFailed(f) {
+						return &exitError{code: plan.ExitError, err: &findingsError{name: spec.Src.File, rep: res.Plan.Errors}}
+					}
+					failed = append(failed, f)
 				}
-				pending = res.Plan.Pending
+				pending, failures = res.Plan.Pending, res.Plan.ActivationFailures
 			} else {
 				pending, err = pendingAll(cmd.Context(), h, a.env.Stderr)
 				if err != nil {
@@ -61,7 +67,7 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			return a.printStatus(pending, marker, unfinishedRollback(h))
+			return a.printStatus(statusOf{pending, failures, failed}, marker, unfinishedRollback(h))
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin): query only its firmware parameters")
@@ -74,6 +80,9 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 type statusDoc struct {
 	FormatVersion int            `json:"format_version"`
 	Pending       []plan.Pending `json:"pending"`
+	// ActivationFailures are staged values a reboot did not activate
+	// (status -f): exit 1.
+	ActivationFailures []plan.ActivationFailure `json:"activation_failures,omitempty"`
 	// RebootRequiredFile is /run/reboot-required (Debian's marker).
 	RebootRequiredFile struct {
 		Present  bool     `json:"present"`
@@ -96,9 +105,18 @@ func unfinishedRollback(h *host.Host) *unfinished {
 	return nil
 }
 
-func (a *app) printStatus(pending []plan.Pending, m firmware.RebootMarker, u *unfinished) (err error) {
+// statusOf is what status read from the spec's firmware: pending values,
+// and activation failures with their findings.
+type statusOf struct {
+	pending  []plan.Pending
+	failures []plan.ActivationFailure
+	failed   []schema.Finding
+}
+
+func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (err error) {
+	pending := st.pending
 	if a.jsonOut() {
-		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, RebootRequired: len(pending) > 0 || m.Required, UnfinishedRollback: u}
+		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required, UnfinishedRollback: u}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
 		}
@@ -107,7 +125,7 @@ func (a *app) printStatus(pending []plan.Pending, m firmware.RebootMarker, u *un
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
-		if u != nil {
+		if u != nil || len(st.failures) > 0 {
 			return exitCode(plan.ExitError)
 		}
 		if doc.RebootRequired {
@@ -119,6 +137,12 @@ func (a *app) printStatus(pending []plan.Pending, m firmware.RebootMarker, u *un
 	if u != nil {
 		fmt.Fprintf(w, "  ! a rollback failed part-way (%s, by %s): still to undo %s: %s\n    run '%s' to retry\n",
 			u.At.Format(time.RFC3339), u.By, strings.Join(u.Failed, ", "), u.Error, a.hint("rollback"))
+		defer func() { err = exitCode(plan.ExitError) }()
+	}
+	for _, f := range st.failed {
+		fmt.Fprintf(w, "  ! %s\n", f)
+	}
+	if len(st.failed) > 0 {
 		defer func() { err = exitCode(plan.ExitError) }()
 	}
 	for _, pe := range pending {

@@ -189,6 +189,17 @@ type ActivationFailure struct {
 	Source    *Source `json:"source,omitempty"`
 }
 
+// ActivationFailed reports whether a finding of the plan is one of its
+// activation failures (the error at the failure's spec line).
+func (p *Plan) ActivationFailed(f schema.Finding) bool {
+	for _, af := range p.ActivationFailures {
+		if af.Source != nil && *af.Source == f.Pos {
+			return true
+		}
+	}
+	return false
+}
+
 // Deferred is part of the spec that can only be planned after a reboot.
 type Deferred struct {
 	Address Address `json:"address"`
