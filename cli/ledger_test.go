@@ -174,21 +174,26 @@ func TestLedgerEntryLeavesWithTheSpec(t *testing.T) {
 	if c, _ := os.ReadFile(calls); strings.Contains(string(c), " set ") {
 		t.Errorf("apply with a corrupt ledger changed the firmware:\n%s", c)
 	}
+	// clears: apply f exits 0 and leaves no ledger, then plan is empty.
+	clears := func(step, f string) {
+		t.Helper()
+		if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", f); code != 0 {
+			t.Fatalf("%s: apply: exit %d\n%s%s", step, code, out, errs)
+		}
+		if _, err := os.Stat(ledger); !os.IsNotExist(err) {
+			b, _ := os.ReadFile(ledger)
+			t.Errorf("%s: the entry stayed:\n%s", step, b)
+		}
+		if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", f); code != 0 {
+			t.Errorf("%s: plan at the end: exit %d\n%s%s", step, code, out, errs)
+		}
+	}
 	if err := os.WriteFile(ledger, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The spec asks for IB again (the current value): un-staging it clears
 	// the entry.
-	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", ib); code != 0 {
-		t.Fatalf("apply IB: exit %d\n%s%s", code, out, errs)
-	}
-	if _, err := os.Stat(ledger); !os.IsNotExist(err) {
-		b, _ := os.ReadFile(ledger)
-		t.Errorf("the entry stayed after un-staging:\n%s", b)
-	}
-	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", ib); code != 0 {
-		t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
-	}
+	clears("un-staging", ib)
 	// Staged again, then a spec without the parameter: its apply (nothing
 	// to change) drops the entry.
 	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", eth); code != 3 {
@@ -198,14 +203,5 @@ func TestLedgerEntryLeavesWithTheSpec(t *testing.T) {
 	if err := os.WriteFile(none, []byte("version: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", none); code != 0 {
-		t.Fatalf("apply without the parameter: exit %d\n%s%s", code, out, errs)
-	}
-	if _, err := os.Stat(ledger); !os.IsNotExist(err) {
-		b, _ := os.ReadFile(ledger)
-		t.Errorf("the entry stayed after the spec dropped the parameter:\n%s", b)
-	}
-	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", none); code != 0 {
-		t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
-	}
+	clears("the spec dropped the parameter", none)
 }
