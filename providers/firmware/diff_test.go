@@ -272,3 +272,53 @@ func TestLinkTypeForms(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanActivationFailure: a value staged and not current is pending in
+// the boot it was staged in, and when the ledger has no entry for it (or
+// one for another value); staged in an earlier boot it is an activation
+// failure at its spec line, not pending, and publishes no staged link
+// (no reboot is asked for it).
+func TestPlanActivationFailure(t *testing.T) {
+	entry := func(boot, value string) *Ledger {
+		return &Ledger{Entries: []LedgerEntry{{BootID: boot, Device: "0000:3b:00.0", Parameter: "LINK_TYPE_P1", Value: value, Tool: MSTConfig}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		ledger  *Ledger
+		boot    string
+		failure bool
+	}{
+		{"no ledger", nil, "b1", false},
+		{"staged this boot", entry("b1", "ETH"), "b1", false},
+		{"another value staged before", entry("b0", "IB"), "b1", false},
+		{"another device's entry", &Ledger{Entries: []LedgerEntry{{BootID: "b0", Device: "0000:3b:00.1", Parameter: "LINK_TYPE_P1", Value: "ETH"}}}, "b1", false},
+		// A tree without a boot_id (--root of a copy) cannot tell a reboot.
+		{"no boot_id", entry("b0", "ETH"), "", false},
+		{"staged in an earlier boot", entry("b0", "ETH"), "b1", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := request(t, spec1("LINK_TYPE_P1", "ETH"))
+			obs := observed(row("LINK_TYPE_P1", "IB(1)", "ETH(2)"))
+			obs.Ledger, obs.BootID = tc.ledger, tc.boot
+			facts := plan.NewFacts()
+			prop := diff(req, obs, facts)
+			s := summarize(prop, facts)
+			if !tc.failure {
+				if len(prop.ActivationFailures) != 0 || len(s.Findings) != 0 || len(s.Pending) != 1 || len(s.Staged) != 1 {
+					t.Errorf("want pending only: %+v, failures %+v", s, prop.ActivationFailures)
+				}
+				return
+			}
+			if len(s.Pending) != 0 || len(s.Staged) != 0 || len(prop.ActivationFailures) != 1 || len(prop.Errors) != 1 {
+				t.Fatalf("want one activation failure: %+v, failures %+v", s, prop.ActivationFailures)
+			}
+			af, f := prop.ActivationFailures[0], prop.Errors[0]
+			if af.Current != "IB" || af.Staged != "ETH" || af.BootID != "b0" || af.Tool != MSTConfig || af.Source == nil || af.Source.Line != 6 {
+				t.Errorf("activation failure %+v", af)
+			}
+			if f.Path != "$.devices[0].firmware.params.LINK_TYPE_P1" || !strings.Contains(f.Message, "boot b0") || !strings.Contains(f.Message, "still runs IB") {
+				t.Errorf("finding %v", f)
+			}
+		})
+	}
+}
