@@ -41,6 +41,7 @@ func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Sp
 	if !explicit {
 		names = CaptureParams
 	}
+	captureVersions(req, spec)
 	for i, dev := range req.Devices {
 		a := obs.Adapters[i]
 		if a == nil {
@@ -78,10 +79,29 @@ func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Sp
 			}
 		}
 		if len(fw.Params) > 0 {
+			if spec.Devices[i].Firmware != nil {
+				fw.Version = spec.Devices[i].Firmware.Version
+			}
 			spec.Devices[i].Firmware = fw
 		}
 	}
 	return nil
+}
+
+// captureVersions writes the running firmware version (fw_ver) of every
+// PCI adapter function as firmware.version, so that an audit against the
+// capture finds a firmware that changed since. A version a spec cannot
+// hold (not three numbers of 0..65535) is left to show's comment.
+func captureVersions(req *plan.Request, spec *schema.Spec) {
+	for i, dev := range req.Devices {
+		if dev == nil || dev.PCI == "" {
+			continue
+		}
+		if _, err := schema.ParseFirmwareVersion(dev.FWVer, 3, 3); err != nil {
+			continue
+		}
+		spec.Devices[i].Firmware = &schema.Firmware{Version: dev.FWVer}
+	}
 }
 
 // setLinkLayer sets the spec link layer of one port, if the spec lists it.

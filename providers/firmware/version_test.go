@@ -142,3 +142,41 @@ func TestREADMEFirmwareVersion(t *testing.T) {
 	step(t, 0, nil, "sim", "new", hostDir, "--profile", "cx6-vpi-ib")
 	step(t, plan.ExitError, []string{filepath.Join(dir, want)}, "--sim="+hostDir, "plan", "-f", spec)
 }
+
+// TestShowCapturesFirmwareVersion: show writes each adapter function's
+// running firmware as firmware.version, so an audit against the capture
+// is compliant on the same host and catches a firmware updated since.
+func TestShowCapturesFirmwareVersion(t *testing.T) {
+	dir := t.TempDir()
+	hostDir := filepath.Join(dir, "host")
+	golden := filepath.Join(dir, "golden.yaml")
+	step(t, 0, nil, "sim", "new", hostDir, "--profile", "cx6-vpi-ib")
+	sd := "--sim=" + hostDir
+	captured := step(t, plan.ExitOK, nil, sd, "show")
+	if n := strings.Count(captured, "\n      version: 20.35.1012\n"); n != 2 {
+		t.Fatalf("show wrote firmware.version %d times, want once per function:\n%s", n, captured)
+	}
+	if err := os.WriteFile(golden, []byte(captured), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step(t, plan.ExitOK, []string{"The host matches the golden spec."}, sd, "audit", "-f", golden)
+	// The adapter's firmware is updated outside rdmaform and the host
+	// rebooted: every function of the card reports the new fw_ver.
+	state := filepath.Join(hostDir, "sim.yaml")
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := strings.ReplaceAll(string(b), "fw_ver: 20.35.1012", "fw_ver: 20.39.1002")
+	if updated == string(b) {
+		t.Fatal("the simulated host has no fw_ver 20.35.1012")
+	}
+	if err := os.WriteFile(state, []byte(updated), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step(t, 0, nil, "sim", "reboot", hostDir)
+	step(t, plan.ExitChanges, []string{
+		"FAIL    firmware[0000:3b:00.0] finding: mlx5_0 (0000:3b:00.0) runs firmware 20.39.1002; the spec asks for version 20.35.1012.",
+		"FAIL    firmware[0000:3b:00.1] finding: mlx5_1 (0000:3b:00.1) runs firmware 20.39.1002; the spec asks for version 20.35.1012.",
+	}, sd, "audit", "-f", golden)
+}
