@@ -177,19 +177,27 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// TestPlanLeavesNoTrace: reading needs the configfs group; plan creates it
-// and removes it again, and keeps a group that was there before.
-func TestPlanLeavesNoTrace(t *testing.T) {
+// withRdmaCM is a simulated cx5-roce host with rdma_cm loaded, so that
+// /sys/kernel/config/rdma_cm exists and only groups come and go.
+func withRdmaCM(t *testing.T) (*sim.Sim, *host.Host) {
+	t.Helper()
 	s := newSim(t, "cx5-roce")
 	h, err := s.Host()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	// Load rdma_cm first so the only difference a plan could make is the group.
-	if err := h.Modprobe(ctx, "rdma_cm"); err != nil {
+	if err := h.Modprobe(context.Background(), "rdma_cm"); err != nil {
 		t.Fatal(err)
 	}
+	return s, h
+}
+
+// TestPlanLeavesNoTrace: reading needs the configfs group; plan creates it
+// and removes it again, and keeps a group that was there before.
+func TestPlanLeavesNoTrace(t *testing.T) {
+	// rdma_cm loaded first, so the only difference a plan could make is the group.
+	s, h := withRdmaCM(t)
+	ctx := context.Background()
 	spec := parse(t, v2spec)
 	before := snapshot(t, s.Dir)
 	res, err := plan.Build(ctx, h, spec, []plan.Provider{New()})
@@ -236,15 +244,8 @@ func (f *madeMeanwhile) Mkdir(name string, perm fs.FileMode) error {
 // TestGroupMadeMeanwhile: a group another process makes between this
 // one's look and its mkdir (EEXIST) is used, and left to its maker.
 func TestGroupMadeMeanwhile(t *testing.T) {
-	s := newSim(t, "cx5-roce")
-	h, err := s.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := withRdmaCM(t)
 	ctx := context.Background()
-	if err := h.Modprobe(ctx, "rdma_cm"); err != nil {
-		t.Fatal(err)
-	}
 	racy := &madeMeanwhile{FS: h.FS}
 	h.FS = racy
 	res, err := plan.Build(ctx, h, parse(t, v2spec), []plan.Provider{New()})
@@ -269,15 +270,8 @@ func TestGroupMadeMeanwhile(t *testing.T) {
 func TestGroupStaysWhileOthersUseGroups(t *testing.T) {
 	defer func(w time.Duration) { groupWait = w }(groupWait)
 	groupWait = 50 * time.Millisecond
-	s := newSim(t, "cx5-roce")
-	h, err := s.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := withRdmaCM(t)
 	ctx := context.Background()
-	if err := h.Modprobe(ctx, "rdma_cm"); err != nil {
-		t.Fatal(err)
-	}
 	other, err := host.OpenFlock(h.FS, Root)
 	if err != nil {
 		t.Fatal(err)
