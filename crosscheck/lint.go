@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -306,15 +307,17 @@ func (l *linter) qos() {
 		r     rocePort
 		trust string
 		pfc   string // "3,4", "none"; "" when not set
+		cnp   string // "dscp 48, priority 6"; "" when not set
 	}
 	uses := make([][]qosUse, len(l.hosts))
 	for i, h := range l.hosts {
 		for _, r := range rocePorts(h) {
 			q := r.ref.p().QoS
-			if q == nil || (q.Trust == "" && q.PFC == nil) {
+			if q == nil || (q.Trust == "" && q.PFC == nil && q.CNP == nil) {
 				continue
 			}
-			u := qosUse{r: r, trust: q.Trust}
+			l.cnpClass(h, r, q)
+			u := qosUse{r: r, trust: q.Trust, cnp: describeCNP(q.CNP)}
 			if q.PFC != nil {
 				ps := append([]int(nil), *q.PFC...)
 				sort.Ints(ps)
@@ -346,8 +349,47 @@ func (l *linter) qos() {
 				l.add(b, at+".pfc", "%s has PFC on priorities %s, but %s at %s on %s (%s): one network needs PFC on the same priorities on every NIC and switch port",
 					ub.r.ref, ub.pfc, ua.r.ref, a.pos(ua.r.ref.path()+".qos.pfc"), ua.pfc, why)
 			}
+			if ua.cnp != "" && ub.cnp != "" && ua.cnp != ub.cnp {
+				l.add(b, at+".cnp", "%s sends CNPs with %s, but %s at %s with %s (%s): one network's CNPs belong in one class on every NIC and switch port",
+					ub.r.ref, ub.cnp, ua.r.ref, a.pos(ua.r.ref.path()+".qos.cnp"), ua.cnp, why)
+			}
 		}
 	}
+}
+
+// describeCNP words a CNP block for comparison: both values when both
+// are given, else the one given; "" without a block.
+func describeCNP(c *schema.CNP) string {
+	if c == nil {
+		return ""
+	}
+	var s []string
+	if c.DSCP != nil {
+		s = append(s, fmt.Sprintf("dscp %d", *c.DSCP))
+	}
+	if c.Priority != nil {
+		s = append(s, fmt.Sprintf("priority %d", *c.Priority))
+	}
+	return strings.Join(s, ", ")
+}
+
+// cnpClass reports a CNP priority that is neither lossless (in the port's
+// pfc) nor on a strict ETS class: CNPs that wait behind data or are
+// dropped under congestion slow DCQCN's answer to that very congestion.
+func (l *linter) cnpClass(h *Host, r rocePort, q *schema.QoS) {
+	if q.CNP == nil || q.CNP.Priority == nil {
+		return
+	}
+	prio := *q.CNP.Priority
+	if q.PFC != nil && slices.Contains(*q.PFC, prio) {
+		return
+	}
+	if e := q.ETS; e != nil && prio < len(e.PrioTC) {
+		if tc := e.PrioTC[prio]; tc >= 0 && tc < len(e.TSA) && e.TSA[tc] == "strict" {
+			return
+		}
+	}
+	l.add(h, r.ref.path()+".qos.cnp.priority", "%s sends CNPs on priority %d, which is neither in pfc nor on a strict ETS class: CNPs queued behind data or dropped under congestion come too late for DCQCN; add it to pfc or give its class tsa strict", r.ref, prio)
 }
 
 // mtu reports interfaces of different hosts on one IPv4 subnet whose

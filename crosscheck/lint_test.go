@@ -292,3 +292,32 @@ func TestLintQoS(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
+
+// TestLintCNP: a CNP priority outside pfc and off a strict ETS class is
+// reported at its key, on one host alone; in pfc, or on a strict class,
+// it is not. Hosts of one network whose CNPs differ are reported at the
+// later host; a host of another network is not compared.
+func TestLintCNP(t *testing.T) {
+	host := func(qos, addr string) string {
+		return "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        qos: " + qos + "\ninterfaces:\n  - {name: ens1, addresses: [" + addr + "]}\n"
+	}
+	strict6 := "ets: {prio_tc: [0, 1, 2, 3, 4, 5, 6, 7], tsa: [ets, ets, ets, ets, ets, ets, strict, ets], bw: [10, 10, 10, 40, 10, 10, 0, 10]}"
+	rep := Lint(hosts(t, map[string]string{
+		"a.yaml": host("{pfc: [3], cnp: {dscp: 48, priority: 6}, "+strict6+"}", "10.0.0.1/24"),
+		"b.yaml": host("{pfc: [3, 6], cnp: {dscp: 48, priority: 6}}", "10.0.0.2/24"),
+		"c.yaml": host("{pfc: [3], cnp: {dscp: 46, priority: 6}, "+strict6+"}", "10.0.0.3/24"),
+		"d.yaml": host("{pfc: [3], cnp: {dscp: 48, priority: 7}, "+strict6+"}", "10.9.0.1/24"),
+	}, "a.yaml", "b.yaml", "c.yaml", "d.yaml"))
+	var got []string
+	for _, f := range rep {
+		got = append(got, f.String())
+	}
+	want := []string{
+		"b.yaml:6:20: error: $.devices[0].ports[0].qos.pfc: b mlx5_0 port 1 has PFC on priorities 3,6, but a mlx5_0 port 1 at a.yaml:6:20 on 3 (both on 10.0.0.0/24): one network needs PFC on the same priorities on every NIC and switch port",
+		"c.yaml:6:30: error: $.devices[0].ports[0].qos.cnp: c mlx5_0 port 1 sends CNPs with dscp 46, priority 6, but a mlx5_0 port 1 at a.yaml:6:30 with dscp 48, priority 6 (both on 10.0.0.0/24): one network's CNPs belong in one class on every NIC and switch port",
+		"d.yaml:6:51: error: $.devices[0].ports[0].qos.cnp.priority: d mlx5_0 port 1 sends CNPs on priority 7, which is neither in pfc nor on a strict ETS class: CNPs queued behind data or dropped under congestion come too late for DCQCN; add it to pfc or give its class tsa strict",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}

@@ -149,6 +149,16 @@ type QoS struct {
 	// answered by CNPs, DCQCN) on, as reaction and notification point.
 	ECN  *[]int `yaml:"ecn,omitempty" doc:"priorities (0-7) with RoCE ECN (DCQCN) on, reaction and notification point; needs the MLNX_OFED sysfs tree (upstream: firmware ROCE_CC_PRIO_MASK_P<n>)"`
 	DCBX string `yaml:"dcbx,omitempty" enum:"host,firmware" doc:"who owns DCB on the port: host (these settings; the default when any is given) or firmware (DCBX negotiated with the switch)"`
+	// CNP is the DSCP and priority of the congestion notification packets
+	// the port sends as notification point.
+	CNP *CNP `yaml:"cnp,omitempty" doc:"DSCP and 802.1p priority of the CNPs the port sends (DCQCN notification point); needs the MLNX_OFED sysfs tree (upstream: firmware CNP_DSCP_P<n>, CNP_802P_PRIO_P<n>)"`
+}
+
+// CNP is a port's congestion notification packets: MLNX_OFED's
+// /sys/class/net/X/ecn/roce_np/cnp_dscp and cnp_802p_prio.
+type CNP struct {
+	DSCP     *int `yaml:"dscp,omitempty" min:"0" max:"63" doc:"DSCP of the CNPs (0-63; 48 is CS6, a common choice)"`
+	Priority *int `yaml:"priority,omitempty" min:"0" max:"7" doc:"802.1p priority of the CNPs (0-7); lint wants it in pfc or on a strict ETS class"`
 }
 
 // DSCPMap is a list of DSCP to priority overrides, written as a mapping

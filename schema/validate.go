@@ -334,8 +334,11 @@ func (v *validator) roceDSCP(r *Roce, p string) {
 // table the kernel takes (eight entries each, ets bandwidths summing to
 // 100, strict classes at 0); a DSCP map only with DSCP trust.
 func (v *validator) qos(q *QoS, p string) {
-	if q.Trust == "" && q.DSCPMap == nil && q.PFC == nil && q.CableLength == nil && q.Pause == nil && q.ETS == nil && q.ECN == nil && q.DCBX == "" {
-		v.add(p, "give at least one of trust, dscp_map, pfc, cable_length, pause, ets, ecn or dcbx")
+	if q.Trust == "" && q.DSCPMap == nil && q.PFC == nil && q.CableLength == nil && q.Pause == nil && q.ETS == nil && q.ECN == nil && q.DCBX == "" && q.CNP == nil {
+		v.add(p, "give at least one of trust, dscp_map, pfc, cable_length, pause, ets, ecn, cnp or dcbx")
+	}
+	if q.CNP != nil && q.CNP.DSCP == nil && q.CNP.Priority == nil {
+		v.add(p+".cnp", "give dscp, priority or both")
 	}
 	if q.DSCPMap != nil && q.Trust != "dscp" {
 		v.add(p+".dscp_map", "dscp_map needs trust: dscp (with pcp trust the DSCP is not looked at)")

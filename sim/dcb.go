@@ -54,6 +54,18 @@ type PauseState struct {
 type ECNState struct {
 	RP []bool `yaml:"rp,flow"`
 	NP []bool `yaml:"np,flow"`
+	// CNP is the notification point's CNP DSCP and 802.1p priority
+	// (roce_np/cnp_dscp, roce_np/cnp_802p_prio); nil renders neither file.
+	CNP *CNPState `yaml:"cnp,omitempty"`
+}
+
+// CNPState is the DSCP and priority of the CNPs a port sends. MLNX_OFED's
+// en_ecn.c shows each with "%d\n" and stores sscanf("%d") into the 6-bit
+// cnp_dscp and 3-bit cnp_802p_prio fields of the congestion parameters:
+// the firmware keeps the low bits of a larger number.
+type CNPState struct {
+	DSCP int `yaml:"dscp"`
+	Prio int `yaml:"prio"`
 }
 
 // mlx5DCB is the state mlx5e_dcbnl_initialize leaves: host DCBX (what
@@ -81,6 +93,9 @@ func ofedECN() *ECNState {
 	for i := range e.RP {
 		e.RP[i], e.NP[i] = true, true
 	}
+	// The firmware's defaults, CNP_DSCP_P1 48 and CNP_802P_PRIO_P1 6
+	// (mlxconfig -d ... q on a ConnectX-6 Dx).
+	e.CNP = &CNPState{DSCP: 48, Prio: 6}
 	return e
 }
 
@@ -520,7 +535,33 @@ func (st *State) writeECN(name, dev, side, prio, data string) error {
 	return nil
 }
 
+var cnpRE = regexp.MustCompile(`^/sys/class/net/([^/]+)/ecn/roce_np/(cnp_dscp|cnp_802p_prio)$`)
+
+// writeCNP stores a CNP setting as en_ecn.c does: the leading decimal
+// number, its low 6 (DSCP) or 3 (priority) bits. Text that is not a
+// number is refused with EINVAL (the driver leaves its variable unset).
+func (st *State) writeCNP(name, dev, attr, data string) error {
+	n := st.Netdev(dev)
+	if n == nil || n.ECN == nil || n.ECN.CNP == nil {
+		return perr("open", name, syscall.ENOENT)
+	}
+	var v int
+	if _, err := fmt.Sscanf(strings.TrimSpace(data), "%d", &v); err != nil {
+		return perr("write", name, syscall.EINVAL)
+	}
+	if attr == "cnp_dscp" {
+		n.ECN.CNP.DSCP = v & 0x3f
+	} else {
+		n.ECN.CNP.Prio = v & 0x7
+	}
+	return nil
+}
+
 func (s *State) renderECN(t *tree, dir string, e *ECNState) {
+	if e.CNP != nil {
+		t.file(dir+"/ecn/roce_np/cnp_dscp", fmt.Sprintf("%d\n", e.CNP.DSCP))
+		t.file(dir+"/ecn/roce_np/cnp_802p_prio", fmt.Sprintf("%d\n", e.CNP.Prio))
+	}
 	for _, side := range []struct {
 		name string
 		v    []bool

@@ -133,6 +133,9 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 		}
 		return f.RootFS.WriteFile(name, []byte(strings.TrimSpace(string(data))+"\n"), 0o644)
 	}
+	if m := cnpRE.FindStringSubmatch(name); m != nil {
+		return f.sim.mutate(false, func(st *State) error { return st.writeCNP(name, m[1], m[2], string(data)) })
+	}
 	if m := pciDrvRE.FindStringSubmatch(name); m != nil {
 		return f.sim.mutate(false, func(st *State) error { return st.writeBind(name, m[1], m[2], string(data)) })
 	}

@@ -18,7 +18,7 @@ import (
 //
 // Equivalent to: dcb dcbx set dev X host cee ieee; dcb app replace dev X dscp-prio 26:3 ...;
 // dcb ets set dev X ...; dcb pfc set dev X prio-pfc 0:off ... 3:on ...; ethtool -A X rx off tx off;
-// echo 1 > /sys/class/net/X/ecn/roce_rp/enable/3
+// echo 1 > /sys/class/net/X/ecn/roce_rp/enable/3; echo 48 > /sys/class/net/X/ecn/roce_np/cnp_dscp
 func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
 	sem := make(chan struct{}, MaxReads)
 	have, err := readPort(ctx, h, pl.netdev, pl.want.need(), sem)

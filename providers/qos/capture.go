@@ -122,7 +122,11 @@ func captureQoS(p *Port) (*schema.QoS, string) {
 		}
 		q.ECN = &ecn
 	}
-	if q.DCBX == "" && q.Pause == nil && q.ECN == nil {
+	if p.CNPTree {
+		d, pr := p.CNPDSCP, p.CNPPrio
+		q.CNP = &schema.CNP{DSCP: &d, Priority: &pr}
+	}
+	if q.DCBX == "" && q.Pause == nil && q.ECN == nil && q.CNP == nil {
 		return nil, note
 	}
 	return q, note

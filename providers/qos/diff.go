@@ -29,7 +29,15 @@ type want struct {
 	// ecn is the ECN enables per priority, reaction point then
 	// notification point.
 	ecn *[2][8]bool
+	// cnp is the CNP's DSCP and priority; nil leaves either alone.
+	cnp *cnpWant
+	// card is the card port (P<n> of the firmware parameters), for the
+	// finding on a driver without the OFED tree.
+	card int
 }
+
+// cnpWant is a CNP's DSCP and 802.1p priority; nil leaves one alone.
+type cnpWant struct{ dscp, prio *int }
 
 // wantOf turns a spec's qos block into what the netdev must have. dcbx
 // defaults to host when the block sets anything DCB negotiates: static
@@ -69,6 +77,9 @@ func wantOf(q *schema.QoS) want {
 		}
 		w.ecn = &[2][8]bool{b, b}
 	}
+	if q.CNP != nil {
+		w.cnp = &cnpWant{dscp: q.CNP.DSCP, prio: q.CNP.Priority}
+	}
 	if w.dcbx == "" && w.setsDCB() {
 		w.dcbx = "host"
 	}
@@ -81,7 +92,7 @@ func (w want) setsDCB() bool {
 }
 
 func (w want) need() need {
-	return need{dcb: w.dcbx != "" || w.setsDCB(), pause: w.pause != nil, ecn: w.ecn != nil,
+	return need{dcb: w.dcbx != "" || w.setsDCB(), pause: w.pause != nil, ecn: w.ecn != nil, cnp: w.cnp != nil,
 		pfc: w.pfc != nil || w.delay != nil, ets: w.ets != nil, app: w.trust != "" || w.app != nil}
 }
 
@@ -166,7 +177,36 @@ func compare(w want, p *Port) compared {
 			c.add("ecn", ecnList(have), ecnList(*w.ecn))
 		}
 	}
+	if w.cnp != nil {
+		c.cnpSteps(w, p)
+	}
 	return c
+}
+
+// cnpSteps writes the CNP's DSCP and priority that differ, or says that
+// the driver has no such files and where the value lives instead.
+func (c *compared) cnpSteps(w want, p *Port) {
+	nd := p.Netdev
+	if !p.CNPTree {
+		n := "<n>"
+		if w.card > 0 {
+			n = strconv.Itoa(w.card)
+		}
+		c.problems = append(c.problems, fmt.Sprintf("%s has no CNP settings (%s, MLNX_OFED's mlx5); with the upstream driver the CNP's DSCP and priority are firmware CNP_DSCP_P%s and CNP_802P_PRIO_P%s (next boot), set under the device's firmware params, so drop qos.cnp", nd, CNPFiles(nd)[0], n, n))
+		return
+	}
+	files := CNPFiles(nd)
+	for i, s := range []struct {
+		name string
+		want *int
+		have int
+	}{{"cnp_dscp", w.cnp.dscp, p.CNPDSCP}, {"cnp_priority", w.cnp.prio, p.CNPPrio}} {
+		if s.want == nil || *s.want == s.have {
+			continue
+		}
+		c.steps = append(c.steps, step{file: files[i], value: strconv.Itoa(*s.want)})
+		c.add(s.name, strconv.Itoa(s.have), strconv.Itoa(*s.want))
+	}
 }
 
 // app brings the APP table's DSCP entries to w: the whole 64-entry map
@@ -502,6 +542,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				continue
 			}
 		}
+		w.card = card
 		cmp := compare(w, have)
 		if len(cmp.problems) > 0 {
 			for _, pr := range cmp.problems {

@@ -143,7 +143,7 @@ func showTargets(req *plan.Request) []target {
 // for show.
 func (t target) need() need {
 	if t.q == nil {
-		return need{dcb: true, pause: true, ecn: true}
+		return need{dcb: true, pause: true, ecn: true, cnp: true}
 	}
 	w := wantOf(t.q)
 	return w.need()

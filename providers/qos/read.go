@@ -40,6 +40,10 @@ type Port struct {
 	// (/sys/class/net/X/ecn/roce_{rp,np}/enable/P).
 	ECNTree      bool
 	ECNRP, ECNNP [8]bool
+	// CNPTree: the OFED tree has the notification point's CNP settings
+	// (/sys/class/net/X/ecn/roce_np/cnp_dscp and cnp_802p_prio).
+	CNPTree          bool
+	CNPDSCP, CNPPrio int
 }
 
 // ETS is an ETS table as dcb shows it.
@@ -62,7 +66,7 @@ func (p *Port) Trust() string {
 // the DCBX owner whenever DCB is touched, and each dcb object only when
 // the spec sets something in it.
 type need struct {
-	dcb, pause, ecn bool
+	dcb, pause, ecn, cnp bool
 	// pfc, ets and app narrow dcb to the objects that are read; with dcb
 	// set and all three false, all are.
 	pfc, ets, app bool
@@ -171,6 +175,15 @@ func readPort(ctx context.Context, h *host.Host, netdev string, n need, sem chan
 			return err
 		})
 	}
+	if n.cnp {
+		jobs = append(jobs, func() error {
+			tree, dscp, prio, err := readCNP(h, netdev)
+			mu.Lock()
+			p.CNPTree, p.CNPDSCP, p.CNPPrio = tree, dscp, prio
+			mu.Unlock()
+			return err
+		})
+	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
@@ -262,6 +275,44 @@ func readECN(h *host.Host, netdev string) (tree bool, rp, np [8]bool, err error)
 		}
 	}
 	return true, rp, np, nil
+}
+
+// CNPFiles are the notification point's CNP settings in the OFED tree,
+// DSCP then 802.1p priority. MLNX_OFED's mlx5 (en_ecn.c,
+// mlx5e_show_cnp_dscp and mlx5e_show_cnp_802p_prio) shows each as "%d\n"
+// and stores what sscanf("%d") reads into the 6-bit cnp_dscp and 3-bit
+// cnp_802p_prio fields of the port's congestion parameters (MLX5_SET
+// keeps the low bits of a larger number).
+func CNPFiles(netdev string) [2]string {
+	d := path.Join(ECNDir(netdev), "roce_np")
+	return [2]string{path.Join(d, "cnp_dscp"), path.Join(d, "cnp_802p_prio")}
+}
+
+// readCNP reads a netdev's CNP DSCP and priority; tree is false when the
+// driver has no such files (the upstream driver).
+//
+// Equivalent to: cat /sys/class/net/X/ecn/roce_np/cnp_dscp /sys/class/net/X/ecn/roce_np/cnp_802p_prio
+func readCNP(h *host.Host, netdev string) (tree bool, dscp, prio int, err error) {
+	files := CNPFiles(netdev)
+	if !host.Exists(h.FS, files[0]) {
+		return false, 0, 0, nil
+	}
+	var v [2]int
+	for i, name := range files {
+		s, err := host.ReadAttr(h.FS, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, 0, 0, fmt.Errorf("%s is missing while %s exists", name, files[0])
+		}
+		if err != nil {
+			return false, 0, 0, err
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return false, 0, 0, fmt.Errorf("%s: %q is not a number", name, s)
+		}
+		v[i] = n
+	}
+	return true, v[0], v[1], nil
 }
 
 // PFCShow is what `dcb -j pfc show` says.

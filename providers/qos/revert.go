@@ -49,6 +49,9 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if pl.want.ecn != nil {
 		w.ecn = &[2][8]bool{b.ECNRP, b.ECNNP}
 	}
+	if pl.want.cnp != nil {
+		w.cnp = &cnpWant{dscp: &b.CNPDSCP, prio: &b.CNPPrio}
+	}
 	var attrs []plan.Attr
 	for _, a := range plan.Reversed(c.Attributes) {
 		if a.Name != "dcbx" { // stays with the host (see above)
