@@ -30,8 +30,43 @@ import (
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
 )
 
-// Preload is umad2sim's library (Debian's libumad2sim0, in ibsim-utils).
-const Preload = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+// preloadName is umad2sim's library, as the package installs it under
+// the architecture's library directory (Debian's libumad2sim0, which
+// ibsim-utils depends on: /usr/lib/<multiarch triplet>/umad2sim/;
+// ibsim's own spec file: %{_libdir}/umad2sim/).
+const preloadName = "/umad2sim/libumad2sim.so"
+
+// preloadPackage is the Debian package that ships it.
+const preloadPackage = "libumad2sim0"
+
+// Preload finds umad2sim's library on this machine: the path the
+// package's file list (dpkg -L libumad2sim0) has, else the first that
+// exists of the architecture's library directories. "" when none.
+func Preload() string {
+	if out, err := exec.Command("dpkg", "-L", preloadPackage).Output(); err == nil {
+		if p := PreloadIn(string(out)); p != "" {
+			return p
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/*-linux-gnu*")
+	for _, d := range append(dirs, "/usr/lib64", "/usr/lib") {
+		if _, err := os.Stat(d + preloadName); err == nil {
+			return d + preloadName
+		}
+	}
+	return ""
+}
+
+// PreloadIn is umad2sim's library in a package's file list, one path a
+// line (dpkg -L), "" when the list has none.
+func PreloadIn(list string) string {
+	for _, l := range strings.Split(list, "\n") {
+		if l = strings.TrimSpace(l); strings.HasSuffix(l, preloadName) && strings.HasPrefix(l, "/") {
+			return l
+		}
+	}
+	return ""
+}
 
 // OpenSM is the subnet manager binary (Debian's opensm).
 const OpenSM = "/usr/sbin/opensm"
@@ -67,17 +102,22 @@ type Fabric struct {
 	// Sock is the simulator's socket name (IBSIM_SOCKNAME).
 	Sock string
 
-	ibsim *exec.Cmd
+	preload string
+	ibsim   *exec.Cmd
 }
 
 // Start runs ibsim on Net in a private directory, and stops it by PID at
 // the end of the test.
 func Start(t testing.TB) *Fabric {
 	t.Helper()
-	for bin, pkg := range map[string]string{"/usr/bin/ibsim": "ibsim-utils", Preload: "ibsim-utils", OpenSM: "opensm", "/usr/sbin/sminfo": "infiniband-diags", "/usr/sbin/smpquery": "infiniband-diags"} {
+	for bin, pkg := range map[string]string{"/usr/bin/ibsim": "ibsim-utils", OpenSM: "opensm", "/usr/sbin/sminfo": "infiniband-diags", "/usr/sbin/smpquery": "infiniband-diags"} {
 		need.File(t, bin, "apt-get install "+pkg)
 	}
-	f := &Fabric{Dir: t.TempDir(), Sock: fmt.Sprintf("rdmaform-smlab-%d-%d", os.Getpid(), seq.Add(1))}
+	preload := Preload()
+	if preload == "" {
+		need.Skip(t, "umad2sim's library (.../umad2sim/libumad2sim.so) is not installed: apt-get install ibsim-utils")
+	}
+	f := &Fabric{Dir: t.TempDir(), Sock: fmt.Sprintf("rdmaform-smlab-%d-%d", os.Getpid(), seq.Add(1)), preload: preload}
 	net := filepath.Join(f.Dir, "net")
 	if err := os.WriteFile(net, []byte(Net), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,7 +153,7 @@ func Start(t testing.TB) *Fabric {
 
 // Env is the environment of a client bound to node simHost (Hca1).
 func (f *Fabric) Env(simHost string) []string {
-	return []string{"LD_PRELOAD=" + Preload, "IBSIM_SOCKNAME=" + f.Sock, "SIM_HOST=" + simHost}
+	return []string{"LD_PRELOAD=" + f.preload, "IBSIM_SOCKNAME=" + f.Sock, "SIM_HOST=" + simHost}
 }
 
 // Run runs an infiniband-diags tool as a client of node simHost, in the
