@@ -14,6 +14,7 @@
 package smlab
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -302,4 +304,101 @@ func SysfsPort(t testing.TB, root, guid string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// StartResponder runs ibping's responder (args: ibping -S -C ibsim0 -P 1,
+// as rdmaform's probe serve gives it) as a client of node simHost, with
+// ResponderEnv, and returns once it waits for pings; it is stopped by PID
+// at the end of the test, or by Stop. Two debug flags (-d -d) make
+// libibumad say on stderr when the ping class is registered and the
+// responder waits ("umad_recv: fd ..."): a ping that reaches it earlier
+// kills it. umad2sim's reader thread takes the lock of the agent of the
+// MAD's class before it checks that there is one (umad2sim/umad2sim.c,
+// umad2sim_read thread: pthread_mutex_lock(&fd_data->fd_event.mutex)
+// with fd_data NULL), so a MAD of a class the responder did not register
+// ends it with SIGSEGV. The subnet manager's SMInfo query is one: the
+// responder's port advertises IsSM (ResponderEnv), and a sweep asks it.
+// So a responder lives only while no subnet manager sweeps: stop opensm
+// first (the LIDs and routes it programmed stay in the simulator).
+func (f *Fabric) StartResponder(t testing.TB, simHost string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(args[0], append(append([]string{}, args[1:]...), "-d", "-d")...)
+	cmd.Dir = f.Dir
+	cmd.Env = append(os.Environ(), f.ResponderEnv(simHost)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %v: %v", args, err)
+	}
+	t.Cleanup(func() { stop(t, cmd, args[0]) })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		waiting := false
+		for sc.Scan() {
+			if !waiting && strings.Contains(sc.Text(), "umad_recv: fd ") {
+				waiting = true
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return cmd
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%v did not wait for pings within 20s", args)
+	}
+	return nil
+}
+
+// ResponderEnv is the environment of a client of node simHost that
+// answers requests other nodes send it, as ibping -S does. ibsim hands a
+// request addressed to queue pair 0 or 1 (every MAD to a port's agents:
+// ibping's vendor class 0x32 too) only to a client registered as the
+// port's subnet manager (ibsim/ibsim.c, find_client: "zero qp - only issm
+// clients may get requests"), and registers a client so when it connects
+// with SIM_SET_ISSM set (umad2sim/sim_client.c, sim_client_init). Without
+// it the responder never sees a ping: ibsim logs "no one to handle pkt:
+// class 0x32". A node has one such client (sim_ctl_new_client refuses a
+// second: "SM already exists"), so a responder runs on a node opensm is
+// not bound to. On a real port the kernel's MAD layer hands the request
+// to the agent registered for the class; nothing stands in for that here.
+func (f *Fabric) ResponderEnv(simHost string) []string {
+	return append(f.Env(simHost), "SIM_SET_ISSM=1")
+}
+
+var lidRE = regexp.MustCompile(`(?m)^Lid:\.+(\d+)$`)
+
+// LID is the LID the subnet manager gave port 1 of node simHost, as
+// smpquery portinfo prints it.
+func (f *Fabric) LID(t testing.TB, simHost string) int {
+	t.Helper()
+	out, err := f.Run(context.Background(), simHost, "smpquery", "-D", "portinfo", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := lidRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no Lid in smpquery portinfo:\n%s", out)
+	}
+	lid, _ := strconv.Atoi(m[1])
+	return lid
+}
+
+// HasPath asks the subnet manager's SA, as a client of node simHost, for
+// a PathRecord from slid to dlid in the partition of pkey: what IPoIB's
+// and rdma_cm's path resolution asks before any traffic flows. opensm
+// answers only when both ports are members of that partition and one of
+// them is a full member (osm_sa_path_record.c, pr_rcv_get_path_parms,
+// "do not share specified PKey"); saquery then prints no record.
+func (f *Fabric) HasPath(t testing.TB, simHost string, slid, dlid, pkey int) bool {
+	t.Helper()
+	out, err := f.Run(context.Background(), simHost, "saquery", "PR", "--slid", strconv.Itoa(slid), "--dlid", strconv.Itoa(dlid), "--pkey", fmt.Sprintf("0x%04x", pkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(out, "PathRecord dump:")
 }
