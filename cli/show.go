@@ -165,8 +165,14 @@ func deviceComment(d *inventory.Device) string {
 	if d.HCAType != "" {
 		info = append(info, d.HCAType)
 	}
-	if d.BoardID != "" {
-		info = append(info, "board "+d.BoardID)
+	if d.PSID != "" {
+		info = append(info, "psid "+d.PSID)
+	}
+	if d.PartNumber != "" {
+		info = append(info, "part "+d.PartNumber)
+	}
+	if d.Serial != "" {
+		info = append(info, "serial "+d.Serial)
 	}
 	if d.Parent != "" {
 		info = append(info, "netdev "+d.Parent)

@@ -38,8 +38,16 @@ type Device struct {
 	NodeGUID string `json:"node_guid,omitempty"` // node_guid
 	FWVer    string `json:"fw_ver,omitempty"`    // fw_ver
 	HCAType  string `json:"hca_type,omitempty"`  // hca_type (MT4123)
-	BoardID  string `json:"board_id,omitempty"`  // board_id (PSID)
 	NodeType string `json:"node_type,omitempty"` // node_type ("1: CA")
+	// PSID is the adapter's firmware identity (sysfs board_id: mlx5 copies
+	// the PSID from the firmware's QUERY_ADAPTER answer, mlx4 from its
+	// VSD); a firmware image must carry the same. "" for rxe.
+	PSID string `json:"psid,omitempty"`
+	// PartNumber and Serial are the card's part number and serial number,
+	// the PN and SN keywords of its PCI VPD (BusPCI/BDF/vpd, root only);
+	// "" when the function has no VPD or it cannot be read.
+	PartNumber string `json:"part_number,omitempty"`
+	Serial     string `json:"serial,omitempty"`
 	// Parent is the netdev of a software device (rxe's parent file).
 	Parent string  `json:"parent,omitempty"`
 	Ports  []*Port `json:"ports"`
@@ -223,12 +231,15 @@ func readDevice(f host.FS, name string) (*Device, error) {
 		NodeGUID: attr("node_guid"),
 		FWVer:    attr("fw_ver"),
 		HCAType:  attr("hca_type"),
-		BoardID:  attr("board_id"),
+		PSID:     attr("board_id"),
 		NodeType: attr("node_type"),
 		Parent:   attr("parent"),
 	}
 	if link, err := f.Readlink(path.Join(base, "device")); err == nil {
 		d.PCI = path.Base(link)
+	}
+	if d.PCI != "" && d.Parent == "" {
+		readVPD(f, d)
 	}
 	ports, err := f.ReadDir(path.Join(base, "ports"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -263,6 +274,19 @@ func readDevice(f host.FS, name string) (*Device, error) {
 	}
 	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
 	return d, nil
+}
+
+// readVPD reads the part number and serial of a PCI function from its
+// VPD. A function without VPD, a VPD only root may read, or one that is
+// not in the PCI format leaves them empty: they are for people and for
+// matching devices, never needed to plan.
+func readVPD(f host.FS, d *Device) {
+	data, err := f.ReadFile(path.Join(BusPCI, d.PCI, "vpd"))
+	if err != nil || len(data) == 0 {
+		return
+	}
+	v, _ := ParseVPD(data)
+	d.PartNumber, d.Serial = v.PartNumber, v.Serial
 }
 
 // readGIDs reads a port's GID table entries in use. Unused entries are

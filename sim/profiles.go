@@ -53,6 +53,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
 		st.Tools = []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxemu.G5, st.Devices)
+		setVPD(st.Devices, "ConnectX-6 VPI adapter card, HDR IB (200Gb/s) and 200GbE, dual-port QSFP56", "MCX653106A-HDAT", "MT2028X01234")
 	case "cx5-roce":
 		st.Modules = baseModules
 		st.Devices = []*Device{
@@ -62,6 +63,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		// A distribution's mstflint 4.28 (mstconfig, layout G4); an
 		// Ethernet-only card has no LINK_TYPE parameters.
 		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxemu.G4, st.Devices)
+		setVPD(st.Devices, "CX516A - ConnectX-5 QSFP28", "MCX516A-CCAT", "MT1852K04321")
 	case "cx6dx-ofed":
 		st.Modules = baseModules
 		st.Devices = []*Device{
@@ -75,6 +77,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		// mlxemu.NewConnectX6Dx) with the CNP and DCBX parameters a
 		// lossless RoCE spec sets; mstflint 4.28 (mstconfig, layout G4).
 		st.Firmware = card(mlxemu.NewConnectX6Dx, mlxemu.G4, st.Devices)
+		setVPD(st.Devices, "ConnectX-6 Dx EN adapter card, 100GbE, Dual-port QSFP56, PCIe 4.0 x16, No Crypto", "MCX623106AN-CDAT", "MT2104X07777")
 	case "cx3-mlx4":
 		st.Modules = []string{"ib_core", "ib_uverbs", "mlx4_core", "mlx4_en", "mlx4_ib", "ib_ipoib"}
 		d := &Device{Name: "mlx4_0", Driver: "mlx4", PCI: "0000:81:00.0", PCIID: "0x1003", NodeGUID: "0002:c903:000c:c89a", FWVer: "2.42.5000", BoardID: "MT_1090120019"}
@@ -84,6 +87,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		}
 		d.Ports[0].NetdevEth = "ens2"
 		st.Devices = []*Device{d}
+		setVPD(st.Devices, "CX354A - ConnectX-3 QSFP", "MCX354A-FCBT", "MT1450X01234")
 		// Port types go through sysfs; no firmware tool is installed.
 		st.Tools = []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 	case "vm-soft":
@@ -121,6 +125,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 				st.Devices = append(st.Devices, d)
 			}
 			st.Firmware = append(st.Firmware, card(newConnectX7VPI, mlxemu.G6, st.Devices[2*i:2*i+2])...)
+			setVPD(st.Devices[2*i:2*i+2], "NVIDIA ConnectX-7 Adapter Card, 200GbE / NDR200, Dual-port QSFP112, PCIe 5.0x16", "MCX755106AS-HEAT", fmt.Sprintf("MT2421X%05d", 100+i))
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
 		st.Tools = []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
@@ -171,6 +176,14 @@ func newConnectX7VPI(bdf, rdmaName string) *mlxemu.Adapter {
 	a.Name = "MCX755106AS-HEA_Ax"
 	a.Description = "NVIDIA ConnectX-7 HHHL adapter card; 200GbE / NDR200 IB (default mode); Dual-port QSFP112; PCIe 5.0 x16; Crypto Disabled; Secure Boot Enabled"
 	return a
+}
+
+// setVPD gives the PCI functions of one card its VPD (they show the
+// card's).
+func setVPD(devs []*Device, product, pn, sn string) {
+	for _, d := range devs {
+		d.Product, d.PartNumber, d.Serial = product, pn, sn
+	}
 }
 
 // cx builds one mlx5 PCI function with one port.

@@ -306,6 +306,9 @@ func (s *State) renderDevice(t *tree, d *Device) {
 		t.file(pd+"/vendor", "0x15b3\n")
 		t.file(pd+"/device", d.PCIID+"\n")
 		t.link("/sys/bus/pci/devices/"+d.PCI, rel("/sys/bus/pci/devices/"+d.PCI, pd))
+		if d.PartNumber != "" {
+			t.file(pd+"/vpd", string(renderVPD(d.Product, d.PartNumber, d.Serial)))
+		}
 		t.link(dir+"/device", "../../../"+d.PCI)
 		if d.Driver == "mlx4" {
 			for _, p := range d.Ports {

@@ -80,7 +80,13 @@ type Device struct {
 	NodeGUID string `yaml:"node_guid"`        // 0002:c903:000c:c89a
 	FWVer    string `yaml:"fw_ver,omitempty"` // 20.35.1012
 	BoardID  string `yaml:"board_id,omitempty"`
-	Parent   string `yaml:"parent,omitempty"` // rxe: its netdev
+	// PartNumber and Serial are the card's PCI VPD keywords PN and SN;
+	// Product its identifier string. Without a part number the function
+	// has no vpd file.
+	PartNumber string `yaml:"part_number,omitempty"`
+	Serial     string `yaml:"serial,omitempty"`
+	Product    string `yaml:"product,omitempty"`
+	Parent     string `yaml:"parent,omitempty"` // rxe: its netdev
 	// EnhancedIPoIB is true for ConnectX-4 and later: IPoIB runs datagram
 	// only (the hardware address has no connected-mode flag).
 	EnhancedIPoIB bool    `yaml:"enhanced_ipoib,omitempty"`

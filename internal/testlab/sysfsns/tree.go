@@ -17,10 +17,18 @@ type Entry struct {
 	Path string // relative to the tree, "/"-separated
 	Data string // file contents (when Link is "")
 	Link string // symlink target, relative as on real sysfs
+	// Binary marks a binary attribute (a PCI function's vpd, 0600), which
+	// has no trailing newline.
+	Binary bool
 }
 
 // File is an attribute file.
 func File(path, data string) Entry { return Entry{Path: path, Data: data} }
+
+// Binary is a binary attribute, such as a PCI function's vpd (root only).
+func Binary(path string, data []byte) Entry {
+	return Entry{Path: path, Data: string(data), Binary: true}
+}
 
 // Link is a symlink.
 func Link(path, target string) Entry { return Entry{Path: path, Link: target} }
@@ -35,6 +43,12 @@ func WriteTree(dir string, entries []Entry) error {
 		}
 		if e.Link != "" {
 			if err := os.Symlink(e.Link, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.Binary {
+			if err := os.WriteFile(p, []byte(e.Data), 0o600); err != nil {
 				return err
 			}
 			continue
