@@ -126,3 +126,8 @@ func BenchmarkPlanGPUNode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWaves10000: rdmaform waves on 10,000 hosts over 250 leaves.
+func BenchmarkWaves10000(b *testing.B) {
+	Waves(b, FleetInventory(FleetHosts, FleetLeaves, FleetFabrics))
+}

@@ -10,7 +10,8 @@
 //     by Ansible's community.general.nmcli, and the no-change re-run;
 //  5. validate and plan of a 2,000-resource spec: CPU, allocations, peak RSS;
 //  6. the kernel lab (make kernel-test): build, boot to the first guest
-//     test, the guest tests, and the whole run.
+//     test, the guest tests, and the whole run;
+//  7. rdmaform waves on a 10,000-host inventory.
 //
 // Parts that need root, NetworkManager or Ansible say why they were
 // skipped (with -require they fail instead).
@@ -79,7 +80,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.reps, "reps", 3, "plans per size (the median is reported)")
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
-	fs.StringVar(&o.only, "only", "", "run one part: plan, qos, nm, big, kernel")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, qos, nm, big, kernel, waves")
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +115,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		{"nm", r.networkManager},
 		{"big", r.big},
 		{"kernel", r.kernelLab},
+		{"waves", r.waves},
 	}
 	failed := false
 	for _, p := range parts {
@@ -530,6 +532,48 @@ func (r *report) big(ctx context.Context, dir string, log io.Writer) error {
 	}
 	sec.notes = append(sec.notes, fmt.Sprintf("Host: gpu-node with %d cards, %d on Ethernet (RoCE), %d extra netdevs; building it (~16,000 files) took %s and is not counted; its rdma_cm configfs groups exist already (see bench.BigHost).",
 		bench.BigCards, bench.BigEthCards, bench.BigNetdevs, setup.Round(100*time.Millisecond)))
+	r.sections = append(r.sections, sec)
+	return nil
+}
+
+// waves: rdmaform waves on a 10,000-host inventory, in this process and
+// as a process of its own.
+func (r *report) waves(ctx context.Context, dir string, log io.Writer) error {
+	inv := bench.FleetInventory(bench.FleetHosts, bench.FleetLeaves, bench.FleetFabrics)
+	file := filepath.Join(dir, "fleet.yaml")
+	if err := benchlab.WriteFile(file, inv); err != nil {
+		return err
+	}
+	sec := section{
+		title: fmt.Sprintf("rdmaform waves: %d hosts, %d leaves, %d fabrics with 2 subnet manager hosts each, --max-unavailable 5%%, 1 per leaf (%d KiB of YAML)",
+			bench.FleetHosts, bench.FleetLeaves, bench.FleetFabrics, len(inv)/1024),
+		head: []string{"what", "time/op", "CPU", "allocs/op", "bytes/op", "peak RSS"},
+	}
+	fmt.Fprintln(log, "   go benchmarks")
+	p := testing.Benchmark(func(b *testing.B) { bench.Waves(b, inv) })
+	j := testing.Benchmark(func(b *testing.B) { bench.WavesJSON(b, file) })
+	if p.N == 0 || j.N == 0 {
+		return fmt.Errorf("a benchmark failed (run go test -bench Waves ./bench for its message)")
+	}
+	sec.raw = append(sec.raw, "BenchmarkWaves10000\t"+p.String()+"\t"+p.MemString(), "BenchmarkWavesJSON10000\t"+j.String()+"\t"+j.MemString())
+	sec.rows = append(sec.rows,
+		[]string{"BenchmarkWaves10000 (read + plan the waves)", ms(time.Duration(p.NsPerOp())), "", strconv.FormatInt(p.AllocsPerOp(), 10), mib(p.AllocedBytesPerOp()), ""},
+		[]string{"BenchmarkWavesJSON10000 (the command, -o json)", ms(time.Duration(j.NsPerOp())), "", strconv.FormatInt(j.AllocsPerOp(), 10), mib(j.AllocedBytesPerOp()), ""})
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if benchlab.Exists(r.opts.rdmaform) {
+		fmt.Fprintln(log, "   rdmaform waves process")
+		run, err := benchlab.ExecFresh(ctx, self, []string{r.opts.rdmaform, "waves", "--inventory", file, "--max-unavailable", "5%", "-o", "json"}, []string{"NO_COLOR=1"}, nil)
+		if err != nil {
+			return err
+		}
+		if run.Exit != 0 {
+			return fmt.Errorf("rdmaform waves: exit %d\n%s", run.Exit, run.Stderr)
+		}
+		sec.rows = append(sec.rows, []string{"`rdmaform waves --inventory fleet.yaml -o json` (process)", ms(run.Wall), ms(run.CPU()), "", "", mib(run.MaxRSS)})
+	}
 	r.sections = append(r.sections, sec)
 	return nil
 }

@@ -1,0 +1,74 @@
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// planDoc is the part of `rdmaform plan -o json` (docs/json.md) that
+// tells whether a host waits for something.
+type planDoc struct {
+	FormatVersion      *int              `json:"format_version"`
+	Changes            []json.RawMessage `json:"changes"`
+	Pending            []json.RawMessage `json:"pending"`
+	Deferred           []json.RawMessage `json:"deferred"`
+	ActivationFailures []json.RawMessage `json:"activation_failures"`
+	Errors             []struct {
+		Message string `json:"message"`
+	} `json:"errors"`
+	Summary *json.RawMessage `json:"summary"`
+}
+
+// PlanPending reads one host's `rdmaform plan -o json` and says whether
+// the host waits for the rollout: changes to make, values staged for
+// the next boot (pending), or parts of the spec that can only be
+// planned after one (deferred). A plan with errors or activation
+// failures is not pending but needs a person: skip says why. The file
+// names the plan in messages.
+func PlanPending(file string, data []byte) (p Pending, why string, err error) {
+	var d planDoc
+	if err := json.Unmarshal(data, &d); err != nil {
+		return PendingUnknown, "", fmt.Errorf("%s: not the JSON of rdmaform plan -o json: %w", file, err)
+	}
+	if d.FormatVersion == nil || *d.FormatVersion != 1 {
+		return PendingUnknown, "", fmt.Errorf("%s: not the JSON of rdmaform plan -o json (format_version 1)", file)
+	}
+	switch {
+	case len(d.Errors) > 0:
+		msgs := make([]string, 0, len(d.Errors))
+		for _, e := range d.Errors {
+			msgs = append(msgs, e.Message)
+		}
+		return PendingNo, fmt.Sprintf("%s: the plan has %d %s, fix %s first: %s", file, len(d.Errors), plural(len(d.Errors), "error", "errors"), plural(len(d.Errors), "it", "them"), strings.Join(msgs, "; ")), nil
+	case d.Summary == nil:
+		return PendingUnknown, "", errors.New(file + ": not the JSON of rdmaform plan -o json (no summary)")
+	case len(d.ActivationFailures) > 0:
+		return PendingNo, fmt.Sprintf("%s: %d %s did not take at the last activation: see rdmaform status on the host", file, len(d.ActivationFailures), plural(len(d.ActivationFailures), "value", "values")), nil
+	}
+	var parts []string
+	for _, c := range []struct {
+		n          int
+		one, other string
+	}{
+		{len(d.Changes), "change", "changes"},
+		{len(d.Pending), "value staged for the next boot", "values staged for the next boot"},
+		{len(d.Deferred), "part planned after a reboot", "parts planned after a reboot"},
+	} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, plural(c.n, c.one, c.other)))
+		}
+	}
+	if len(parts) == 0 {
+		return PendingNo, file + ": nothing to change, nothing pending", nil
+	}
+	return PendingYes, file + ": " + strings.Join(parts, ", "), nil
+}
+
+func plural(n int, one, other string) string {
+	if n == 1 {
+		return one
+	}
+	return other
+}
