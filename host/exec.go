@@ -153,6 +153,8 @@ func (c Cmd) EffectiveTimeout() time.Duration {
 // and forces LC_ALL=C so messages are never translated.
 type ExecRunner struct {
 	Env []string // nil means os.Environ()
+	// Dir is the programs' working directory; "" means this process's.
+	Dir string
 }
 
 var _ Runner = (*ExecRunner)(nil)
@@ -170,6 +172,7 @@ func (r *ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	cmd := exec.CommandContext(ctx, path, c.Args[1:]...)
 	cmd.Env = WithCLocale(r.Env)
+	cmd.Dir = r.Dir
 	if c.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}

@@ -121,6 +121,12 @@ func TestExecRunner(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
+	// Dir: the programs' working directory.
+	dir := t.TempDir()
+	res, err = (&ExecRunner{Env: r.Env, Dir: dir}).Run(ctx, Cmd{Args: []string{"pwd"}})
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != dir {
+		t.Errorf("pwd with Dir %s: %q, %v", dir, res.Stdout, err)
+	}
 }
 
 func TestErrnoSurvivesWriteAttr(t *testing.T) {

@@ -65,7 +65,7 @@ ExecStart=%s --guid %s --log_file %s -F %s -P %s -s 0
 	}
 	bus := &host.SystemdBus{Address: l.Address, JobTimeout: 30 * time.Second}
 	t.Cleanup(bus.Close)
-	h := &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), f.Env(simHost)...)}, Systemd: bus, Name: "sm lab " + simHost}
+	h := &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), f.Env(simHost)...), Dir: f.Dir}, Systemd: bus, Name: "sm lab " + simHost}
 	return &labHost{Host: h, root: root, guid: guid, unit: unit, bus: bus}
 }
 

@@ -31,7 +31,7 @@ func peerHost(t *testing.T, f *smlab.Fabric, simHost string) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), env...)}, Name: "sm lab " + simHost}
+	return &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), env...), Dir: f.Dir}, Name: "sm lab " + simHost}
 }
 
 // TestLabTrafficFollowsPartitions: the partition rdmaform gives opensm

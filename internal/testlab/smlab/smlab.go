@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -120,6 +121,7 @@ func Start(t testing.TB) *Fabric {
 		need.Skip(t, "umad2sim's library (.../umad2sim/libumad2sim.so) is not installed: apt-get install ibsim-utils")
 	}
 	f := &Fabric{Dir: t.TempDir(), Sock: fmt.Sprintf("rdmaform-smlab-%d-%d", os.Getpid(), seq.Add(1)), preload: preload}
+	strayCheck(t)
 	net := filepath.Join(f.Dir, "net")
 	if err := os.WriteFile(net, []byte(Net), 0o644); err != nil {
 		t.Fatal(err)
@@ -401,4 +403,25 @@ func (f *Fabric) HasPath(t testing.TB, simHost string, slid, dlid, pkey int) boo
 		t.Fatal(err)
 	}
 	return strings.Contains(out, "PathRecord dump:")
+}
+
+// strayCheck fails the test when one of the lab's clients ran in the
+// test's own directory: umad2sim writes its sysfs snapshot to ./sys-PID
+// of the client's working directory, which must be the lab's (Fabric.Dir;
+// host.ExecRunner's Dir), never the package's source tree.
+func strayCheck(t testing.TB) {
+	before, _ := filepath.Glob("sys-[0-9]*")
+	t.Cleanup(func() {
+		after, _ := filepath.Glob("sys-[0-9]*")
+		var stray []string
+		for _, d := range after {
+			if !slices.Contains(before, d) {
+				stray = append(stray, d)
+				_ = os.RemoveAll(d)
+			}
+		}
+		if len(stray) > 0 {
+			t.Errorf("umad2sim left %v in the test's directory: a lab client ran outside the lab's directory", stray)
+		}
+	})
 }
