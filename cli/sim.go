@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
@@ -88,10 +93,10 @@ func mustRoot(dir string) host.FS {
 }
 
 func (a *app) simRebootCmd() *cobra.Command {
-	var keepFirmware bool
+	var keepFirmware, noBootUnit bool
 	cmd := &cobra.Command{
-		Use:   "reboot DIR [--keep-firmware]",
-		Short: "Reboot a simulated host: Next Boot firmware becomes current, runtime state is lost",
+		Use:   "reboot DIR [--keep-firmware] [--no-boot-unit]",
+		Short: "Reboot a simulated host: Next Boot firmware becomes current, runtime state is lost, the boot unit runs",
 		Long: `Reboot a simulated host: firmware Next Boot values become current (ports
 come up with their new link layer), runtime state is lost (rdma_cm values,
 Soft-RoCE links, VFs, mlx4 port types written through sysfs, addresses,
@@ -99,9 +104,17 @@ MTUs, DCB and pause settings), modules are those loaded at boot and listed
 in modules-load.d, /run is emptied (the reboot-required marker goes) and
 the boot_id changes.
 
-Units enabled in systemd, rdmaform.service among them, are marked active,
-but none is run: the boot unit's apply does NOT happen. To do what it does
-at boot, run it yourself:
+Units enabled in systemd are marked active. The boot unit
+(rdmaform.service, persistence: boot-unit), when enabled, then runs as
+systemd runs it: its ExecStartPre and ExecStart lines, read from
+DIR/etc/systemd/system/rdmaform.service, each against the simulated host
+(rdmaform --sim DIR ...), a "-" line's failure ignored, its
+SuccessExitStatus counted as success. So a reboot ends where a real one
+does: the runtime settings of the boot unit's spec are set again. A
+command that fails leaves the unit failed and this command exits 1.
+
+--no-boot-unit skips the boot unit (the unit stays marked active, as
+before the boot unit's run was simulated); to do by hand what it does:
 
   rdmaform --sim DIR rollback --after-boot
   rdmaform --sim DIR apply --yes --only runtime -f DIR/etc/rdmaform/boot.yaml
@@ -120,11 +133,76 @@ happens as above.`,
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			fmt.Fprintf(a.env.Stdout, "rebooted %s (boot %d)\n", args[0], s.State().Boot)
-			return nil
+			if noBootUnit {
+				return nil
+			}
+			return a.runBootUnit(s, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&keepFirmware, "keep-firmware", false, "a warm reboot that does not reload the firmware: staged values stay staged")
+	cmd.Flags().BoolVar(&noBootUnit, "no-boot-unit", false, "do not run the boot unit (rdmaform.service) after the reboot")
 	return cmd
+}
+
+// runBootUnit runs the simulated host's enabled boot unit as systemd
+// starts a oneshot at boot: each Exec line in order, rdmaform itself
+// against the simulated host; a failed line ends the start (unless its
+// "-" prefix says to go on) and leaves the unit failed. Each line's output
+// is shown indented under it, as its journal would hold it.
+func (a *app) runBootUnit(s *sim.Sim, dir string) error {
+	job, err := s.BootJob(bootunit.UnitName)
+	if err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	if job == nil {
+		return nil
+	}
+	w := a.env.Stdout
+	for _, l := range job.Exec {
+		if !slices.Contains(sim.InstalledBinaries, l.Argv[0]) {
+			_ = s.EndStart(job.Unit, false)
+			return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %s=%s: the simulator runs only rdmaform installed at %s, not %s", job.Unit, l.Key, l.Line, strings.Join(sim.InstalledBinaries, " or "), l.Argv[0])}
+		}
+		var out bytes.Buffer
+		code := Run(append([]string{"--sim", dir}, simPaths(dir, l.Argv[1:])...), Env{Stdout: &out, Stderr: &out, Environ: a.env.Environ, Ctx: a.env.Ctx})
+		fmt.Fprintf(w, "%s: %s=%s: exit %d\n", job.Unit, l.Key, l.Line, code)
+		for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+			if line != "" {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+		if a.env.Ctx != nil && a.env.Ctx.Err() != nil {
+			return &exitError{code: plan.ExitError, err: context.Cause(a.env.Ctx)}
+		}
+		if job.Succeeded(code) || l.IgnoreFailure {
+			continue
+		}
+		if err := s.EndStart(job.Unit, false); err != nil {
+			return &exitError{code: plan.ExitError, err: err}
+		}
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s failed at boot: %s=%s exited %d (see its output above)", job.Unit, l.Key, l.Line, code)}
+	}
+	if err := s.EndStart(job.Unit, true); err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	fmt.Fprintf(w, "%s: started\n", job.Unit)
+	return nil
+}
+
+// simPaths gives the files a boot unit's command line names on the host
+// their place in the simulated host's tree: an absolute path that exists
+// under DIR is DIR/PATH (rdmaform --sim reads spec files from the real
+// file system).
+func simPaths(dir string, args []string) []string {
+	root := mustRoot(dir)
+	out := make([]string, len(args))
+	for i, arg := range args {
+		out[i] = arg
+		if filepath.IsAbs(arg) && root != nil && host.Exists(root, arg) {
+			out[i] = filepath.Join(dir, arg)
+		}
+	}
+	return out
 }
 
 func (a *app) simToolCmd() *cobra.Command {

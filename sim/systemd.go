@@ -43,6 +43,10 @@ type Unit struct {
 	Active bool `yaml:"active,omitempty"`
 	// FailStart makes a start job end "failed" (tests of failure handling).
 	FailStart bool `yaml:"fail_start,omitempty"`
+	// Failed: its last start failed (ActiveState failed), as a boot
+	// unit's command that exited with a status the unit does not count
+	// as success leaves it.
+	Failed bool `yaml:"failed,omitempty"`
 }
 
 // DefaultUnits are the stock units of a simulated host: a Debian server
@@ -179,8 +183,11 @@ func (m *simSystemd) Unit(_ context.Context, name string) (host.UnitState, error
 	}
 	u := sd.unit(name)
 	active := "inactive"
-	if u != nil && u.Active {
+	switch {
+	case u != nil && u.Active:
 		active = "active"
+	case u != nil && u.Failed:
+		active = "failed"
 	}
 	switch {
 	case uf.exists:
@@ -311,10 +318,10 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 			sd.sortUnits()
 		}
 		if start && u.FailStart {
-			u.Active = false
+			u.Active, u.Failed = false, true
 			return &host.JobError{Unit: name, Op: "start", Result: "failed"}
 		}
-		u.Active = start
+		u.Active, u.Failed = start, false
 		return nil
 	})
 }
@@ -333,6 +340,7 @@ func (m *simSystemd) Reload(context.Context) error {
 func (s *Sim) rebootSystemd(st *State) error {
 	sd := st.units()
 	for _, u := range sd.Units {
+		u.Failed = false
 		if u.File == "static" {
 			continue
 		}

@@ -149,10 +149,11 @@ persistence: boot-unit
 `
 
 // TestScenarioRoCEReboot: a RoCE host with runtime rdma_cm settings, a
-// service and the boot unit: apply, plan empty; reboot loses only the
-// runtime part, which apply --only runtime against the boot copy (what the
-// unit runs) puts back; plan empty again, and a second --only runtime run
-// changes nothing.
+// service and the boot unit: apply, plan empty; a reboot runs the boot
+// unit, so the plan is empty after it too. A reboot without the boot unit
+// (--no-boot-unit) loses only the runtime part, which apply --only
+// runtime against the boot copy (what the unit runs) puts back; plan
+// empty again, and a second --only runtime run changes nothing.
 func TestScenarioRoCEReboot(t *testing.T) {
 	h := newSim(t, "cx5-roce")
 	want := []string{
@@ -175,10 +176,17 @@ func TestScenarioRoCEReboot(t *testing.T) {
 		t.Errorf("enablement symlink: %q, %v; want %q", link, err, bootunit.UnitPath)
 	}
 
-	h.run("", 0, "sim", "reboot", h.dir)
+	if out := h.run("", 0, "sim", "reboot", h.dir); !strings.Contains(out, "rdmaform.service: started") {
+		t.Errorf("sim reboot did not run the boot unit:\n%s", out)
+	}
 	if u := h.unit("rdmaform.service"); !u.Active {
 		t.Errorf("after reboot rdmaform.service is %+v, want active (enabled units start at boot)", u)
 	}
+	if got := h.changes(roceSpec, 0); len(got) != 0 {
+		t.Fatalf("plan after a reboot that ran the boot unit is not empty: %v", got)
+	}
+
+	h.run("", 0, "sim", "reboot", h.dir, "--no-boot-unit")
 	want = []string{"rdma_cm[mlx5_0/1] update runtime mode,tos"}
 	if diff := cmp.Diff(want, h.changes(roceSpec, 2)); diff != "" {
 		t.Fatalf("plan after reboot (-want +got):\n%s", diff)
@@ -256,7 +264,11 @@ func TestScenarioSubnetManagerReboot(t *testing.T) {
 	}
 	h.applyThenEmpty(ibSpec)
 
-	h.run("", 0, "sim", "reboot", h.dir)
+	// The boot unit's apply has nothing runtime to do and exits 2 (a
+	// service only started is left): the unit counts that as success.
+	if out := h.run("", 0, "sim", "reboot", h.dir); !strings.Contains(out, "--only runtime -f /etc/rdmaform/boot.yaml: exit 2") || !strings.Contains(out, "rdmaform.service: started") {
+		t.Errorf("sim reboot: the boot unit's apply did not exit 2 and count as started:\n%s", out)
+	}
 	want = []string{"service[srp_daemon.service] update now active"}
 	if diff := cmp.Diff(want, h.changes(ibSpec, 2)); diff != "" {
 		t.Fatalf("plan after reboot (-want +got):\n%s", diff)
