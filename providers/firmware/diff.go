@@ -242,7 +242,7 @@ func survived(obs *Observed, pci, param, value string) *LedgerEntry {
 		return nil
 	}
 	e := obs.Ledger.Find(pci, param)
-	if e == nil || e.BootID == obs.BootID || !sameMeaning(e.Value, value) {
+	if e == nil || e.BootID == obs.BootID || !sameStaged(e.Value, value) {
 		return nil
 	}
 	return e

@@ -154,11 +154,23 @@ func recordStaged(h *host.Host, pls ...*payload) error {
 	})
 }
 
+// sameStaged tells whether a ledger entry's value is the value a spec
+// asks for. Either may be written as the operator writes it (ETH, eth, 2)
+// or as the tool echoes it (ETH(2)): besides sameMeaning, each is read as
+// a table value and compared with the other by the rule Next Boot and
+// Current values are compared with (mlxfmt.Equal), so ETH(2) and ETH agree
+// and ETH(2) and IB do not.
+func sameStaged(staged, asked string) bool {
+	return sameMeaning(staged, asked) ||
+		mlxfmt.Equal(asked, mlxfmt.ParseValue(staged)) ||
+		mlxfmt.Equal(staged, mlxfmt.ParseValue(asked))
+}
+
 // keepEntry tells whether a ledger entry still stands: the spec asks for
 // its value on its device, and the value is not current.
 func keepEntry(e LedgerEntry, asked map[string]map[string]string, current map[string]map[string]mlxfmt.Value) bool {
 	want, ok := asked[e.Device][e.Parameter]
-	if !ok || !sameMeaning(want, e.Value) {
+	if !ok || !sameStaged(e.Value, want) {
 		return false
 	}
 	cur, ok := current[e.Device][e.Parameter]

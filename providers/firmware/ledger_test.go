@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 )
 
 // TestLedgerFile: the ledger is written 0600 under the host's root, read
@@ -48,5 +49,46 @@ func TestLedgerFile(t *testing.T) {
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("an empty ledger stays: %v", err)
+	}
+}
+
+// TestKeepEntry: after an apply a ledger entry stays while the spec asks
+// for its value (written as the spec or the tool writes it: ETH, eth,
+// ETH(2)) and the value is not current; it leaves when the value is
+// current or the spec asks for another value or nothing.
+func TestKeepEntry(t *testing.T) {
+	const pci = "0000:3b:00.0"
+	ib, eth := mlxfmt.Enum("IB", 1), mlxfmt.Enum("ETH", 2)
+	for _, tc := range []struct {
+		name    string
+		staged  string
+		asked   string // "" = the spec does not ask for the parameter
+		current mlxfmt.Value
+		keep    bool
+	}{
+		{"pending", "ETH", "ETH", ib, true},
+		{"echoed, asked by name", "ETH(2)", "ETH", ib, true},
+		{"by name, asked echoed", "ETH", "ETH(2)", ib, true},
+		{"other case", "eth", "ETH", ib, true},
+		{"current read fails", "ETH", "ETH", mlxfmt.Value{}, true},
+		{"took", "ETH", "ETH", eth, false},
+		{"echoed took", "ETH(2)", "ETH", eth, false},
+		{"spec asks another value", "ETH(2)", "IB", ib, false},
+		{"spec drops it", "ETH", "", ib, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := map[string]map[string]string{pci: {}}
+			if tc.asked != "" {
+				asked[pci]["LINK_TYPE_P1"] = tc.asked
+			}
+			current := map[string]map[string]mlxfmt.Value{pci: {}}
+			if tc.current.Kind != mlxfmt.KindAbsent {
+				current[pci]["LINK_TYPE_P1"] = tc.current
+			}
+			e := LedgerEntry{BootID: "b0", Device: pci, Parameter: "LINK_TYPE_P1", Value: tc.staged}
+			if got := keepEntry(e, asked, current); got != tc.keep {
+				t.Errorf("keepEntry(%s staged, %q asked, current %v) = %v, want %v", tc.staged, tc.asked, tc.current, got, tc.keep)
+			}
+		})
 	}
 }
