@@ -35,8 +35,10 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 	if err != nil {
 		return nil, fmt.Errorf("reading RDMA devices from sysfs: %w", err)
 	}
+	spec, matchErrs := expandMatches(spec, inv)
 	req := &Request{Spec: spec, Inv: inv}
 	p := &Plan{}
+	p.Errors = append(p.Errors, matchErrs...)
 	p.Errors = append(p.Errors, resolveDevices(req)...)
 
 	obs := make([]any, len(providers))

@@ -76,6 +76,28 @@ func (s *Sources) Has(path string) bool {
 	return ok
 }
 
+// WithAliases returns a copy of s in which each logical path to (a key
+// of aliases) has the positions of the path from (its value) and of
+// everything under it: the devices a match entry expands to are found at
+// the entry's lines.
+func (s *Sources) WithAliases(aliases map[string]string) *Sources {
+	if s == nil {
+		return nil
+	}
+	c := &Sources{File: s.File, Data: s.Data, pos: make(map[string]Pos, len(s.pos))}
+	for k, p := range s.pos {
+		c.pos[k] = p
+	}
+	for to, from := range aliases {
+		for k, p := range s.pos {
+			if rest, ok := strings.CutPrefix(k, from); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+				c.pos[to+rest] = p
+			}
+		}
+	}
+	return c
+}
+
 func parentPath(p string) string {
 	i := strings.LastIndexAny(p, ".[")
 	if i <= 0 {

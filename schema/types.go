@@ -15,7 +15,7 @@ const Version = 1
 type Spec struct {
 	Version     int         `yaml:"version" doc:"spec format version; must be 1"`
 	Host        *HostSpec   `yaml:"host,omitempty" doc:"host identity checks"`
-	Devices     []Device    `yaml:"devices,omitempty" doc:"RDMA adapters, each selected by exactly one of pci, name, node_guid, netdev"`
+	Devices     []Device    `yaml:"devices,omitempty" doc:"RDMA adapters, each selected by exactly one of pci, name, node_guid, netdev, or every adapter function that matches match"`
 	IPoIB       []IPoIB     `yaml:"ipoib,omitempty" doc:"NetworkManager connections of type infiniband"`
 	Rxe         []Rxe       `yaml:"rxe,omitempty" doc:"Soft-RoCE links (not persistent)"`
 	Interfaces  []Interface `yaml:"interfaces,omitempty" doc:"plain netlink settings for netdevs NetworkManager does not own"`
@@ -39,13 +39,26 @@ type HostSpec struct {
 
 // Device is one RDMA adapter.
 type Device struct {
-	PCI      string    `yaml:"pci,omitempty" doc:"PCI address, e.g. 0000:81:00.0 (stable across reboots)"`
-	Name     string    `yaml:"name,omitempty" doc:"RDMA device name, e.g. mlx5_0"`
-	NodeGUID string    `yaml:"node_guid,omitempty" doc:"node GUID as in sysfs, e.g. 0002:c903:000c:c89a"`
-	Netdev   string    `yaml:"netdev,omitempty" doc:"a netdev of the adapter, e.g. ens3f0"`
+	PCI      string `yaml:"pci,omitempty" doc:"PCI address, e.g. 0000:81:00.0 (stable across reboots)"`
+	Name     string `yaml:"name,omitempty" doc:"RDMA device name, e.g. mlx5_0"`
+	NodeGUID string `yaml:"node_guid,omitempty" doc:"node GUID as in sysfs, e.g. 0002:c903:000c:c89a"`
+	Netdev   string `yaml:"netdev,omitempty" doc:"a netdev of the adapter, e.g. ens3f0"`
+	// Match selects every adapter function whose VPD part number, PSID
+	// and model are those given; plan expands it to one device per
+	// function it selects.
+	Match    *Match    `yaml:"match,omitempty" doc:"select every adapter function whose part_number, psid and model (any subset) are these: one spec for a class of hosts; not with pci, name, node_guid or netdev"`
+	Optional bool      `yaml:"optional,omitempty" doc:"with match: a host where no adapter matches is not a plan error"`
 	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
 	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
 	Ports    []Port    `yaml:"ports,omitempty"`
+}
+
+// Match is what a class of adapters has in common: every value given
+// must be the adapter function's, exactly.
+type Match struct {
+	PartNumber string `yaml:"part_number,omitempty" pattern:"^[!-~]([ -~]{0,62}[!-~])?$" doc:"the card's part number, the PN of its PCI VPD (e.g. MCX653106A-HDAT): 1-64 printable ASCII characters"`
+	PSID       string `yaml:"psid,omitempty" pattern:"^[!-~]{1,16}$" doc:"the firmware's PSID, sysfs board_id (e.g. MT_0000000222): 1-16 printable ASCII characters, no spaces"`
+	Model      string `yaml:"model,omitempty" pattern:"^[!-~]{1,32}$" doc:"the kernel's hca_type (e.g. MT4123 for a ConnectX-6): 1-32 printable ASCII characters, no spaces"`
 }
 
 // SRIOV is the runtime SR-IOV state of a physical function.

@@ -224,6 +224,33 @@ func ParseFirmwareVersion(s string, lo, hi int) ([]int, error) {
 	return out, nil
 }
 
+// The patterns of devices[].match (the JSON Schema's, from the Match
+// struct tags: TestMatchPatterns).
+var (
+	matchPartNumberRE = regexp.MustCompile(`^[!-~]([ -~]{0,62}[!-~])?$`)
+	matchPSIDRE       = regexp.MustCompile(`^[!-~]{1,16}$`)
+	matchModelRE      = regexp.MustCompile(`^[!-~]{1,32}$`)
+)
+
+// match checks a devices[].match: at least one value, each in its form.
+func (v *validator) match(m *Match, p string) {
+	if m.PartNumber == "" && m.PSID == "" && m.Model == "" {
+		v.add(p, "give part_number, psid or model")
+	}
+	for _, f := range []struct {
+		key, val, what string
+		re             *regexp.Regexp
+	}{
+		{"part_number", m.PartNumber, "a part number (1-64 printable ASCII characters, no space at either end)", matchPartNumberRE},
+		{"psid", m.PSID, "a PSID (1-16 printable ASCII characters, no spaces)", matchPSIDRE},
+		{"model", m.Model, "a model, the kernel's hca_type (1-32 printable ASCII characters, no spaces)", matchModelRE},
+	} {
+		if (f.val != "" || v.spec.Src.Has(p+"."+f.key)) && !f.re.MatchString(f.val) {
+			v.add(p+"."+f.key, "%q is not %s", truncate(f.val), f.what)
+		}
+	}
+}
+
 func (v *validator) devices() {
 	seen := map[string]string{}
 	for i := range v.spec.Devices {
@@ -236,8 +263,18 @@ func (v *validator) devices() {
 			}
 		}
 		switch {
+		case d.Match != nil:
+			if n > 0 {
+				v.add(p+".match", "a device with match selects every adapter that matches; it may not also name pci, name, node_guid or netdev")
+			}
+			v.match(d.Match, p+".match")
+		case d.Optional:
+			v.add(p+".optional", "optional is for a device selected by match")
+		}
+		switch {
+		case d.Match != nil:
 		case n == 0:
-			v.add(p, "select the device by exactly one of pci, name, node_guid or netdev")
+			v.add(p, "select the device by exactly one of pci, name, node_guid or netdev, or by match")
 		case n > 1:
 			v.add(p, "select the device by exactly one of pci, name, node_guid or netdev, not %d", n)
 		}
