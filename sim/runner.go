@@ -27,6 +27,8 @@ var tools = map[string]toolFunc{
 	"ping":            pingTool,
 	"rping":           rpingTool,
 	"ibv_rc_pingpong": pingpongTool,
+	// The subnet manager (sim/opensm.go).
+	"sminfo": sminfoTool,
 }
 
 // runner runs emulated programs in-process, with the simulated host's

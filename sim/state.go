@@ -60,6 +60,9 @@ type State struct {
 	NM *nmemu.State `yaml:"networkmanager,omitempty"`
 	// Systemd is the service manager; nil is one with the stock units.
 	Systemd *SystemdState `yaml:"systemd,omitempty"`
+	// OpenSM is the opensm package and its subnet manager (sim/opensm.go);
+	// nil: opensm is not installed.
+	OpenSM *OpenSMState `yaml:"opensm,omitempty"`
 
 	// Latency per tool run (emulated tools sleep this long), e.g.
 	// mlxconfig: 1.4s.

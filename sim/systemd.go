@@ -322,6 +322,11 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 			return &host.JobError{Unit: name, Op: "start", Result: "failed"}
 		}
 		u.Active, u.Failed = start, false
+		if start {
+			m.sim.smStarted(s, name)
+		} else {
+			smStopped(s, name)
+		}
 		return nil
 	})
 }

@@ -35,6 +35,9 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 			return fmt.Errorf("%s: writing %s: %w", c.Address, pl.file, err)
 		}
 	}
+	if pl.ports {
+		return startPort(ctx, h, c, pl)
+	}
 	units, sig, err := runningUnits(ctx, h, pl.port)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Address, err)
@@ -187,7 +190,7 @@ func prove(ctx context.Context, h *host.Host, pl *payload, logs map[string]int64
 	deadline := time.Now().Add(proveTimeout)
 	var last string
 	for {
-		if errs := newLogErrors(h, logs); len(errs) > 0 && pl.file == PartitionsFile {
+		if errs := newLogErrors(h, logs); len(errs) > 0 && pl.partitions {
 			return fmt.Errorf("opensm's log: %s", strings.Join(errs, "; "))
 		}
 		last = check(ctx, h, pl)
@@ -225,4 +228,59 @@ func check(ctx context.Context, h *host.Host, pl *payload) string {
 		return fmt.Sprintf("the P_Key table of %s port %d is %s, not %s", lp.Device, lp.Port, formatPKeys(f.PKeys), formatPKeys(pl.expect.pkeys))
 	}
 	return ""
+}
+
+// PortsUnit is Debian's oneshot that starts opensm@GUID.service for each
+// port PORTS names; its instances are PartOf it.
+const PortsUnit = "opensm.service"
+
+// startPort has Debian's units run opensm on the port PORTS now names:
+// when opensm.service is active, it is restarted (its instances stop
+// with it; its start begins the instance of the new PORTS), and the
+// instance must then run and answer as this port's subnet manager.
+// When opensm.service is not active, opensm starts on that port when it
+// next starts.
+//
+// Equivalent to: systemctl restart opensm.service;
+// systemctl is-active opensm@GUID.service; sminfo -C DEV -P N -D 0
+func startPort(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	if h.Systemd == nil {
+		return nil
+	}
+	st, err := h.Systemd.Unit(ctx, PortsUnit)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Address, err)
+	}
+	if !st.Active() {
+		return nil
+	}
+	sig, ok := h.Systemd.(host.UnitSignaller)
+	if !ok {
+		return fmt.Errorf("%s: %w", c.Address, ErrNoSignaller)
+	}
+	if err := sig.Restart(ctx, PortsUnit); err != nil {
+		return fmt.Errorf("%s: restarting %s: %w", c.Address, PortsUnit, err)
+	}
+	unit := "opensm@" + pl.port.GUID + ".service"
+	deadline := time.Now().Add(proveTimeout)
+	for {
+		var last string
+		if pid, err := sig.MainPID(ctx, unit); err != nil || pid == 0 {
+			last = fmt.Sprintf("%s does not run (%v)", unit, err)
+		} else if _, err := ReadFabric(ctx, h, pl.port); err != nil {
+			last = err.Error()
+		} else {
+			return nil
+		}
+		if time.Until(deadline) <= 0 {
+			return fmt.Errorf("%s: after restarting %s, no subnet manager on %s port %d within %s: %s", c.Address, PortsUnit, pl.port.Device, pl.port.Port, proveTimeout, last)
+		}
+		tick := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }

@@ -59,7 +59,7 @@ func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec
 	for _, e := range entries(obs.Partitions) {
 		pt, err := capturePartition(e.text)
 		if err != nil {
-			return fmt.Errorf("%s: %w", PartitionsFile, err)
+			return fmt.Errorf("%s: %w", obs.Layout.Partitions, err)
 		}
 		sm.Partitions = append(sm.Partitions, pt)
 	}

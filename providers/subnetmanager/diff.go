@@ -43,9 +43,22 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		exp.pkeys = ExpectedPKeys(sm, obs.Port.GUID)
 	}
 
-	// opensm.conf first: a restart it needs (allow_both_pkeys) comes
+	// The port first: Debian's units bind opensm with --guid, which
+	// overrides opensm.conf's guid, so there the port is PORTS in
+	// /etc/default/opensm; elsewhere it is opensm.conf's guid.
+	confGUID := obs.Port.GUID
+	if obs.Layout.Ports != "" {
+		confGUID = ""
+		if sm.Port != nil {
+			prop.Managed = append(prop.Managed, plan.Managed{Address: PortsAddr, Path: path + ".port"})
+			if c := portsChange(req, obs); c != nil {
+				prop.Changes = append(prop.Changes, c)
+			}
+		}
+	}
+	// opensm.conf next: a restart it needs (allow_both_pkeys) comes
 	// before partitions that use it.
-	wantConf := ConfValues(sm, obs.Port.GUID)
+	wantConf := ConfValues(sm, confGUID)
 	if c := confChange(req, obs, wantConf, exp); c != nil {
 		prop.Changes = append(prop.Changes, c)
 	}
@@ -57,7 +70,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		}
 		prop.Changes = append(prop.Changes, &plan.Change{Address: PartitionsAddr, Action: action, Activation: plan.Now,
 			Source: req.Pos(path + ".partitions"), Attributes: partitionAttrs(obs.Partitions, wantParts),
-			Payload: &payload{file: PartitionsFile, content: wantParts, previous: obs.Partitions, port: obs.Port, expect: exp}})
+			Payload: &payload{file: obs.Layout.Partitions, partitions: true, content: wantParts, previous: obs.Partitions, port: obs.Port, expect: exp}})
 		return prop
 	}
 	if len(prop.Changes) > 0 {
@@ -80,7 +93,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	if len(attrs) > 0 {
 		prop.Changes = append(prop.Changes, &plan.Change{Address: PartitionsAddr, Action: plan.Update, Activation: plan.Now,
 			Source: req.Pos(path), Attributes: attrs,
-			Payload: &payload{file: PartitionsFile, content: wantParts, previous: obs.Partitions, signalOnly: true, port: obs.Port, expect: exp}})
+			Payload: &payload{file: obs.Layout.Partitions, partitions: true, content: wantParts, previous: obs.Partitions, signalOnly: true, port: obs.Port, expect: exp}})
 	}
 	return prop
 }
@@ -154,7 +167,7 @@ func confChange(req *plan.Request, obs *Observed, want map[string]string, exp ex
 		restart = []string{"a new opensm.conf"}
 	}
 	c := &plan.Change{Address: ConfAddr, Action: plan.Update, Activation: plan.Now, Source: req.Pos("$.subnet_manager"),
-		Attributes: attrs, Payload: &payload{file: ConfFile, content: content, previous: obs.Conf, restart: len(restart) > 0, port: obs.Port, expect: expectation{priority: exp.priority}}}
+		Attributes: attrs, Payload: &payload{file: obs.Layout.Conf, content: content, previous: obs.Conf, restart: len(restart) > 0, port: obs.Port, expect: expectation{priority: exp.priority}}}
 	if obs.Conf == nil {
 		c.Action = plan.Create
 	}
@@ -223,4 +236,25 @@ func find(es []entry, name string) *entry {
 		}
 	}
 	return nil
+}
+
+// portsChange is the change of Debian's PORTS (/etc/default/opensm) to
+// the spec's port, nil when it names it already. opensm.service starts
+// one opensm@GUID.service a port PORTS names, and its instances are
+// PartOf it: restarting it leaves the instance of that port alone.
+func portsChange(req *plan.Request, obs *Observed) *plan.Change {
+	want := RenderPorts(obs.Ports, obs.Port.GUID)
+	if bytes.Equal(want, obs.Ports) {
+		return nil
+	}
+	c := &plan.Change{Address: PortsAddr, Action: plan.Update, Activation: plan.Now, Source: req.Pos("$.subnet_manager.port"),
+		Attributes: []plan.Attr{
+			{Name: "PORTS", Before: PortsOf(obs.Ports), After: obs.Port.GUID},
+			{Name: "opensm.service", Before: "running", After: "restarted (opensm@" + obs.Port.GUID + ".service only)"},
+		},
+		Payload: &payload{file: obs.Layout.Ports, ports: true, content: want, previous: obs.Ports, restart: true, port: obs.Port}}
+	if obs.Ports == nil {
+		c.Action = plan.Create
+	}
+	return c
 }

@@ -295,7 +295,7 @@ func TestLabRejectedFileIsTakenBack(t *testing.T) {
 	p := a.plan(t, src)
 	lp := localPort(a.Host, &plan.Request{Spec: parse(t, src), Inv: mustInv(t, a.Host)})
 	bad := append(append([]byte{}, good...), "bad line without colon\n"...)
-	c := &plan.Change{Address: PartitionsAddr, Action: plan.Update, Payload: &payload{file: PartitionsFile, content: bad, previous: good, port: lp,
+	c := &plan.Change{Address: PartitionsAddr, Action: plan.Update, Payload: &payload{file: PartitionsFile, partitions: true, content: bad, previous: good, port: lp,
 		expect: expectation{pkeys: []int{0x8002, 0xffff}}}}
 	_ = p
 	err = (&Provider{}).Make(context.Background(), a.Host, c, c.Payload.(*payload))

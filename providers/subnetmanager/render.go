@@ -234,3 +234,47 @@ func formatPKeys(keys []int) string {
 	}
 	return strings.Join(s, " ")
 }
+
+// PortsOf is the PORTS value of Debian's /etc/default/opensm (a shell
+// variable file: PORTS=ALL, PORTS="0x... 0x...", PORTS=NONE), the last
+// assignment, quotes dropped; "" when none.
+func PortsOf(b []byte) string {
+	v := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if after, ok := strings.CutPrefix(l, "PORTS="); ok {
+			v = strings.Trim(after, `"'`)
+		}
+	}
+	return v
+}
+
+// RenderPorts is /etc/default/opensm with PORTS set to one port GUID: the
+// package's comments and other lines kept, every PORTS assignment
+// replaced by one, added at the end when there was none.
+func RenderPorts(b []byte, guid string) []byte {
+	line := "PORTS=" + guid
+	var out []string
+	set := false
+	lines := strings.Split(string(b), "\n")
+	if len(b) == 0 {
+		lines = nil
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "PORTS=") {
+			if !set {
+				out = append(out, line)
+				set = true
+			}
+			continue
+		}
+		out = append(out, l)
+	}
+	if !set {
+		if n := len(out); n > 0 && out[n-1] == "" {
+			out = out[:n-1]
+		}
+		out = append(out, line, "")
+	}
+	return []byte(strings.Join(out, "\n"))
+}

@@ -12,6 +12,7 @@
 package subnetmanager
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -37,28 +38,66 @@ const Kind = "subnet_manager"
 // Address is the plan address of one of opensm's files.
 func Address(file string) plan.Address { return plan.Addr(Kind, file) }
 
-// The distribution's files, as the installed opensm package has them
-// (Debian 12, opensm 3.3.23: the compiled-in defaults `opensm -c` dumps;
-// the package ships no opensm.conf).
+// Debian's files, as the installed opensm package has them (Debian 12,
+// opensm 3.3.23: the compiled-in defaults `opensm -c` dumps; the package
+// ships no opensm.conf).
 const (
 	PartitionsFile = "/etc/opensm/partitions.conf"
 	ConfFile       = "/etc/opensm/opensm.conf"
+	// PortsFile is Debian's /etc/default/opensm, whose PORTS names the
+	// ports opensm.service starts an opensm@GUID.service for.
+	PortsFile = "/etc/default/opensm"
 	// Binary is how the provider tells opensm is installed.
 	Binary = "/usr/sbin/opensm"
 )
 
-// Addresses of the two files.
+// Layout is where an installed opensm package keeps its files: the
+// directory configure's --with-opensm-conf-sub-dir gives, compiled into
+// the binary (the defaults opensm -c dumps), and how the package's units
+// choose the port.
+type Layout struct {
+	Name             string // Debian, RHEL
+	Partitions, Conf string
+	// Ports is the file whose PORTS line names the ports the package's
+	// units start opensm on, each with --guid (Debian); "" where
+	// opensm.conf's guid binds opensm to its port (RHEL's opensm.service).
+	Ports string
+}
+
+// The layouts rdmaform knows.
+var (
+	Debian = Layout{Name: "Debian", Partitions: PartitionsFile, Conf: ConfFile, Ports: PortsFile}
+	// RHEL (and Fedora): opensm.spec configures
+	// --with-opensm-conf-sub-dir=rdma and installs /etc/rdma/opensm.conf
+	// and /etc/rdma/partitions.conf; one opensm.service.
+	RHEL = Layout{Name: "RHEL", Partitions: "/etc/rdma/partitions.conf", Conf: "/etc/rdma/opensm.conf"}
+)
+
+// LayoutOf tells the layout from the opensm binary: the partitions file
+// compiled into it. Debian's when it names RHEL's path nowhere.
+func LayoutOf(binary []byte) Layout {
+	if bytes.Contains(binary, []byte(RHEL.Partitions+"\x00")) {
+		return RHEL
+	}
+	return Debian
+}
+
+// Addresses of the files.
 var (
 	PartitionsAddr = Address("partitions.conf")
 	ConfAddr       = Address("opensm.conf")
+	PortsAddr      = Address("ports")
 )
 
 // Observed is what the host says of its subnet manager.
 type Observed struct {
 	// Installed: the opensm binary is there.
 	Installed bool
-	// Partitions and Conf are the files as they are, nil when missing.
-	Partitions, Conf []byte
+	// Layout is where the installed package keeps its files.
+	Layout Layout
+	// Partitions, Conf and Ports are the files as they are, nil when
+	// missing (Ports: Debian's only).
+	Partitions, Conf, Ports []byte
 	// Port is the local InfiniBand port opensm binds to (the spec's, or
 	// the first active InfiniBand port), nil without one.
 	Port *LocalPort
@@ -93,23 +132,29 @@ type Fabric struct {
 
 // Observe implements plan.TypedProvider.
 //
-// Equivalent to: cat /etc/opensm/partitions.conf /etc/opensm/opensm.conf;
-// sminfo -C DEV -P N; sminfo -C DEV -P N -D 0; smpquery -C DEV -P N -D pkeys 0
+// Equivalent to: cat /etc/opensm/partitions.conf /etc/opensm/opensm.conf
+// /etc/default/opensm (RHEL: /etc/rdma/...); sminfo -C DEV -P N; sminfo -C DEV -P N -D 0; smpquery -C DEV -P N -D pkeys 0
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	sm := req.Spec.SubnetManager
 	if sm == nil && !req.Full {
 		return nil, nil
 	}
-	obs := &Observed{}
-	if _, err := h.FS.Stat(Binary); err == nil {
+	obs := &Observed{Layout: Debian}
+	if bin, err := h.FS.ReadFile(Binary); err == nil {
 		obs.Installed = true
+		obs.Layout = LayoutOf(bin)
 	}
 	var err error
-	if obs.Partitions, err = host.ReadOptional(h.FS, PartitionsFile); err != nil {
+	if obs.Partitions, err = host.ReadOptional(h.FS, obs.Layout.Partitions); err != nil {
 		return nil, err
 	}
-	if obs.Conf, err = host.ReadOptional(h.FS, ConfFile); err != nil {
+	if obs.Conf, err = host.ReadOptional(h.FS, obs.Layout.Conf); err != nil {
 		return nil, err
+	}
+	if obs.Layout.Ports != "" {
+		if obs.Ports, err = host.ReadOptional(h.FS, obs.Layout.Ports); err != nil {
+			return nil, err
+		}
 	}
 	obs.Port = localPort(h, req)
 	if obs.Port == nil || !obs.Installed || req.Full {
@@ -160,7 +205,12 @@ func readSysfsPKeys(h *host.Host, lp *LocalPort) ([]int, error) {
 
 // payload is what Make does to one file.
 type payload struct {
-	file     string // PartitionsFile or ConfFile
+	file string // the layout's partitions, opensm.conf or PORTS file
+	// partitions: file is the partitions file (opensm's log may refuse it).
+	partitions bool
+	// ports: file is Debian's PORTS file; opensm.service is restarted to
+	// start the instance of the spec's port.
+	ports    bool
 	content  []byte // the new file
 	previous []byte // the file it replaces, nil when there was none
 	// restart: a key changed that opensm reads only when it starts

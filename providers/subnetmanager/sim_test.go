@@ -1,0 +1,179 @@
+package subnetmanager
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/apply"
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/smlab"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
+)
+
+// simSM is a simulated dual-port InfiniBand host with opensm of a layout
+// installed and running.
+func simSM(t *testing.T, layout string) (*sim.Sim, *host.Host) {
+	t.Helper()
+	s, h := simtest.New(t, "cx6-vpi-ib", 0, func(st *sim.State) {
+		st.OpenSM = &sim.OpenSMState{Layout: layout}
+		st.Tools = append(st.Tools, "sminfo")
+	})
+	if err := h.Systemd.Start(context.Background(), "opensm.service"); err != nil {
+		t.Fatal(err)
+	}
+	return s, h
+}
+
+// simPlan plans a spec with this provider alone.
+func simPlan(t *testing.T, h *host.Host, src string) *plan.Plan {
+	t.Helper()
+	res, err := plan.Build(context.Background(), h, parse(t, src), []plan.Provider{New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Plan
+}
+
+// simApplyThenEmpty applies a spec on the simulated host and requires the
+// next plan to be empty; it returns the applied plan's summary.
+func simApplyThenEmpty(t *testing.T, h *host.Host, src string) []string {
+	t.Helper()
+	p := simPlan(t, h, src)
+	if len(p.Errors) > 0 || len(p.Changes) == 0 {
+		t.Fatalf("plan: %v", summary(p))
+	}
+	if out := apply.Run(context.Background(), h, p, []plan.Provider{New()}, apply.Options{}); out.Err != nil {
+		t.Fatalf("apply: %v", out.Err)
+	}
+	if got := summary(simPlan(t, h, src)); len(got) != 0 {
+		t.Fatalf("plan after apply is not empty: %v", got)
+	}
+	return summary(p)
+}
+
+const portSpec = `version: 1
+subnet_manager:
+  priority: 5
+  port: {device: mlx5_1, port: 1}
+  partitions:
+    - name: storage
+      pkey: 0x8002
+      members: [{guid: self, membership: full}, {guid: all_cas, membership: limited}]
+`
+
+// TestLayouts: the files are where the installed package keeps them,
+// Debian's or RHEL's (told from the binary), and the port the spec names
+// is the one opensm binds: on Debian through PORTS in /etc/default/opensm
+// (its opensm@GUID.service passes --guid, which overrides opensm.conf's
+// guid), on RHEL through opensm.conf's guid. Each applies, then plans
+// empty, and the simulated subnet manager runs on mlx5_1, not on the
+// first port.
+func TestLayouts(t *testing.T) {
+	const g1 = "0xb8599f030022626f" // mlx5_1's port GUID
+	cases := []struct {
+		layout string
+		want   []string // the applied plan
+		files  map[string]string
+		absent []string
+	}{
+		{"debian", []string{
+			"subnet_manager[opensm.conf] create: sm_priority opensm",
+			"subnet_manager[partitions.conf] create: partition storage",
+			"subnet_manager[ports] update: PORTS opensm.service",
+		}, map[string]string{
+			"/etc/opensm/opensm.conf": Header + "sm_priority 5\n",
+			"/etc/default/opensm":     strings.Replace(readHost(t, "/etc/default/opensm"), "PORTS=ALL", "PORTS="+g1, 1),
+		}, []string{"/etc/rdma/opensm.conf", "/etc/rdma/partitions.conf"}},
+		{"rhel", []string{
+			"subnet_manager[opensm.conf] create: guid sm_priority opensm",
+			"subnet_manager[partitions.conf] create: partition storage",
+		}, map[string]string{
+			"/etc/rdma/opensm.conf": Header + "guid " + g1 + "\nsm_priority 5\n",
+		}, []string{"/etc/opensm/opensm.conf", "/etc/opensm/partitions.conf", "/etc/default/opensm"}},
+	}
+	for _, c := range cases {
+		t.Run(c.layout, func(t *testing.T) {
+			_, h := simSM(t, c.layout)
+			if got := simApplyThenEmpty(t, h, portSpec); !cmp.Equal(got, c.want) {
+				t.Errorf("applied plan (-want +got):\n%s", cmp.Diff(c.want, got))
+			}
+			for f, want := range c.files {
+				if b, err := h.FS.ReadFile(f); err != nil || string(b) != want {
+					t.Errorf("%s: %q, %v; want %q", f, b, err, want)
+				}
+			}
+			for _, f := range c.absent {
+				if _, err := h.FS.Stat(f); err == nil {
+					t.Errorf("%s written on a %s host", f, c.layout)
+				}
+			}
+			dir := map[string]string{"debian": "/etc/opensm", "rhel": "/etc/rdma"}[c.layout]
+			if b, err := h.FS.ReadFile(dir + "/partitions.conf"); err != nil || !strings.Contains(string(b), "storage=0x0002 :") {
+				t.Errorf("%s/partitions.conf: %q, %v", dir, b, err)
+			}
+			// The subnet manager runs on mlx5_1, with the spec's table.
+			res, err := h.Runner.Run(context.Background(), host.Cmd{Args: []string{"sminfo"}})
+			if err != nil || !strings.Contains(string(res.Stdout), "sm guid 0xb8599f030022626f,") || !strings.Contains(string(res.Stdout), "priority 5 ") {
+				t.Errorf("sminfo: %q, %v", res.Stdout, err)
+			}
+			if keys, err := inventory.ReadPKeys(h.FS, "mlx5_1", 1); err != nil || !cmp.Equal(keys, []int{0x8002, 0xffff}) {
+				t.Errorf("mlx5_1's P_Keys: %x, %v", keys, err)
+			}
+		})
+	}
+}
+
+// readHost is a file of this machine (Debian's /etc/default/opensm as the
+// installed package has it, for the simulated Debian host's copy).
+func readHost(t *testing.T, p string) string {
+	t.Helper()
+	_, h := simtest.New(t, "cx6-vpi-ib", 0, func(st *sim.State) { st.OpenSM = &sim.OpenSMState{Layout: "debian"} })
+	b, err := h.FS.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestLayoutOf: the installed Debian binary names Debian's paths; a binary
+// that names RHEL's partitions file (as RHEL's build compiles in) is
+// RHEL's.
+func TestLayoutOf(t *testing.T) {
+	if b, err := os.ReadFile(smlab.OpenSM); err == nil {
+		if got := LayoutOf(b); got.Name != "Debian" {
+			t.Errorf("this machine's %s: %s", smlab.OpenSM, got.Name)
+		}
+	} else {
+		need.Skip(t, "%s is not installed: apt-get install opensm", smlab.OpenSM)
+	}
+	if got := LayoutOf([]byte("\x00/etc/rdma/partitions.conf\x00/etc/rdma/opensm.conf\x00")); got.Name != "RHEL" || got.Partitions != "/etc/rdma/partitions.conf" || got.Conf != "/etc/rdma/opensm.conf" || got.Ports != "" {
+		t.Errorf("RHEL's paths: %+v", got)
+	}
+}
+
+// TestRenderPorts: PORTS in Debian's /etc/default/opensm is set to the
+// port, the package's comments and the rest kept.
+func TestRenderPorts(t *testing.T) {
+	const g = "0x0002c903000a1b2c"
+	for _, c := range []struct{ in, want, before string }{
+		{"# comment\n#PORTS=\"0x1 0x2\"\n\nPORTS=ALL\n\n", "# comment\n#PORTS=\"0x1 0x2\"\n\nPORTS=" + g + "\n\n", "ALL"},
+		{"PORTS=\"0x1 0x2\"\nPORTS=NONE\n", "PORTS=" + g + "\n", "NONE"},
+		{"# no PORTS\n", "# no PORTS\nPORTS=" + g + "\n", ""},
+		{"", "PORTS=" + g + "\n", ""},
+	} {
+		if got := string(RenderPorts([]byte(c.in), g)); got != c.want {
+			t.Errorf("RenderPorts(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := PortsOf([]byte(c.in)); got != c.before {
+			t.Errorf("PortsOf(%q) = %q, want %q", c.in, got, c.before)
+		}
+	}
+}

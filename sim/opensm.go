@@ -1,0 +1,355 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rdmaform/rdmaform/host"
+)
+
+// OpenSMState is the simulated host's opensm package and what its subnet
+// manager did at its last sweep. The model is the simulator's own reading
+// of opensm (its manual and source, ../shared/reference/sm-lab.md), never
+// rdmaform's: at start, restart and SIGHUP it reads the package's
+// partitions file and opensm.conf and programs its own port's P_Key table
+// (the port's pkeys) and its priority; sminfo reports it as the master.
+// TestSimMatchesFabric holds it to the real opensm on the lab's fabric.
+type OpenSMState struct {
+	// Layout is the package's: debian (/etc/opensm, /etc/default/opensm's
+	// PORTS, opensm@GUID.service) or rhel (/etc/rdma, opensm.service).
+	Layout string `yaml:"layout"`
+	// Priority is the running subnet manager's sm_priority.
+	Priority int `yaml:"priority,omitempty"`
+	// Sweeps counts the sweeps (sminfo's activity count).
+	Sweeps int `yaml:"sweeps,omitempty"`
+	// GUID is the port it bound to at its last start or sweep.
+	GUID string `yaml:"guid,omitempty"`
+}
+
+// opensmBinary is the package's binary; the stand-in holds the partitions
+// file path compiled into the real one (configure's
+// --with-opensm-conf-sub-dir: Debian's opensm, RHEL's rdma).
+const opensmBinary = "/usr/sbin/opensm"
+
+func (o *OpenSMState) dir() string {
+	if o.Layout == "rhel" {
+		return "/etc/rdma"
+	}
+	return "/etc/opensm"
+}
+
+// renderOpenSM puts the stand-in binary in the tree.
+func (st *State) renderOpenSM(root string) error {
+	if st.OpenSM == nil {
+		return nil
+	}
+	p := filepath.Join(root, opensmBinary)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	body := "#!/bin/sh\n# stands for opensm on the simulated host\nexit 0\n\x00partition_config_file " + st.OpenSM.dir() + "/partitions.conf\x00" + st.OpenSM.dir() + "/opensm.conf\x00"
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		return err
+	}
+	d := filepath.Join(root, "/etc/default/opensm")
+	if _, err := os.Lstat(d); st.OpenSM.Layout == "rhel" || err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(d, []byte(debianDefaults), 0o644)
+}
+
+// debianDefaults is /etc/default/opensm as Debian 12's opensm 3.3.23
+// installs it.
+const debianDefaults = `# Lists gid the ports to start opensm on.
+# ibstat -p will list the gids on the system.
+# You can also specify ALL or NONE
+# ALL: Start opensm on all ports
+# NONE: Do no start opensm
+
+#PORTS="0x0002c9030002fce9 0x0002c9030002fb06"
+
+PORTS=ALL
+
+
+
+
+`
+
+// isOpenSMUnit: the package's units, opensm.service and Debian's
+// opensm@GUID.service instances.
+func isOpenSMUnit(name string) bool {
+	return name == "opensm.service" || (strings.HasPrefix(name, "opensm@") && strings.HasSuffix(name, ".service"))
+}
+
+// smPort is the port the subnet manager binds to: opensm.conf's guid (a
+// running Debian instance's GUID), else the first ACTIVE InfiniBand port.
+func (st *State) smPort(guid string) (*Device, *Port) {
+	var fd *Device
+	var fp *Port
+	for _, d := range st.Devices {
+		for _, p := range d.Ports {
+			if p.LinkLayer != "InfiniBand" {
+				continue
+			}
+			if guid != "" && portGUID(d) == guid {
+				return d, p
+			}
+			if fp == nil && p.State == "ACTIVE" {
+				fd, fp = d, p
+			}
+		}
+	}
+	if guid != "" {
+		return nil, nil
+	}
+	return fd, fp
+}
+
+// portGUID is port 1's GUID as opensm and sminfo print it in full: an
+// mlx5 port's GUID is its node GUID (0x0002c903000a1b2c).
+func portGUID(d *Device) string {
+	return "0x" + strings.ReplaceAll(strings.ToLower(d.NodeGUID), ":", "")
+}
+
+// sweep is one sweep of the simulated subnet manager: the files as the
+// tree has them now, into the SM port's P_Key table and the priority.
+// The caller holds the lock.
+func (s *Sim) sweepLocked(st *State) {
+	o := st.OpenSM
+	if o == nil {
+		return
+	}
+	read := func(p string) string {
+		b, _ := os.ReadFile(filepath.Join(s.Dir, p))
+		return string(b)
+	}
+	conf := map[string]string{}
+	for _, l := range strings.Split(read(o.dir()+"/opensm.conf"), "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		if f := strings.Fields(l); len(f) >= 2 {
+			conf[f[0]] = f[1]
+		}
+	}
+	guid := conf["guid"]
+	for _, u := range st.units().Units {
+		if strings.HasPrefix(u.Name, "opensm@") && u.Active {
+			guid = strings.TrimSuffix(strings.TrimPrefix(u.Name, "opensm@"), ".service")
+		}
+	}
+	o.Priority, _ = strconv.Atoi(conf["sm_priority"])
+	o.Sweeps++
+	d, p := st.smPort(guid)
+	if p == nil {
+		o.GUID = ""
+		return
+	}
+	o.GUID = portGUID(d)
+	p.PKeys = smPKeys(read(o.dir()+"/partitions.conf"), portGUID(d))
+}
+
+// smPKeys is the table opensm gives its own port for a partitions file:
+// index 0 the default partition, where the SM's port is a full member
+// whatever the file says (osm_prtn.c adds it so), then each partition
+// the port is a member of, in file order, with the full-member bit for
+// full, both keys for both. A file without a Default entry gets opensm's
+// own (ALL=limited, SELF=full). Members: its GUID, ALL, ALL_CAS, SELF.
+func smPKeys(file, guid string) []int {
+	var body strings.Builder
+	for _, l := range strings.Split(file, "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		body.WriteString(" " + l)
+	}
+	keys := []int{0xffff}
+	for _, e := range strings.Split(body.String(), ";") {
+		head, members, ok := strings.Cut(e, ":")
+		if !ok {
+			continue
+		}
+		flags := strings.Split(head, ",")
+		_, key, _ := strings.Cut(flags[0], "=")
+		k, err := strconv.ParseInt(strings.TrimSpace(key), 0, 32)
+		if err != nil || k&0x7fff == 0x7fff {
+			continue
+		}
+		def := "limited"
+		for _, f := range flags[1:] {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(f), "defmember="); ok {
+				def = v
+			}
+		}
+		full, limited, both := false, false, false
+		for _, m := range strings.Split(members, ",") {
+			who, how, _ := strings.Cut(strings.TrimSpace(m), "=")
+			if how == "" {
+				how = def
+			}
+			switch strings.ToLower(strings.TrimSpace(who)) {
+			case "all", "all_cas", "self", guid:
+				full = full || how == "full"
+				limited = limited || how == "limited"
+				both = both || how == "both"
+			}
+		}
+		base := int(k) & 0x7fff
+		if full || both {
+			keys = append(keys, base|0x8000)
+		}
+		if both || (limited && !full) {
+			keys = append(keys, base)
+		}
+	}
+	return keys
+}
+
+// smSignal is what a signal to an opensm unit does: SIGHUP sweeps.
+func (s *Sim) smSignal(st *State, name string, sig syscall.Signal) {
+	if isOpenSMUnit(name) && sig == syscall.SIGHUP {
+		s.sweepLocked(st)
+	}
+}
+
+// smStopped: Debian's instances are PartOf opensm.service.
+func smStopped(st *State, name string) {
+	if name != "opensm.service" || st.OpenSM == nil {
+		return
+	}
+	for _, u := range st.units().Units {
+		if strings.HasPrefix(u.Name, "opensm@") {
+			u.Active = false
+		}
+	}
+}
+
+// smStarted is what starting an opensm unit does: Debian's opensm.service
+// (a oneshot) starts one opensm@GUID.service a port /etc/default/opensm's
+// PORTS names (ALL: every InfiniBand port), its instances stopping with
+// it; then the subnet manager sweeps.
+func (s *Sim) smStarted(st *State, name string) {
+	o := st.OpenSM
+	if o == nil || !isOpenSMUnit(name) {
+		return
+	}
+	if name == "opensm.service" && o.Layout != "rhel" {
+		b, _ := os.ReadFile(filepath.Join(s.Dir, "/etc/default/opensm"))
+		ports := "ALL"
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "PORTS="); ok {
+				ports = strings.Trim(v, `"'`)
+			}
+		}
+		var guids []string
+		if ports == "ALL" {
+			for _, d := range st.Devices {
+				for _, p := range d.Ports {
+					if p.LinkLayer == "InfiniBand" && p.Num == 1 {
+						guids = append(guids, portGUID(d))
+					}
+				}
+			}
+		} else if ports != "NONE" {
+			guids = strings.Fields(ports)
+		}
+		sd := st.units()
+		for _, u := range sd.Units {
+			if strings.HasPrefix(u.Name, "opensm@") {
+				u.Active = false
+			}
+		}
+		for _, g := range guids {
+			n := "opensm@" + g + ".service"
+			if u := sd.unit(n); u != nil {
+				u.Active = true
+			} else {
+				sd.Units = append(sd.Units, &Unit{Name: n, File: "indirect", Active: true})
+			}
+		}
+		sd.sortUnits()
+	}
+	s.sweepLocked(st)
+}
+
+// smRunning is the running subnet manager's port GUID, "" when none runs.
+func (st *State) smRunning() string {
+	if st.OpenSM == nil {
+		return ""
+	}
+	for _, u := range st.units().Units {
+		if isOpenSMUnit(u.Name) && u.Active && (u.Name != "opensm.service" || st.OpenSM.Layout == "rhel") {
+			return st.OpenSM.GUID
+		}
+	}
+	return ""
+}
+
+// sminfoTool emulates infiniband-diags' sminfo (44.0): the master subnet
+// manager (this host's, the only one the simulated fabric has), with -D 0
+// too. Its line as the lab's real sminfo prints it; with no subnet
+// manager, the lab's real failure (exit 255).
+func sminfoTool(_ context.Context, s *Sim, _ []string, _ []byte) (string, string, int) {
+	var out string
+	s.view(func(st *State) {
+		g := st.smRunning()
+		if g == "" {
+			return
+		}
+		short := "0x" + strings.TrimLeft(strings.TrimPrefix(g, "0x"), "0")
+		out = fmt.Sprintf("sminfo: sm lid 1 sm guid %s, activity count %d priority %d state 3 SMINFO_MASTER\n", short, 100+st.OpenSM.Sweeps, st.OpenSM.Priority)
+	})
+	if out == "" {
+		return "sminfo: iberror: failed: query\n", "ibwarn: [4242] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0)\n", 255
+	}
+	return out, "", 0
+}
+
+// Signal implements host.UnitSignaller: a signal to an active unit's main
+// process (SIGHUP makes opensm sweep).
+func (m *simSystemd) Signal(ctx context.Context, name string, sig syscall.Signal) error {
+	m.record(fmt.Sprintf("KillUnit %s main %d", name, int(sig)))
+	if err := m.sim.inject(faultSystemd, "KillUnit", name); err != nil {
+		return unlessDropped(err)
+	}
+	st, err := m.Unit(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !st.Active() {
+		return fmt.Errorf("kill %s: No main process to kill", name)
+	}
+	return m.sim.mutate(false, func(s *State) error {
+		m.sim.smSignal(s, name, sig)
+		return nil
+	})
+}
+
+// Restart implements host.UnitSignaller.
+func (m *simSystemd) Restart(ctx context.Context, name string) error {
+	if err := m.job(ctx, name, false); err != nil {
+		return err
+	}
+	return m.Start(ctx, name)
+}
+
+// MainPID implements host.UnitSignaller: a fixed PID while the unit runs;
+// none for Debian's opensm.service, a oneshot that only starts instances.
+func (m *simSystemd) MainPID(ctx context.Context, name string) (int, error) {
+	st, err := m.Unit(ctx, name)
+	if err != nil || !st.Active() {
+		return 0, err
+	}
+	oneshot := false
+	m.sim.view(func(s *State) { oneshot = name == "opensm.service" && s.OpenSM != nil && s.OpenSM.Layout != "rhel" })
+	if oneshot {
+		return 0, nil
+	}
+	return 4242, nil
+}
+
+var _ host.UnitSignaller = (*simSystemd)(nil)
