@@ -27,8 +27,9 @@ type OpenSMState struct {
 	Priority int `yaml:"priority,omitempty"`
 	// Sweeps counts the sweeps (sminfo's activity count).
 	Sweeps int `yaml:"sweeps,omitempty"`
-	// GUID is the port it bound to at its last start or sweep.
-	GUID string `yaml:"guid,omitempty"`
+	// GUIDs are the ports it runs on (one a Debian instance), as at its
+	// last start or sweep.
+	GUIDs []string `yaml:"guids,omitempty"`
 }
 
 // opensmBinary is the package's binary; the stand-in holds the partitions
@@ -138,36 +139,43 @@ func (s *Sim) sweepLocked(st *State) {
 			conf[f[0]] = f[1]
 		}
 	}
-	guid := conf["guid"]
+	var guids []string
 	for _, u := range st.units().Units {
 		if strings.HasPrefix(u.Name, "opensm@") && u.Active {
-			guid = strings.TrimSuffix(strings.TrimPrefix(u.Name, "opensm@"), ".service")
+			guids = append(guids, strings.TrimSuffix(strings.TrimPrefix(u.Name, "opensm@"), ".service"))
 		}
+	}
+	if len(guids) == 0 {
+		guids = []string{conf["guid"]}
 	}
 	o.Priority, _ = strconv.Atoi(conf["sm_priority"])
 	o.Sweeps++
-	d, p := st.smPort(guid)
-	if p == nil {
-		o.GUID = ""
-		return
+	o.GUIDs = nil
+	for _, g := range guids {
+		d, p := st.smPort(g)
+		if p == nil {
+			continue
+		}
+		o.GUIDs = append(o.GUIDs, portGUID(d))
+		p.PKeys = smPKeys(read(o.dir()+"/partitions.conf"), portGUID(d))
 	}
-	o.GUID = portGUID(d)
-	p.PKeys = smPKeys(read(o.dir()+"/partitions.conf"), portGUID(d))
 }
 
 // smPKeys is the table opensm gives its own port for a partitions file:
-// index 0 the default partition, where the SM's port is a full member
-// whatever the file says (osm_prtn.c adds it so), then each partition
-// the port is a member of, in file order, with the full-member bit for
-// full, both keys for both. A file without a Default entry gets opensm's
-// own (ALL=limited, SELF=full). Members: its GUID, ALL, ALL_CAS, SELF.
+// each partition the port is a member of (the file's Default too), in
+// file order, with the full-member bit for full, both keys for both; of
+// several members that name the port the last decides. A file without a Default entry gets opensm's own
+// (ALL=limited, SELF=full). Members: its GUID, ALL, ALL_CAS, SELF.
 func smPKeys(file, guid string) []int {
 	var body strings.Builder
 	for _, l := range strings.Split(file, "\n") {
 		l, _, _ = strings.Cut(l, "#")
 		body.WriteString(" " + l)
 	}
-	keys := []int{0xffff}
+	var keys []int
+	if !hasDefault(body.String()) {
+		keys = []int{0xffff} // opensm's own Default: ALL=limited, SELF=full
+	}
 	for _, e := range strings.Split(body.String(), ";") {
 		head, members, ok := strings.Cut(e, ":")
 		if !ok {
@@ -176,7 +184,7 @@ func smPKeys(file, guid string) []int {
 		flags := strings.Split(head, ",")
 		_, key, _ := strings.Cut(flags[0], "=")
 		k, err := strconv.ParseInt(strings.TrimSpace(key), 0, 32)
-		if err != nil || k&0x7fff == 0x7fff {
+		if err != nil {
 			continue
 		}
 		def := "limited"
@@ -185,24 +193,22 @@ func smPKeys(file, guid string) []int {
 				def = v
 			}
 		}
-		full, limited, both := false, false, false
+		how := ""
 		for _, m := range strings.Split(members, ",") {
-			who, how, _ := strings.Cut(strings.TrimSpace(m), "=")
-			if how == "" {
-				how = def
+			who, h, _ := strings.Cut(strings.TrimSpace(m), "=")
+			if h == "" {
+				h = def
 			}
 			switch strings.ToLower(strings.TrimSpace(who)) {
 			case "all", "all_cas", "self", guid:
-				full = full || how == "full"
-				limited = limited || how == "limited"
-				both = both || how == "both"
+				how = h // the last one that names the port
 			}
 		}
 		base := int(k) & 0x7fff
-		if full || both {
+		if how == "full" || how == "both" {
 			keys = append(keys, base|0x8000)
 		}
-		if both || (limited && !full) {
+		if how == "limited" || how == "both" {
 			keys = append(keys, base)
 		}
 	}
@@ -276,27 +282,42 @@ func (s *Sim) smStarted(st *State, name string) {
 	s.sweepLocked(st)
 }
 
-// smRunning is the running subnet manager's port GUID, "" when none runs.
-func (st *State) smRunning() string {
+// smRunning is the GUID of the subnet manager that runs on a device's
+// port (any, for ""), "" when none runs there.
+func (st *State) smRunning(dev string) string {
 	if st.OpenSM == nil {
 		return ""
 	}
+	running := false
 	for _, u := range st.units().Units {
-		if isOpenSMUnit(u.Name) && u.Active && (u.Name != "opensm.service" || st.OpenSM.Layout == "rhel") {
-			return st.OpenSM.GUID
+		running = running || (isOpenSMUnit(u.Name) && u.Active && (u.Name != "opensm.service" || st.OpenSM.Layout == "rhel"))
+	}
+	if !running {
+		return ""
+	}
+	for _, g := range st.OpenSM.GUIDs {
+		if d := st.Device(dev); dev == "" || (d != nil && portGUID(d) == g) {
+			return g
 		}
 	}
 	return ""
 }
 
-// sminfoTool emulates infiniband-diags' sminfo (44.0): the master subnet
-// manager (this host's, the only one the simulated fabric has), with -D 0
-// too. Its line as the lab's real sminfo prints it; with no subnet
-// manager, the lab's real failure (exit 255).
-func sminfoTool(_ context.Context, s *Sim, _ []string, _ []byte) (string, string, int) {
+// sminfoTool emulates infiniband-diags' sminfo (44.0) as the lab's
+// fabric answers it: through -C DEV (default: any port), the master is
+// this host's subnet manager on that port's fabric (each port its own
+// fabric); -D 0 asks the same. Its line as the real sminfo prints it;
+// with no subnet manager there, the lab's real failure (exit 255).
+func sminfoTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
+	dev := ""
+	for i, a := range args {
+		if a == "-C" && i+1 < len(args) {
+			dev = args[i+1]
+		}
+	}
 	var out string
 	s.view(func(st *State) {
-		g := st.smRunning()
+		g := st.smRunning(dev)
 		if g == "" {
 			return
 		}
@@ -353,3 +374,17 @@ func (m *simSystemd) MainPID(ctx context.Context, name string) (int, error) {
 }
 
 var _ host.UnitSignaller = (*simSystemd)(nil)
+
+// hasDefault: the file has the default partition (P_Key 0x7fff).
+func hasDefault(body string) bool {
+	for _, e := range strings.Split(body, ";") {
+		head, _, _ := strings.Cut(e, ":")
+		first, _, _ := strings.Cut(head, ",")
+		if _, key, ok := strings.Cut(first, "="); ok {
+			if k, err := strconv.ParseInt(strings.TrimSpace(key), 0, 32); err == nil && k&0x7fff == 0x7fff {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -309,7 +309,9 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 	case "masked":
 		return fmt.Errorf("%s %s: Unit %s is masked.", verb, name, name)
 	}
-	return m.sim.mutate(true, func(s *State) error {
+	// An opensm unit's sweep changes P_Key tables: the tree is rendered
+	// again.
+	return m.sim.mutate(!isOpenSMUnit(name), func(s *State) error {
 		sd := s.units()
 		u := sd.unit(name)
 		if u == nil {

@@ -19,7 +19,10 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		return prop
 	}
 	const path = "$.subnet_manager"
-	prop.Managed = append(prop.Managed, plan.Managed{Address: ConfAddr, Path: path}, plan.Managed{Address: PartitionsAddr, Path: path})
+	prop.Managed = append(prop.Managed, plan.Managed{Address: ConfAddr, Path: path})
+	if sm.Partitions != nil {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: PartitionsAddr, Path: path + ".partitions"})
+	}
 	if !hasInfiniBand(req) {
 		prop.Errors = append(prop.Errors, req.Finding(path, "a subnet manager serves an InfiniBand fabric, and this host has no InfiniBand port"))
 		return prop
@@ -30,6 +33,12 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	}
 	if errs := ethernetMembers(req); len(errs) > 0 {
 		prop.Errors = append(prop.Errors, errs...)
+		return prop
+	}
+	if sm.Partitions != nil && len(sm.Partitions) == 0 {
+		// Seen in the lab: opensm logs "Partition configuration in error;
+		// retrying with default config" for a file without an entry.
+		prop.Errors = append(prop.Errors, req.Finding(path+".partitions", "opensm refuses a partitions file without a partition (it falls back to its default one): list at least one, or leave partitions out to keep the file as it is"))
 		return prop
 	}
 	if !obs.Installed {
@@ -62,8 +71,9 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	if c := confChange(req, obs, wantConf, exp); c != nil {
 		prop.Changes = append(prop.Changes, c)
 	}
+	// Without partitions in the spec, the file is left as it is.
 	wantParts := RenderPartitions(sm)
-	if !bytes.Equal(wantParts, obs.Partitions) {
+	if sm.Partitions != nil && !bytes.Equal(wantParts, obs.Partitions) {
 		action := plan.Update
 		if obs.Partitions == nil {
 			action = plan.Create

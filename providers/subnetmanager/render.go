@@ -184,13 +184,26 @@ func ParseConf(b []byte) map[string]string {
 
 // ExpectedPKeys is the P_Key table the subnet manager programs into its
 // own port for a spec: each partition the port is a member of, with the
-// full-member bit where its membership is full (both: both keys), and
-// the default partition, where opensm's port is always a full member.
+// full-member bit where its membership is full (both: both keys). The
+// default partition is one of them when the spec has it (seen in the
+// lab: Default=0x7fff : ALL=limited makes opensm's own port a limited
+// member, 0x7fff); without it opensm adds its own, where its port is a
+// full member (Default=0x7fff : ALL=limited, SELF=full). Where several
+// members name the port (its GUID, ALL, ALL_CAS, SELF), the last one
+// decides, as opensm reads them: seen in the lab, "GUID=full,
+// ALL_CAS=limited" makes the port a limited member and
+// "ALL_CAS=limited, GUID=full" a full one.
 func ExpectedPKeys(sm *schema.SubnetManager, guid string) []int {
-	member := map[int]map[string]bool{schema.DefaultPartitionPKey: {"full": true}}
+	keys := []int{schema.DefaultPartitionPKey | 0x8000}
+	for i := range sm.Partitions {
+		if sm.Partitions[i].PartitionKey() == schema.DefaultPartitionPKey {
+			keys = nil
+		}
+	}
 	for i := range sm.Partitions {
 		pt := &sm.Partitions[i]
 		k := pt.PartitionKey()
+		ms := ""
 		for _, m := range pt.Members {
 			g := strings.ToLower(m.GUID)
 			switch g {
@@ -200,30 +213,23 @@ func ExpectedPKeys(sm *schema.SubnetManager, guid string) []int {
 					continue
 				}
 			}
-			ms := m.Membership
+			ms = m.Membership
 			if ms == "" {
 				ms = pt.DefaultMembership
 			}
 			if ms == "" {
 				ms = "limited"
 			}
-			if member[k] == nil {
-				member[k] = map[string]bool{}
-			}
-			member[k][ms] = true
 		}
-	}
-	var keys []int
-	for k, ms := range member {
-		if ms["full"] || ms["both"] {
+		if ms == "full" || ms == "both" {
 			keys = append(keys, k|0x8000)
 		}
-		if ms["both"] || (ms["limited"] && !ms["full"]) {
+		if ms == "limited" || ms == "both" {
 			keys = append(keys, k)
 		}
 	}
 	sort.Ints(keys)
-	return keys
+	return slices.Compact(keys)
 }
 
 // formatPKeys writes a table as people read it: 0x8002 0xffff.

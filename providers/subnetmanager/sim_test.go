@@ -66,7 +66,7 @@ subnet_manager:
   partitions:
     - name: storage
       pkey: 0x8002
-      members: [{guid: self, membership: full}, {guid: all_cas, membership: limited}]
+      members: [{guid: all_cas, membership: limited}, {guid: self, membership: full}]
 `
 
 // TestLayouts: the files are where the installed package keeps them,
