@@ -370,7 +370,24 @@ func (m *simSystemd) MainPID(ctx context.Context, name string) (int, error) {
 	if oneshot {
 		return 0, nil
 	}
-	return 4242, nil
+	return smMainPID, nil
+}
+
+// smMainPID is the main process of a running opensm unit.
+const smMainPID = 4242
+
+// opensmComm is the name of that process: opensm itself for Debian's
+// instances; RHEL's opensm.service runs /usr/libexec/opensm-launch, a
+// shell loop that runs opensm as its child (its systemctl status: "Main
+// PID: 50757 (opensm-launch)").
+func (st *State) opensmComm() string {
+	switch {
+	case st.OpenSM == nil:
+		return ""
+	case st.OpenSM.Layout == "rhel":
+		return "opensm-launch"
+	}
+	return "opensm"
 }
 
 var _ host.UnitSignaller = (*simSystemd)(nil)

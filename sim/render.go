@@ -538,6 +538,9 @@ func (s *State) renderProc(t *tree) {
 	for _, p := range s.Processes {
 		t.file(fmt.Sprintf("/proc/%d/comm", p.PID), p.Comm+"\n")
 	}
+	if c := s.opensmComm(); c != "" {
+		t.file(fmt.Sprintf("/proc/%d/comm", smMainPID), c+"\n")
+	}
 	t.file("/proc/mounts", "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\nconfigfs /sys/kernel/config configfs rw,nosuid,nodev,noexec,relatime 0 0\n")
 }
 

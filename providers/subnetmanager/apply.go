@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,7 +47,7 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 		return nil // opensm reads the file when it starts
 	}
 	logs := logSizes(h, pl.port)
-	if err := kick(ctx, sig, units, pl.restart); err != nil {
+	if err := kick(ctx, h, sig, units, pl.restart); err != nil {
 		return fmt.Errorf("%s: %w", c.Address, err)
 	}
 	proof := prove(ctx, h, pl, logs)
@@ -60,7 +61,7 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 	if err := restore(h, pl); err != nil {
 		return fmt.Errorf("%s: %v; putting the previous %s back: %w", c.Address, proof, pl.file, err)
 	}
-	if err := kick(ctx, sig, units, pl.restart); err != nil {
+	if err := kick(ctx, h, sig, units, pl.restart); err != nil {
 		return fmt.Errorf("%s: %v; the previous file is back, but opensm was not told: %w", c.Address, proof, err)
 	}
 	return fmt.Errorf("%s: %w: %v", c.Address, ErrRejected, proof)
@@ -122,10 +123,14 @@ func runningUnits(ctx context.Context, h *host.Host, lp *LocalPort) ([]string, h
 	return running, sig, nil
 }
 
-func kick(ctx context.Context, sig host.UnitSignaller, units []string, restart bool) error {
+// kick has opensm take its files: SIGHUP to the unit's main process, or
+// a restart where the change needs one or the main process is not
+// opensm (RHEL's opensm.service runs it under the opensm-launch shell
+// loop, which a SIGHUP would end).
+func kick(ctx context.Context, h *host.Host, sig host.UnitSignaller, units []string, restart bool) error {
 	for _, u := range units {
 		var err error
-		if restart {
+		if restart || !mainIsOpenSM(ctx, h, sig, u) {
 			err = sig.Restart(ctx, u)
 		} else {
 			err = sig.Signal(ctx, u, syscall.SIGHUP)
@@ -283,4 +288,15 @@ func startPort(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) e
 		case <-tick.C:
 		}
 	}
+}
+
+// mainIsOpenSM: the unit's main process is opensm (/proc/PID/comm); true
+// when it cannot tell, as SIGHUP is what opensm's units take.
+func mainIsOpenSM(ctx context.Context, h *host.Host, sig host.UnitSignaller, unit string) bool {
+	pid, err := sig.MainPID(ctx, unit)
+	if err != nil || pid <= 0 {
+		return true
+	}
+	comm, err := host.ReadAttr(h.FS, "/proc/"+strconv.Itoa(pid)+"/comm")
+	return err != nil || comm == "opensm"
 }

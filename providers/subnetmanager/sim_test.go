@@ -83,6 +83,7 @@ func TestLayouts(t *testing.T) {
 		want   []string // the applied plan
 		files  map[string]string
 		absent []string
+		tell   []string // how opensm is told of the last change
 	}{
 		{"debian", []string{
 			"subnet_manager[opensm.conf] create: sm_priority opensm",
@@ -91,17 +92,19 @@ func TestLayouts(t *testing.T) {
 		}, map[string]string{
 			"/etc/opensm/opensm.conf": Header + "sm_priority 5\n",
 			"/etc/default/opensm":     strings.Replace(readHost(t, "/etc/default/opensm"), "PORTS=ALL", "PORTS="+g1, 1),
-		}, []string{"/etc/rdma/opensm.conf", "/etc/rdma/partitions.conf"}},
+		}, []string{"/etc/rdma/opensm.conf", "/etc/rdma/partitions.conf"},
+			[]string{"KillUnit opensm@" + g1 + ".service main 1"}},
 		{"rhel", []string{
 			"subnet_manager[opensm.conf] create: guid sm_priority opensm",
 			"subnet_manager[partitions.conf] create: partition storage",
 		}, map[string]string{
 			"/etc/rdma/opensm.conf": Header + "guid " + g1 + "\nsm_priority 5\n",
-		}, []string{"/etc/opensm/opensm.conf", "/etc/opensm/partitions.conf", "/etc/default/opensm"}},
+		}, []string{"/etc/opensm/opensm.conf", "/etc/opensm/partitions.conf", "/etc/default/opensm"},
+			[]string{"StopUnit opensm.service replace"}},
 	}
 	for _, c := range cases {
 		t.Run(c.layout, func(t *testing.T) {
-			_, h := simSM(t, c.layout)
+			s, h := simSM(t, c.layout)
 			if got := simApplyThenEmpty(t, h, portSpec); !cmp.Equal(got, c.want) {
 				t.Errorf("applied plan (-want +got):\n%s", cmp.Diff(c.want, got))
 			}
@@ -126,6 +129,18 @@ func TestLayouts(t *testing.T) {
 			}
 			if keys, err := inventory.ReadPKeys(h.FS, "mlx5_1", 1); err != nil || !cmp.Equal(keys, []int{0x8002, 0xffff}) {
 				t.Errorf("mlx5_1's P_Keys: %x, %v", keys, err)
+			}
+			// A changed partition: SIGHUP to Debian's opensm@GUID.service;
+			// RHEL's opensm.service runs opensm under a shell, so a restart.
+			simApplyThenEmpty(t, h, strings.Replace(portSpec, "0x8002", "0x8003", 1))
+			var signalled []string
+			for _, call := range s.Calls() {
+				if strings.HasPrefix(call, "systemd1 KillUnit ") || strings.HasPrefix(call, "systemd1 StopUnit opensm") {
+					signalled = append(signalled, strings.TrimPrefix(call, "systemd1 "))
+				}
+			}
+			if want := c.tell; len(signalled) == 0 || !cmp.Equal(signalled[len(signalled)-1:], want) {
+				t.Errorf("opensm told by %q, want %q last", signalled, want)
 			}
 		})
 	}
