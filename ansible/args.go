@@ -22,6 +22,9 @@ const (
 	// Confirmed keeps the changes of an apply run with confirm_timeout:
 	// rdmaform confirm. It needs no spec.
 	Confirmed
+	// Facts reads the host's RDMA devices (rdmaform facts) into the
+	// Ansible fact rdmaform. It needs no spec and changes nothing.
+	Facts
 )
 
 func (s State) String() string {
@@ -32,6 +35,8 @@ func (s State) String() string {
 		return "planned"
 	case Confirmed:
 		return "confirmed"
+	case Facts:
+		return "facts"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -90,8 +95,10 @@ func ParseArgs(data []byte) (Args, error) {
 					a.State = Planned
 				case "confirmed":
 					a.State = Confirmed
+				case "facts":
+					a.State = Facts
 				default:
-					err = fmt.Errorf("must be applied, planned or confirmed, not %q", s)
+					err = fmt.Errorf("must be applied, planned, confirmed or facts, not %q", s)
 				}
 			}
 		case "confirm_timeout":
@@ -120,9 +127,9 @@ func ParseArgs(data []byte) (Args, error) {
 		errs = append(errs, fmt.Errorf("unsupported parameters: %s (supported: %s)", strings.Join(unknown, ", "), strings.Join(params, ", ")))
 	}
 	switch {
-	case a.State == Confirmed:
-		// rdmaform confirm reads no spec; one given (arguments shared with
-		// the apply task) is not read.
+	case a.State == Confirmed || a.State == Facts:
+		// rdmaform confirm and facts read no spec; one given (arguments
+		// shared with the apply task) is not read.
 	case a.Spec == "" && a.Content == "":
 		errs = append(errs, errors.New("give spec (a path on the target) or content (the spec itself)"))
 	case a.Spec != "" && a.Content != "":

@@ -56,6 +56,9 @@ type Result struct {
 	StdoutLines []string `json:"stdout_lines,omitempty"`
 	StderrLines []string `json:"stderr_lines,omitempty"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// AnsibleFacts, with state facts, is {"rdmaform": rdmaform facts -o
+	// json}: the host's RDMA devices as the fact ansible_facts.rdmaform.
+	AnsibleFacts map[string]any `json:"ansible_facts,omitempty"`
 	// Rdmaform is the module's build (version, commit, Go, platform): which
 	// rdmaform ran on the host.
 	Rdmaform version.Info `json:"rdmaform"`
@@ -110,8 +113,11 @@ func Run(args []string, env cli.Env) Result {
 		return failed(plan.ExitError, err.Error())
 	}
 	m := &module{args: a, env: env}
-	if a.State == Confirmed {
+	switch a.State {
+	case Confirmed:
 		return m.confirm()
+	case Facts:
+		return m.facts()
 	}
 	return m.run()
 }
@@ -184,6 +190,27 @@ func (m *module) plan() (*plan.Plan, int, error) {
 		return nil, out.code, errors.New(msg)
 	}
 	return out.res.Plan, out.code, nil
+}
+
+// facts runs rdmaform facts and returns the document it made as the
+// fact rdmaform; it changes nothing, in check mode or not.
+//
+// Equivalent to: rdmaform [--sim DIR|--root DIR] facts
+func (m *module) facts() Result {
+	var stdout, stderr bytes.Buffer
+	code, r := cli.RunResults(append(m.hostArgs(), "facts"), cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Environ: m.env.Environ, Ctx: m.env.Ctx})
+	if code != plan.ExitOK || r == nil || r.Facts == nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = fmt.Sprintf("rdmaform facts exited %d", code)
+		}
+		return failed(code, msg)
+	}
+	n := len(r.Facts.Devices)
+	return Result{
+		Msg: fmt.Sprintf("%d RDMA %s", n, plural(n, "device", "devices")), Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
+		AnsibleFacts: map[string]any{"rdmaform": r.Facts}, StderrLines: lines(stderr.String()),
+	}
 }
 
 func (m *module) run() Result {

@@ -119,6 +119,8 @@ type Results struct {
 	Plan *plan.Plan
 	// Report is what apply.Converge did for `apply`.
 	Report *apply.Report
+	// Facts is what `facts` found.
+	Facts *FactsDoc
 }
 
 const exitCodesHelp = `Exit codes (every command):
@@ -200,7 +202,7 @@ would change, apply changes it and proves it by planning again.
 	root.PersistentFlags().StringVar(&a.rootDir, "root", "", "read and write sysfs, configfs, /etc and /run under `DIR` (offline rendering, tests)")
 	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")
 	root.MarkFlagsMutuallyExclusive("root", "sim")
-	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.probeCmd(), a.showPlanCmd(), a.rollbackCmd(), a.simCmd(), a.statusCmd(), a.versionCmd(), a.wavesCmd())
+	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.probeCmd(), a.showPlanCmd(), a.rollbackCmd(), a.simCmd(), a.statusCmd(), a.versionCmd(), a.wavesCmd(), a.factsCmd())
 	root.SetHelpTemplate(root.HelpTemplate())
 	return root
 }

@@ -48,6 +48,9 @@ type Device struct {
 	// "" when the function has no VPD or it cannot be read.
 	PartNumber string `json:"part_number,omitempty"`
 	Serial     string `json:"serial,omitempty"`
+	// NUMANode is the PCI function's NUMA node (BusPCI/BDF/numa_node);
+	// -1 when the kernel knows none (one node, or no PCI function).
+	NUMANode int `json:"numa_node"`
 	// Parent is the netdev of a software device (rxe's parent file).
 	Parent string  `json:"parent,omitempty"`
 	Ports  []*Port `json:"ports"`
@@ -238,8 +241,12 @@ func readDevice(f host.FS, name string) (*Device, error) {
 	if link, err := f.Readlink(path.Join(base, "device")); err == nil {
 		d.PCI = path.Base(link)
 	}
+	d.NUMANode = -1
 	if d.PCI != "" && d.Parent == "" {
 		readVPD(f, d)
+		if n, err := strconv.Atoi(attrAt(f, path.Join(BusPCI, d.PCI, "numa_node"))); err == nil && n >= 0 {
+			d.NUMANode = n
+		}
 	}
 	ports, err := f.ReadDir(path.Join(base, "ports"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -274,6 +281,12 @@ func readDevice(f host.FS, name string) (*Device, error) {
 	}
 	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
 	return d, nil
+}
+
+// attrAt reads one sysfs attribute, "" when it cannot be read.
+func attrAt(f host.FS, p string) string {
+	s, _ := host.ReadAttr(f, p)
+	return s
 }
 
 // readVPD reads the part number and serial of a PCI function from its

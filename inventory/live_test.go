@@ -58,6 +58,9 @@ var cx6Fixture = []sysfsns.Entry{
 	sysfsns.File(pf0+"/vendor", "0x15b3\n"),
 	sysfsns.File(pf0+"/device", "0x101b\n"),
 	sysfsns.File(pf0+"/class", "0x020700\n"),
+	// Its NUMA node (numa_node; function 1 says -1, as the kernel does
+	// when it knows none).
+	sysfsns.File(pf0+"/numa_node", "1\n"),
 	// The card's VPD, binary (function 1 has no vpd file: a function
 	// whose VPD cannot be read has no part number or serial).
 	sysfsns.Binary(pf0+"/vpd", mellanoxVPD("ConnectX-6 VPI adapter card, HDR IB (200Gb/s) and 200GbE, dual-port QSFP56", "MCX653106A-HDAT", "MT2031X09876")),
@@ -103,6 +106,7 @@ var cx6Fixture = []sysfsns.Entry{
 
 	// PCI function 1, Ethernet controller.
 	sysfsns.File(pf1+"/vendor", "0x15b3\n"),
+	sysfsns.File(pf1+"/numa_node", "-1\n"),
 	sysfsns.File(pf1+"/device", "0x101b\n"),
 	sysfsns.File(pf1+"/class", "0x020000\n"),
 	sysfsns.Link(ib1+"/device", "../../../0000:3b:00.1"),
@@ -251,7 +255,7 @@ func TestLiveShow(t *testing.T) {
 			{
 				Name: "mlx5_0", PCI: "0000:3b:00.0", NodeGUID: "b8ce:f603:0012:3456", FWVer: "20.35.1012",
 				HCAType: "MT4123", PSID: "MT_0000000222", NodeType: "1: CA",
-				PartNumber: "MCX653106A-HDAT", Serial: "MT2031X09876",
+				PartNumber: "MCX653106A-HDAT", Serial: "MT2031X09876", NUMANode: 1,
 				Ports: []*inventory.Port{{
 					Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "InfiniBand",
 					Rate: "200 Gb/sec (4X HDR)", LID: 3, SMLID: 1, GUID: "0xb8cef60300123456", Netdevs: []string{ipoibNetdev},
@@ -259,7 +263,7 @@ func TestLiveShow(t *testing.T) {
 			},
 			{
 				Name: "mlx5_1", PCI: "0000:3b:00.1", NodeGUID: "b8ce:f603:0012:3457", FWVer: "20.35.1012",
-				HCAType: "MT4123", PSID: "MT_0000000222", NodeType: "1: CA",
+				HCAType: "MT4123", PSID: "MT_0000000222", NodeType: "1: CA", NUMANode: -1,
 				Ports: []*inventory.Port{{
 					Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "Ethernet",
 					Rate: "100 Gb/sec (4X EDR)", Netdevs: []string{roceNetdev},

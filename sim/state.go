@@ -89,7 +89,9 @@ type Device struct {
 	PartNumber string `yaml:"part_number,omitempty"`
 	Serial     string `yaml:"serial,omitempty"`
 	Product    string `yaml:"product,omitempty"`
-	Parent     string `yaml:"parent,omitempty"` // rxe: its netdev
+	// NUMANode is the function's numa_node in sysfs (0 unless set).
+	NUMANode int    `yaml:"numa_node,omitempty"`
+	Parent   string `yaml:"parent,omitempty"` // rxe: its netdev
 	// EnhancedIPoIB is true for ConnectX-4 and later: IPoIB runs datagram
 	// only (the hardware address has no connected-mode flag).
 	EnhancedIPoIB bool    `yaml:"enhanced_ipoib,omitempty"`
