@@ -157,6 +157,11 @@ func TestMatchErrors(t *testing.T) {
 		code: 1,
 		want: `:3:12: error: $.devices[0].match: no adapter on this host matches part_number MCX653106A-HDAT (found: mlx5_0 at 0000:5e:00.0: part_number "MCX516A-CCAT", psid "MT_0000000008", model "MT4119"; mlx5_1 at 0000:5e:00.1: part_number "MCX516A-CCAT", psid "MT_0000000008", model "MT4119")`,
 	}, {
+		name: "a model of another card",
+		spec: "version: 1\ndevices:\n  - match: {model: MT4123, psid: MT_0000000008}\n    ports: [{port: 1, roce: {tos: 106}}]\n",
+		code: 1,
+		want: `:3:12: error: $.devices[0].match: no adapter on this host matches psid MT_0000000008, model MT4123 (found: `,
+	}, {
 		name: "selects nothing, optional",
 		spec: "version: 1\ndevices:\n  - match: {part_number: MCX653106A-HDAT}\n    optional: true\n    ports: [{port: 1, roce: {tos: 106}}]\n",
 		code: 0,
