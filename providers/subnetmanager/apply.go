@@ -205,12 +205,8 @@ func prove(ctx context.Context, h *host.Host, pl *payload, logs map[string]int64
 		if time.Until(deadline) <= 0 {
 			return fmt.Errorf("after %s: %s", proveTimeout, last)
 		}
-		tick := time.NewTimer(500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			return ctx.Err()
-		case <-tick.C:
+		if err := pause(ctx); err != nil {
+			return err
 		}
 	}
 }
@@ -280,12 +276,8 @@ func startPort(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) e
 		if time.Until(deadline) <= 0 {
 			return fmt.Errorf("%s: after restarting %s, no subnet manager on %s port %d within %s: %s", c.Address, PortsUnit, pl.port.Device, pl.port.Port, proveTimeout, last)
 		}
-		tick := time.NewTimer(500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			tick.Stop()
-			return ctx.Err()
-		case <-tick.C:
+		if err := pause(ctx); err != nil {
+			return err
 		}
 	}
 }
@@ -299,4 +291,16 @@ func mainIsOpenSM(ctx context.Context, h *host.Host, sig host.UnitSignaller, uni
 	}
 	comm, err := host.ReadAttr(h.FS, "/proc/"+strconv.Itoa(pid)+"/comm")
 	return err != nil || comm == "opensm"
+}
+
+// pause waits between two looks at the fabric, or until ctx ends.
+func pause(ctx context.Context) error {
+	tick := time.NewTimer(500 * time.Millisecond)
+	defer tick.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tick.C:
+		return nil
+	}
 }
