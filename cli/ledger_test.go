@@ -205,3 +205,111 @@ func TestLedgerEntryLeavesWithTheSpec(t *testing.T) {
 	}
 	clears("the spec dropped the parameter", none)
 }
+
+// TestStatusReadsTheLedger: status without -f checks each staged ledger
+// entry against the full query: staged in this boot it waits for a
+// reboot (exit 3); after a warm reboot that did not reload the firmware it
+// is an activation failure, and no longer pending (exit 1), also when the
+// ledger holds the value as the tool echoes it (ETH(2)); an entry whose
+// adapter is not on the host cannot be checked (exit 1); after a real
+// reboot it took (exit 0), and the apply then drops it, plan empty.
+func TestStatusReadsTheLedger(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	spec := filepath.Join(dir, "eth.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(h, "var/lib/rdmaform/staged.json")
+	schemas := loadSchemas(t)
+	type item struct {
+		Address, Attribute, Value, State, Current, Reason string
+		StagedBootID                                      string `json:"staged_boot_id"`
+		EarlierBoot                                       bool   `json:"earlier_boot"`
+	}
+	type doc struct {
+		BootID   string `json:"boot_id"`
+		Pending  []any  `json:"pending"`
+		Failures []struct {
+			Attribute, Staged, Current string
+		} `json:"activation_failures"`
+		Staged         []item `json:"staged"`
+		RebootRequired bool   `json:"reboot_required"`
+	}
+	// status runs status and status -o json, both with exit want.
+	status := func(step string, want int) (string, doc) {
+		t.Helper()
+		code, out, errs := runCLI(t, "--sim", h, "status")
+		if code != want {
+			t.Errorf("%s: status: exit %d, want %d\n%s%s", step, code, want, out, errs)
+		}
+		jcode, jout, jerrs := runCLI(t, "--sim", h, "status", "-o", "json")
+		schemas.check(t, step+": status -o json", "status", jout)
+		var d doc
+		if err := json.Unmarshal([]byte(jout), &d); err != nil || jcode != want {
+			t.Errorf("%s: status -o json: exit %d, want %d (%v)\n%s%s", step, jcode, want, err, jout, jerrs)
+		}
+		return out, d
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	out, d := status("staged", 3)
+	first := d.BootID
+	if len(d.Staged) != 1 || d.Staged[0].State != "pending" || d.Staged[0].EarlierBoot || d.Staged[0].StagedBootID != first || first == "" ||
+		!strings.Contains(out, "LINK_TYPE_P1=ETH staged at ") || !strings.Contains(out, "in this boot with mlxconfig: waits for a reboot") {
+		t.Errorf("status in the staging boot:\n%s%+v", out, d)
+	}
+
+	if code, out, errs := runCLI(t, "sim", "reboot", h, "--keep-firmware"); code != 0 {
+		t.Fatalf("sim reboot --keep-firmware: %d\n%s%s", code, out, errs)
+	}
+	b, err := os.ReadFile(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"ETH", "ETH(2)"} {
+		if err := os.WriteFile(ledger, []byte(strings.Replace(string(b), `"value": "ETH"`, `"value": "`+v+`"`, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, d = status("after a warm reboot, staged as "+v, 1)
+		if len(d.Staged) != 1 || d.Staged[0].State != "failed" || !d.Staged[0].EarlierBoot || d.Staged[0].StagedBootID != first || d.Staged[0].Current != "IB" ||
+			len(d.Failures) != 1 || d.Failures[0].Staged != v || len(d.Pending) != 0 || d.RebootRequired || d.BootID == first ||
+			!strings.Contains(out, "LINK_TYPE_P1="+v+" did not take") || !strings.Contains(out, "(boot "+first+")") || strings.Contains(out, "Reboot required") {
+			t.Errorf("status after a warm reboot, staged as %s:\n%s%+v", v, out, d)
+		}
+	}
+	// An entry of an adapter the host does not have cannot be checked.
+	if err := os.WriteFile(ledger, []byte(strings.Replace(string(b), "0000:3b:00.0", "0000:99:00.0", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, d = status("an adapter not on the host", 1)
+	if len(d.Staged) != 1 || d.Staged[0].State != "unread" || !strings.Contains(d.Staged[0].Reason, "no RDMA adapter at 0000:99:00.0") ||
+		!strings.Contains(out, "in boot "+first+" (an earlier boot; this is boot "+d.BootID+")") || !strings.Contains(out, "cannot be checked") {
+		t.Errorf("status with an entry of a missing adapter:\n%s%+v", out, d)
+	}
+	if err := os.WriteFile(ledger, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	if code, out, errs := runCLI(t, "sim", "reboot", h); code != 0 {
+		t.Fatalf("sim reboot: %d\n%s%s", code, out, errs)
+	}
+	out, d = status("after a real reboot", 0)
+	if len(d.Staged) != 1 || d.Staged[0].State != "took" || d.Staged[0].Current != "ETH" || !strings.Contains(out, "current now") {
+		t.Errorf("status after a real reboot:\n%s%+v", out, d)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+		t.Errorf("apply after a real reboot: exit %d\n%s%s", code, out, errs)
+	}
+	out, d = status("after the apply", 0)
+	if len(d.Staged) != 0 || strings.Contains(out, "Staged ledger") {
+		t.Errorf("status after the apply dropped the entry:\n%s%+v", out, d)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
+	}
+}

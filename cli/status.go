@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -28,9 +30,15 @@ func (a *app) statusCmd() *cobra.Command {
 (Next Boot differs from Current) and /run/reboot-required. Everything is
 read from the host now, nothing from a cache. With -f SPEC only the
 spec's firmware parameters are queried (fast); without it every adapter
-gets a full query.
+gets a full query, and each entry of the staged ledger
+(/var/lib/rdmaform/staged.json) is checked against it: staged in this
+boot and waiting for a reboot, current now, no longer staged, or staged in
+an earlier boot and still not current (an activation failure: a reboot
+did not reload the firmware). An entry whose adapter or value cannot be
+read cannot be checked.
 
-Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
+Exit codes: 0 nothing waits for a reboot; 1 error, an activation failure,
+or a ledger entry that cannot be checked; 3 a reboot is needed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := a.host()
@@ -38,9 +46,7 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
-			var pending []plan.Pending
-			var failed []schema.Finding
-			var failures []plan.ActivationFailure
+			var st statusOf
 			if file != "" {
 				spec, err := a.loadSpec(file)
 				if err != nil {
@@ -54,12 +60,16 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 					if !res.Plan.ActivationFailed(f) {
 						return &exitError{code: plan.ExitError, err: &findingsError{name: spec.Src.File, rep: res.Plan.Errors}}
 					}
-					failed = append(failed, f)
+					st.failed = append(st.failed, f)
 				}
-				pending, failures = res.Plan.Pending, res.Plan.ActivationFailures
+				st.pending, st.failures = res.Plan.Pending, res.Plan.ActivationFailures
 			} else {
-				pending, err = pendingAll(cmd.Context(), h, a.env.Stderr)
+				fw, err := readAllFirmware(cmd.Context(), h, a.env.Stderr)
 				if err != nil {
+					return &exitError{code: plan.ExitError, err: err}
+				}
+				st.pending = fw.pending
+				if err := st.checkLedger(h, fw); err != nil {
 					return &exitError{code: plan.ExitError, err: err}
 				}
 			}
@@ -67,7 +77,7 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			return a.printStatus(statusOf{pending, failures, failed}, marker, unfinishedRollback(h))
+			return a.printStatus(st, marker, unfinishedRollback(h))
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "spec `FILE` (- for stdin): query only its firmware parameters")
@@ -80,9 +90,14 @@ Exit codes: 0 nothing waits for a reboot; 1 error; 3 a reboot is needed.`,
 type statusDoc struct {
 	FormatVersion int            `json:"format_version"`
 	Pending       []plan.Pending `json:"pending"`
-	// ActivationFailures are staged values a reboot did not activate
-	// (status -f): exit 1.
+	// ActivationFailures are staged values a reboot did not activate:
+	// exit 1.
 	ActivationFailures []plan.ActivationFailure `json:"activation_failures,omitempty"`
+	// BootID is this boot's (status without -f, with a staged ledger).
+	BootID string `json:"boot_id,omitempty"`
+	// Staged are the staged ledger's entries, each checked against its
+	// adapter (status without -f).
+	Staged []stagedItem `json:"staged,omitempty"`
 	// RebootRequiredFile is /run/reboot-required (Debian's marker).
 	RebootRequiredFile struct {
 		Present  bool     `json:"present"`
@@ -105,18 +120,114 @@ func unfinishedRollback(h *host.Host) *unfinished {
 	return nil
 }
 
-// statusOf is what status read from the spec's firmware: pending values,
-// and activation failures with their findings.
+// statusOf is what status read from the firmware: pending values, and
+// activation failures with their findings (-f) or the staged ledger's
+// entries (without -f).
 type statusOf struct {
 	pending  []plan.Pending
 	failures []plan.ActivationFailure
 	failed   []schema.Finding
+	bootID   string
+	staged   []stagedItem
+}
+
+// stagedItem is one staged ledger entry in status's document, and what
+// became of it in this boot.
+type stagedItem struct {
+	Address   plan.Address `json:"address"`
+	Attribute string       `json:"attribute"`
+	Value     string       `json:"value"`
+	StagedAt  string       `json:"staged_at"`
+	BootID    string       `json:"staged_boot_id"`
+	Tool      string       `json:"tool"`
+	// State: pending, failed (an activation failure), took, unstaged or
+	// unread (firmware.EntryState).
+	State firmware.EntryState `json:"state"`
+	// EarlierBoot: staged in another boot than this one.
+	EarlierBoot bool `json:"earlier_boot"`
+	// Current is the value running now, when it was read.
+	Current string `json:"current,omitempty"`
+	// Reason says why an unread entry could not be checked.
+	Reason string `json:"reason,omitempty"`
+
+	entry firmware.LedgerEntry
+}
+
+// checkLedger reads the staged ledger and this boot's ID and checks each
+// entry against its card's rows of the full query: an activation failure
+// is one of st.failures too.
+func (st *statusOf) checkLedger(h *host.Host, fw *fwRead) error {
+	l, err := firmware.ReadLedger(h.FS)
+	if err != nil {
+		return err
+	}
+	if len(l.Entries) == 0 {
+		return nil
+	}
+	st.bootID, _ = host.ReadAttr(h.FS, firmware.BootIDPath)
+	for _, e := range l.Entries {
+		it := stagedItem{Address: firmware.Address(e.Device), Attribute: e.Parameter, Value: e.Value, StagedAt: e.StagedAt.Format(time.RFC3339),
+			BootID: e.BootID, Tool: e.Tool, EarlierBoot: st.bootID != "" && e.BootID != st.bootID, entry: e}
+		var row *mlxfmt.Param
+		rows, read := fw.rows[pciSlot(e.Device)]
+		switch {
+		case fw.unread != "":
+			it.Reason = fw.unread
+		case !read:
+			it.Reason = "no RDMA adapter at " + e.Device + " on this host"
+		default:
+			if r, ok := rows[e.Parameter]; ok {
+				row = &r
+				it.Current = r.Current.Display()
+			} else {
+				it.Reason = fmt.Sprintf("the query of %s printed no row for %s", e.Device, e.Parameter)
+			}
+		}
+		it.State = e.Check(st.bootID, row)
+		if it.State == firmware.EntryUnread && it.Reason == "" {
+			it.Reason = "the tool does not show the current value of " + e.Parameter
+		}
+		if it.State == firmware.EntryFailed {
+			st.failures = append(st.failures, plan.ActivationFailure{Address: it.Address, Attribute: e.Parameter, Current: it.Current,
+				Staged: e.Value, StagedAt: it.StagedAt, BootID: e.BootID, Tool: e.Tool})
+			st.pending = slices.DeleteFunc(st.pending, func(pe plan.Pending) bool {
+				// Not pending: a reboot did not activate it (as in the plan).
+				return pe.Attribute == e.Parameter && pciSlot(pe.Address.Key) == pciSlot(e.Device)
+			})
+		}
+		st.staged = append(st.staged, it)
+	}
+	return nil
+}
+
+// line is the entry in status's text: a "!" line when it is an error.
+func (it stagedItem) line(bootID string) string {
+	when := "in this boot"
+	switch {
+	case bootID == "":
+		when = "in boot " + it.BootID + " (this host has no boot ID: a reboot cannot be told)"
+	case it.EarlierBoot:
+		when = "in boot " + it.BootID + " (an earlier boot; this is boot " + bootID + ")"
+	}
+	what := fmt.Sprintf("%s %s=%s staged at %s %s with %s", it.Address, it.Attribute, it.Value, it.StagedAt, when, it.Tool)
+	switch it.State {
+	case firmware.EntryFailed:
+		return "  ! " + it.Address.String() + " " + it.entry.DidNotTake(it.Value, it.Current, bootID)
+	case firmware.EntryUnread:
+		return "  ! " + what + ": cannot be checked: " + it.Reason
+	case firmware.EntryTook:
+		return "    " + what + ": current now; the next apply drops the entry"
+	case firmware.EntryUnstaged:
+		return "    " + what + ": no longer staged (current " + it.Current + "); the next apply drops the entry or stages it again"
+	}
+	return "    " + what + ": waits for a reboot"
 }
 
 func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (err error) {
 	pending := st.pending
 	if a.jsonOut() {
-		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required, UnfinishedRollback: u}
+		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required, UnfinishedRollback: u,
+			BootID: st.bootID, Staged: st.staged}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
 		}
@@ -125,7 +236,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
-		if u != nil || len(st.failures) > 0 {
+		if u != nil || len(st.failures) > 0 || st.unchecked() {
 			return exitCode(plan.ExitError)
 		}
 		if doc.RebootRequired {
@@ -148,6 +259,15 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (
 	for _, pe := range pending {
 		fmt.Fprintf(w, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
 	}
+	if len(st.staged) > 0 {
+		fmt.Fprintf(w, "Staged ledger (%s):\n", firmware.LedgerPath)
+		for _, it := range st.staged {
+			fmt.Fprintln(w, it.line(st.bootID))
+		}
+		if len(st.failures) > 0 || st.unchecked() {
+			defer func() { err = exitCode(plan.ExitError) }()
+		}
+	}
 	if m.Required {
 		line := "  ! " + firmware.RebootRequired + " is present"
 		if len(m.Packages) > 0 {
@@ -163,11 +283,41 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (
 	return exitCode(plan.ExitReboot)
 }
 
-// pendingAll queries every adapter's whole firmware configuration, one
-// PCI function per card (the functions share it), in parallel, and lists
-// the values whose Next Boot differs from Current. A host without a
+// unchecked tells whether a ledger entry could not be checked.
+func (st *statusOf) unchecked() bool {
+	for _, it := range st.staged {
+		if it.State == firmware.EntryUnread {
+			return true
+		}
+	}
+	return false
+}
+
+// fwRead is what status read of every adapter's firmware.
+type fwRead struct {
+	// pending are the values whose Next Boot differs from Current.
+	pending []plan.Pending
+	// rows are each card's query rows by parameter, by PCI slot (the
+	// card's functions share them).
+	rows map[string]map[string]mlxfmt.Param
+	// unread says why no firmware was read at all ("" when it was).
+	unread string
+}
+
+// pciSlot is a PCI function's card: 0000:3b:00.1 → 0000:3b:00.
+func pciSlot(pci string) string {
+	if i := strings.LastIndexByte(pci, '.'); i >= 0 {
+		return pci[:i]
+	}
+	return pci
+}
+
+// readAllFirmware queries every adapter's whole firmware configuration,
+// one PCI function per card (the functions share it), in parallel, and
+// lists the values whose Next Boot differs from Current. A host without a
 // firmware tool or without adapters has nothing pending here.
-func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pending, error) {
+func readAllFirmware(ctx context.Context, h *host.Host, warn io.Writer) (*fwRead, error) {
+	fw := &fwRead{rows: map[string]map[string]mlxfmt.Param{}}
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("reading RDMA devices from sysfs: %w", err)
@@ -178,24 +328,21 @@ func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pendi
 		if d.PCI == "" || !host.Exists(h.FS, "/sys/bus/pci/devices/"+d.PCI) {
 			continue
 		}
-		slot := d.PCI
-		if i := strings.LastIndexByte(slot, '.'); i >= 0 {
-			slot = slot[:i]
-		}
-		if !seen[slot] {
+		if slot := pciSlot(d.PCI); !seen[slot] {
 			seen[slot] = true
 			pcis = append(pcis, d.PCI)
 		}
 	}
 	sort.Strings(pcis)
 	if len(pcis) == 0 {
-		return nil, nil
+		return fw, nil
 	}
 	tools := &firmware.ToolPicker{}
 	if _, err := tools.Pick(ctx, h, "auto"); err != nil {
 		if errors.Is(err, firmware.ErrNoTool) {
 			fmt.Fprintf(warn, "rdmaform: firmware not read: %v\n", err)
-			return nil, nil
+			fw.unread = "firmware not read: " + err.Error()
+			return fw, nil
 		}
 		return nil, err
 	}
@@ -210,11 +357,11 @@ func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pendi
 		}()
 	}
 	wg.Wait()
-	var out []plan.Pending
 	for i, o := range obs {
 		if o.Err != nil {
 			return nil, fmt.Errorf("%s: %w", firmware.Address(pcis[i]), o.Err)
 		}
+		fw.rows[pciSlot(pcis[i])] = o.Params
 		var names []string
 		for n, p := range o.Params {
 			if p.Pending() {
@@ -224,8 +371,8 @@ func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pendi
 		sort.Strings(names)
 		for _, n := range names {
 			p := o.Params[n]
-			out = append(out, plan.Pending{Address: firmware.Address(pcis[i]), Attribute: n, Current: p.Current.Display(), NextBoot: p.NextBoot.Display()})
+			fw.pending = append(fw.pending, plan.Pending{Address: firmware.Address(pcis[i]), Attribute: n, Current: p.Current.Display(), NextBoot: p.NextBoot.Display()})
 		}
 	}
-	return out, nil
+	return fw, nil
 }

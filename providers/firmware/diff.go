@@ -194,8 +194,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 					if e := survived(obs, dev.PCI, prm.Name, prm.Value); e != nil {
 						prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: prm.Name,
 							Current: have.Current.Display(), Staged: prm.Value, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(pp)})
-						prop.Errors = append(prop.Errors, req.Finding(pp, "%s=%s did not take: it was staged on %s at %s (boot %s) and a reboot has not made it current (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not stage it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
-							prm.Name, prm.Value, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, have.Current.Display(), obs.BootID, dev.PCI))
+						prop.Errors = append(prop.Errors, req.Finding(pp, "%s", e.DidNotTake(prm.Value, have.Current.Display(), obs.BootID)))
 						continue
 					}
 					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,

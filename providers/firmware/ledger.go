@@ -217,3 +217,50 @@ func (p *Provider) Settle(ctx context.Context, h *host.Host, res *plan.Result) e
 		return changed
 	})
 }
+
+// EntryState is what became of a ledger entry, read against its adapter
+// now (status without a spec).
+type EntryState string
+
+// The states of a ledger entry.
+const (
+	// EntryPending: staged in this boot, still Next Boot, not current.
+	EntryPending EntryState = "pending"
+	// EntryFailed: staged in an earlier boot, still Next Boot, not
+	// current: an activation failure.
+	EntryFailed EntryState = "failed"
+	// EntryTook: current now; the next apply drops the entry.
+	EntryTook EntryState = "took"
+	// EntryUnstaged: neither current nor Next Boot (staged back by other
+	// means); the next apply drops the entry or stages it again.
+	EntryUnstaged EntryState = "unstaged"
+	// EntryUnread: the adapter or its parameter could not be read, or
+	// the tool does not show Current: nothing can be said.
+	EntryUnread EntryState = "unread"
+)
+
+// Check tells what became of the entry on a host in boot bootID, from
+// its parameter's row (nil: not read). A host without a boot ID (a --root
+// copy) cannot tell a reboot: a value not current is pending there. Values
+// compare by sameStaged's and mlxfmt.Equal's rules (ETH and ETH(2) agree).
+func (e LedgerEntry) Check(bootID string, row *mlxfmt.Param) EntryState {
+	switch {
+	case row == nil || row.Current.Kind == mlxfmt.KindAbsent:
+		return EntryUnread
+	case mlxfmt.Equal(e.Value, row.Current):
+		return EntryTook
+	case !mlxfmt.Equal(e.Value, row.NextBoot):
+		return EntryUnstaged
+	case bootID != "" && e.BootID != bootID:
+		return EntryFailed
+	}
+	return EntryPending
+}
+
+// DidNotTake says why a staged value is an activation failure and what to
+// do: when and in which boot it was staged, the value still running, this
+// boot.
+func (e LedgerEntry) DidNotTake(value, current, bootID string) string {
+	return fmt.Sprintf("%s=%s did not take: it was staged on %s at %s (boot %s) and a reboot has not made it current (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not stage it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
+		e.Parameter, value, e.Device, e.StagedAt.Format(time.RFC3339), e.BootID, e.Device, current, bootID, e.Device)
+}

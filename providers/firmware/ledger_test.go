@@ -92,3 +92,35 @@ func TestKeepEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestEntryCheck: what became of a ledger entry, from its parameter's row
+// and this boot's ID.
+func TestEntryCheck(t *testing.T) {
+	ib, eth := mlxfmt.Enum("IB", 1), mlxfmt.Enum("ETH", 2)
+	e := LedgerEntry{BootID: "b0", Device: "0000:3b:00.0", Parameter: "LINK_TYPE_P1", Value: "ETH"}
+	echoed := e
+	echoed.Value = "ETH(2)"
+	for _, tc := range []struct {
+		name  string
+		entry LedgerEntry
+		boot  string
+		row   *mlxfmt.Param
+		want  EntryState
+	}{
+		{"staged this boot", e, "b0", &mlxfmt.Param{Current: ib, NextBoot: eth}, EntryPending},
+		{"a reboot did not take", e, "b1", &mlxfmt.Param{Current: ib, NextBoot: eth}, EntryFailed},
+		{"echoed, a reboot did not take", echoed, "b1", &mlxfmt.Param{Current: ib, NextBoot: eth}, EntryFailed},
+		{"no boot ID", e, "", &mlxfmt.Param{Current: ib, NextBoot: eth}, EntryPending},
+		{"took", e, "b1", &mlxfmt.Param{Current: eth, NextBoot: eth}, EntryTook},
+		{"echoed took", echoed, "b1", &mlxfmt.Param{Current: eth, NextBoot: eth}, EntryTook},
+		{"un-staged", e, "b1", &mlxfmt.Param{Current: ib, NextBoot: ib}, EntryUnstaged},
+		{"not read", e, "b1", nil, EntryUnread},
+		{"no Current column", e, "b1", &mlxfmt.Param{NextBoot: eth}, EntryUnread},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.entry.Check(tc.boot, tc.row); got != tc.want {
+				t.Errorf("Check = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
