@@ -14,6 +14,9 @@
 #      tools and rxe provider.
 #   3. boot: qemu-system-x86_64 with the tests as /init's work; the serial
 #      console carries each test's output, its exit status and coverage.
+#      A test that prints a KERNLAB-REBOOT NAME line gets a second boot
+#      with the same virtio disk (/dev/vda, blank at the first), running
+#      only the tests that asked, with KERNLAB_BOOT=2 (guest/ledger_test.go).
 #   4. judge: a test that fails, a skip under RDMAFORM_REQUIRE_LAB=1, a
 #      kernel panic, a missing module, or a guest that hangs past
 #      KERNLAB_TIMEOUT fails this script.
@@ -77,7 +80,7 @@ x=$cache/x
 work=$(mktemp -d /tmp/kernlab.XXXXXX)
 out=${KERNLAB_OUT:-$work/out}
 mkdir -p "$out"
-trap 'rm -rf "$work/root" "$work/initrd.gz"' EXIT
+trap 'rm -rf "$work/root" "$work/initrd.gz" "$work/disk.img"' EXIT
 r=$work/root
 mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,run,tmp,tests,var/tmp,etc/modules-load.d,root}
 
@@ -118,6 +121,8 @@ ln -s ../lib "$r/usr/lib"
 
 # Modules and what they depend on.
 mods=(rdma_rxe rdma_ucm rdma_cm ib_uverbs ib_ipoib ib_umad configfs veth crc32_generic)
+# The staged ledger's disk (guest/ledger_test.go): virtio, and ext2 through ext4.
+mods+=(virtio_pci virtio_blk ext4)
 mkdir -p "$r/lib/modules/$kver"
 for m in "${mods[@]}"; do
   deps=$(modprobe -d "$x" -S "$kver" --show-depends "$m" 2>&1) || die "module $m: $deps"
@@ -165,7 +170,12 @@ for t in /tests/*.test; do
   n=\$(basename \$t .test)
   echo "KERNLAB-BEGIN \$n"
   cd /root
+  if [ -n "\$KERNLAB_REBOOT_RUN" ]; then
+    # A second boot (KERNLAB_BOOT=2): only the tests that asked for it.
+    RDMAFORM_IN_GUEST=1 RDMAFORM_REQUIRE_LAB=$require \$t -test.v -test.count=1 -test.timeout=10m -test.run "\$KERNLAB_REBOOT_RUN" 2>&1
+  else
   RDMAFORM_IN_GUEST=1 RDMAFORM_REQUIRE_LAB=$require \$t -test.v -test.count=1 -test.timeout=10m ${KERNLAB_RUN:+-test.run '$KERNLAB_RUN'} -test.coverprofile=/tmp/\$n.cov 2>&1
+  fi
   rc=\$?
   echo "KERNLAB-END \$n rc=\$rc"
   if [ -s /tmp/\$n.cov ]; then
@@ -182,24 +192,45 @@ t1=$(date +%s.%N)
 echo "kernlab: initramfs $(du -h "$work/initrd.gz" | cut -f1) built in $(secs "$t1" "$t0") s; kernel $kver"
 
 # ---------------------------------------------------------------- boot
+# A blank disk that outlives the guest: a test that asks for a second boot
+# (a KERNLAB-REBOOT line) finds what it wrote there in the next boot.
+disk=$work/disk.img
+truncate -s 16M "$disk"
 # no_timer_check: on a loaded machine TCG's emulated timer can tick too
 # late for the kernel's IO-APIC timer check, which then panics at boot
 # ("IO-APIC + timer doesn't work!"); a virtual machine needs no such check.
+# boot_guest LOG [KEY=VALUE...]: one boot; qrc is qemu's exit status.
+boot_guest() {
+  local log=$1; shift
+  set +e
+  timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -m 1536 -smp 2 -accel tcg \
+    -kernel "$x/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
+    -append "console=ttyS0 quiet panic=-1 no_timer_check RDMAFORM_REQUIRE_LAB=$require $*" \
+    -drive "file=$disk,format=raw,if=virtio" \
+    -nographic -no-reboot -nic none -monitor none -serial "file:$log" </dev/null >>"$out/qemu.log" 2>&1
+  qrc=$?
+  set -e
+  # CRLF line ends and the firmware's terminal escapes off.
+  tr -d '\r' < "$log" | sed 's/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g' > "$log.txt"
+}
 log=$out/console.log
-set +e
-timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -m 1536 -smp 2 -accel tcg \
-  -kernel "$x/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
-  -append "console=ttyS0 quiet panic=-1 no_timer_check RDMAFORM_REQUIRE_LAB=$require" \
-  -nographic -no-reboot -nic none -monitor none -serial "file:$log" </dev/null >"$out/qemu.log" 2>&1
-qrc=$?
-set -e
-# CRLF line ends and the firmware's terminal escapes off.
-tr -d '\r' < "$log" | sed 's/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g' > "$log.txt"
+boot_guest "$log"
+# A second boot, with the same disk, for the tests that asked (only them).
+again=$(awk '/^KERNLAB-REBOOT / {printf "%s%s", sep, $2; sep="|"}' "$log.txt")
+qrc2=0
+if [ -n "$again" ] && [ $qrc -ne 124 ] && [ $qrc -ne 137 ]; then
+  echo "kernlab: booting the guest again for ^($again)\$"
+  qrc1=$qrc
+  boot_guest "$out/console2.log" KERNLAB_BOOT=2 "KERNLAB_REBOOT_RUN=^($again)\$"
+  qrc2=$qrc qrc=$qrc1
+  boot2=$out/console2.log.txt
+fi
 t2=$(date +%s.%N)
 
 # ---------------------------------------------------------------- judge
 # Show the guest's output (without coverage blocks) in the log.
 awk '/^KERNLAB-COVER-BEGIN/ {skip=1} !skip {print} /^KERNLAB-COVER-END/ {skip=0}' "$log.txt"
+[ -z "${boot2:-}" ] || { echo "kernlab: the second boot:"; cat "$boot2"; }
 for f in $(awk '/^KERNLAB-COVER-BEGIN/ {print $2}' "$log.txt"); do
   awk -v n="$f" '$0 == "KERNLAB-COVER-BEGIN " n {on=1; next} $0 == "KERNLAB-COVER-END " n {on=0} on' "$log.txt" > "$out/$f.cov"
 done
@@ -217,6 +248,16 @@ done_at=$(awk '/^KERNLAB-DONE/ {print $2; exit}' "$log.txt")
 } > "$out/times"
 
 grep -q 'Kernel panic' "$log.txt" && die "the guest kernel panicked (see $log)"
+if [ -n "${boot2:-}" ]; then
+  grep -q 'Kernel panic' "$boot2" && die "the guest kernel panicked in its second boot (see $boot2)"
+  [ $qrc2 -eq 124 ] || [ $qrc2 -eq 137 ] && die "the guest hung in its second boot (see $boot2)"
+  grep -q '^KERNLAB-DONE' "$boot2" || die "the guest's second boot stopped before its tests finished (see $boot2)"
+  for n in ${again//|/ }; do
+    grep -q "^--- \(PASS\|FAIL\|SKIP\): $n " "$boot2" || die "the second boot did not run $n (see $boot2)"
+  done
+  # Its results are judged with the first boot's.
+  grep -E '^(KERNLAB-END|--- )' "$boot2" >> "$log.txt"
+fi
 [ $qrc -eq 124 ] || [ $qrc -eq 137 ] && die "the guest hung: no poweroff within ${timeout_s} s (see $log)"
 [ -n "$booted" ] || die "the guest never reached /init (qemu exit $qrc; see $log and $out/qemu.log)"
 grep -q '^KERNLAB-DONE' "$log.txt" || die "the guest stopped before its tests finished (see $log)"
