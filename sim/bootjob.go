@@ -129,13 +129,7 @@ func execLine(key, v string) (ExecLine, error) {
 // with RemainAfterExit), or failed.
 func (s *Sim) EndStart(name string, ok bool) error {
 	return s.mutate(true, func(st *State) error {
-		sd := st.units()
-		u := sd.unit(name)
-		if u == nil {
-			u = &Unit{Name: name}
-			sd.Units = append(sd.Units, u)
-			sd.sortUnits()
-		}
+		u := st.units().ensure(name)
 		u.Active, u.Failed = ok, !ok
 		return nil
 	})

@@ -98,6 +98,18 @@ func (sd *SystemdState) unit(name string) *Unit {
 	return nil
 }
 
+// ensure returns a unit, adding it (in name order) when the manager has
+// none of that name yet.
+func (sd *SystemdState) ensure(name string) *Unit {
+	u := sd.unit(name)
+	if u == nil {
+		u = &Unit{Name: name}
+		sd.Units = append(sd.Units, u)
+		sd.sortUnits()
+	}
+	return u
+}
+
 func (sd *SystemdState) sortUnits() {
 	sort.Slice(sd.Units, func(i, j int) bool { return sd.Units[i].Name < sd.Units[j].Name })
 }
@@ -312,13 +324,7 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 	// An opensm unit's sweep changes P_Key tables: the tree is rendered
 	// again.
 	return m.sim.mutate(!isOpenSMUnit(name), func(s *State) error {
-		sd := s.units()
-		u := sd.unit(name)
-		if u == nil {
-			u = &Unit{Name: name}
-			sd.Units = append(sd.Units, u)
-			sd.sortUnits()
-		}
+		u := s.units().ensure(name)
 		if start && u.FailStart {
 			u.Active, u.Failed = false, true
 			return &host.JobError{Unit: name, Op: "start", Result: "failed"}
