@@ -16,16 +16,7 @@ import (
 // Prometheus audit has its series; a real reboot activates it, and the
 // plan and the ledger are empty.
 func TestWarmRebootThatDidNotTake(t *testing.T) {
-	dir := t.TempDir()
-	h := filepath.Join(dir, "host")
-	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
-		t.Fatalf("sim new: %s", errs)
-	}
-	spec := filepath.Join(dir, "eth.yaml")
-	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ledger := filepath.Join(h, "var/lib/rdmaform/staged.json")
+	h, spec, ledger := ledgerHost(t)
 	bootID := func() string {
 		b, err := os.ReadFile(filepath.Join(h, "proc/sys/kernel/random/boot_id"))
 		if err != nil {
@@ -75,7 +66,7 @@ func TestWarmRebootThatDidNotTake(t *testing.T) {
 			t.Errorf("%s after a warm reboot: exit %d, want 1 with the failure at %s\n%s", args[0], code, want, all)
 		}
 	}
-	calls := filepath.Join(dir, "calls")
+	calls := filepath.Join(t.TempDir(), "calls")
 	code, out, errs := runCLIEnv(t, []string{"RDMAFORM_SIM_CALLS=" + calls}, "--sim", h, "apply", "--yes", "-f", spec)
 	if code != 1 || !strings.Contains(out+errs, "did not take") || strings.Contains(out+errs, "reboot required") {
 		t.Errorf("apply after a warm reboot: exit %d, want 1 without staging again\n%s%s", code, out, errs)
@@ -211,19 +202,11 @@ func TestLedgerEntryLeavesWithTheSpec(t *testing.T) {
 // reboot (exit 3); after a warm reboot that did not reload the firmware it
 // is an activation failure, and no longer pending (exit 1), also when the
 // ledger holds the value as the tool echoes it (ETH(2)); an entry whose
-// adapter is not on the host cannot be checked (exit 1); after a real
+// adapter is not on the host cannot be checked (exit 1), or, staged in
+// this boot, waits for a reboot (exit 3); after a real
 // reboot it took (exit 0), and the apply then drops it, plan empty.
 func TestStatusReadsTheLedger(t *testing.T) {
-	dir := t.TempDir()
-	h := filepath.Join(dir, "host")
-	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
-		t.Fatalf("sim new: %s", errs)
-	}
-	spec := filepath.Join(dir, "eth.yaml")
-	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ledger := filepath.Join(h, "var/lib/rdmaform/staged.json")
+	h, spec, ledger := ledgerHost(t)
 	schemas := loadSchemas(t)
 	type item struct {
 		Address, Attribute, Value, State, Current, Reason string
@@ -291,6 +274,15 @@ func TestStatusReadsTheLedger(t *testing.T) {
 		!strings.Contains(out, "in boot "+first+" (an earlier boot; this is boot "+d.BootID+")") || !strings.Contains(out, "cannot be checked") {
 		t.Errorf("status with an entry of a missing adapter:\n%s%+v", out, d)
 	}
+	// Staged in this boot, it cannot be read back either, but no reboot
+	// came since: it waits for one.
+	if err := os.WriteFile(ledger, []byte(strings.Replace(strings.Replace(string(b), "0000:3b:00.0", "0000:99:00.0", 1), first, d.BootID, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, d = status("an adapter not on the host, staged in this boot", 3)
+	if len(d.Staged) != 1 || d.Staged[0].State != "unread" || d.Staged[0].EarlierBoot || !d.RebootRequired || !strings.Contains(out, "waits for a reboot (its value cannot be read back: no RDMA adapter at 0000:99:00.0") {
+		t.Errorf("status with an entry of this boot of a missing adapter:\n%s%+v", out, d)
+	}
 	if err := os.WriteFile(ledger, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -312,4 +304,20 @@ func TestStatusReadsTheLedger(t *testing.T) {
 	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
 		t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// ledgerHost is a simulated cx6-vpi-ib host, a spec that stages
+// LINK_TYPE_P1=ETH on it, and where its staged ledger is.
+func ledgerHost(t *testing.T) (h, spec, ledger string) {
+	t.Helper()
+	dir := t.TempDir()
+	h = filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	spec = filepath.Join(dir, "eth.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h, spec, filepath.Join(h, "var/lib/rdmaform/staged.json")
 }

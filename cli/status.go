@@ -38,7 +38,8 @@ did not reload the firmware). An entry whose adapter or value cannot be
 read cannot be checked.
 
 Exit codes: 0 nothing waits for a reboot; 1 error, an activation failure,
-or a ledger entry that cannot be checked; 3 a reboot is needed.`,
+or an entry of an earlier boot that cannot be checked; 3 a reboot is
+needed (an entry of this boot that cannot be read back waits for one).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := a.host()
@@ -214,6 +215,9 @@ func (it stagedItem) line(bootID string) string {
 	case firmware.EntryFailed:
 		return "  ! " + it.Address.String() + " " + it.entry.DidNotTake(it.Value, it.Current, bootID)
 	case firmware.EntryUnread:
+		if !it.EarlierBoot {
+			return "  ! " + what + ": waits for a reboot (its value cannot be read back: " + it.Reason + ")"
+		}
 		return "  ! " + what + ": cannot be checked: " + it.Reason
 	case firmware.EntryTook:
 		return "    " + what + ": current now; the next apply drops the entry"
@@ -226,7 +230,7 @@ func (it stagedItem) line(bootID string) string {
 func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (err error) {
 	pending := st.pending
 	if a.jsonOut() {
-		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required, UnfinishedRollback: u,
+		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits(), UnfinishedRollback: u,
 			BootID: st.bootID, Staged: st.staged}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
@@ -275,7 +279,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (
 		}
 		fmt.Fprintln(w, line)
 	}
-	if len(pending) == 0 && !m.Required {
+	if len(pending) == 0 && !m.Required && !st.unreadWaits() {
 		fmt.Fprintln(w, "Nothing waits for a reboot.")
 		return nil
 	}
@@ -283,10 +287,22 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (
 	return exitCode(plan.ExitReboot)
 }
 
-// unchecked tells whether a ledger entry could not be checked.
+// unchecked tells whether an entry staged in an earlier boot could not
+// be checked: whether the reboot activated it is unknown (exit 1).
 func (st *statusOf) unchecked() bool {
 	for _, it := range st.staged {
-		if it.State == firmware.EntryUnread {
+		if it.State == firmware.EntryUnread && it.EarlierBoot {
+			return true
+		}
+	}
+	return false
+}
+
+// unreadWaits tells whether an entry staged in this boot could not be
+// read back: no reboot came since it was staged, so it waits for one.
+func (st *statusOf) unreadWaits() bool {
+	for _, it := range st.staged {
+		if it.State == firmware.EntryUnread && !it.EarlierBoot {
 			return true
 		}
 	}
