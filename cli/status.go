@@ -34,8 +34,9 @@ gets a full query, and each entry of the staged ledger
 (/var/lib/rdmaform/staged.json) is checked against it: staged in this
 boot and waiting for a reboot, current now, no longer staged, or staged in
 an earlier boot and still not current (an activation failure: a reboot
-did not reload the firmware). An entry whose adapter or value cannot be
-read cannot be checked.
+did not reload the firmware). An entry whose value cannot be read back
+(no tool, no adapter) waits for a reboot when it was staged in this boot,
+and cannot be checked when it was staged in an earlier one.
 
 Exit codes: 0 nothing waits for a reboot; 1 error, an activation failure,
 or an entry of an earlier boot that cannot be checked; 3 a reboot is
