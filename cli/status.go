@@ -329,6 +329,15 @@ func pciSlot(pci string) string {
 	return pci
 }
 
+// pendingAll is readAllFirmware's pending values.
+func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pending, error) {
+	fw, err := readAllFirmware(ctx, h, warn)
+	if err != nil {
+		return nil, err
+	}
+	return fw.pending, nil
+}
+
 // readAllFirmware queries every adapter's whole firmware configuration,
 // one PCI function per card (the functions share it), in parallel, and
 // lists the values whose Next Boot differs from Current. A host without a
