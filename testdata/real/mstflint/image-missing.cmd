@@ -1,0 +1,1 @@
+["mstflint", "-i", "/nonexistent/fw.bin", "q"]

@@ -1,0 +1,1 @@
+["mstflint", "-i", "/tmp/fwcap/zero.bin", "q"]
