@@ -86,6 +86,9 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		{"firmware version components below", fwv("version"), `"28.39.1002"`, `"28.39"`, "$.devices[0].firmware.version"},
 		{"firmware min_version component", fwv("min_version"), `"65535"`, `"65536"`, "$.devices[0].firmware.min_version"},
 		{"firmware min_version components", fwv("min_version"), `"28.39.1002"`, `"28.39.1002.0"`, "$.devices[0].firmware.min_version"},
+		{"firmware image path length", func(v string) string {
+			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware: {version: 28.39.1002, image: " + v + "}\n"
+		}, "/" + n('f', MaxImagePath-1), "/" + n('f', MaxImagePath), "$.devices[0].firmware.image"},
 		{"min rate", func(v string) string {
 			return "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        expect: {min_rate: " + v + "}\n"
 		}, "1", "0", "$.devices[0].ports[0].expect.min_rate"},
@@ -178,5 +181,37 @@ func TestSpecSizeCap(t *testing.T) {
 	}
 	if _, rep := Parse("s.yaml", pad(MaxSpecSize+1)); len(rep) != 1 || !strings.Contains(rep[0].Message, "MiB") && !strings.Contains(rep[0].Message, "bytes") {
 		t.Errorf("a spec of %d bytes: %v", MaxSpecSize+1, rep)
+	}
+}
+
+// TestFirmwareImagePath: an image path is absolute, clean and free of
+// control characters, and an image needs the version it holds.
+func TestFirmwareImagePath(t *testing.T) {
+	spec := func(fw string) string {
+		return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware: {" + fw + "}\n"
+	}
+	for _, tc := range []struct{ fw, want string }{
+		{`version: 28.39.1002, image: /lib/firmware/fw.bin`, ""},
+		{`version: 28.39.1002, image: ""`, "image is empty"},
+		{`version: 28.39.1002, image: fw.bin`, "is not absolute"},
+		{`version: 28.39.1002, image: /lib/../fw.bin`, "not a clean path"},
+		{`version: 28.39.1002, image: /lib/./fw.bin`, "not a clean path"},
+		{`version: 28.39.1002, image: /lib//fw.bin`, "not a clean path"},
+		{`version: 28.39.1002, image: /lib/`, "not a clean path"},
+		{`version: 28.39.1002, image: /`, "not a clean path"},
+		{`version: 28.39.1002, image: "/lib/fw\tbin"`, "control character"},
+		{`min_version: "28.39", image: /lib/fw.bin`, "an image needs version"},
+		{`image: /lib/fw.bin`, "an image needs version"},
+	} {
+		_, rep := Parse("spec.yaml", []byte(spec(tc.fw)))
+		got := ""
+		for _, f := range rep {
+			if f.Path == "$.devices[0].firmware.image" {
+				got = f.Message
+			}
+		}
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: finding %q, want one with %q", tc.fw, got, tc.want)
+		}
 	}
 }

@@ -100,9 +100,12 @@ type Firmware struct {
 	Tool   string `yaml:"tool,omitempty" enum:"auto,mlxconfig,mstconfig" doc:"auto picks what is installed"`
 	Params Params `yaml:"params,omitempty" doc:"mlxconfig parameters: symbolic (IB, ETH, true) or numeric values"`
 	// Version and MinVersion are checked against the running firmware
-	// (the RDMA device's fw_ver); rdmaform does not burn firmware.
-	Version    string `yaml:"version,omitempty" pattern:"^[0-9]{1,5}[.][0-9]{1,5}[.][0-9]{1,5}$" doc:"the running firmware version, exactly: three dotted numbers, each 0..65535 (28.39.1002, as fw_ver shows it); a mismatch is a plan error (rdmaform does not burn firmware)"`
+	// (the RDMA device's fw_ver); with Image, a Version mismatch is burned.
+	Version    string `yaml:"version,omitempty" pattern:"^[0-9]{1,5}[.][0-9]{1,5}[.][0-9]{1,5}$" doc:"the running firmware version, exactly: three dotted numbers, each 0..65535 (28.39.1002, as fw_ver shows it); a mismatch is a plan error, or with image a burn"`
 	MinVersion string `yaml:"min_version,omitempty" pattern:"^[0-9]{1,5}([.][0-9]{1,5}){0,2}$" doc:"the lowest running firmware version: one to three dotted numbers, each 0..65535, compared number by number with fw_ver (28.39 is met by 28.39.1002 and 28.40.0); not with version"`
+	// Image is a firmware image file rdmaform burns when the running
+	// firmware is not Version (its version and PSID are checked first).
+	Image string `yaml:"image,omitempty" pattern:"^/" doc:"a firmware image file (absolute path, a regular file) to burn when the running firmware is not version: its version (mstflint -i PATH q) must be version and its PSID the adapter's; active after the next reboot or firmware reset"`
 }
 
 // Param is one firmware parameter in spec order.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -187,6 +188,31 @@ var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z
 
 var paramNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*(\[[0-9]+(\.\.[0-9]+)?\])?$`)
 var paramValueRE = regexp.MustCompile(`^[A-Za-z0-9_.()x-]+$`)
+
+// MaxImagePath is the longest firmware image path a spec may give (the
+// kernel's PATH_MAX less its NUL).
+const MaxImagePath = 4095
+
+// CheckImagePath checks a firmware image path as a spec gives it: an
+// absolute, clean path (no "." or ".." parts, no doubled or trailing
+// slash) of at most MaxImagePath bytes, without control characters. It
+// returns why it is not, or "". Whether the file is there and a regular
+// file is the plan's to check, on the host.
+func CheckImagePath(s string) string {
+	switch {
+	case s == "":
+		return "image is empty: give the firmware image file's absolute path"
+	case len(s) > MaxImagePath:
+		return fmt.Sprintf("image path is %d bytes long; at most %d", len(s), MaxImagePath)
+	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return fmt.Sprintf("image path %q holds a control character", truncate(s))
+	case !strings.HasPrefix(s, "/"):
+		return fmt.Sprintf("image path %q is not absolute (begin it with /)", truncate(s))
+	case path.Clean(s) != s || s == "/":
+		return fmt.Sprintf("image path %q is not a clean path to a file (no ., .., doubled or trailing /)", truncate(s))
+	}
+	return ""
+}
 
 // MaxFirmwareVersionPart is the largest number of a firmware version
 // component (16 bits, as the adapters' firmware version fields).
@@ -556,6 +582,14 @@ func (v *validator) firmware(fw *Firmware, p string) {
 	if hasMin {
 		if _, err := ParseFirmwareVersion(fw.MinVersion, 1, 3); err != nil {
 			v.add(p+".min_version", "%v", err)
+		}
+	}
+	if v.spec.Src.Has(p + ".image") {
+		if msg := CheckImagePath(fw.Image); msg != "" {
+			v.add(p+".image", "%s", msg)
+		}
+		if !hasExact {
+			v.add(p+".image", "an image needs version: the version it holds, which rdmaform checks before it burns")
 		}
 	}
 	for _, prm := range fw.Params {
