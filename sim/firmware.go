@@ -117,6 +117,7 @@ func slotOf(bdf string) string {
 // link layer its LINK_TYPE_Pn now says.
 func (st *State) rebootFirmware() {
 	mlxemu.Reboot(st.Firmware)
+	st.loadFlash()
 	for _, a := range st.Firmware {
 		d := st.DeviceByPCI(a.BDF)
 		if d == nil {

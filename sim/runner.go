@@ -19,10 +19,16 @@ var tools = map[string]toolFunc{
 	"mlxconfig": firmwareTool("mlxconfig"),
 	"mstconfig": firmwareTool("mstconfig"),
 	"mst":       mstTool,
-	"nmcli":     nmcliTool,
-	"dcb":       dcbTool,
-	"ethtool":   ethtoolTool,
-	"ip":        ipTool,
+	"mstflint": func(ctx context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
+		return flintTool(ctx, s, args)
+	},
+	"flint": func(ctx context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
+		return flintTool(ctx, s, args)
+	},
+	"nmcli":   nmcliTool,
+	"dcb":     dcbTool,
+	"ethtool": ethtoolTool,
+	"ip":      ipTool,
 	// Probes (sim/probe.go): the simulated fabric.
 	"ping":            pingTool,
 	"rping":           rpingTool,

@@ -90,8 +90,12 @@ type Device struct {
 	Serial     string `yaml:"serial,omitempty"`
 	Product    string `yaml:"product,omitempty"`
 	// NUMANode is the function's numa_node in sysfs (0 unless set).
-	NUMANode int    `yaml:"numa_node,omitempty"`
-	Parent   string `yaml:"parent,omitempty"` // rxe: its netdev
+	NUMANode int `yaml:"numa_node,omitempty"`
+	// FlashFW is the firmware version the card's flash holds when a burn
+	// wrote another than the running FWVer; a reboot that reloads the
+	// firmware runs it.
+	FlashFW string `yaml:"flash_fw,omitempty"`
+	Parent  string `yaml:"parent,omitempty"` // rxe: its netdev
 	// EnhancedIPoIB is true for ConnectX-4 and later: IPoIB runs datagram
 	// only (the hardware address has no connected-mode flag).
 	EnhancedIPoIB bool    `yaml:"enhanced_ipoib,omitempty"`

@@ -52,6 +52,9 @@ func (e *SetError) Unwrap() error {
 // Equivalent to: mlxconfig -d 0000:81:00.0 -y set LINK_TYPE_P1=ETH SRIOV_EN=True
 // and: echo '*** System restart required ***' > /run/reboot-required; echo rdmaform >> /run/reboot-required.pkgs
 func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	if pl.burn != nil {
+		return makeBurn(ctx, h, c, pl)
+	}
 	if len(pl.sets) == 0 {
 		return nil
 	}

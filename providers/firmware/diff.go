@@ -34,6 +34,8 @@ type payload struct {
 	// was holds the Next Boot value each set replaces, for Revert, in
 	// the tool's display form (a name such as ETH, or a number).
 	was map[string]string
+	// burn is a firmware image to burn (image.go) instead of sets.
+	burn *burn
 }
 
 var linkTypeRE = regexp.MustCompile(`^LINK_TYPE_P([1-9][0-9]?)$`)
@@ -117,6 +119,9 @@ func manages(req *plan.Request) []plan.Managed {
 		}
 		if dev := req.Devices[i]; dev != nil && dev.PCI != "" {
 			out = append(out, plan.Managed{Address: Address(dev.PCI), Path: schema.Path("devices", i, "firmware")})
+			if d.Firmware.Image != "" {
+				out = append(out, plan.Managed{Address: ImageAddress(dev.PCI), Path: schema.Path("devices", i, "firmware", "image")})
+			}
 		}
 	}
 	return out
@@ -129,15 +134,19 @@ func manages(req *plan.Request) []plan.Managed {
 // stages defer what needs the new link layer.
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
-	if obs != nil && obs.LedgerErr != nil && len(targets(req)) > 0 {
+	if obs != nil && obs.LedgerErr != nil && (len(targets(req)) > 0 || len(imageTargets(req)) > 0) {
 		// Nothing is planned on top of a ledger that cannot be read: apply
 		// would lose what it says.
 		prop.Errors = append(prop.Errors, req.Finding("$", "%v", obs.LedgerErr))
 		return prop
 	}
+	burned := map[string]bool{}
 	for i, d := range req.Spec.Devices {
 		dev := req.Devices[i]
-		if dev != nil && hasVersion(d.Firmware) {
+		switch {
+		case dev != nil && d.Firmware != nil && d.Firmware.Image != "" && d.Firmware.Version != "":
+			imagePlan(req, i, obs, &prop, burned)
+		case dev != nil && hasVersion(d.Firmware):
 			prop.Errors = append(prop.Errors, versionFindings(req, i, d.Firmware, dev)...)
 		}
 		if d.Firmware == nil || len(d.Firmware.Params) == 0 {

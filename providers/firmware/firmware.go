@@ -53,6 +53,8 @@ type Observed struct {
 	Ledger    *Ledger
 	LedgerErr error
 	BootID    string
+	// Images by spec device index: the firmware images the spec gives.
+	Images map[int]*ImageObs
 }
 
 // AdapterObs is one adapter's query.
@@ -84,17 +86,19 @@ func (a *AdapterObs) deviceType() string {
 // show (Request.Full) it queries one function per card.
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	ts := targets(req)
+	its := imageTargets(req)
+	tools := &ToolPicker{}
 	if len(ts) == 0 {
 		if req.Full {
 			return nil, nil
 		}
 		// The ledger still: apply drops the entries of values the spec
 		// no longer asks for.
-		obs := &Observed{}
+		obs := &Observed{Images: observeImages(ctx, h, tools, its)}
 		obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
+		obs.BootID, _ = host.ReadAttr(h.FS, BootIDPath)
 		return obs, nil
 	}
-	tools := &ToolPicker{}
 	if req.Full && len(req.Capture.FirmwareParams) == 0 {
 		// show on a host without either tool captures no firmware,
 		// unless parameters were asked for by name.
@@ -112,8 +116,9 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 			res[i] = ReadAdapter(ctx, h, tools, mst, t.tool, t.pci, t.names)
 		}()
 	}
+	images := observeImages(ctx, h, tools, its)
 	wg.Wait()
-	obs := &Observed{Adapters: map[int]*AdapterObs{}}
+	obs := &Observed{Adapters: map[int]*AdapterObs{}, Images: images}
 	if !req.Full {
 		obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
 		obs.BootID, _ = host.ReadAttr(h.FS, BootIDPath)

@@ -208,6 +208,12 @@ func (p *Provider) Settle(ctx context.Context, h *host.Host, res *plan.Result) e
 	return updateLedger(h.FS, func(l *Ledger) bool {
 		var keep []LedgerEntry
 		for _, e := range l.Entries {
+			if e.Parameter == ledgerImage {
+				if keepImageEntry(e, res.Request) {
+					keep = append(keep, e)
+				}
+				continue
+			}
 			if keepEntry(e, asked, current) {
 				keep = append(keep, e)
 			}

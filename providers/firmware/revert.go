@@ -65,6 +65,9 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pl.burn != nil {
+		return nil, fmt.Errorf("%s: a burned firmware image cannot be taken back (burn the previous image to go back)", c.Address)
+	}
 	back := &payload{tool: pl.tool, dev: pl.dev, pci: pl.pci, paths: pl.paths, source: pl.source, was: map[string]string{}}
 	for _, set := range pl.sets {
 		name, now, _ := strings.Cut(set, "=")

@@ -9,9 +9,9 @@ import (
 	"github.com/rdmaform/rdmaform/schema"
 )
 
-// noBurn is what a version finding says of the way out: rdmaform compares
-// the running firmware with the spec, it does not install firmware.
-const noBurn = "rdmaform does not burn firmware yet: update it with the vendor's tools (mstflint, flint or mlxfwmanager) and reboot or reset the adapter"
+// noBurn is what a version finding says of the way out: without an image
+// rdmaform compares the running firmware with the spec, it installs none.
+const noBurn = "Give firmware.image (a firmware image of that version for the adapter's PSID) for rdmaform to burn it, or update it with the vendor's tools and reboot or reset the adapter"
 
 // hasVersion reports whether a spec device asks for a firmware version.
 func hasVersion(fw *schema.Firmware) bool {

@@ -22,12 +22,12 @@ func TestFirmwareVersionOnTheSimulator(t *testing.T) {
 		msg             string
 	}{
 		{"same version", "version", "20.35.1012", plan.ExitOK, ""},
-		{"running is lower", "version", "20.36.1012", plan.ExitError, "mlx5_0 (0000:3b:00.0) runs firmware 20.35.1012; the spec asks for version 20.36.1012. rdmaform does not burn firmware yet"},
+		{"running is lower", "version", "20.36.1012", plan.ExitError, "mlx5_0 (0000:3b:00.0) runs firmware 20.35.1012; the spec asks for version 20.36.1012. Give firmware.image"},
 		{"running is higher", "version", "20.35.1011", plan.ExitError, "runs firmware 20.35.1012; the spec asks for version 20.35.1011"},
 		{"min_version met exactly", "min_version", "20.35.1012", plan.ExitOK, ""},
 		{"min_version met by a prefix", "min_version", "20.35", plan.ExitOK, ""},
 		{"min_version compared as numbers", "min_version", "20.4", plan.ExitOK, ""},
-		{"min_version not met", "min_version", "20.35.1013", plan.ExitError, "mlx5_0 (0000:3b:00.0) runs firmware 20.35.1012, older than min_version 20.35.1013. rdmaform does not burn firmware yet"},
+		{"min_version not met", "min_version", "20.35.1013", plan.ExitError, "mlx5_0 (0000:3b:00.0) runs firmware 20.35.1012, older than min_version 20.35.1013. Give firmware.image"},
 		{"min_version not met, major", "min_version", "21", plan.ExitError, "runs firmware 20.35.1012, older than min_version 21."},
 	}
 	for _, c := range cases {

@@ -1,0 +1,348 @@
+package firmware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// ImageKind is the kind of a firmware burn's address: one per adapter
+// function whose spec gives firmware.image.
+const ImageKind = "firmware_image"
+
+// ImageAddress is the plan address of burning an adapter's firmware image.
+func ImageAddress(pci string) plan.Address { return plan.Addr(ImageKind, pci) }
+
+// Firmware burning tools: MFT's flint beside mlxconfig, mstflint beside
+// mstconfig (package mstflint).
+const (
+	Flint    = "flint"
+	MSTFlint = "mstflint"
+)
+
+// ledgerImage is the ledger's parameter name of a burned image (its value
+// is the image's version); firmware parameters are upper case.
+const ledgerImage = "image"
+
+// BurnTimeout bounds one burn: a ConnectX flash takes minutes.
+const BurnTimeout = 20 * time.Minute
+
+// ImageObs is what was read of a spec device's firmware image and, when
+// the running firmware is not the spec's version, of the adapter's flash.
+type ImageObs struct {
+	// Tool is flint or mstflint.
+	Tool string
+	// Path is the image as the tool opens it (under --root or --sim, the
+	// file inside the host's tree).
+	Path string
+	// Image is the image's query; Err why the image cannot be used.
+	Image mlxfmt.FlintQuery
+	Err   error
+	// Flash is the adapter's query (FW Version is the flash's); nil when
+	// the running firmware is the spec's version. FlashErr why it failed.
+	Flash    *mlxfmt.FlintQuery
+	FlashErr error
+}
+
+// imageTarget is one spec device with an image.
+type imageTarget struct {
+	index int
+	pci   string
+	tool  string
+	image string
+	query bool // the running firmware is not the version: read the flash
+}
+
+func imageTargets(req *plan.Request) []imageTarget {
+	if req.Full {
+		return nil
+	}
+	var out []imageTarget
+	for i, d := range req.Spec.Devices {
+		if d.Firmware == nil || d.Firmware.Image == "" || d.Firmware.Version == "" {
+			continue
+		}
+		dev := req.Devices[i]
+		if dev == nil || dev.PCI == "" {
+			continue
+		}
+		out = append(out, imageTarget{index: i, pci: dev.PCI, tool: d.Firmware.Tool, image: d.Firmware.Image, query: dev.FWVer != d.Firmware.Version})
+	}
+	return out
+}
+
+// observeImages reads every image the spec gives, and the flash of each
+// adapter whose running firmware is not its version, in parallel.
+func observeImages(ctx context.Context, h *host.Host, tools *ToolPicker, ts []imageTarget) map[int]*ImageObs {
+	res := make([]*ImageObs, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i] = readImage(ctx, h, tools, t)
+		}()
+	}
+	wg.Wait()
+	out := map[int]*ImageObs{}
+	for i, t := range ts {
+		out[t.index] = res[i]
+	}
+	return out
+}
+
+// readImage checks that the image is a regular file, reads its version
+// and PSID, and (t.query) the adapter's flash.
+//
+// Equivalent to: mstflint -i /lib/firmware/fw.bin q; mstflint -d 0000:3b:00.0 q
+func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, t imageTarget) *ImageObs {
+	o := &ImageObs{}
+	o.Tool, o.Err = pickFlint(ctx, h, tools, t.tool)
+	if o.Err != nil {
+		return o
+	}
+	fi, err := h.FS.Stat(t.image)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		o.Err = fmt.Errorf("image %s does not exist", t.image)
+		return o
+	case err != nil:
+		o.Err = fmt.Errorf("image %s: %w", t.image, err)
+		return o
+	case !fi.Mode().IsRegular():
+		o.Err = fmt.Errorf("image %s is not a regular file (%s)", t.image, fileKind(fi.Mode()))
+		return o
+	}
+	if o.Path, o.Err = h.FS.Resolve(t.image); o.Err != nil {
+		return o
+	}
+	if o.Image, o.Err = flintQuery(ctx, h, o.Tool, "-i", o.Path); o.Err != nil || !t.query {
+		return o
+	}
+	q, err := flintQuery(ctx, h, o.Tool, "-d", t.pci)
+	o.Flash, o.FlashErr = &q, err
+	return o
+}
+
+// flintQuery runs `TOOL -i IMAGE q` or `TOOL -d DEV q` and reads it.
+func flintQuery(ctx context.Context, h *host.Host, tool, flag, arg string) (mlxfmt.FlintQuery, error) {
+	cmd := host.Cmd{Args: []string{tool, flag, arg, "q"}}
+	res, runErr := h.Runner.Run(ctx, cmd)
+	out := res.Stdout
+	var ee *host.ExitError
+	if errors.As(runErr, &ee) {
+		if ee.Code < 0 {
+			return mlxfmt.FlintQuery{}, runErr
+		}
+		out = ee.Stdout
+	}
+	q, err := mlxfmt.ParseFlintQuery(out)
+	if err != nil {
+		return q, &QueryError{Cmd: cmd, Err: err}
+	}
+	return q, runErr
+}
+
+// pickFlint is the burning tool of the configuration tool the spec's
+// `tool` picks: flint with MFT's mlxconfig (when MFT has it), else
+// mstflint.
+func pickFlint(ctx context.Context, h *host.Host, tools *ToolPicker, choice string) (string, error) {
+	cfg, err := tools.Pick(ctx, h, choice)
+	if err != nil {
+		return "", err
+	}
+	if cfg == MLXConfig && tools.installed(ctx, h, Flint) == nil {
+		return Flint, nil
+	}
+	if err := tools.installed(ctx, h, MSTFlint); err != nil {
+		if errors.Is(err, host.ErrNotFound) {
+			return "", fmt.Errorf("%w: burning an image needs mstflint (package mstflint) or flint (NVIDIA MFT), and neither is on PATH", ErrNoTool)
+		}
+		return "", err
+	}
+	return MSTFlint, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
+
+// burn is the payload part of a firmware burn.
+type burn struct {
+	path    string // as the tool opens it
+	version string // the image's, the spec's
+}
+
+// imagePlan plans spec device i's image: it is refused when it is not the
+// adapter's (PSID) or not the spec's version; burned when the flash holds
+// another version; pending when the flash holds it and the running
+// firmware does not (burned, waiting for a reboot or a firmware reset),
+// or an activation failure when a reboot since the burn did not load it.
+// burned records the cards (slots) a burn is planned for: one per card.
+func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, burned map[string]bool) {
+	fw := req.Spec.Devices[i].Firmware
+	dev := req.Devices[i]
+	ip := schema.Path("devices", i, "firmware", "image")
+	if dev.PCI == "" {
+		prop.Errors = append(prop.Errors, req.Finding(ip, "%s is not a PCI adapter; it has no firmware to burn", dev.Name))
+		return
+	}
+	var o *ImageObs
+	if obs != nil {
+		o = obs.Images[i]
+	}
+	switch {
+	case o == nil:
+		prop.Errors = append(prop.Errors, req.Unreadable(ip, "image %s was not read", fw.Image))
+		return
+	case o.Err != nil:
+		prop.Errors = append(prop.Errors, req.Finding(ip, "%v; rdmaform burns nothing on %s", o.Err, dev.PCI))
+		return
+	}
+	name := deviceName(dev)
+	if dev.PSID == "" {
+		prop.Errors = append(prop.Errors, req.Finding(ip, "%s reports no PSID (sysfs board_id), so image %s (PSID %s) cannot be checked against it; rdmaform burns nothing", name, fw.Image, o.Image.PSID))
+		return
+	}
+	if o.Image.PSID != dev.PSID {
+		prop.Errors = append(prop.Errors, req.Finding(ip, "image %s is for PSID %s, but %s has PSID %s: an image of another board can leave the adapter unusable; rdmaform burns nothing", fw.Image, o.Image.PSID, name, dev.PSID))
+		return
+	}
+	if !sameVersion(o.Image.FWVersion, fw.Version) {
+		prop.Errors = append(prop.Errors, req.Finding(ip, "image %s holds firmware %s; the spec asks for version %s; rdmaform burns nothing", fw.Image, o.Image.FWVersion, fw.Version))
+		return
+	}
+	if sameVersion(dev.FWVer, fw.Version) {
+		return // running
+	}
+	if o.FlashErr != nil || o.Flash == nil {
+		prop.Errors = append(prop.Errors, req.Unreadable(ip, "reading the firmware on the flash of %s: %v", dev.PCI, o.FlashErr))
+		return
+	}
+	addr := ImageAddress(dev.PCI)
+	if sameVersion(o.Flash.FWVersion, fw.Version) {
+		if e := survived(obs, dev.PCI, ledgerImage, fw.Version); e != nil {
+			prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: "version",
+				Current: dev.FWVer, Staged: fw.Version, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(ip)})
+			prop.Errors = append(prop.Errors, req.Finding(ip, "firmware %s did not take: it was burned on %s at %s (boot %s) and a reboot has not made it run (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not burn it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
+				fw.Version, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, dev.FWVer, obs.BootID, dev.PCI))
+			return
+		}
+		prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: "version", Current: dev.FWVer, NextBoot: fw.Version, Source: req.Pos(ip)})
+		return
+	}
+	slot := slotOf(dev.PCI)
+	if burned[slot] {
+		return // another function of the card burns it
+	}
+	burned[slot] = true
+	prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.NextBoot, Source: req.Pos(ip),
+		Attributes: []plan.Attr{{Name: "version", Before: o.Flash.FWVersion, After: fw.Version}, {Name: "image", Before: "", After: fw.Image}},
+		Payload:    &payload{tool: o.Tool, dev: dev.PCI, pci: dev.PCI, burn: &burn{path: o.Path, version: fw.Version}}})
+}
+
+func deviceName(dev *inventory.Device) string {
+	if dev.PCI != "" {
+		return dev.Name + " (" + dev.PCI + ")"
+	}
+	return dev.Name
+}
+
+// sameVersion compares two dotted versions number by number (28.39.1002
+// and 28.39.01002 agree); a version that is not numbers compares as text.
+func sameVersion(a, b string) bool {
+	x, okA := parseRunning(a)
+	y, okB := parseRunning(b)
+	if !okA || !okB {
+		return a == b
+	}
+	return len(x) == len(y) && compareVersions(x, y) == 0
+}
+
+// BurnError is a burn the tool failed: its command line and its -E- line
+// (or how it ended).
+type BurnError struct {
+	Address plan.Address
+	Cmd     host.Cmd
+	Tool    *mlxfmt.ToolError
+	Err     error
+}
+
+func (e *BurnError) Error() string {
+	if e.Tool != nil {
+		return fmt.Sprintf("%s: -E- %s (the flash may hold a partial image: the adapter keeps running its firmware, and the next apply burns again)", e.Cmd, e.Tool.Message)
+	}
+	return fmt.Sprintf("%s: %v", e.Cmd, e.Err)
+}
+
+func (e *BurnError) Unwrap() error { return e.Err }
+
+// makeBurn burns an image, never torn by an interrupt (Gentle), then
+// records it in the staged ledger and the reboot marker.
+//
+// Equivalent to: mstflint -d 0000:3b:00.0 -i /lib/firmware/fw.bin -y burn
+func makeBurn(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	cmd := host.Cmd{Args: []string{pl.tool, "-d", pl.dev, "-i", pl.burn.path, "-y", "burn"}, Gentle: true, Timeout: BurnTimeout}
+	if _, err := h.Runner.Run(ctx, cmd); err != nil {
+		be := &BurnError{Address: c.Address, Cmd: cmd, Err: err}
+		var ee *host.ExitError
+		if errors.As(err, &ee) {
+			be.Tool = mlxfmt.ParseError(ee.Stdout)
+		}
+		return be
+	}
+	if err := recordImage(h, pl); err != nil {
+		return err
+	}
+	return MarkRebootRequired(h)
+}
+
+// recordImage adds the ledger entry of a burned image: its version.
+func recordImage(h *host.Host, pl *payload) error {
+	boot, err := host.ReadAttr(h.FS, BootIDPath)
+	if err != nil {
+		return &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
+	}
+	e := LedgerEntry{BootID: boot, StagedAt: time.Now().UTC().Truncate(time.Second), Device: pl.pci, Parameter: ledgerImage, Value: pl.burn.version, Tool: pl.tool}
+	return updateLedger(h.FS, func(l *Ledger) bool {
+		if old := l.Find(pl.pci, ledgerImage); old != nil {
+			*old = e
+		} else {
+			l.Entries = append(l.Entries, e)
+		}
+		return true
+	})
+}
+
+// keepImageEntry tells whether a burned image's ledger entry still
+// stands: the spec still asks for its version with an image on its
+// device, and that version does not run.
+func keepImageEntry(e LedgerEntry, req *plan.Request) bool {
+	for i, d := range req.Spec.Devices {
+		dev := req.Devices[i]
+		if d.Firmware == nil || d.Firmware.Image == "" || dev == nil || dev.PCI != e.Device {
+			continue
+		}
+		return sameVersion(d.Firmware.Version, e.Value) && !sameVersion(dev.FWVer, e.Value)
+	}
+	return false
+}
