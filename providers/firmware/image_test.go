@@ -39,6 +39,17 @@ func imageHost(t *testing.T, profile, pci, psid, imageVersion, specVersion strin
 	return hostDir, spec, image
 }
 
+// rebootThenPlanIsEmpty reboots the simulated host (the firmware
+// reloads), applies (the ledger drops what runs now), and expects an
+// empty plan.
+func rebootThenPlanIsEmpty(t *testing.T, hostDir, spec string) {
+	t.Helper()
+	sd := "--sim=" + hostDir
+	step(t, 0, nil, "sim", "reboot", hostDir)
+	step(t, plan.ExitOK, nil, sd, "apply", "-f", spec, "--yes")
+	step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+}
+
 func readState(t *testing.T, hostDir string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(hostDir, "sim.yaml"))
@@ -88,9 +99,7 @@ func TestImageBurnScenario(t *testing.T) {
 			if e := l.Find(c.pci, "image"); e == nil || e.Value != c.to || e.Tool != c.tool {
 				t.Errorf("ledger entry %+v, want the image's version %s by %s", e, c.to, c.tool)
 			}
-			step(t, 0, nil, "sim", "reboot", hostDir)
-			step(t, plan.ExitOK, nil, sd, "apply", "-f", spec, "--yes")
-			step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+			rebootThenPlanIsEmpty(t, hostDir, spec)
 			if l, err := firmware.ReadLedger(h.FS); err != nil || len(l.Entries) != 0 {
 				t.Errorf("ledger after the image runs: %+v %v, want empty", l, err)
 			}
@@ -195,9 +204,7 @@ func TestImageBurnFailsMidway(t *testing.T) {
 	}
 	step(t, plan.ExitChanges, []string{"firmware_image[0000:3b:00.0]"}, sd, "plan", "-f", spec)
 	step(t, plan.ExitReboot, nil, sd, "apply", "-f", spec, "--yes")
-	step(t, 0, nil, "sim", "reboot", hostDir)
-	step(t, plan.ExitOK, nil, sd, "apply", "-f", spec, "--yes")
-	step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+	rebootThenPlanIsEmpty(t, hostDir, spec)
 }
 
 // TestImageWarmRebootDidNotTake: a warm reboot that does not reload the
@@ -215,9 +222,7 @@ func TestImageWarmRebootDidNotTake(t *testing.T) {
 	if readState(t, hostDir) != before {
 		t.Errorf("apply changed the host after a reboot that did not take")
 	}
-	step(t, 0, nil, "sim", "reboot", hostDir)
-	step(t, plan.ExitOK, nil, sd, "apply", "-f", spec, "--yes")
-	step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+	rebootThenPlanIsEmpty(t, hostDir, spec)
 }
 
 // TestImageVersionDriftInAudit: an audit against a spec with an image
