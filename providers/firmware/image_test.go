@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,6 +132,22 @@ func TestImageRefused(t *testing.T) {
 				}
 			},
 			msg: "image /srv/fw/fw.bin is not a regular file (a directory)"},
+		{name: "named pipe", psid: "MT_0000000222", imageVersion: "20.36.1012", specVersion: "20.36.1012",
+			mutate: func(t *testing.T, image string) {
+				rm(t, image)
+				if err := syscall.Mkfifo(image, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			msg: "image /srv/fw/fw.bin is not a regular file (a named pipe)"},
+		{name: "symlink out of the host", psid: "MT_0000000222", imageVersion: "20.36.1012", specVersion: "20.36.1012",
+			mutate: func(t *testing.T, image string) {
+				rm(t, image)
+				if err := os.Symlink("../../../../../../../../etc/passwd", image); err != nil {
+					t.Fatal(err)
+				}
+			},
+			msg: "image /srv/fw/fw.bin: "},
 		{name: "not an image", psid: "MT_0000000222", imageVersion: "20.36.1012", specVersion: "20.36.1012",
 			mutate: func(t *testing.T, image string) {
 				if err := os.WriteFile(image, make([]byte, 4096), 0o644); err != nil {
