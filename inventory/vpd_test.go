@@ -49,6 +49,9 @@ func TestParseVPD(t *testing.T) {
 		{name: "card", data: card, want: want},
 		// An older kernel's sysfs file runs on past the end tag.
 		{name: "after the end tag", data: append(append([]byte{}, card...), 0xff, 0xff, 0x90, 0x40), want: want},
+		// What follows the end tag is no part of the VPD, even when it
+		// reads as a resource.
+		{name: "a resource after the end tag", data: append(append([]byte{}, card...), 0x90, 5, 0, 'P', 'N', 2, 'X', 'Y'), want: want},
 		{name: "unprogrammed", data: []byte{0xff, 0xff, 0xff, 0xff}},
 		{name: "zeros", data: make([]byte, 16)},
 		{name: "empty"},
