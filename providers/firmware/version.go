@@ -39,10 +39,7 @@ func versionFindings(req *plan.Request, i int, fw *schema.Firmware, dev *invento
 	if !ok {
 		return []schema.Finding{req.Finding(path, "%s reports firmware version %q, which is not dotted decimal numbers; %s %s cannot be checked", dev.Name, dev.FWVer, key, want)}
 	}
-	name := dev.Name
-	if dev.PCI != "" {
-		name += " (" + dev.PCI + ")"
-	}
+	name := deviceName(dev)
 	if fw.Version != "" {
 		if compareVersions(running, asked) != 0 || len(running) != len(asked) {
 			return []schema.Finding{req.Finding(path, "%s runs firmware %s; the spec asks for version %s. %s", name, dev.FWVer, want, noBurn)}
