@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/sim"
@@ -48,4 +49,41 @@ func TestImageBurnJSON(t *testing.T) {
 	runJSON(t, "", 0, "sim", "reboot", hostDir)
 	s.check(t, "apply after the reboot", "apply", runJSON(t, "", 0, "--sim", hostDir, "apply", "--yes", "-o", "json", "-f", spec))
 	s.check(t, "plan, empty", "plan", runJSON(t, "", 0, "--sim", hostDir, "plan", "-o", "json", "-f", spec))
+}
+
+// TestImageInStatus: status without -f checks a burned image's ledger
+// entry against the adapter's running firmware: pending in the boot it was
+// burned in (exit 3), an activation failure after a reboot that did not
+// load it (exit 1), current after one that did (exit 0).
+func TestImageInStatus(t *testing.T) {
+	dir := t.TempDir()
+	hostDir := filepath.Join(dir, "host")
+	runJSON(t, "", 0, "sim", "new", hostDir, "--profile", "cx6-vpi-ib")
+	if err := os.MkdirAll(filepath.Join(hostDir, "srv"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.WriteImage(filepath.Join(hostDir, "srv/fw.bin"), "MT_0000000222", "20.36.1012"); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware: {version: \"20.36.1012\", image: /srv/fw.bin}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runJSON(t, "", 3, "--sim", hostDir, "apply", "--yes", "-f", spec)
+	for _, c := range []struct {
+		reboot []string
+		code   int
+		want   string
+	}{
+		{nil, 3, "firmware_image[0000:3b:00.0] image=20.36.1012 staged at "},
+		{[]string{"--keep-firmware"}, 1, "firmware_image[0000:3b:00.0] image=20.36.1012 did not take"},
+		{[]string{}, 0, "current now"},
+	} {
+		if c.reboot != nil {
+			runJSON(t, "", 0, append([]string{"sim", "reboot", hostDir}, c.reboot...)...)
+		}
+		if out := runJSON(t, "", c.code, "--sim", hostDir, "status"); !strings.Contains(out, c.want) {
+			t.Errorf("status: output lacks %q:\n%s", c.want, out)
+		}
+	}
 }

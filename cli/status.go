@@ -170,6 +170,10 @@ func (st *statusOf) checkLedger(h *host.Host, fw *fwRead) error {
 	for _, e := range l.Entries {
 		it := stagedItem{Address: firmware.Address(e.Device), Attribute: e.Parameter, Value: e.Value, StagedAt: e.StagedAt.Format(time.RFC3339),
 			BootID: e.BootID, Tool: e.Tool, EarlierBoot: st.bootID != "" && e.BootID != st.bootID, entry: e}
+		if e.Parameter == firmware.LedgerImage {
+			st.checkImage(it, fw)
+			continue
+		}
 		var row *mlxfmt.Param
 		rows, read := fw.rows[pciSlot(e.Device)]
 		switch {
@@ -200,6 +204,23 @@ func (st *statusOf) checkLedger(h *host.Host, fw *fwRead) error {
 		st.staged = append(st.staged, it)
 	}
 	return nil
+}
+
+// checkImage checks a burned image's ledger entry against the running
+// firmware version of its adapter function.
+func (st *statusOf) checkImage(it stagedItem, fw *fwRead) {
+	e := it.entry
+	it.Address = firmware.ImageAddress(e.Device)
+	it.Current = fw.running[e.Device]
+	it.State = e.CheckImage(st.bootID, it.Current)
+	if it.State == firmware.EntryUnread {
+		it.Reason = "no RDMA adapter at " + e.Device + " reports its firmware version on this host"
+	}
+	if it.State == firmware.EntryFailed {
+		st.failures = append(st.failures, plan.ActivationFailure{Address: it.Address, Attribute: "version", Current: it.Current,
+			Staged: e.Value, StagedAt: it.StagedAt, BootID: e.BootID, Tool: e.Tool})
+	}
+	st.staged = append(st.staged, it)
 }
 
 // line is the entry in status's text: a "!" line when it is an error.
@@ -319,6 +340,9 @@ type fwRead struct {
 	rows map[string]map[string]mlxfmt.Param
 	// unread says why no firmware was read at all ("" when it was).
 	unread string
+	// running is each PCI function's running firmware (fw_ver), for the
+	// ledger's burned images.
+	running map[string]string
 }
 
 // pciSlot is a PCI function's card: 0000:3b:00.1 → 0000:3b:00.
@@ -343,10 +367,15 @@ func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pendi
 // lists the values whose Next Boot differs from Current. A host without a
 // firmware tool or without adapters has nothing pending here.
 func readAllFirmware(ctx context.Context, h *host.Host, warn io.Writer) (*fwRead, error) {
-	fw := &fwRead{rows: map[string]map[string]mlxfmt.Param{}}
+	fw := &fwRead{rows: map[string]map[string]mlxfmt.Param{}, running: map[string]string{}}
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("reading RDMA devices from sysfs: %w", err)
+	}
+	for _, d := range inv.Devices {
+		if d.PCI != "" {
+			fw.running[d.PCI] = d.FWVer
+		}
 	}
 	seen := map[string]bool{}
 	var pcis []string

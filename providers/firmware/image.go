@@ -29,9 +29,9 @@ const (
 	MSTFlint = "mstflint"
 )
 
-// ledgerImage is the ledger's parameter name of a burned image (its value
+// LedgerImage is the ledger's parameter name of a burned image (its value
 // is the image's version); firmware parameters are upper case.
-const ledgerImage = "image"
+const LedgerImage = "image"
 
 // BurnTimeout bounds one burn: a ConnectX flash takes minutes.
 const BurnTimeout = 20 * time.Minute
@@ -240,7 +240,7 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 	}
 	addr := ImageAddress(dev.PCI)
 	if sameVersion(o.Flash.FWVersion, fw.Version) {
-		if e := survived(obs, dev.PCI, ledgerImage, fw.Version); e != nil {
+		if e := survived(obs, dev.PCI, LedgerImage, fw.Version); e != nil {
 			prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: "version",
 				Current: dev.FWVer, Staged: fw.Version, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(ip)})
 			prop.Errors = append(prop.Errors, req.Finding(ip, "firmware %s did not take: it was burned on %s at %s (boot %s) and a reboot has not made it run (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not burn it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
@@ -322,9 +322,9 @@ func recordImage(h *host.Host, pl *payload) error {
 	if err != nil {
 		return &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
 	}
-	e := LedgerEntry{BootID: boot, StagedAt: time.Now().UTC().Truncate(time.Second), Device: pl.pci, Parameter: ledgerImage, Value: pl.burn.version, Tool: pl.tool}
+	e := LedgerEntry{BootID: boot, StagedAt: time.Now().UTC().Truncate(time.Second), Device: pl.pci, Parameter: LedgerImage, Value: pl.burn.version, Tool: pl.tool}
 	return updateLedger(h.FS, func(l *Ledger) bool {
-		if old := l.Find(pl.pci, ledgerImage); old != nil {
+		if old := l.Find(pl.pci, LedgerImage); old != nil {
 			*old = e
 		} else {
 			l.Entries = append(l.Entries, e)
@@ -345,4 +345,19 @@ func keepImageEntry(e LedgerEntry, req *plan.Request) bool {
 		return sameVersion(d.Firmware.Version, e.Value) && !sameVersion(dev.FWVer, e.Value)
 	}
 	return false
+}
+
+// CheckImage checks a burned image's ledger entry against the firmware
+// version the adapter runs (fw_ver): it took, it is pending in the boot
+// it was burned in, or a reboot since did not load it.
+func (e LedgerEntry) CheckImage(bootID, running string) EntryState {
+	switch {
+	case running == "":
+		return EntryUnread
+	case sameVersion(running, e.Value):
+		return EntryTook
+	case bootID != "" && e.BootID != bootID:
+		return EntryFailed
+	}
+	return EntryPending
 }

@@ -208,7 +208,7 @@ func (p *Provider) Settle(ctx context.Context, h *host.Host, res *plan.Result) e
 	return updateLedger(h.FS, func(l *Ledger) bool {
 		var keep []LedgerEntry
 		for _, e := range l.Entries {
-			if e.Parameter == ledgerImage {
+			if e.Parameter == LedgerImage {
 				if keepImageEntry(e, res.Request) {
 					keep = append(keep, e)
 				}
