@@ -26,6 +26,8 @@ import (
 // and a second apply while it waits is refused at once.
 func TestRollbackOnRealNetworkManager(t *testing.T) {
 	lab := nmlab.Start(t)
+	// rdmaform (apply, its rollback watcher, confirm) never runs nmcli.
+	env := lab.GuardedEnv()
 	bin := buildRdmaform(t)
 	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
 	if err != nil {
@@ -53,7 +55,7 @@ func TestRollbackOnRealNetworkManager(t *testing.T) {
 	// The SSH session dropped (SIGHUP) or the process killed outright.
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGHUP} {
 		start := time.Now()
-		cmd, _, _ := startWaiting(t, bin, lab.Env(), "--root", root, "apply", "--yes", "--confirm-timeout", "3s", "-f", spec)
+		cmd, _, _ := startWaiting(t, bin, env, "--root", root, "apply", "--yes", "--confirm-timeout", "3s", "-f", spec)
 		if got := show("keep-me"); !strings.Contains(got, "infiniband.mtu:1500") || show("new-one") == "(none)" {
 			t.Fatalf("while waiting: keep-me %q, new-one %q; want the changes made", got, show("new-one"))
 		}
@@ -84,15 +86,15 @@ func TestRollbackOnRealNetworkManager(t *testing.T) {
 	}
 
 	// Confirmed in time: the checkpoint is committed, the changes stay.
-	cmd, sc, _ := startWaiting(t, bin, lab.Env(), "--root", root, "apply", "--yes", "--confirm-timeout", "20s", "-f", spec)
+	cmd, sc, _ := startWaiting(t, bin, env, "--root", root, "apply", "--yes", "--confirm-timeout", "20s", "-f", spec)
 	// A second apply while one waits is refused.
 	second := exec.Command(bin, "--root", root, "apply", "--yes", "--confirm-timeout", "30s", "-f", spec)
-	second.Env = append(lab.Env(), "NO_COLOR=1")
+	second.Env = append(env, "NO_COLOR=1")
 	if b, err := second.CombinedOutput(); err == nil || !strings.Contains(string(b), "an apply is waiting for confirmation") {
 		t.Errorf("a second apply while one waits: %v, want it refused at once\n%s", err, b)
 	}
 	confirm := exec.Command(bin, "--root", root, "confirm")
-	confirm.Env = lab.Env()
+	confirm.Env = env
 	if b, err := confirm.CombinedOutput(); err != nil {
 		t.Fatalf("confirm: %v\n%s", err, b)
 	}

@@ -26,6 +26,9 @@ type Host struct {
 	Kernel Kernel
 	// Systemd is the service manager; nil when no systemd runs (or --root).
 	Systemd Systemd
+	// NM is NetworkManager's D-Bus API (profiles and their activation);
+	// nil when the host has none to ask.
+	NM NetworkManager
 	// Name says what this host is, for messages: "live", "root DIR", "sim DIR".
 	Name string
 }
@@ -76,19 +79,19 @@ func NewLive(env []string) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Net: NewNetlink(nil), Kernel: liveKernel{fsys}, Systemd: liveSystemd(), Name: "live"}, nil
+	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Net: NewNetlink(nil), Kernel: liveKernel{fsys}, Systemd: liveSystemd(), NM: NewNetworkManager(env), Name: "live"}, nil
 }
 
 // NewRooted returns a host whose files live under dir. Commands still run
-// from PATH (tests put fakes there); nothing is mounted, and its network
-// door is the tree's sysfs (OfflineNet: reads from the tree, writes
-// refused).
+// from PATH (tests put fakes there) and NetworkManager is the one on the
+// system bus env names; nothing is mounted, and its network door is the
+// tree's sysfs (OfflineNet: reads from the tree, writes refused).
 func NewRooted(dir string, env []string) (*Host, error) {
 	fsys, err := NewRootFS(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Net: &OfflineNet{FS: fsys}, Name: "root " + dir}, nil
+	return &Host{FS: fsys, Runner: &ExecRunner{Env: env}, Net: &OfflineNet{FS: fsys}, NM: NewNetworkManager(env), Name: "root " + dir}, nil
 }
 
 type liveKernel struct{ fs FS }

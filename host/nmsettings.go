@@ -98,14 +98,14 @@ const (
 	NMActiveDeactivated  = 4
 )
 
-// D-Bus error names NetworkManager (and the bus) answer with, as captured
-// from NetworkManager 1.42 (testdata/real/nm-dbus).
+// D-Bus error names NetworkManager (and the bus) answer with; those
+// captured from NetworkManager 1.42 are in testdata/real/nm-dbus/errors.json.
 const (
 	// NMErrInvalidProperty: a property value the daemon refuses
 	// (NM_CONNECTION_ERROR_INVALID_PROPERTY).
-	NMErrInvalidProperty = "org.freedesktop.NetworkManager.Settings.InvalidProperty"
+	NMErrInvalidProperty = "org.freedesktop.NetworkManager.Settings.Connection.InvalidProperty"
 	// NMErrMissingProperty: a property the profile needs is missing.
-	NMErrMissingProperty = "org.freedesktop.NetworkManager.Settings.MissingProperty"
+	NMErrMissingProperty = "org.freedesktop.NetworkManager.Settings.Connection.MissingProperty"
 	// NMErrInvalidConnection: no profile of that UUID (GetConnectionByUuid).
 	NMErrInvalidConnection = "org.freedesktop.NetworkManager.Settings.InvalidConnection"
 	// NMErrSettingsPermission: the caller may not change profiles.

@@ -22,6 +22,10 @@ import (
 //     netdev or link Match names (any, if empty).
 //   - Systemd: one service manager call (SystemdOps, or *), on the unit
 //     Match names (any, if empty).
+//   - NM: one NetworkManager D-Bus call (NMOps, or *), on the connection
+//     Match names (any, if empty); it fails with the D-Bus error DBusError
+//     (org.freedesktop.NetworkManager.Failed when empty) and Stderr as
+//     NetworkManager's message, or hangs.
 //
 // Each fails with Errno (EIO when empty) and Stderr as the kernel's or the
 // manager's message, or, with Kill, SIGKILLs the process running against
@@ -48,6 +52,7 @@ const (
 	faultWrite
 	faultNetlink
 	faultSystemd
+	faultNM
 )
 
 func (k faultKind) String() string {
@@ -60,6 +65,8 @@ func (k faultKind) String() string {
 		return "netlink"
 	case faultSystemd:
 		return "systemd"
+	case faultNM:
+		return "nm"
 	}
 	return fmt.Sprintf("faultKind(%d)", int(k))
 }
@@ -73,6 +80,8 @@ func (f *Fault) kind() faultKind {
 		return faultNetlink
 	case f.Systemd != "":
 		return faultSystemd
+	case f.NM != "":
+		return faultNM
 	}
 	return faultTool
 }
@@ -93,6 +102,8 @@ func (f *Fault) matches(k faultKind, name, detail string) bool {
 		return (f.Netlink == "*" || f.Netlink == name) && (f.Match == "" || slices.Contains(strings.Fields(detail), f.Match))
 	case faultSystemd:
 		return (f.Systemd == "*" || f.Systemd == name) && (f.Match == "" || f.Match == detail)
+	case faultNM:
+		return (f.NM == "*" || f.NM == name) && (f.Match == "" || f.Match == detail)
 	}
 	return false
 }
@@ -100,13 +111,19 @@ func (f *Fault) matches(k faultKind, name, detail string) bool {
 // Validate checks a fault before it is stored.
 func (f *Fault) Validate() error {
 	n := 0
-	for _, s := range []string{f.Tool, f.Write, f.Netlink, f.Systemd} {
+	for _, s := range []string{f.Tool, f.Write, f.Netlink, f.Systemd, f.NM} {
 		if s != "" {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("a fault breaks exactly one of: a tool, a write, a netlink operation, a systemd call")
+		return fmt.Errorf("a fault breaks exactly one of: a tool, a write, a netlink operation, a systemd call, a NetworkManager call")
+	}
+	if f.NM != "" && f.NM != "*" && !slices.Contains(NMOps, f.NM) {
+		return fmt.Errorf("unknown NetworkManager call %q (known: %s, *)", f.NM, strings.Join(NMOps, ", "))
+	}
+	if f.DBusError != "" && f.NM == "" {
+		return fmt.Errorf("a D-Bus error name is for a NetworkManager call")
 	}
 	if f.Netlink != "" && f.Netlink != "*" && !slices.Contains(NetlinkOps, f.Netlink) {
 		return fmt.Errorf("unknown netlink operation %q (known: %s, *)", f.Netlink, strings.Join(NetlinkOps, ", "))
@@ -128,8 +145,8 @@ func (f *Fault) Validate() error {
 	if f.Drop && (f.Kill || f.Hang || f.Errno != "" || f.Exit != 0 || f.Stdout != "" || f.Stderr != "") {
 		return fmt.Errorf("a dropped operation succeeds without effect: no errno, exit code, message, hang or kill")
 	}
-	if f.Hang && f.Tool == "" {
-		return fmt.Errorf("only a tool can hang")
+	if f.Hang && f.Tool == "" && f.NM == "" {
+		return fmt.Errorf("only a tool or a NetworkManager call can hang")
 	}
 	if f.Times < 0 {
 		return fmt.Errorf("times must be 0 (always) or more")

@@ -276,6 +276,7 @@ func (s *Sim) Host() (*host.Host, error) {
 		Net:     &simNet{sim: s},
 		Kernel:  simKernel{},
 		Systemd: s.systemd(),
+		NM:      &simNM{sim: s},
 		Name:    "sim " + s.Dir,
 	}, nil
 }

@@ -194,6 +194,9 @@ type Fault struct {
 	Write   string `yaml:"write,omitempty"`
 	Netlink string `yaml:"netlink,omitempty"`
 	Systemd string `yaml:"systemd,omitempty"`
+	NM      string `yaml:"nm,omitempty"`
+	// DBusError is the D-Bus error name of a broken NetworkManager call.
+	DBusError string `yaml:"dbus_error,omitempty"`
 	// Errno fails a write, netlink or systemd operation (EIO if empty).
 	Errno  string `yaml:"errno,omitempty"`
 	Kill   bool   `yaml:"kill,omitempty"`

@@ -3,11 +3,12 @@ package ipoib
 import (
 	"errors"
 	"fmt"
+	"strings"
 
-	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
+	"github.com/rdmaform/rdmaform/host"
 )
 
-// Step is the nmcli step of a change that failed.
+// Step is the step of a change that failed.
 type Step int
 
 // Steps.
@@ -35,9 +36,9 @@ func (s Step) String() string {
 	return fmt.Sprintf("Step(%d)", int(s))
 }
 
-// ConnError is a failed nmcli step on one connection. Err is the
-// *nmcli.Error (command line, exit code, NetworkManager's message) or the
-// error that kept nmcli from running.
+// ConnError is a failed NetworkManager step on one connection. Err is the
+// *host.NMError (the D-Bus method, NetworkManager's error name and
+// message) or the error that kept rdmaform from asking.
 type ConnError struct {
 	Name string // connection.id
 	UUID string // "" when the profile was never added
@@ -63,40 +64,53 @@ func (e *ConnError) Error() string {
 
 func (e *ConnError) Unwrap() error { return e.Err }
 
-// Hint explains an nmcli failure class to an operator, or "" when there is
-// nothing to add to NetworkManager's own message.
+// polkit actions NetworkManager checks (org.freedesktop.NetworkManager.policy).
+const (
+	actionModifySystem   = "org.freedesktop.NetworkManager.settings.modify.system"
+	actionNetworkControl = "org.freedesktop.NetworkManager.network-control"
+)
+
+// Hint explains a NetworkManager failure class to an operator, or "" when
+// there is nothing to add to NetworkManager's own message.
 func Hint(err error) string {
-	var e *nmcli.Error
+	var e *host.NMError
 	if !errors.As(err, &e) {
 		return ""
 	}
-	switch e.Code {
-	case nmcli.ExitUnknown:
-		if nmcli.IsRejected(err) {
-			return "NetworkManager rejected the profile"
-		}
-		return "nmcli failed without a specific reason; is the system D-Bus reachable?"
-	case nmcli.ExitInvalidInput:
-		return "nmcli refused an argument rdmaform built; this nmcli may be older or newer than NetworkManager 1.42: please report it"
-	case nmcli.ExitTimeout:
-		return "NetworkManager did not finish in time"
-	case nmcli.ExitActivationFailed:
-		if nmcli.IsRejected(err) {
-			return "NetworkManager rejected the profile"
-		}
-		return "NetworkManager could not activate it on this host"
-	case nmcli.ExitDeactivationFailed:
-		return "NetworkManager could not deactivate it"
-	case nmcli.ExitDisconnectFailed:
-		return "NetworkManager could not disconnect the device"
-	case nmcli.ExitDeletionFailed:
-		return "NetworkManager could not delete it"
-	case nmcli.ExitNotRunning:
+	switch {
+	case e.NotRunning():
 		return "NetworkManager is not running: systemctl start NetworkManager"
-	case nmcli.ExitVersionMismatch:
-		return "nmcli and the running NetworkManager are different versions: restart NetworkManager after an upgrade"
-	case nmcli.ExitNotFound:
+	case strings.HasSuffix(e.Name, ".PermissionDenied"):
+		action := actionModifySystem
+		if e.Method == "ActivateConnection" || e.Method == "DeactivateConnection" {
+			action = actionNetworkControl
+		}
+		return "NetworkManager refused rdmaform: run it as root, or let its user have the polkit action " + action
+	case IsNoSuchConnection(err):
 		return "the connection changed since the plan was made: plan again"
+	case e.Name == host.NMErrActivationFailed || e.Name == host.NMErrUnknownDevice:
+		return "NetworkManager could not activate it on this host"
+	case strings.HasSuffix(e.Name, ".InvalidProperty") || strings.HasSuffix(e.Name, ".MissingProperty") || strings.HasSuffix(e.Name, ".InvalidSetting"):
+		return "NetworkManager rejected the profile"
+	case e.Method == "DeactivateConnection":
+		return "NetworkManager could not deactivate it"
+	case e.Method == "Delete":
+		return "NetworkManager could not delete it"
 	}
 	return ""
+}
+
+// IsNoSuchConnection reports a profile NetworkManager does not have (any
+// more): GetConnectionByUuid found none, or its object went away.
+func IsNoSuchConnection(err error) bool {
+	var e *host.NMError
+	return errors.As(err, &e) && (e.Name == host.NMErrInvalidConnection || e.Name == host.NMErrUnknownConnection || e.Name == "org.freedesktop.DBus.Error.UnknownObject")
+}
+
+// IsActivationFailed reports an activation NetworkManager refused or that
+// failed: no suitable device, the IPoIB interface missing, a mode the
+// device refuses.
+func IsActivationFailed(err error) bool {
+	var e *host.NMError
+	return errors.As(err, &e) && e.Method == "ActivateConnection" && !e.NotRunning() && !IsNoSuchConnection(err)
 }

@@ -1,5 +1,6 @@
 // Package ipoib manages the spec's ipoib section: NetworkManager
-// connections of type infiniband (IPoIB), through nmcli. A connection is
+// connections of type infiniband (IPoIB), through NetworkManager's D-Bus
+// API (host.NetworkManager: no nmcli process runs). A connection is
 // identified by its name (connection.id); profiles with other names are
 // never read beyond the list, never changed.
 //
@@ -15,9 +16,12 @@
 //   - Fields the spec leaves out (mode, mtu, ipv4, ipv6) are not enforced
 //     on an existing profile; they take NetworkManager's defaults when the
 //     profile is created.
+//   - Profiles are saved as `nmcli connection add` and `nmcli connection
+//     modify` save them: the keyfiles are the same byte for byte
+//     (TestRealKeyfilesEqualNmcli).
 //   - NetworkManager applies a modified profile only when it is activated
-//     again, so a modify of an active profile is followed by
-//     `nmcli connection up`, which re-activates it: the interface is
+//     again, so a modify of an active profile is followed by an
+//     activation (`nmcli connection up`), which re-activates it: the interface is
 //     re-configured at once (a short interruption of its traffic). The
 //     plan says so with "state: up -> re-activate". A change of autoconnect
 //     alone does not re-activate.
@@ -28,7 +32,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"time"
+	"slices"
+	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
@@ -69,45 +74,58 @@ type Observed struct {
 
 func portKey(dev string, port int) string { return fmt.Sprintf("%s/%d", dev, port) }
 
-// nmcliTimeout bounds one nmcli run: `connection up` waits up to 90 s for
-// the activation by default, longer than host.DefaultTimeout.
-const nmcliTimeout = 100 * time.Second
+// errNoNM is the error of a host without a NetworkManager door.
+var errNoNM = &host.NMError{Method: "ListConnections", Name: host.NMErrNoBus, Message: "this host has no NetworkManager to ask"}
 
-// client returns an nmcli client that runs through the host's runner (the
-// live host passes the caller's environment and LC_ALL=C; the simulator
-// emulates nmcli).
-func client(h *host.Host) *nmcli.Client {
-	return &nmcli.Client{Run: func(ctx context.Context, argv []string) (nmcli.Result, error) {
-		res, err := h.Runner.Run(ctx, host.Cmd{Args: argv, Timeout: nmcliTimeout})
-		r := nmcli.Result{Stdout: res.Stdout, Stderr: res.Stderr}
-		var ee *host.ExitError
-		if errors.As(err, &ee) && ee.Err == nil && ee.Code > 0 {
-			r.Stdout, r.Stderr, r.Exit = ee.Stdout, ee.Stderr, ee.Code
-			return r, nil
-		}
-		if errors.Is(err, host.ErrNotFound) {
-			return r, fmt.Errorf("nmcli is not installed: the ipoib section needs NetworkManager (Debian/Ubuntu: network-manager, RHEL: NetworkManager): %w", err)
-		}
-		return r, err
-	}}
+// nm is the host's NetworkManager door.
+func nm(h *host.Host) (host.NetworkManager, error) {
+	if h.NM == nil {
+		return nil, errNoNM
+	}
+	return h.NM, nil
 }
 
-// Observe implements plan.TypedProvider: one `nmcli connection show` and one
-// `nmcli connection show uuid ...` for all infiniband profiles, whatever
-// their number, plus the sysfs files of the parents the spec names and
-// the P_Key tables of their ports. show (Request.Full) reads the profiles
-// alone.
+// list reads every infiniband profile, sorted by name then UUID.
+func list(ctx context.Context, h *host.Host) ([]nmcli.Profile, error) {
+	n, err := nm(h)
+	if err != nil {
+		return nil, err
+	}
+	conns, err := n.Connections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ps []nmcli.Profile
+	for _, c := range conns {
+		if p, ok := profileOf(c); ok {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b nmcli.Profile) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.UUID, b.UUID)
+	})
+	return ps, nil
+}
+
+// Observe implements plan.TypedProvider: NetworkManager's profiles through
+// its D-Bus API in two round trips, whatever their number (the list and
+// the active connections, then every profile's settings at once), plus
+// the sysfs files of the parents the spec names and the P_Key tables of
+// their ports. show (Request.Full) reads the profiles alone.
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if len(req.Spec.IPoIB) == 0 && !req.Full {
 		return nil, nil
 	}
 	obs := &Observed{Links: map[string]inventory.Netdev{}, PKeys: map[string][]int{}}
-	profiles, err := client(h).List(ctx)
+	profiles, err := list(ctx, h)
 	if req.Full {
-		// show: the profiles alone. A host without nmcli, or with
-		// NetworkManager stopped, has none to describe.
+		// show: the profiles alone. A host without NetworkManager, or
+		// with NetworkManager stopped, has none to describe.
 		switch {
-		case errors.Is(err, host.ErrNotFound), nmcli.IsNotRunning(err):
+		case host.IsNMNotRunning(err):
 			return nil, nil
 		case err != nil:
 			return nil, fmt.Errorf("listing NetworkManager connections: %w", err)
@@ -116,7 +134,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		return obs, nil
 	}
 	if err != nil {
-		if nmcli.IsNotRunning(err) {
+		if host.IsNMNotRunning(err) {
 			return nil, fmt.Errorf("NetworkManager is not running; the ipoib section needs it (systemctl start NetworkManager): %w", err)
 		}
 		return nil, fmt.Errorf("listing NetworkManager connections: %w", err)

@@ -12,11 +12,9 @@ import (
 
 	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/host"
-	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
-	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/sim"
 )
@@ -40,7 +38,8 @@ func newLabHost(t *testing.T) *labHost {
 	if _, err := sim.Create(dir, st); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.NewRooted(dir, lab.Env())
+	// The provider never runs nmcli: a guard stands for it on PATH.
+	h, err := host.NewRooted(dir, lab.GuardedEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +189,10 @@ func TestRealNetworkManager(t *testing.T) {
 		t.Errorf("failed changes (-want +got):\n%s", diff)
 	}
 	var ce *ipoib.ConnError
-	if !errors.As(out.Err, &ce) || ce.Step != ipoib.StepUp || ce.UUID == "" || !nmcli.IsActivationFailed(ce) {
+	if !errors.As(out.Err, &ce) || ce.Step != ipoib.StepUp || ce.UUID == "" || !ipoib.IsActivationFailed(ce) {
 		t.Fatalf("error %v: want a *ConnError of a failed activation", out.Err)
 	}
-	for _, w := range []string{`connection "ib0-storage" (uuid `, "activation failed; the saved profile is kept", "nmcli connection up uuid ", "exit 4 (activation failed): Error: Connection activation failed: "} {
+	for _, w := range []string{`connection "ib0-storage" (uuid `, "activation failed; the saved profile is kept", "NetworkManager ActivateConnection: org.freedesktop.NetworkManager.UnknownDevice: ", "(NetworkManager could not activate it on this host)"} {
 		if !strings.Contains(out.Err.Error(), w) {
 			t.Errorf("error lacks %q:\n%v", w, out.Err)
 		}
@@ -239,10 +238,11 @@ func TestRealNetworkManager(t *testing.T) {
 	}
 }
 
-// TestRealNmcliWithoutNetworkManager runs the real nmcli against a bus
-// where no NetworkManager answers: discovery fails with a clear error.
-func TestRealNmcliWithoutNetworkManager(t *testing.T) {
-	need.Tool(t, "nmcli", "apt-get install network-manager")
+// TestRealWithoutNetworkManager: with no system bus, and with a bus
+// where NetworkManager does not run (the lab's, NetworkManager stopped),
+// the plan has one finding, the provider's at the spec's root as with
+// nmcli: NetworkManager is not running, with the D-Bus error.
+func TestRealWithoutNetworkManager(t *testing.T) {
 	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -251,22 +251,32 @@ func TestRealNmcliWithoutNetworkManager(t *testing.T) {
 	if _, err := sim.Create(dir, st); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.NewRooted(dir, []string{"PATH=" + os.Getenv("PATH"), "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + filepath.Join(t.TempDir(), "no-bus")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := schema.Parse("host.yaml", []byte(labSpec))
-	res, err := plan.Build(context.Background(), h, s, providersUnderTest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Plan.Errors) != 1 {
-		t.Fatalf("findings: %v, want one", res.Plan.Errors)
-	}
-	msg := res.Plan.Errors[0].Message
-	for _, w := range []string{"NetworkManager is not running", "nmcli -t -f NAME,UUID,TYPE,DEVICE,ACTIVE,STATE connection show: exit 1 (error): Error: Could not create NMClient object"} {
-		if !strings.Contains(msg, w) {
-			t.Errorf("finding lacks %q:\n%s", w, msg)
+	lab := nmlab.Start(t)
+	lab.StopNetworkManager()
+	for _, c := range []struct{ name, bus, want string }{
+		{"no bus", "unix:path=" + filepath.Join(t.TempDir(), "no-bus"), "NetworkManager ListConnections: rdmaform.NoSystemBus: connecting to the system bus"},
+		{"stopped", lab.Bus(), "NetworkManager ListConnections: org.freedesktop.DBus.Error.ServiceUnknown: The name org.freedesktop.NetworkManager was not provided by any .service files"},
+	} {
+		h, err := host.NewRooted(dir, []string{"PATH=" + os.Getenv("PATH"), "DBUS_SYSTEM_BUS_ADDRESS=" + c.bus})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := schema.Parse("host.yaml", []byte(labSpec))
+		res, err := plan.Build(context.Background(), h, s, providersUnderTest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Plan.Errors) != 1 {
+			t.Fatalf("%s: findings: %v, want one", c.name, res.Plan.Errors)
+		}
+		f := res.Plan.Errors[0]
+		for _, w := range []string{"NetworkManager is not running; the ipoib section needs it (systemctl start NetworkManager)", c.want} {
+			if !strings.Contains(f.Message, w) {
+				t.Errorf("%s: finding lacks %q:\n%s", c.name, w, f.Message)
+			}
+		}
+		if f.Path != "$" || !strings.HasPrefix(f.Message, "ipoib: ") {
+			t.Errorf("%s: finding %s, want the provider's at the spec's root, as with nmcli", c.name, f)
 		}
 	}
 }

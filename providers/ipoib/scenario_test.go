@@ -67,8 +67,8 @@ func (h *simHost) applyThenEmpty(spec string) string {
 	return out
 }
 
-// changingCalls returns the nmcli runs that change NetworkManager since
-// the last call, with UUIDs as U1, U2, ... in order of appearance.
+// changingCalls returns the NetworkManager D-Bus calls that change
+// profiles since the last call; no nmcli may have run.
 func (h *simHost) changingCalls() []string {
 	h.t.Helper()
 	b, _ := host.ReadLocalFile(h.calls, nil)
@@ -77,7 +77,10 @@ func (h *simHost) changingCalls() []string {
 	}
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "nmcli connection ") && !strings.HasPrefix(l, "nmcli connection show") {
+		if strings.HasPrefix(l, "nmcli") {
+			h.t.Errorf("nmcli ran: %s", l)
+		}
+		if strings.HasPrefix(l, "NetworkManager ") && !strings.HasPrefix(l, "NetworkManager ListConnections") {
 			out = append(out, l)
 		}
 	}
@@ -137,12 +140,12 @@ func TestSimCreatePKeyChild(t *testing.T) {
 	h.changingCalls()
 	h.applyThenEmpty(storage)
 	want := []string{
-		"nmcli connection add type infiniband con-name ib0-storage connection.interface-name ib0.8002 infiniband.mtu 2000 infiniband.parent ib0 infiniband.p-key 0x8002" +
-			" ipv4.method manual ipv4.addresses 192.0.2.1/24 ipv4.gateway 192.0.2.254 ipv4.dns 192.0.2.253 ipv6.method manual ipv6.addresses 2001:db8:1::1/64",
-		"nmcli connection up uuid " + uuid1,
+		"NetworkManager AddConnection2 ib0-storage connection.interface-name=ib0.8002 infiniband.transport-mode=datagram infiniband.parent=ib0 ipv4.method=manual ipv6.method=manual" +
+			" infiniband.mtu=2000 infiniband.p-key=0x8002 ipv4.addresses=192.0.2.1/24 ipv4.gateway=192.0.2.254 ipv4.dns=192.0.2.253 ipv6.addresses=2001:db8:1::1/64",
+		"NetworkManager ActivateConnection ib0-storage",
 	}
 	if diff := cmp.Diff(want, h.changingCalls()); diff != "" {
-		t.Errorf("nmcli calls (-want +got):\n%s", diff)
+		t.Errorf("NetworkManager calls (-want +got):\n%s", diff)
 	}
 	wantDev := &sim.Netdev{Name: "ib0.8002", Kind: "ipoib", MTU: 2000, Up: true, MAC: h.netdev("ib0").MAC,
 		Addrs: []string{"192.0.2.1/24", "2001:db8:1::1/64"}, Device: "mlx5_0", Port: 1, PKey: 0x8002, Mode: "datagram"}
@@ -170,9 +173,9 @@ func TestSimModifyMTUOnly(t *testing.T) {
 		}
 	}
 	h.applyThenEmpty(spec)
-	want := []string{"nmcli connection modify uuid " + uuid1 + " infiniband.mtu 1500", "nmcli connection up uuid " + uuid1}
+	want := []string{"NetworkManager Update2 ib0-storage infiniband.mtu=1500", "NetworkManager ActivateConnection ib0-storage"}
 	if diff := cmp.Diff(want, h.changingCalls()); diff != "" {
-		t.Errorf("nmcli calls (-want +got):\n%s", diff)
+		t.Errorf("NetworkManager calls (-want +got):\n%s", diff)
 	}
 	if got := h.netdev("ib0.8002").MTU; got != 1500 {
 		t.Errorf("ib0.8002 MTU %d after apply, want 1500", got)
@@ -185,9 +188,9 @@ func TestSimDown(t *testing.T) {
 	h.changingCalls()
 	spec := storage + "    state: down\n"
 	h.applyThenEmpty(spec)
-	want := []string{"nmcli connection modify uuid " + uuid1 + " connection.autoconnect no", "nmcli connection down uuid " + uuid1}
+	want := []string{"NetworkManager Update2 ib0-storage connection.autoconnect=no", "NetworkManager DeactivateConnection ib0-storage"}
 	if diff := cmp.Diff(want, h.changingCalls()); diff != "" {
-		t.Errorf("nmcli calls (-want +got):\n%s", diff)
+		t.Errorf("NetworkManager calls (-want +got):\n%s", diff)
 	}
 	if n := h.netdev("ib0.8002"); n != nil {
 		t.Errorf("child interface still exists after down: %+v", n)
@@ -206,8 +209,8 @@ func TestSimAbsent(t *testing.T) {
 		t.Errorf("plan lacks the delete:\n%s", p)
 	}
 	h.applyThenEmpty(spec)
-	if diff := cmp.Diff([]string{"nmcli connection delete uuid " + uuid1}, h.changingCalls()); diff != "" {
-		t.Errorf("nmcli calls (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"NetworkManager Delete ib0-storage"}, h.changingCalls()); diff != "" {
+		t.Errorf("NetworkManager calls (-want +got):\n%s", diff)
 	}
 	if st := h.state(); len(st.NM.Profiles) != 0 || h.netdev("ib0.8002") != nil {
 		t.Errorf("profile or child interface left: %+v", st.NM.Profiles)
@@ -250,13 +253,13 @@ func TestSimActivationFailureKeepsProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const nmMsg = "Error: Connection activation failed: IP configuration could not be reserved (no available address, timeout, etc.)"
-	st.Faults = []sim.Fault{{Tool: "nmcli", Match: "connection up", Exit: 4, Stderr: nmMsg + "\n", Times: 1}}
+	const nmMsg = "Connection activation failed: The IP config of the active connection was invalid"
+	st.Faults = []sim.Fault{{NM: "ActivateConnection", DBusError: host.NMErrActivationFailed, Stderr: nmMsg + "\n", Times: 1}}
 	h := newSimState(t, st)
 	out := h.run(storage, 1, "apply", "-f", "-", "--yes")
 	for _, want := range []string{
 		`ipoib[ib0-storage]: connection "ib0-storage" (uuid ` + uuid1 + `): activation failed; the saved profile is kept and stays down`,
-		"nmcli connection up uuid " + uuid1 + ": exit 4 (activation failed): " + nmMsg,
+		"NetworkManager ActivateConnection: rdmaform.ActivationFailed: " + nmMsg,
 		"NetworkManager could not activate it on this host",
 		"Apply: 0 applied, 1 failed, 0 skipped.",
 	} {

@@ -20,7 +20,7 @@ var labTests = []struct {
 	{"ip", "providers/qos", "TestVethHasNoDCB"},
 	{"mstconfig", "providers/firmware", "TestRealMstconfigNoAdapter"},
 	{"mstconfig", "sim/mlxemu", "TestRealMstconfig"},
-	{"nmcli", "providers/ipoib", "TestRealNmcliWithoutNetworkManager"},
+	{"NetworkManager", "providers/ipoib", "TestRealWithoutNetworkManager"},
 	{"NetworkManager", "providers/ipoib/nmcli", "TestRealNmcliOutputs"},
 	{"systemd-analyze", "providers/bootunit", "TestUnitFileVerifies"},
 	{"ansible-playbook", "ansible", "TestAnsible"},

@@ -54,7 +54,14 @@ type Option func(*config)
 type config struct {
 	veth   bool
 	prefix string
+	polkit bool
 }
+
+// WithPolkit makes NetworkManager authorize every request through polkit
+// (auth-polkit=true), as a distribution's default configuration does; the
+// lab's bus has no polkit daemon, so only what NetworkManager itself
+// grants passes.
+func WithPolkit() Option { return func(c *config) { c.polkit = true } }
 
 // WithVeth creates a veth pair PREFIX0/PREFIX1 inside the lab's namespace
 // before NetworkManager starts, so an ethernet profile can activate for
@@ -77,6 +84,7 @@ type Lab struct {
 	nmDone  chan struct{}
 	nmLog   string
 	baseEnv []string
+	polkit  bool
 }
 
 // Result is what one command printed and how it exited.
@@ -117,6 +125,7 @@ func Start(t testing.TB, opts ...Option) *Lab {
 		prefix:  cfg.prefix,
 		nmLog:   filepath.Join(dir, "NetworkManager.log"),
 		baseEnv: os.Environ(),
+		polkit:  cfg.polkit,
 	}
 	// One cleanup, registered before anything starts, tears down whatever
 	// was built, in order: NetworkManager, then D-Bus, then the namespace.
@@ -187,6 +196,44 @@ func (l *Lab) Env() []string {
 		}
 	}
 	return append(env, "DBUS_SYSTEM_BUS_ADDRESS=unix:path="+l.bus)
+}
+
+// guardScript stands for nmcli on the PATH of the code under test: it
+// records its arguments and fails, so a test proves nmcli never runs.
+const guardScript = `#!/bin/sh
+printf '%s\n' "$*" >> "$(dirname "$0")/ran"
+echo "nmcli must not run: rdmaform talks to NetworkManager over D-Bus" >&2
+exit 127
+`
+
+// GuardedEnv is Env() with an nmcli guard first on PATH: the code under
+// test gets it instead of the real nmcli, and the test fails at its end
+// if anything ran it (the lab's own helpers, such as Nmcli, still use the
+// real one).
+func (l *Lab) GuardedEnv() []string {
+	l.t.Helper()
+	dir := filepath.Join(l.dir, "guard")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		l.t.Fatalf("nmlab: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nmcli"), []byte(guardScript), 0o755); err != nil {
+		l.t.Fatalf("nmlab: %v", err)
+	}
+	l.t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "ran")); err == nil {
+			l.t.Errorf("nmlab: nmcli ran under the guard:\n%s", b)
+		}
+	})
+	env := []string{}
+	path := os.Getenv("PATH")
+	for _, kv := range l.Env() {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "PATH="+dir+":"+path)
 }
 
 // Nmcli runs nmcli with args inside the lab's namespace, LC_ALL=C, and
@@ -284,7 +331,11 @@ func (l *Lab) writeConfig() error {
 	if err := os.WriteFile(filepath.Join(l.dir, "bus.conf"), fmt.Appendf(nil, busConf, l.bus), 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(l.dir, "NetworkManager.conf"), fmt.Appendf(nil, nmConf, l.KeyfileDir(), l.prefix), 0o600)
+	conf := fmt.Appendf(nil, nmConf, l.KeyfileDir(), l.prefix)
+	if l.polkit {
+		conf = bytes.Replace(conf, []byte("auth-polkit=false"), []byte("auth-polkit=true"), 1)
+	}
+	return os.WriteFile(filepath.Join(l.dir, "NetworkManager.conf"), conf, 0o600)
 }
 
 // addNetns creates a namespace named rdmaform-nm-PID-N with the first free
@@ -409,6 +460,26 @@ func (l *Lab) waitRunning() error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("NetworkManager not running after %s (last nmcli: exit %d, %s)", readyTimeout, last.Exit, bytes.TrimSpace(last.Stderr))
+}
+
+// Bus is the D-Bus address of the lab's private system bus.
+func (l *Lab) Bus() string { return "unix:path=" + l.bus }
+
+// StopNetworkManager ends NetworkManager (SIGTERM, by PID) and leaves the
+// bus running: what a host with NetworkManager stopped looks like.
+func (l *Lab) StopNetworkManager() {
+	l.t.Helper()
+	if l.nm == nil || l.nm.Process == nil {
+		return
+	}
+	l.nm.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-l.nmDone:
+	case <-time.After(5 * time.Second):
+		l.nm.Process.Kill()
+		<-l.nmDone
+	}
+	l.nm = nil
 }
 
 // stop ends NetworkManager, then the bus (only the PIDs this lab started),
