@@ -219,6 +219,7 @@ func (a *app) host() (*host.Host, error) {
 		return nil, err
 	}
 	h.Runner = a.verboseRunner(host.CapTimeout(h.Runner, max))
+	h.NM = host.CapNM(h.NM, max)
 	return h, nil
 }
 

@@ -111,13 +111,13 @@ var faultCases = []faultCase{{
 	base:    moduleBase,
 	spec:    "version: 1\nmodules: [ib_umad, rdma_ucm]\nipoib:\n  - {name: ib0-data, parent: ib0, ipv4: {addresses: [192.0.2.1/24]}}\n",
 	address: "ipoib[ib0-data]",
-	fail:    []string{"--tool", "nmcli", "--match", "connection add", "--exit", "4", "--message", "Error: Failed to add 'ib0-data' connection: Insufficient privileges"},
-	want:    []string{"ipoib[ib0-data]", `connection "ib0-data"`, "nmcli connection add type infiniband con-name ib0-data", "Insufficient privileges"},
-	hang:    []string{"--tool", "nmcli", "--match", "connection add", "--hang"},
-	// nmcli's own timeout is 100 s; the cap makes it 300 ms.
-	wantHang: "nmcli connection add type infiniband con-name ib0-data connection.interface-name ib0 ipv4.method manual ipv4.addresses 192.0.2.1/24 ipv6.method disabled: timed out after 300ms",
-	// Killed between add and up: the profile exists, inactive.
-	kill: []string{"--tool", "nmcli", "--match", "connection up"},
+	fail:    []string{"--nm", "AddConnection2", "--match", "ib0-data", "--dbus-error", "org.freedesktop.NetworkManager.Settings.PermissionDenied", "--message", "Insufficient privileges"},
+	want:    []string{"ipoib[ib0-data]", `connection "ib0-data"`, "NetworkManager AddConnection2: org.freedesktop.NetworkManager.Settings.PermissionDenied: Insufficient privileges", "polkit action org.freedesktop.NetworkManager.settings.modify.system"},
+	hang:    []string{"--nm", "AddConnection2", "--match", "ib0-data", "--hang"},
+	// The call waits for the apply's deadline, capped here.
+	wantHang: "NetworkManager AddConnection2: timed out after 300ms",
+	// Killed between add and activation: the profile exists, inactive.
+	kill: []string{"--nm", "ActivateConnection", "--match", "ib0-data"},
 }, {
 	name:    "services",
 	profile: "cx6-vpi-ib",

@@ -16,13 +16,14 @@ import (
 // readOnlyCall is every command line plan, show, status and audit may
 // run: firmware queries, mst's listing, NetworkManager's listings, dcb's and ethtool's QoS reads. No set,
 // no mst start, no modprobe, no nmcli change.
-var readOnlyCall = regexp.MustCompile(`^((mlxconfig|mstconfig) -d \S+ -e q( [A-Z0-9_]+)*|mst status -v|nmcli -t -f \S+ connection show( uuid \S+)*|dcb -j (pfc|ets|app|dcbx) show dev \S+|ethtool -a \S+|ip -j link show dev \S+)$`)
+var readOnlyCall = regexp.MustCompile(`^((mlxconfig|mstconfig) -d \S+ -e q( [A-Z0-9_]+)*|mst status -v|nmcli -t -f \S+ connection show( uuid \S+)*|NetworkManager ListConnections|dcb -j (pfc|ets|app|dcbx) show dev \S+|ethtool -a \S+|ip -j link show dev \S+)$`)
 
 // rootReason is every reason a read-only command may give for an error
-// under --root with no tool on PATH: a tool that is missing, what an
+// under --root with no tool on PATH and no system bus: a tool that is
+// missing, NetworkManager not reachable, what an
 // offline tree cannot answer (netlink, dcb, configfs groups), and what the
 // spec asks of the tree (a port's link layer, a PF without SR-IOV yet).
-var rootReason = regexp.MustCompile(`is on PATH|is not installed|--root|configfs shows no port|has no SR-IOV capability|RoCE settings need an Ethernet port|the audit is incomplete`)
+var rootReason = regexp.MustCompile(`is on PATH|is not installed|NetworkManager is not running|--root|configfs shows no port|has no SR-IOV capability|RoCE settings need an Ethernet port|the audit is incomplete`)
 
 // TestReadOnlyCommandsChangeNothing: on the simulated host of every
 // example, before and after its changes are applied (an SR-IOV example
@@ -101,7 +102,7 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := fstree.Snapshot(t, root)
-			noTools := []string{"PATH=" + t.TempDir()}
+			noTools := []string{"PATH=" + t.TempDir(), "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + filepath.Join(t.TempDir(), "no-bus")}
 			for _, args := range [][]string{{"plan", "-f", spec}, {"show"}, {"status"}, {"audit", "-f", spec}} {
 				code, out, errs := runCLIEnv(t, noTools, append([]string{"--root", root}, args...)...)
 				ok := code == 0

@@ -37,13 +37,21 @@ type NM struct{ conn *dbus.Conn }
 // DialNM connects to the system bus named by DBUS_SYSTEM_BUS_ADDRESS in
 // environ (the default system bus without it).
 func DialNM(ctx context.Context, environ []string) (*NM, error) {
+	return dialNM(ctx, ctx, environ)
+}
+
+// dialNM dials within ctx a connection that lives as long as life.
+func dialNM(ctx, life context.Context, environ []string) (*NM, error) {
 	addr := "unix:path=/run/dbus/system_bus_socket"
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "DBUS_SYSTEM_BUS_ADDRESS="); ok && v != "" {
 			addr = v
 		}
 	}
-	conn, err := dbus.Dial(addr, dbus.WithContext(ctx))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	conn, err := dbus.Dial(addr, dbus.WithContext(life))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the system bus (%s): %w", addr, err)
 	}

@@ -174,6 +174,8 @@ const (
 // NewNetworkManager returns the door to the NetworkManager on the system
 // bus environ names (DBUS_SYSTEM_BUS_ADDRESS, else the default socket). It
 // connects on first use and keeps the connection for the host's life.
+// Every call ends after DefaultTimeout (an activation after its own wait
+// plus that), sooner under CapNM.
 func NewNetworkManager(environ []string) NetworkManager {
 	return &liveNM{environ: environ}
 }
@@ -189,7 +191,9 @@ func (l *liveNM) conn(ctx context.Context, method string) (*dbus.Conn, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.nm == nil {
-		nm, err := DialNM(ctx, l.environ)
+		// The connection outlives this call (godbus closes one whose
+		// context ends): the call's own deadline still bounds the dial.
+		nm, err := dialNM(ctx, context.WithoutCancel(ctx), l.environ)
 		if err != nil {
 			return nil, &NMError{Method: method, Name: NMErrNoBus, Message: err.Error()}
 		}
@@ -224,6 +228,8 @@ func nmErr(method string, err error) error {
 
 // Connections implements NetworkManager.
 func (l *liveNM) Connections(ctx context.Context) ([]NMConnection, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	c, err := l.conn(ctx, "ListConnections")
 	if err != nil {
 		return nil, err
@@ -302,6 +308,8 @@ func (l *liveNM) byUUID(ctx context.Context, method, id string) (*dbus.Conn, dbu
 
 // AddConnection implements NetworkManager.
 func (l *liveNM) AddConnection(ctx context.Context, s NMSettings) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	c, err := l.conn(ctx, "AddConnection2")
 	if err != nil {
 		return "", err
@@ -323,6 +331,8 @@ func (l *liveNM) AddConnection(ctx context.Context, s NMSettings) (string, error
 
 // UpdateConnection implements NetworkManager.
 func (l *liveNM) UpdateConnection(ctx context.Context, id string, edit func(NMSettings)) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	c, p, err := l.byUUID(ctx, "Update2", id)
 	if err != nil {
 		return err
@@ -350,6 +360,8 @@ func (l *liveNM) UpdateConnection(ctx context.Context, id string, edit func(NMSe
 
 // DeleteConnection implements NetworkManager.
 func (l *liveNM) DeleteConnection(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	c, p, err := l.byUUID(ctx, "Delete", id)
 	if err != nil {
 		return err
@@ -384,6 +396,8 @@ const activationWait = 90 * time.Second
 
 // ActivateConnection implements NetworkManager.
 func (l *liveNM) ActivateConnection(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, activationWait+DefaultTimeout)
+	defer cancel()
 	c, p, err := l.byUUID(ctx, "ActivateConnection", id)
 	if err != nil {
 		return err
@@ -449,6 +463,8 @@ func activeReason(r uint32) string {
 
 // DeactivateConnection implements NetworkManager.
 func (l *liveNM) DeactivateConnection(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	c, p, err := l.byUUID(ctx, "DeactivateConnection", id)
 	if err != nil {
 		return err

@@ -59,3 +59,55 @@ func (c *cappedRunner) LookPath(name string) (string, error) {
 	}
 	return "", fmt.Errorf("%s: cannot look up without running", name)
 }
+
+// CapNM returns a NetworkManager door whose every call ends after at most
+// max (TimeoutEnv); max <= 0 returns n itself.
+func CapNM(n NetworkManager, max time.Duration) NetworkManager {
+	if max <= 0 || n == nil {
+		return n
+	}
+	return &cappedNM{n: n, max: max}
+}
+
+type cappedNM struct {
+	n   NetworkManager
+	max time.Duration
+}
+
+// call runs f with the capped deadline; a call that ran out of it says
+// after how long.
+func (c *cappedNM) call(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.max)
+	defer cancel()
+	err := f(ctx)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w after %s", err, c.max)
+	}
+	return err
+}
+
+func (c *cappedNM) Connections(ctx context.Context) (out []NMConnection, err error) {
+	err = c.call(ctx, func(ctx context.Context) error { out, err = c.n.Connections(ctx); return err })
+	return out, err
+}
+
+func (c *cappedNM) AddConnection(ctx context.Context, s NMSettings) (id string, err error) {
+	err = c.call(ctx, func(ctx context.Context) error { id, err = c.n.AddConnection(ctx, s); return err })
+	return id, err
+}
+
+func (c *cappedNM) UpdateConnection(ctx context.Context, id string, edit func(NMSettings)) error {
+	return c.call(ctx, func(ctx context.Context) error { return c.n.UpdateConnection(ctx, id, edit) })
+}
+
+func (c *cappedNM) DeleteConnection(ctx context.Context, id string) error {
+	return c.call(ctx, func(ctx context.Context) error { return c.n.DeleteConnection(ctx, id) })
+}
+
+func (c *cappedNM) ActivateConnection(ctx context.Context, id string) error {
+	return c.call(ctx, func(ctx context.Context) error { return c.n.ActivateConnection(ctx, id) })
+}
+
+func (c *cappedNM) DeactivateConnection(ctx context.Context, id string) error {
+	return c.call(ctx, func(ctx context.Context) error { return c.n.DeactivateConnection(ctx, id) })
+}

@@ -38,7 +38,7 @@ func notRunning(method string) error {
 // returns the fault's error, if any.
 func (m *simNM) begin(ctx context.Context, method, conn string, detail ...string) (dropped bool, err error) {
 	m.sim.lock()
-	m.sim.calls = append(m.sim.calls, strings.Join(append([]string{"NetworkManager", method, conn}, detail...), " "))
+	m.sim.calls = append(m.sim.calls, strings.Join(strings.Fields(strings.Join(append([]string{"NetworkManager", method, conn}, detail...), " ")), " "))
 	up := m.sim.state.HasTool("nmcli") && (m.sim.state.NM == nil || !m.sim.state.NM.NotRunning)
 	f := m.sim.takeLocked(faultNM, method, conn)
 	m.sim.unlock()
@@ -53,7 +53,7 @@ func (m *simNM) begin(ctx context.Context, method, conn string, detail ...string
 		return true, nil
 	case f.Hang:
 		<-ctx.Done()
-		return false, fmt.Errorf("NetworkManager %s: %w", method, ctx.Err())
+		return false, fmt.Errorf("NetworkManager %s: %w", method, host.CtxErr(ctx))
 	}
 	name := f.DBusError
 	if name == "" {
@@ -256,6 +256,9 @@ func typed(t map[string]string) host.NMSettings {
 	}
 	if n, err := strconv.ParseUint(t["infiniband.mtu"], 10, 32); err == nil && n > 0 {
 		s.Set("infiniband", "mtu", uint32(n))
+	}
+	if n, err := strconv.ParseUint(t["sriov.total-vfs"], 10, 32); err == nil {
+		s.Set("sriov", "total-vfs", uint32(n))
 	}
 	if pk, err := strconv.ParseInt(t["infiniband.p-key"], 0, 32); err == nil {
 		s.Set("infiniband", "p-key", int32(pk))

@@ -192,40 +192,37 @@ func guidOf(s string) string {
 // interface when it activates them, also to 0. A host without
 // NetworkManager has none.
 //
-// Equivalent to: nmcli -t -f NAME,UUID,TYPE,... connection show;
-// nmcli -t -f connection.uuid,connection.id,connection.interface-name,sriov.total-vfs connection show uuid U...
+// Equivalent to: the D-Bus calls Settings.ListConnections, then
+// GetSettings of every profile at once (host.NetworkManager).
 func nmOwners(ctx context.Context, h *host.Host) (map[string]nmcli.SRIOVOwner, error) {
-	res, err := h.Run(ctx, nmcli.ListArgs()...)
-	if errors.Is(err, host.ErrNotFound) || nmcli.IsNotRunning(err) {
+	if h.NM == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	entries, err := nmcli.ParseList(res.Stdout)
-	if err != nil {
-		return nil, err
-	}
-	var uuids []string
-	for _, e := range entries {
-		if e.Type == "infiniband" || e.Type == "802-3-ethernet" {
-			uuids = append(uuids, e.UUID)
-		}
-	}
-	if len(uuids) == 0 {
+	conns, err := h.NM.Connections(ctx)
+	if host.IsNMNotRunning(err) {
 		return nil, nil
 	}
-	res, err = h.Run(ctx, nmcli.SRIOVOwnersArgs(uuids)...)
-	if err != nil {
-		return nil, err
-	}
-	list, err := nmcli.ParseSRIOVOwners(res.Stdout)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]nmcli.SRIOVOwner{}
-	for _, o := range list {
+	for _, c := range conns {
+		s := c.Settings
+		if t := s.String("connection", "type"); t != "infiniband" && t != "802-3-ethernet" {
+			continue
+		}
+		if _, ok := s["sriov"]; !ok {
+			continue
+		}
+		vfs := uint32(0)
+		if v, ok := s.Get("sriov", "total-vfs"); ok {
+			vfs, _ = v.Value().(uint32)
+		}
+		o := nmcli.SRIOVOwner{UUID: c.UUID(), Name: s.String("connection", "id"), Interface: s.String("connection", "interface-name"), TotalVFs: strconv.FormatUint(uint64(vfs), 10)}
 		out[o.Interface] = o
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,9 +48,11 @@ type options struct {
 	reps     int
 	conns    int
 	rdmaform string
-	only     string
-	require  bool
-	kernlab  string
+	// nmcliBaseline is an rdmaform binary from before the D-Bus switch.
+	nmcliBaseline string
+	only          string
+	require       bool
+	kernlab       string
 }
 
 // report collects the table's sections.
@@ -80,6 +83,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.reps, "reps", 3, "plans per size (the median is reported)")
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
+	fs.StringVar(&o.nmcliBaseline, "nmcli-baseline", "", "an rdmaform binary from before the D-Bus switch (nmcli per profile), measured beside the current one in the nm part")
 	fs.StringVar(&o.only, "only", "", "run one part: plan, qos, nm, big, kernel, waves")
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
@@ -96,6 +100,9 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	if abs, err := filepath.Abs(o.rdmaform); err == nil {
 		o.rdmaform = abs
+	}
+	if abs, err := filepath.Abs(o.nmcliBaseline); err == nil && o.nmcliBaseline != "" {
+		o.nmcliBaseline = abs
 	}
 	tmp, remove, err := benchlab.TempDir("rdmaform-bench-")
 	if err != nil {
@@ -311,50 +318,35 @@ func (r *report) networkManager(ctx context.Context, dir string, log io.Writer) 
 	// rdmaform: apply, then apply again; reps times, the profiles deleted
 	// between rounds (rdmaform runs are short and vary more).
 	fmt.Fprintln(log, "   rdmaform")
-	lab, stop, err := benchlab.StartNM(log)
+	first, again, rdmaProfiles, rdmaFields, err := r.rdmaformRounds(ctx, r.opts.rdmaform, root, specPath, conns, log)
 	if err != nil {
-		return skip(err.Error())
+		return skipOr(err, skip)
 	}
-	argv := []string{r.opts.rdmaform, "--root", root, "apply", "--yes", "-f", specPath}
-	env := append(lab.Env(), "NO_COLOR=1")
-	var firsts, agains []benchlab.Run
-	var rdmaProfiles int
-	var rdmaFields string
-	for i := 0; i < r.opts.reps && err == nil; i++ {
-		var first, again benchlab.Run
-		first, err = benchlab.Exec(ctx, argv, env, nil)
-		if err == nil && first.Exit != 0 {
-			err = fmt.Errorf("rdmaform apply: exit %d\n%s%s", first.Exit, first.Stdout, first.Stderr)
-		}
-		if err == nil {
-			again, err = benchlab.Exec(ctx, argv, env, nil)
-			if err == nil && again.Exit != 0 {
-				err = fmt.Errorf("rdmaform apply (re-run): exit %d\n%s%s", again.Exit, again.Stdout, again.Stderr)
-			}
-		}
-		if err == nil {
-			rdmaProfiles, rdmaFields, err = profiles(ctx, lab, conns[0].Name)
-		}
-		if err == nil && i+1 < r.opts.reps {
-			err = deleteProfiles(ctx, lab, conns)
-		}
-		firsts, agains = append(firsts, first), append(agains, again)
-	}
-	stop()
-	if err != nil {
-		return err
-	}
-	first, again := medianRun(firsts), medianRun(agains)
-	sec.rows = append(sec.rows, []string{"rdmaform apply", ms(first.Wall), ms(again.Wall), ms(first.CPU()),
+	sec.rows = append(sec.rows, []string{"rdmaform apply (D-Bus)", ms(first.Wall), ms(again.Wall), ms(first.CPU()),
 		strconv.Itoa(rdmaProfiles), changedLine(first.Stdout) + " / " + changedLine(again.Stdout)})
 	sec.notes = append(sec.notes, fmt.Sprintf("rdmaform: `DBUS_SYSTEM_BUS_ADDRESS=<lab bus> rdmaform --root <gpu-node tree> apply --yes -f ipoib.yaml` (plan, apply, plan again), then again with nothing to do; median of %d rounds, the profiles deleted between rounds. Profile: ", r.opts.reps)+rdmaFields)
+	if r.opts.nmcliBaseline != "" {
+		// The same rounds with an rdmaform built before the D-Bus switch,
+		// which ran nmcli once or twice per profile.
+		fmt.Fprintln(log, "   rdmaform (nmcli baseline)")
+		bfirst, bagain, n, _, err := r.rdmaformRounds(ctx, r.opts.nmcliBaseline, root, specPath, conns, log)
+		if err != nil {
+			return skipOr(err, skip)
+		}
+		sec.rows = append(sec.rows,
+			[]string{"rdmaform apply (nmcli: baseline)", ms(bfirst.Wall), ms(bagain.Wall), ms(bfirst.CPU()),
+				strconv.Itoa(n), changedLine(bfirst.Stdout) + " / " + changedLine(bagain.Stdout)},
+			[]string{"**nmcli ÷ D-Bus**", fmt.Sprintf("**%.1f×**", float64(bfirst.Wall)/float64(first.Wall)),
+				fmt.Sprintf("**%.1f×**", float64(bagain.Wall)/float64(again.Wall)), fmt.Sprintf("%.1f×", float64(bfirst.CPU())/float64(first.CPU())), "", ""})
+		sec.notes = append(sec.notes, "nmcli baseline: the same rounds with `-nmcli-baseline "+filepath.Base(r.opts.nmcliBaseline)+"`, an rdmaform built from the last commit that drove NetworkManager through nmcli.")
+	}
 
 	// Ansible: the same profiles with community.general.nmcli.
 	if why := ansibleMissing(getenv(r.environ, "HOME")); why != "" {
 		return skip(why)
 	}
 	fmt.Fprintln(log, "   ansible")
-	lab, stop, err = benchlab.StartNM(log)
+	lab, stop, err := benchlab.StartNM(log)
 	if err != nil {
 		return skip(err.Error())
 	}
@@ -374,31 +366,93 @@ func (r *report) networkManager(ctx context.Context, dir string, log io.Writer) 
 		"ANSIBLE_INVENTORY_UNPARSED_WARNING=false",
 	)
 	aargv := []string{"ansible-playbook", "-i", "localhost,", "-c", "local", play}
-	afirst, err := benchlab.Exec(ctx, aargv, aenv, nil)
-	if err == nil && afirst.Exit != 0 {
-		err = fmt.Errorf("ansible-playbook: exit %d\n%s%s", afirst.Exit, afirst.Stdout, afirst.Stderr)
+	var afirsts, aagains []benchlab.Run
+	var n int
+	var fields string
+	for i := 0; i < r.opts.reps && err == nil; i++ {
+		var f, a benchlab.Run
+		f, err = benchlab.Exec(ctx, aargv, aenv, nil)
+		if err == nil && f.Exit != 0 {
+			err = fmt.Errorf("ansible-playbook: exit %d\n%s%s", f.Exit, f.Stdout, f.Stderr)
+		}
+		if err == nil {
+			a, err = benchlab.Exec(ctx, aargv, aenv, nil)
+			if err == nil && a.Exit != 0 {
+				err = fmt.Errorf("ansible-playbook (re-run): exit %d\n%s%s", a.Exit, a.Stdout, a.Stderr)
+			}
+		}
+		if err == nil {
+			n, fields, err = countProfiles(ctx, lab, conns[0].Name)
+		}
+		if err == nil && i+1 < r.opts.reps {
+			err = deleteProfiles(ctx, lab, conns)
+		}
+		afirsts, aagains = append(afirsts, f), append(aagains, a)
 	}
 	if err != nil {
 		return err
 	}
-	aagain, err := benchlab.Exec(ctx, aargv, aenv, nil)
-	if err == nil && aagain.Exit != 0 {
-		err = fmt.Errorf("ansible-playbook (re-run): exit %d\n%s%s", aagain.Exit, aagain.Stdout, aagain.Stderr)
-	}
-	if err != nil {
-		return err
-	}
-	n, fields, err := profiles(ctx, lab, conns[0].Name)
-	if err != nil {
-		return err
-	}
+	afirst, aagain := medianRun(afirsts), medianRun(aagains)
 	sec.rows = append(sec.rows,
 		[]string{"ansible-playbook (community.general.nmcli)", ms(afirst.Wall), ms(aagain.Wall), ms(afirst.CPU()),
 			strconv.Itoa(n), recapChanged(afirst.Stdout) + " / " + recapChanged(aagain.Stdout)},
 		[]string{"**Ansible ÷ rdmaform**", fmt.Sprintf("**%.1f×**", float64(afirst.Wall)/float64(first.Wall)),
 			fmt.Sprintf("**%.1f×**", float64(aagain.Wall)/float64(again.Wall)), fmt.Sprintf("%.1f×", float64(afirst.CPU())/float64(first.CPU())), "", ""})
-	sec.notes = append(sec.notes, "Ansible: `DBUS_SYSTEM_BUS_ADDRESS=<lab bus> ansible-playbook -i localhost, -c local ipoib-playbook.yml` (one task, loop over the connections, no facts), twice. Profile: "+fields)
+	sec.notes = append(sec.notes, fmt.Sprintf("Ansible: `DBUS_SYSTEM_BUS_ADDRESS=<lab bus> ansible-playbook -i localhost, -c local ipoib-playbook.yml` (one task, loop over the connections, no facts), twice; median of %d rounds, the profiles deleted between rounds. Profile: ", r.opts.reps)+fields)
 	return nil
+}
+
+// skipOr turns a lab that could not start into a skip, other errors
+// into a failure.
+func skipOr(err error, skip func(string) error) error {
+	var ls *labStartError
+	if errors.As(err, &ls) {
+		return skip(ls.why)
+	}
+	return err
+}
+
+// labStartError is a lab that could not start.
+type labStartError struct{ why string }
+
+func (e *labStartError) Error() string { return e.why }
+
+// rdmaformRounds runs bin's apply, then apply again, reps times on a
+// fresh lab, the profiles deleted between rounds, and returns the median
+// runs, the number of infiniband profiles and the fields of one.
+func (r *report) rdmaformRounds(ctx context.Context, bin, root, specPath string, conns []bench.IPoIBConn, log io.Writer) (first, again benchlab.Run, profiles int, fields string, err error) {
+	lab, stop, err := benchlab.StartNM(log)
+	if err != nil {
+		return first, again, 0, "", &labStartError{why: err.Error()}
+	}
+	defer stop()
+	argv := []string{bin, "--root", root, "apply", "--yes", "-f", specPath}
+	env := append(lab.Env(), "NO_COLOR=1")
+	var firsts, agains []benchlab.Run
+	for i := 0; i < r.opts.reps && err == nil; i++ {
+		var f, a benchlab.Run
+		f, err = benchlab.Exec(ctx, argv, env, nil)
+		if err == nil && f.Exit != 0 {
+			err = fmt.Errorf("%s apply: exit %d\n%s%s", bin, f.Exit, f.Stdout, f.Stderr)
+		}
+		if err == nil {
+			a, err = benchlab.Exec(ctx, argv, env, nil)
+			if err == nil && a.Exit != 0 {
+				err = fmt.Errorf("%s apply (re-run): exit %d\n%s%s", bin, a.Exit, a.Stdout, a.Stderr)
+			}
+		}
+		if err == nil {
+			profiles, fields, err = countProfiles(ctx, lab, conns[0].Name)
+		}
+		if err == nil && i+1 < r.opts.reps {
+			err = deleteProfiles(ctx, lab, conns)
+		}
+		firsts, agains = append(firsts, f), append(agains, a)
+	}
+	if err != nil {
+		return first, again, 0, "", err
+	}
+	return medianRun(firsts), medianRun(agains), profiles, fields, nil
 }
 
 // deleteProfiles removes the connections, for the next round.
@@ -425,7 +479,7 @@ func medianRun(rs []benchlab.Run) benchlab.Run {
 
 // profiles counts the lab's infiniband profiles and reads back the
 // settings both tools write, for one of them.
-func profiles(ctx context.Context, lab *nmlab.Lab, name string) (int, string, error) {
+func countProfiles(ctx context.Context, lab *nmlab.Lab, name string) (int, string, error) {
 	res, err := lab.Run(ctx, []string{"nmcli", "-t", "-f", "TYPE", "connection", "show"})
 	if err != nil {
 		return 0, "", err
