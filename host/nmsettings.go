@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -67,6 +68,49 @@ func (s NMSettings) Set(setting, prop string, v any) {
 
 // Unset removes one property (NetworkManager takes its default).
 func (s NMSettings) Unset(setting, prop string) { delete(s[setting], prop) }
+
+// Value returns one property's Go value (string, bool, uint32, int32,
+// []uint32, [][]byte, ...), if set.
+func (s NMSettings) Value(setting, prop string) (any, bool) {
+	v, ok := s.Get(setting, prop)
+	if !ok {
+		return nil, false
+	}
+	return v.Value(), true
+}
+
+// SetAddresses sets ipv4.address-data or ipv6.address-data (aa{sv}:
+// address s, prefix u), dropping the deprecated addresses form, which
+// NetworkManager would take instead.
+func (s NMSettings) SetAddresses(setting string, addrs []netip.Prefix) {
+	data := []map[string]dbus.Variant{}
+	for _, a := range addrs {
+		data = append(data, map[string]dbus.Variant{
+			"address": dbus.MakeVariant(a.Addr().String()),
+			"prefix":  dbus.MakeVariant(uint32(a.Bits())),
+		})
+	}
+	s.Unset(setting, "addresses")
+	s.Set(setting, "address-data", data)
+}
+
+// Addresses reads ipv4.address-data or ipv6.address-data.
+func (s NMSettings) Addresses(setting string) []netip.Prefix {
+	v, ok := s.Get(setting, "address-data")
+	if !ok {
+		return nil
+	}
+	data, _ := v.Value().([]map[string]dbus.Variant)
+	var out []netip.Prefix
+	for _, a := range data {
+		addr, _ := a["address"].Value().(string)
+		plen, _ := a["prefix"].Value().(uint32)
+		if ip, err := netip.ParseAddr(addr); err == nil {
+			out = append(out, netip.PrefixFrom(ip, int(plen)))
+		}
+	}
+	return out
+}
 
 // String reads a string property, "" when unset or of another type.
 func (s NMSettings) String(setting, prop string) string {

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/godbus/dbus/v5"
-
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/providers/ipoib/nmcli"
 )
@@ -76,20 +74,15 @@ func setProperty(s host.NMSettings, name, value string) error {
 		}
 		s.Set(setting, prop, int32(pk))
 	case "ipv4.addresses", "ipv6.addresses":
-		data := []map[string]dbus.Variant{}
+		var addrs []netip.Prefix
 		for _, a := range nmcli.SplitList(value) {
 			pfx, err := netip.ParsePrefix(a)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
-			data = append(data, map[string]dbus.Variant{
-				"address": dbus.MakeVariant(pfx.Addr().String()),
-				"prefix":  dbus.MakeVariant(uint32(pfx.Bits())),
-			})
+			addrs = append(addrs, pfx)
 		}
-		// The deprecated form would win over address-data: it goes.
-		s.Unset(setting, "addresses")
-		s.Set(setting, "address-data", data)
+		s.SetAddresses(setting, addrs)
 	case "ipv4.dns", "ipv6.dns":
 		s.Unset(setting, "dns-data")
 		var v4 []uint32
@@ -135,16 +128,16 @@ func profileOf(c host.NMConnection) (nmcli.Profile, bool) {
 		Active:        c.Active != 0,
 		Device:        c.Device,
 	}
-	if v, ok := s.Get("connection", "autoconnect"); ok {
-		b, _ := v.Value().(bool)
+	if v, ok := s.Value("connection", "autoconnect"); ok {
+		b, _ := v.(bool)
 		p.NoAutoconnect = !b
 	}
-	if v, ok := s.Get("infiniband", "mtu"); ok {
-		mtu, _ := v.Value().(uint32)
+	if v, ok := s.Value("infiniband", "mtu"); ok {
+		mtu, _ := v.(uint32)
 		p.MTU = int(mtu)
 	}
-	if v, ok := s.Get("infiniband", "p-key"); ok {
-		pk, _ := v.Value().(int32)
+	if v, ok := s.Value("infiniband", "p-key"); ok {
+		pk, _ := v.(int32)
 		p.PKey = int(pk)
 	}
 	p.IPv4 = ipOf(s, "ipv4")
@@ -160,16 +153,11 @@ func profileOf(c host.NMConnection) (nmcli.Profile, bool) {
 // their binary forms.
 func ipOf(s host.NMSettings, fam string) nmcli.IPConfig {
 	c := nmcli.IPConfig{Method: nmcli.Method(s.String(fam, "method")), Gateway: s.String(fam, "gateway")}
-	if v, ok := s.Get(fam, "address-data"); ok {
-		data, _ := v.Value().([]map[string]dbus.Variant)
-		for _, a := range data {
-			addr, _ := a["address"].Value().(string)
-			plen, _ := a["prefix"].Value().(uint32)
-			c.Addresses = append(c.Addresses, fmt.Sprintf("%s/%d", addr, plen))
-		}
+	for _, a := range s.Addresses(fam) {
+		c.Addresses = append(c.Addresses, a.String())
 	}
-	if v, ok := s.Get(fam, "dns"); ok {
-		switch d := v.Value().(type) {
+	if v, ok := s.Value(fam, "dns"); ok {
+		switch d := v.(type) {
 		case []uint32:
 			for _, u := range d {
 				var b [4]byte

@@ -215,8 +215,8 @@ func nmOwners(ctx context.Context, h *host.Host) (map[string]nmcli.SRIOVOwner, e
 			continue
 		}
 		vfs := uint32(0)
-		if v, ok := s.Get("sriov", "total-vfs"); ok {
-			vfs, _ = v.Value().(uint32)
+		if v, ok := s.Value("sriov", "total-vfs"); ok {
+			vfs, _ = v.(uint32)
 		}
 		o := nmcli.SRIOVOwner{UUID: c.UUID(), Name: s.String("connection", "id"), Interface: s.String("connection", "interface-name"), TotalVFs: strconv.FormatUint(uint64(vfs), 10)}
 		out[o.Interface] = o
