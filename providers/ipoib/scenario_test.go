@@ -52,6 +52,14 @@ func (h *simHost) run(spec string, want int, args ...string) string {
 	if got := cli.Run(args, env); got != want {
 		h.t.Fatalf("rdmaform %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, want, out.String(), errb.String())
 	}
+	// rdmaform talks to the simulated NetworkManager over its D-Bus
+	// door: no (emulated) nmcli runs, in any command.
+	b, _ := host.ReadLocalFile(h.calls, nil)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "nmcli") {
+			h.t.Errorf("rdmaform %s ran %s", strings.Join(args, " "), l)
+		}
+	}
 	return out.String() + errb.String()
 }
 
