@@ -469,6 +469,12 @@ func (l *Lab) Bus() string { return "unix:path=" + l.bus }
 // bus running: what a host with NetworkManager stopped looks like.
 func (l *Lab) StopNetworkManager() {
 	l.t.Helper()
+	l.endNM()
+	l.nm = nil
+}
+
+// endNM sends NetworkManager SIGTERM (by PID), and SIGKILL after 5 s.
+func (l *Lab) endNM() {
 	if l.nm == nil || l.nm.Process == nil {
 		return
 	}
@@ -479,7 +485,6 @@ func (l *Lab) StopNetworkManager() {
 		l.nm.Process.Kill()
 		<-l.nmDone
 	}
-	l.nm = nil
 }
 
 // stop ends NetworkManager, then the bus (only the PIDs this lab started),
@@ -488,15 +493,7 @@ func (l *Lab) stop() {
 	if l.t.Failed() && l.nm != nil {
 		l.t.Logf("nmlab: NetworkManager log (%s):\n%s", l.nmLog, l.logTail())
 	}
-	if l.nm != nil && l.nm.Process != nil {
-		l.nm.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-l.nmDone:
-		case <-time.After(5 * time.Second):
-			l.nm.Process.Kill()
-			<-l.nmDone
-		}
-	}
+	l.endNM()
 	if l.dbus != nil && l.dbus.Process != nil {
 		l.dbus.Process.Kill()
 		l.dbus.Wait()

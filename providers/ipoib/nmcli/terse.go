@@ -1,8 +1,18 @@
 // Package nmcli is rdmaform's NetworkManager vocabulary for IPoIB
-// (connection type infiniband): the argument vectors rdmaform passes to
-// nmcli, the parsers for what nmcli prints back, and typed errors for its
-// exit codes. It runs nothing itself: a Runner given by the caller does
-// (the live host, the simulator, or a test lab), always with LC_ALL=C.
+// (connection type infiniband): the profile model (Profile, Settings,
+// Normalized), whose property names and value forms are the plan's
+// language and which the ipoib provider turns into NetworkManager's typed
+// D-Bus settings; and nmcli's argument vectors, the parsers for what
+// nmcli prints back, typed errors for its exit codes and a Client.
+//
+// rdmaform runs no nmcli on a host any more (the ipoib and sriov
+// providers use host.NetworkManager). The nmcli half stays for what
+// checks that: the reference of the keyfile test (the profiles nmcli
+// saves, TestRealKeyfilesEqualNmcli), the simulator's nmcli emulation
+// checked against the real nmcli (internal/testlab/simcheck; the
+// simulator's NetworkManager door drives that emulation), and the
+// real-output corpus (testdata/real/nmcli). It runs nothing itself: a
+// Runner given by the caller does, always with LC_ALL=C.
 //
 // Formats are NetworkManager 1.42's, checked against the real daemon in
 // this package's tests (see reference/formats.md §6).
