@@ -320,9 +320,10 @@ func (l *liveNM) Connections(ctx context.Context) ([]NMConnection, error) {
 	for i, p := range paths {
 		var s NMSettings
 		if err := calls[i].Store(&s); err != nil {
+			// A profile deleted between the two rounds is gone: its
+			// object answers no method any more.
 			var ne *NMError
-			// A profile deleted between the two rounds is gone.
-			if errors.As(nmErr("GetSettings", err), &ne) && strings.HasSuffix(ne.Name, ".UnknownMethod") || strings.Contains(err.Error(), "No such object") {
+			if errors.As(nmErr("GetSettings", err), &ne) && (strings.HasSuffix(ne.Name, ".UnknownMethod") || strings.HasSuffix(ne.Name, ".UnknownObject")) {
 				continue
 			}
 			return nil, nmErr("GetSettings", err)
