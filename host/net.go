@@ -75,6 +75,18 @@ type Net interface {
 	// to: ip link set dev PF vf N [node_guid G] [port_guid G] [mac M]
 	// [trust on|off] [spoofchk on|off] [state auto|enable|disable]
 	LinkSetVF(pf string, vf int, c VFConfig) error
+	// LinkSetName is equivalent to: ip link set OLD name NEW (the kernel
+	// refuses it with EBUSY while the netdev is up).
+	LinkSetName(old, name string) error
+	// RdmaDevSetName is equivalent to: rdma dev set OLD name NEW
+	RdmaDevSetName(old, name string) error
+	// RdmaNetnsMode is equivalent to: rdma system show netns; it answers
+	// "shared" or "exclusive". ErrNoRDMA without RDMA netlink.
+	RdmaNetnsMode() (string, error)
+	// RdmaSetNetnsMode is equivalent to: rdma system set netns MODE. The
+	// kernel refuses a switch with EBUSY while a network namespace other
+	// than the initial one exists.
+	RdmaSetNetnsMode(mode string) error
 }
 
 // VFConfig is what LinkSetVF sets; nil and "" leave a setting alone.
