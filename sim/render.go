@@ -285,6 +285,9 @@ func (s *State) renderAll(root string) error {
 	if err := s.renderOpenSM(root); err != nil {
 		return err
 	}
+	if err := s.renderNetns(root); err != nil {
+		return err
+	}
 	// rdmaform itself is installed, as on a managed host: the boot unit
 	// runs it (persistence). Where make install and where the packages
 	// put it, so binaries of either kind find theirs.

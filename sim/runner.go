@@ -150,6 +150,7 @@ func modprobe(_ context.Context, s *Sim, args []string, _ []byte) (string, strin
 				continue
 			}
 			st.Modules = append(st.Modules, n)
+			s.loadedModule(st, n)
 		}
 		return nil
 	})

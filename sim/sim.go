@@ -354,6 +354,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 		if !o.KeepFirmware {
 			st.rebootFirmware()
 		}
+		s.rebootNames(st)
 		st.reconcilePorts()
 		st.rebootNM()
 		return s.rebootSystemd(st)

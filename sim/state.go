@@ -70,6 +70,12 @@ type State struct {
 	// Processes are running processes other than rdmaform (lldpad).
 	Processes []Process `yaml:"processes,omitempty"`
 
+	// RdmaNetnsMode is the RDMA subsystem's netns mode: shared ("") or
+	// exclusive; Netns are the network namespaces besides the initial one
+	// (named ones, shown under /run/netns; all gone at a reboot).
+	RdmaNetnsMode string   `yaml:"rdma_netns_mode,omitempty"`
+	Netns         []string `yaml:"netns,omitempty"`
+
 	// Faults make emulated tools fail, for tests of failure handling.
 	Faults []Fault `yaml:"faults,omitempty"`
 }
@@ -109,6 +115,9 @@ type Device struct {
 	// DCBXFirmware: the firmware runs DCBX (mlx5 finds version_oper AUTO
 	// at probe), so its netdevs start with firmware-owned DCB.
 	DCBXFirmware bool `yaml:"dcbx_firmware,omitempty"`
+	// KernelName is the name the kernel gave the device, once it was
+	// renamed: a reboot gives it back before udev's rules run.
+	KernelName string `yaml:"kernel_name,omitempty"`
 }
 
 // Port is one port of a device.
@@ -136,12 +145,14 @@ type Port struct {
 
 // Netdev is a network interface.
 type Netdev struct {
-	Name  string   `yaml:"name"`
-	Kind  string   `yaml:"kind"` // ether, ipoib, veth, virtio
-	MTU   int      `yaml:"mtu"`
-	Up    bool     `yaml:"up"`
-	MAC   string   `yaml:"mac"`
-	Addrs []string `yaml:"addrs,omitempty"` // static global, CIDR
+	Name string `yaml:"name"`
+	Kind string `yaml:"kind"` // ether, ipoib, veth, virtio
+	// KernelName is the kernel's name of a renamed netdev (see Device).
+	KernelName string   `yaml:"kernel_name,omitempty"`
+	MTU        int      `yaml:"mtu"`
+	Up         bool     `yaml:"up"`
+	MAC        string   `yaml:"mac"`
+	Addrs      []string `yaml:"addrs,omitempty"` // static global, CIDR
 	// Dynamic addresses (DHCP) and the kernel's link-local ones.
 	DynAddrs []string `yaml:"dyn_addrs,omitempty"`
 	// Device/Port tie an adapter netdev to its RDMA port.
