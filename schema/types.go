@@ -26,6 +26,8 @@ type Spec struct {
 	// SubnetManager is the opensm side of the fabric: its priority and
 	// the partitions it programs into every port's P_Key table.
 	SubnetManager *SubnetManager `yaml:"subnet_manager,omitempty" doc:"opensm on this host: priority, partitions (partitions.conf, rdmaform's whole) and an allow-list of opensm.conf options; InfiniBand hosts only"`
+	// Rdma is the RDMA subsystem's own settings.
+	Rdma *RdmaSystem `yaml:"rdma,omitempty" doc:"the RDMA subsystem: its network namespace mode (rdma system)"`
 
 	// Src maps logical paths ("$.devices[0].pci") to file positions.
 	Src *Sources `yaml:"-"`
@@ -51,6 +53,19 @@ type Device struct {
 	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
 	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
 	Ports    []Port    `yaml:"ports,omitempty"`
+	// Names renames the device and its netdev, now and at every boot.
+	Names *Names `yaml:"names,omitempty" doc:"names for this PCI function's RDMA device and netdev, set now (rdma dev set, ip link set) and at boot (udev rules in /etc/udev/rules.d/70-rdmaform-names.rules); the device is selected by pci or node_guid"`
+}
+
+// Names are the names a device and its netdev get.
+type Names struct {
+	RDMA   string `yaml:"rdma,omitempty" doc:"RDMA device name, 1-63 of letters, digits, _ . - (IB_DEVICE_NAME_MAX 64 with NUL)"`
+	Netdev string `yaml:"netdev,omitempty" doc:"netdev name, 1-15 bytes (IFNAMSIZ 16 with NUL); the netdev is taken down to be renamed and brought back up"`
+}
+
+// RdmaSystem is the RDMA subsystem's own settings.
+type RdmaSystem struct {
+	NetnsMode string `yaml:"netns_mode,omitempty" enum:"shared,exclusive" doc:"shared: every network namespace sees every RDMA device; exclusive: a device belongs to one namespace (rdma system set netns, and ib_core's netns_mode in /etc/modprobe.d/rdmaform-rdma.conf for the boot)"`
 }
 
 // Match is what a class of adapters has in common: every value given

@@ -93,6 +93,9 @@ func Validate(spec *Spec) Report {
 	v.tags(reflect.ValueOf(spec).Elem(), "$")
 	v.host()
 	v.devices()
+	if v.spec.Rdma != nil && v.spec.Rdma.NetnsMode == "" {
+		v.add("$.rdma", "give netns_mode: shared or exclusive")
+	}
 	v.ipoib()
 	v.rxe()
 	v.interfaces()
@@ -279,6 +282,7 @@ func (v *validator) match(m *Match, p string) {
 
 func (v *validator) devices() {
 	seen := map[string]string{}
+	names := map[string]string{}
 	for i := range v.spec.Devices {
 		d := &v.spec.Devices[i]
 		p := fmt.Sprintf("$.devices[%d]", i)
@@ -331,6 +335,9 @@ func (v *validator) devices() {
 			}
 			seen[key] = p
 		}
+		if d.Names != nil {
+			v.names(d, p, names)
+		}
 		if d.Firmware != nil {
 			v.firmware(d.Firmware, p+".firmware")
 		}
@@ -370,6 +377,37 @@ func (v *validator) devices() {
 				}
 			}
 		}
+	}
+}
+
+// names checks a device's names: valid, wanted by no other entry, and on
+// a device selected by what a rename keeps (pci, node_guid).
+func (v *validator) names(d *Device, p string, seen map[string]string) {
+	n := d.Names
+	p += ".names"
+	if n.RDMA == "" && n.Netdev == "" {
+		v.add(p, "give rdma, netdev or both")
+	}
+	if kind, _ := d.Selector(); kind == "name" || kind == "netdev" {
+		v.add(p, "a device that is renamed must be selected by pci or node_guid, which a rename keeps; not by %s", kind)
+	}
+	for _, x := range []struct{ key, name, what string }{{"rdma", n.RDMA, "RDMA device"}, {"netdev", n.Netdev, "netdev"}} {
+		if x.name == "" {
+			continue
+		}
+		check := CheckRDMAName
+		if x.key == "netdev" {
+			check = CheckNetdev
+		}
+		if m := check(x.name); m != "" {
+			v.add(p+"."+x.key, "%s", m)
+			continue
+		}
+		k := x.key + "=" + x.name
+		if prev, dup := seen[k]; dup {
+			v.add(p+"."+x.key, "%s name %s is already asked for by %s", x.what, x.name, prev)
+		}
+		seen[k] = p + "." + x.key
 	}
 }
 
