@@ -9,9 +9,11 @@ import (
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/providers/modules"
+	"github.com/rdmaform/rdmaform/providers/names"
 	"github.com/rdmaform/rdmaform/providers/netdev"
 	"github.com/rdmaform/rdmaform/providers/qos"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
+	"github.com/rdmaform/rdmaform/providers/rdmanetns"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
@@ -22,7 +24,9 @@ import (
 func All() []plan.Provider {
 	return []plan.Provider{
 		firmware.New(),
+		rdmanetns.New(),
 		modules.New(),
+		names.New(),
 		sriov.New(),
 		mlx4port.New(),
 		rxe.New(),
