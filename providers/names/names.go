@@ -1,0 +1,221 @@
+// Package names gives RDMA devices and their netdevs the names a spec
+// asks for (devices[].names): now, through RDMA netlink (rdma dev set OLD
+// name NEW) and netlink (ip link set OLD name NEW, with the netdev down:
+// the kernel refuses to rename an up netdev with EBUSY), and at every boot,
+// through udev rules in RulesFile, the one rules file rdmaform owns.
+//
+// The rules, rendered from the spec alone and sorted by device:
+//
+//	ACTION=="add", SUBSYSTEM=="net", KERNELS=="PCI", ATTR{type}=="T", ATTR{dev_port}=="N", NAME="NEW"
+//	ACTION=="add", SUBSYSTEM=="net", ATTR{address}=="MAC", ATTR{type}=="1", NAME="NEW"   (no PCI: rxe's netdev)
+//	ACTION=="add", SUBSYSTEM=="infiniband", KERNELS=="PCI", PROGRAM="rdma_rename %k NAME_FIXED NEW"
+//
+// rdma_rename is rdma-core's udev helper (its NAME_FIXED policy renames
+// the device through RDMA netlink). The file sorts before rdma-core's
+// 60-rdma-persistent-naming.rules and systemd's 80-net-setup-link.rules,
+// so its names win. A software (rxe) device gets no rule: the rxe stage
+// creates it at boot under the name it is given.
+package names
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/plan"
+)
+
+// Files rdmaform reads and writes.
+const (
+	RulesFile = "/etc/udev/rules.d/59-rdmaform-names.rules"
+	rulesName = "59-rdmaform-names.rules"
+)
+
+// RdmaRename are where rdma-core installs its udev helper.
+var RdmaRename = []string{"/usr/lib/udev/rdma_rename", "/lib/udev/rdma_rename"}
+
+// header opens RulesFile.
+const header = "# Written by rdmaform (devices[].names). rdmaform apply rewrites this file.\n"
+
+// Kinds of this provider's addresses: an RDMA device's name, a netdev's
+// name (keyed by the PCI function, or the node GUID of a device without
+// one) and the rules file.
+const (
+	KindRDMA   = "rdma_name"
+	KindNetdev = "netdev_name"
+	KindRules  = "udev_rules"
+)
+
+// RulesAddress is the plan address of the rules file.
+var RulesAddress = plan.Addr(KindRules, rulesName)
+
+// Provider is the names provider.
+type Provider struct{}
+
+var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
+
+// New is the provider as plan.Build and apply take it.
+func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
+
+// Name implements plan.Provider.
+func (*Provider) Name() string { return "names" }
+
+// Observed is what the host says.
+type Observed struct {
+	// Netdevs are each named spec device's own netdevs, by spec index.
+	Netdevs map[int][]Netdev
+	// All are every netdev's name (/sys/class/net).
+	All map[string]bool
+	// Rules is RulesFile's content, nil when it does not exist.
+	Rules []byte `json:",omitempty"`
+	// RdmaRename: rdma-core's udev helper is installed.
+	RdmaRename bool
+}
+
+// Netdev is one netdev of a device.
+type Netdev struct {
+	Name    string
+	MAC     string
+	Type    string // ARPHRD: 1 Ethernet, 32 InfiniBand
+	DevPort string
+	Up      bool
+}
+
+// Observe implements plan.TypedProvider: each named device's netdevs
+// (/sys/bus/pci/devices/PCI/net, or an rxe device's parent), their state,
+// every netdev's name, and RulesFile.
+//
+// Equivalent to: ls /sys/bus/pci/devices/PCI/net /sys/class/net; ip link show NAME; cat RulesFile
+func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
+	any := false
+	for i := range req.Spec.Devices {
+		if req.Spec.Devices[i].Names != nil {
+			any = true
+		}
+	}
+	if !any {
+		return nil, nil
+	}
+	obs := &Observed{Netdevs: map[int][]Netdev{}, All: map[string]bool{}}
+	ents, err := h.FS.ReadDir("/sys/class/net")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range ents {
+		obs.All[e.Name()] = true
+	}
+	for i, d := range req.Devices {
+		if d == nil || req.Spec.Devices[i].Names == nil {
+			continue
+		}
+		var names []string
+		if d.PCI != "" {
+			ents, err := h.FS.ReadDir(path.Join("/sys/bus/pci/devices", d.PCI, "net"))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+		} else if d.Parent != "" {
+			names = []string{d.Parent}
+		}
+		for _, n := range names {
+			nd := Netdev{Name: n}
+			nd.Type, _ = host.ReadAttr(h.FS, path.Join("/sys/class/net", n, "type"))
+			nd.DevPort, _ = host.ReadAttr(h.FS, path.Join("/sys/class/net", n, "dev_port"))
+			if l, err := h.Net.LinkByName(n); err == nil {
+				nd.Up, nd.MAC = l.AdminUp, l.HWAddr
+			} else {
+				nd.MAC, _ = host.ReadAttr(h.FS, path.Join("/sys/class/net", n, "address"))
+			}
+			obs.Netdevs[i] = append(obs.Netdevs[i], nd)
+		}
+	}
+	b, err := h.FS.ReadFile(RulesFile)
+	switch {
+	case err == nil:
+		obs.Rules = b
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("reading %s: %w", RulesFile, err)
+	}
+	for _, f := range RdmaRename {
+		if host.Exists(h.FS, f) {
+			obs.RdmaRename = true
+		}
+	}
+	return obs, nil
+}
+
+// own is the netdev a device's names.netdev names: its one netdev, not
+// counting IPoIB P_Key children (NAME.8001); ok false with the candidates
+// when it has none or several.
+func own(nds []Netdev) (Netdev, []string, bool) {
+	var main []Netdev
+	var all []string
+	for _, n := range nds {
+		all = append(all, n.Name)
+		if n.Type == "32" && strings.Contains(n.Name, ".") {
+			continue
+		}
+		main = append(main, n)
+	}
+	if len(main) != 1 {
+		sort.Strings(all)
+		return Netdev{}, all, false
+	}
+	return main[0], nil, true
+}
+
+// rule is one line of RulesFile, with the key it sorts by.
+type rule struct {
+	key, line string
+}
+
+func netdevRule(pci string, nd Netdev, name string) rule {
+	if pci != "" {
+		t := nd.Type
+		if t == "" {
+			t = "1"
+		}
+		port := nd.DevPort
+		if _, err := strconv.Atoi(port); err != nil {
+			port = "0"
+		}
+		return rule{pci + " net", fmt.Sprintf(`ACTION=="add", SUBSYSTEM=="net", KERNELS=="%s", ATTR{type}=="%s", ATTR{dev_port}=="%s", NAME="%s"`, pci, t, port, name)}
+	}
+	return rule{nd.MAC + " net", fmt.Sprintf(`ACTION=="add", SUBSYSTEM=="net", ATTR{address}=="%s", ATTR{type}=="1", NAME="%s"`, nd.MAC, name)}
+}
+
+func rdmaRule(pci, name string) rule {
+	return rule{pci + " rdma", fmt.Sprintf(`ACTION=="add", SUBSYSTEM=="infiniband", KERNELS=="%s", PROGRAM="rdma_rename %%k NAME_FIXED %s"`, pci, name)}
+}
+
+// renderRules is RulesFile's content: the header and the rules sorted.
+func renderRules(rs []rule) []byte {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].key < rs[j].key })
+	var b strings.Builder
+	b.WriteString(header)
+	for _, r := range rs {
+		b.WriteString(r.line + "\n")
+	}
+	return []byte(b.String())
+}
+
+// payload is what Make needs.
+type payload struct {
+	// rdma or netdev rename: old to name; up: the netdev is up and is
+	// brought back up after.
+	rdma, netdev bool
+	old, name    string
+	up           bool
+	// rules: RulesFile's new content (nil removes it) and the old.
+	rules, before []byte
+	file          bool
+}

@@ -1,0 +1,208 @@
+package names_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
+)
+
+func rf(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	code, out, errs := clitest.Run(t, args...)
+	return code, out + errs
+}
+
+func want(t *testing.T, code, wantCode int, out string, contains ...string) {
+	t.Helper()
+	if code != wantCode {
+		t.Fatalf("exit %d, want %d\n%s", code, wantCode, out)
+	}
+	for _, c := range contains {
+		if !strings.Contains(out, c) {
+			t.Fatalf("output lacks %q:\n%s", c, out)
+		}
+	}
+}
+
+// newHost is a ConnectX-5 RoCE host with rdma-core's udev helper, the
+// first function's netdev carrying the default route (management).
+func newHost(t *testing.T, mutate func(st *sim.State)) string {
+	t.Helper()
+	s, _ := simtest.New(t, "cx5-roce", 0, mutate)
+	f := filepath.Join(s.Dir, "usr/lib/udev/rdma_rename")
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return s.Dir
+}
+
+func state(t *testing.T, dir string) *sim.State {
+	t.Helper()
+	s, err := sim.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.State()
+}
+
+const railSpec = `version: 1
+devices:
+  - pci: 0000:5e:00.0
+    names: {rdma: rail0, netdev: rail0eth}
+  - pci: 0000:5e:00.1
+    names: {rdma: rail1, netdev: rail1eth}
+`
+
+const wantRules = `# Written by rdmaform (devices[].names). rdmaform apply rewrites this file.
+ACTION=="add", SUBSYSTEM=="net", KERNELS=="0000:5e:00.0", ATTR{type}=="1", ATTR{dev_port}=="0", NAME="rail0eth"
+ACTION=="add", SUBSYSTEM=="infiniband", KERNELS=="0000:5e:00.0", PROGRAM="rdma_rename %k NAME_FIXED rail0"
+ACTION=="add", SUBSYSTEM=="net", KERNELS=="0000:5e:00.1", ATTR{type}=="1", ATTR{dev_port}=="0", NAME="rail1eth"
+ACTION=="add", SUBSYSTEM=="infiniband", KERNELS=="0000:5e:00.1", PROGRAM="rdma_rename %k NAME_FIXED rail1"
+`
+
+// TestScenario: two rails renamed now and for boot. The plan says the
+// netdevs go down to be renamed; the one carrying the default route is
+// refused by the management guard until --allow-mgmt; apply, then plan is
+// empty; a reboot gives the kernel's names back and the rules rename
+// them again (the simulator's own reading of the rules), so the plan
+// stays empty.
+func TestScenario(t *testing.T) {
+	dir := newHost(t, func(st *sim.State) { st.DefaultRoute = "ens1f0np0" })
+	spec := clitest.WriteSpec(t, railSpec)
+	code, out := rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 2, out, "~ netdev_name[0000:5e:00.0]", "name: ens1f0np0 -> rail0eth", "link: up -> down while renamed, then up",
+		"~ rdma_name[0000:5e:00.1]", "name: mlx5_1 -> rail1", "+ udev_rules[59-rdmaform-names.rules]")
+
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 1, out, "netdev_name[0000:5e:00.0] would take down, re-address or change the MTU of ens1f0np0, and it carries the default route")
+	if st := state(t, dir); st.Netdev("ens1f0np0") == nil || st.Device("mlx5_0") == nil {
+		t.Fatal("the guard's refusal changed names")
+	}
+
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "--allow-mgmt", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	st := state(t, dir)
+	for _, n := range []string{"rail0eth", "rail1eth"} {
+		if nd := st.Netdev(n); nd == nil || !nd.Up {
+			t.Fatalf("netdev %s: %+v (want it renamed and up)", n, nd)
+		}
+	}
+	if st.Device("rail0") == nil || st.Device("rail1") == nil || st.DefaultRoute != "rail0eth" {
+		t.Fatalf("devices after apply: %v %v, route %s", st.Device("rail0"), st.Device("rail1"), st.DefaultRoute)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules"))
+	if err != nil || string(b) != wantRules {
+		t.Fatalf("rules:\n%s\nwant:\n%s (%v)", b, wantRules, err)
+	}
+	code, out = rf(t, "--sim", dir, "audit", "-f", spec)
+	want(t, code, 0, out)
+
+	s, err := sim.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+
+	// Without the rules the kernel's names come back: the plan renames
+	// again and writes the rules.
+	if err := os.Remove(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 2, out, "name: ens1f0np0 -> rail0eth", "name: mlx5_0 -> rail0", "+ udev_rules[59-rdmaform-names.rules]")
+}
+
+// TestBadNames: every refusal, at its line, with nothing changed.
+func TestBadNames(t *testing.T) {
+	dir := newHost(t, nil)
+	for _, tc := range []struct{ name, spec, msg string }{{
+		name: "a netdev name one past IFNAMSIZ",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {netdev: abcdefghijklmnop}\n",
+		msg:  `host.yaml:4:21: error: $.devices[0].names.netdev: "abcdefghijklmnop" is longer than the kernel's 15-byte interface name limit`,
+	}, {
+		name: "an RDMA name one past IB_DEVICE_NAME_MAX",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {rdma: " + strings.Repeat("r", 64) + "}\n",
+		msg:  "is longer than 63 bytes",
+	}, {
+		name: "not an RDMA name",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {rdma: rail%d}\n",
+		msg:  `error: $.devices[0].names.rdma: "rail%d" is not a valid RDMA device name`,
+	}, {
+		name: "two entries ask one name",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {rdma: rail0}\n  - pci: 0000:5e:00.1\n    names: {rdma: rail0}\n",
+		msg:  "host.yaml:6:19: error: $.devices[1].names.rdma: RDMA device name rail0 is already asked for by $.devices[0].names.rdma",
+	}, {
+		name: "one device, two entries, different names",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {rdma: rail0}\n  - node_guid: 0c42:a103:0065:1d2a\n    names: {rdma: rail9}\n",
+		msg:  "host.yaml:6:12: error: $.devices[1].names: device mlx5_0 is also named by $.devices[0].names: give its names once",
+	}, {
+		name: "a name another device has",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {rdma: mlx5_1}\n",
+		msg:  "RDMA device name mlx5_1 is held by another device (at 0000:5e:00.1)",
+	}, {
+		name: "a netdev name another netdev has",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {netdev: ens1f1np1}\n",
+		msg:  "netdev name ens1f1np1 is held by another netdev",
+	}, {
+		name: "selected by what the rename changes",
+		spec: "version: 1\ndevices:\n  - name: mlx5_0\n    names: {rdma: rail0}\n",
+		msg:  "a device that is renamed must be selected by pci or node_guid, which a rename keeps; not by name",
+	}, {
+		name: "nothing asked",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {}\n",
+		msg:  "give rdma, netdev or both",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, tc.spec))
+			want(t, code, 1, out, tc.msg)
+			st := state(t, dir)
+			if st.Device("mlx5_0") == nil || st.Netdev("ens1f0np0") == nil {
+				t.Fatal("a refused spec renamed something")
+			}
+			if _, err := os.Stat(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err == nil {
+				t.Fatal("a refused spec wrote the rules")
+			}
+		})
+	}
+}
+
+// TestLimits: names at the kernel's limits are taken: a 15-byte netdev
+// name and a 63-byte RDMA name; apply, then plan is empty.
+func TestLimits(t *testing.T) {
+	dir := newHost(t, nil)
+	rdma := strings.Repeat("r", 63)
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: "+rdma+", netdev: abcdefghijklmno}\n")
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	if st := state(t, dir); st.Device(rdma) == nil || st.Netdev("abcdefghijklmno") == nil {
+		t.Fatal("names at the limits were not set")
+	}
+}
+
+// TestMissingRdmaRename: without rdma-core's udev helper a PCI device's
+// RDMA name could not survive a reboot: a finding naming it.
+func TestMissingRdmaRename(t *testing.T) {
+	s, _ := simtest.New(t, "cx5-roce", 0, nil)
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1}\n")
+	code, out := rf(t, "--sim", s.Dir, "plan", "-f", spec)
+	want(t, code, 1, out, "rdma-core's udev helper rdma_rename (/usr/lib/udev/rdma_rename or /lib/udev/rdma_rename) is missing")
+}
