@@ -1,0 +1,39 @@
+package names_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// TestREADMEExample: the README's names example plans, applies and ends
+// with an empty plan on a ConnectX-5 host.
+func TestREADMEExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "<!-- README example: names (TestREADMEExample) -->\n```yaml\n")
+	if !ok {
+		t.Fatal("README has no names example")
+	}
+	body, _, _ := strings.Cut(rest, "```")
+	dir := newHost(t, nil)
+	spec := clitest.WriteSpec(t, body)
+	code, out := rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 2, out, "~ rdma_netns[runtime]", "~ rdma_name[0000:5e:00.1]", "~ netdev_name[0000:5e:00.0]")
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	s, err := sim.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.State(); st.RdmaNetnsMode != "exclusive" || st.Device("rail1") == nil || st.Netdev("rail0eth") == nil {
+		t.Fatalf("state after the README's apply: mode %q, rail1 %v, rail0eth %v", st.RdmaNetnsMode, st.Device("rail1"), st.Netdev("rail0eth"))
+	}
+}
