@@ -1,0 +1,112 @@
+//go:build kernlab
+
+package guest
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRenameRxeAndVeth: devices[].names on the real kernel: an rxe device
+// (selected by its node GUID, which a rename keeps) and its veth are
+// renamed, the veth taken down for it and brought back up; the next plan
+// is empty.
+func TestRenameRxeAndVeth(t *testing.T) {
+	run(t, "/sbin/modprobe", "rdma_rxe")
+	run(t, "/sbin/modprobe", "veth")
+	run(t, "/sbin/ip", "link", "add", "kna", "type", "veth", "peer", "name", "knb")
+	run(t, "/sbin/ip", "link", "set", "kna", "up")
+	run(t, "/sbin/ip", "link", "set", "knb", "up")
+	run(t, "/sbin/rdma", "link", "add", "knrxe0", "type", "rxe", "netdev", "kna")
+	t.Cleanup(func() {
+		for _, d := range []string{"knrxe0", "knrail0"} {
+			_, _ = tryRun("/sbin/rdma", "link", "delete", d)
+		}
+		for _, n := range []string{"kna", "knrail0e"} {
+			_, _ = tryRun("/sbin/ip", "link", "del", n)
+		}
+		_ = os.Remove("/etc/udev/rules.d/59-rdmaform-names.rules")
+	})
+	guid := strings.TrimSpace(readFile(t, "/sys/class/infiniband/knrxe0/node_guid"))
+	spec := writeSpec(t, "version: 1\ndevices:\n  - node_guid: "+guid+"\n    names: {rdma: knrail0, netdev: knrail0e}\n")
+	out, _ := mustCode(t, 2, "plan", "-f", spec)
+	for _, w := range []string{"name: knrxe0 -> knrail0", "name: kna -> knrail0e", "link: up -> down while renamed, then up"} {
+		if !strings.Contains(out, w) {
+			t.Fatalf("plan lacks %q:\n%s", w, out)
+		}
+	}
+	converge(t, spec)
+	if got := strings.TrimSpace(readFile(t, "/sys/class/infiniband/knrail0/parent")); got != "knrail0e" {
+		t.Fatalf("knrail0's parent reads %q", got)
+	}
+	if !strings.Contains(run(t, "/sbin/ip", "-br", "link", "show", "knrail0e"), "UP") {
+		t.Fatal("knrail0e is not up again")
+	}
+	if exists("/sys/class/infiniband/knrxe0") || exists("/sys/class/net/kna") {
+		t.Fatal("an old name is still there")
+	}
+	rules := readFile(t, "/etc/udev/rules.d/59-rdmaform-names.rules")
+	if !strings.Contains(rules, `NAME="knrail0e"`) || strings.Contains(rules, "infiniband") {
+		t.Fatalf("rules (a netdev rule by MAC, no rule for a software device):\n%s", rules)
+	}
+}
+
+// TestNetnsMode: rdma.netns_mode on the real kernel: exclusive now and in
+// modprobe.d; back to shared while another network namespace exists,
+// which the kernel refuses (EBUSY), so the plan defers it to the reboot
+// (exit 3) and apply changes only the file; a namespace the plan cannot
+// see (held by one thread) makes the kernel refuse at apply, and apply
+// says why.
+func TestNetnsMode(t *testing.T) {
+	run(t, "/sbin/modprobe", "rdma_rxe")
+	t.Cleanup(func() {
+		_, _ = tryRun("/sbin/ip", "netns", "del", "knsx")
+		_, _ = tryRun("/sbin/rdma", "system", "set", "netns", "shared")
+		_ = os.Remove("/etc/modprobe.d/rdmaform.conf")
+	})
+	excl := writeSpec(t, "version: 1\nrdma: {netns_mode: exclusive}\n")
+	converge(t, excl)
+	if out := run(t, "/sbin/rdma", "system", "show"); !strings.Contains(out, "netns exclusive") {
+		t.Fatalf("rdma system show: %s", out)
+	}
+	if c := readFile(t, "/etc/modprobe.d/rdmaform.conf"); !strings.HasSuffix(c, "options ib_core netns_mode=0\n") {
+		t.Fatalf("modprobe.d: %q", c)
+	}
+
+	run(t, "/sbin/ip", "netns", "add", "knsx")
+	shared := writeSpec(t, "version: 1\nrdma: {netns_mode: shared}\n")
+	out, _ := mustCode(t, 2, "plan", "-f", shared)
+	if !strings.Contains(out, "? rdma_netns[runtime]") || !strings.Contains(out, "EBUSY") || !strings.Contains(out, "/run/netns/knsx") {
+		t.Fatalf("plan does not defer the refused switch:\n%s", out)
+	}
+	mustCode(t, 3, "apply", "--yes", "-f", shared)
+	mustCode(t, 3, "plan", "-f", shared)
+	if out := run(t, "/sbin/rdma", "system", "show"); !strings.Contains(out, "netns exclusive") {
+		t.Fatalf("the mode changed under a namespace: %s", out)
+	}
+	run(t, "/sbin/ip", "netns", "del", "knsx")
+	converge(t, shared)
+
+	// A namespace only one thread of another process is in: not under
+	// /run/netns nor any /proc/PID/ns/net, so the plan cannot see it; the
+	// kernel refuses at apply with EBUSY and apply says why.
+	ready, done := make(chan error), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // the thread ends with the goroutine, and its namespace with it
+		ready <- unix.Unshare(unix.CLONE_NEWNET)
+		<-done
+	}()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	defer close(done)
+	mustCode(t, 2, "plan", "-f", excl)
+	_, errs := mustCode(t, 1, "apply", "--yes", "-f", excl)
+	if !strings.Contains(errs, "device or resource busy") || !strings.Contains(errs, "only while no network namespace but the initial one exists") {
+		t.Fatalf("apply's refusal:\n%s", errs)
+	}
+}
