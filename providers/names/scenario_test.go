@@ -206,3 +206,25 @@ func TestMissingRdmaRename(t *testing.T) {
 	code, out := rf(t, "--sim", s.Dir, "plan", "-f", spec)
 	want(t, code, 1, out, "rdma-core's udev helper rdma_rename (/usr/lib/udev/rdma_rename or /lib/udev/rdma_rename) is missing")
 }
+
+// TestRenameAlone: a plan that renames refuses other settings of the
+// renamed device or netdev (later stages plan with today's names and
+// would fail half-way): nothing changes; the names alone apply, then the
+// rest with the new names, and plan is empty.
+func TestRenameAlone(t *testing.T) {
+	dir := newHost(t, nil)
+	both := clitest.WriteSpec(t, railSpec+"    ports:\n      - port: 1\n        roce: {mode: v2, tos: 106}\ninterfaces:\n  - name: ens1f0np0\n    mtu: 4200\n")
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", both)
+	want(t, code, 1, out, "$.devices[1].ports[0]: device mlx5_1 or its netdev is renamed in this plan: apply the names first",
+		"$.interfaces[0].name: ens1f0np0 is renamed by netdev_name[0000:5e:00.0] in this plan")
+	if st := state(t, dir); st.Device("mlx5_0") == nil || st.Netdev("ens1f0np0") == nil {
+		t.Fatal("a refused plan renamed")
+	}
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "--allow-mgmt", "-f", clitest.WriteSpec(t, railSpec))
+	want(t, code, 0, out)
+	after := clitest.WriteSpec(t, railSpec+"    ports:\n      - port: 1\n        roce: {mode: v2, tos: 106}\ninterfaces:\n  - name: rail0eth\n    mtu: 4200\n")
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", after)
+	want(t, code, 0, out, "rdma_cm[rail1/1]", "interface[rail0eth]")
+	code, out = rf(t, "--sim", dir, "plan", "-f", after)
+	want(t, code, 0, out, "No changes")
+}
