@@ -23,8 +23,10 @@ import (
 	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/modules"
+	"github.com/rdmaform/rdmaform/providers/names"
 	"github.com/rdmaform/rdmaform/providers/netdev"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
+	"github.com/rdmaform/rdmaform/providers/rdmanetns"
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
@@ -268,6 +270,14 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		case sriov.Kind:
 			// show leaves out a PF with no VFs: the rollback needs its 0.
 			noVFs(before, ch)
+		case rdmanetns.Kind:
+			// show leaves out the default mode: the rollback needs it.
+			if mode, ok := rdmanetns.JournalBefore(ch); ok && (before.Rdma == nil || ch.Address == rdmanetns.RuntimeAddress) {
+				before.Rdma = &schema.RdmaSystem{NetnsMode: mode}
+			}
+		case names.KindRDMA, names.KindNetdev:
+			// show captures no names: the rollback renames back.
+			journalName(before, ch)
 		}
 	}
 	text, err := schema.Marshal(before)
@@ -468,6 +478,29 @@ func (a *app) realPath(p string) string {
 		return filepath.Join(a.absDir(a.rootDir), p)
 	}
 	return p
+}
+
+// journalName gives the captured device a rename replaced its old name,
+// so that the rollback renames it back.
+func journalName(before *schema.Spec, ch *plan.Change) {
+	key, rdma, old, ok := names.JournalBefore(ch)
+	if !ok {
+		return
+	}
+	for i := range before.Devices {
+		d := &before.Devices[i]
+		if d.PCI != key || key == "" {
+			continue
+		}
+		if d.Names == nil {
+			d.Names = &schema.Names{}
+		}
+		if rdma {
+			d.Names.RDMA = old
+		} else {
+			d.Names.Netdev = old
+		}
+	}
 }
 
 func readJournal(h *host.Host) (*journal, error) { return readJournalFile(h, JournalFile) }

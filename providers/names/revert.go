@@ -25,3 +25,15 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	}
 	return rc, nil
 }
+
+// JournalBefore is the name a rename replaced, for the rollback
+// journal's spec (show captures no names): the device's key (PCI or node
+// GUID), whether the name is the RDMA device's, and the old name; ok
+// false for another change.
+func JournalBefore(c *plan.Change) (key string, rdma bool, name string, ok bool) {
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil || pl.file {
+		return "", false, "", false
+	}
+	return c.Address.Key, pl.rdma, pl.old, true
+}

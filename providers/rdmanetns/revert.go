@@ -20,3 +20,22 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	return &plan.Change{Address: c.Address, Action: action, Activation: c.Activation,
 		Attributes: plan.Reversed(c.Attributes), Payload: back}, nil
 }
+
+// JournalBefore is the mode a change of this provider replaced, for the
+// rollback journal's spec (show captures the kernel's default, shared,
+// only with rdmaform's file); ok false for another change.
+func JournalBefore(c *plan.Change) (mode string, ok bool) {
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil {
+		return "", false
+	}
+	if pl.file {
+		mode = confMode(pl.beforeConf)
+	} else {
+		mode = pl.beforeMode
+	}
+	if mode == "" {
+		mode = shared
+	}
+	return mode, true
+}

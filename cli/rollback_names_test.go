@@ -1,0 +1,60 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// TestRollbackNamesAndNetns: an apply that renamed a device and its
+// netdev and switched the RDMA netns mode, killed while it waits for its
+// confirmation, is rolled back from its journal: the old names and the
+// shared mode again (show captures neither the default mode nor names:
+// the journal records them). Then apply, and plan is empty.
+func TestRollbackNamesAndNetns(t *testing.T) {
+	l := newRBLab(t)
+	h := l.newHost("h", "cx5-roce")
+	f := filepath.Join(h, "usr/lib/udev/rdma_rename")
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := l.spec("s.yaml", "version: 1\nrdma: {netns_mode: exclusive}\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1, netdev: rail1eth}\n")
+	state := func() string {
+		s, err := sim.Open(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.State()
+		mode := st.RdmaNetnsMode
+		if mode == "" {
+			mode = "shared"
+		}
+		var names []string
+		for _, d := range st.Devices {
+			names = append(names, d.Name)
+		}
+		for _, n := range st.Netdevs {
+			names = append(names, n.Name)
+		}
+		return mode + " " + strings.Join(names, ",")
+	}
+	before := state()
+	cmd, done := l.waitingApply(h, "10m", spec)
+	if got := state(); !strings.HasPrefix(got, "exclusive ") || !strings.Contains(got, ",rail1,") || !strings.Contains(got, ",rail1eth") {
+		t.Fatalf("while the apply waits: %s", got)
+	}
+	_ = cmd.Process.Kill()
+	done()
+	l.must(0, "--sim", h, "rollback")
+	if got := state(); got != before {
+		t.Fatalf("after the rollback: %s, want %s", got, before)
+	}
+	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", spec)
+}
