@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"syscall"
+	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
@@ -15,7 +16,7 @@ import (
 // running kernel's mode and reads it back.
 //
 // Equivalent to: rdma system set netns MODE; rdma system show netns
-func (p *Provider) Make(_ context.Context, h *host.Host, _ *plan.Change, pl *payload) error {
+func (p *Provider) Make(ctx context.Context, h *host.Host, _ *plan.Change, pl *payload) error {
 	if pl.file {
 		if pl.conf == nil {
 			if err := h.FS.Remove(ConfFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -31,7 +32,19 @@ func (p *Provider) Make(_ context.Context, h *host.Host, _ *plan.Change, pl *pay
 		}
 		return nil
 	}
-	if err := h.Net.RdmaSetNetnsMode(pl.mode); err != nil {
+	err := h.Net.RdmaSetNetnsMode(pl.mode)
+	// A namespace just deleted (ip netns del) counts until the kernel's
+	// cleanup work has torn it down, which the kernel lab saw take longer
+	// than the next request: EBUSY is asked again for a while.
+	for i := 0; errors.Is(err, syscall.EBUSY) && i < busyTries; i++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(busyWait):
+		}
+		err = h.Net.RdmaSetNetnsMode(pl.mode)
+	}
+	if err != nil {
 		if errors.Is(err, syscall.EBUSY) {
 			return fmt.Errorf("%w: the kernel switches the RDMA netns mode only while no network namespace but the initial one exists; %s sets it at the next boot", err, ConfFile)
 		}
@@ -46,3 +59,9 @@ func (p *Provider) Make(_ context.Context, h *host.Host, _ *plan.Change, pl *pay
 	}
 	return nil
 }
+
+// How long Make asks again while the kernel answers EBUSY: 3 s in all.
+const (
+	busyTries = 30
+	busyWait  = 100 * time.Millisecond
+)
