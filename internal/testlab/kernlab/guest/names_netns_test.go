@@ -11,12 +11,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// leaveNoRxe unloads rdma_rxe when the test ends, once its links are
+// gone: later guest tests expect a guest that starts clean.
+func leaveNoRxe(t *testing.T, links ...string) {
+	t.Cleanup(func() {
+		for _, l := range links {
+			_, _ = tryRun("/sbin/rdma", "link", "delete", l)
+		}
+		if out, err := tryRun("/sbin/modprobe", "-r", "rdma_rxe"); err != nil {
+			t.Errorf("modprobe -r rdma_rxe: %v\n%s", err, out)
+		}
+	})
+}
+
 // TestRenameRxeAndVeth: devices[].names on the real kernel: an rxe device
 // (selected by its node GUID, which a rename keeps) and its veth are
 // renamed, the veth taken down for it and brought back up; the next plan
 // is empty.
 func TestRenameRxeAndVeth(t *testing.T) {
 	run(t, "/sbin/modprobe", "rdma_rxe")
+	leaveNoRxe(t)
 	run(t, "/sbin/modprobe", "veth")
 	run(t, "/sbin/ip", "link", "add", "kna", "type", "veth", "peer", "name", "knb")
 	run(t, "/sbin/ip", "link", "set", "kna", "up")
@@ -39,7 +53,10 @@ func TestRenameRxeAndVeth(t *testing.T) {
 			t.Fatalf("plan lacks %q:\n%s", w, out)
 		}
 	}
-	converge(t, spec)
+	mustCode(t, 0, "apply", "--yes", "-f", spec)
+	if out, _ := mustCode(t, 0, "plan", "-f", spec); !strings.Contains(out, "No changes") {
+		t.Fatalf("plan after apply is not empty:\n%s", out)
+	}
 	if got := strings.TrimSpace(readFile(t, "/sys/class/infiniband/knrail0/parent")); got != "knrail0e" {
 		t.Fatalf("knrail0's parent reads %q", got)
 	}
@@ -63,6 +80,7 @@ func TestRenameRxeAndVeth(t *testing.T) {
 // says why.
 func TestNetnsMode(t *testing.T) {
 	run(t, "/sbin/modprobe", "rdma_rxe")
+	leaveNoRxe(t)
 	t.Cleanup(func() {
 		_, _ = tryRun("/sbin/ip", "netns", "del", "knsx")
 		_, _ = tryRun("/sbin/rdma", "system", "set", "netns", "shared")
