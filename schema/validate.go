@@ -388,6 +388,9 @@ func (v *validator) names(d *Device, p string, seen map[string]string) {
 	if n.RDMA == "" && n.Netdev == "" {
 		v.add(p, "give rdma, netdev or both")
 	}
+	if d.Match != nil {
+		v.add(p, "names are for one PCI function: not with match, whose functions cannot share one name")
+	}
 	if kind, _ := d.Selector(); kind == "name" || kind == "netdev" {
 		v.add(p, "a device that is renamed must be selected by pci or node_guid, which a rename keeps; not by %s", kind)
 	}

@@ -165,6 +165,10 @@ func TestBadNames(t *testing.T) {
 		spec: "version: 1\ndevices:\n  - name: mlx5_0\n    names: {rdma: rail0}\n",
 		msg:  "a device that is renamed must be selected by pci or node_guid, which a rename keeps; not by name",
 	}, {
+		name: "a class of functions cannot share one name",
+		spec: "version: 1\ndevices:\n  - match: {psid: MT_0000000008}\n    names: {rdma: rail0}\n",
+		msg:  "host.yaml:4:12: error: $.devices[0].names: names are for one PCI function: not with match",
+	}, {
 		name: "nothing asked",
 		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {}\n",
 		msg:  "give rdma, netdev or both",
