@@ -191,6 +191,40 @@ func (r *RootFS) WriteAttr(name string, data []byte) error {
 	return cerr
 }
 
+// AtWriter is an FS that writes part of an attribute in place, as a PCI
+// config space takes one register (pwrite at an offset, no truncate).
+type AtWriter interface {
+	WriteAttrAt(name string, data []byte, off int64) error
+}
+
+// WriteAttrAt writes data at offset off of an existing attribute through
+// f, when f can (AtWriter).
+func WriteAttrAt(f FS, name string, data []byte, off int64) error {
+	w, ok := f.(AtWriter)
+	if !ok {
+		return &fs.PathError{Op: "pwrite", Path: name, Err: errors.ErrUnsupported}
+	}
+	return w.WriteAttrAt(name, data, off)
+}
+
+// WriteAttrAt implements AtWriter: one pwrite(2) of data at off.
+func (r *RootFS) WriteAttrAt(name string, data []byte, off int64) error {
+	p, err := r.resolve(name, true)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteAt(data, off)
+	cerr := f.Close()
+	if werr != nil {
+		return &fs.PathError{Op: "pwrite", Path: name, Err: unwrapPathErr(werr)}
+	}
+	return cerr
+}
+
 func unwrapPathErr(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

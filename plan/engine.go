@@ -79,7 +79,9 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 
 // resolveDevices maps each spec device to an inventory device. A name that
 // an rxe entry of the spec will create is not an error: the providers plan
-// it as a device to come.
+// it as a device to come. Nor is a PCI address whose entry sets only pcie
+// (a GPU or NVMe drive next to the adapters): the pcie stage needs no RDMA
+// device.
 func resolveDevices(req *Request) []schema.Finding {
 	var out []schema.Finding
 	req.Devices = make([]*inventory.Device, len(req.Spec.Devices))
@@ -94,6 +96,9 @@ func resolveDevices(req *Request) []schema.Finding {
 		}
 		if kind == "name" && WillCreateRxe(req.Spec, val) {
 			continue
+		}
+		if kind == "pci" && req.Spec.Devices[i].PCIeOnly() {
+			continue // any PCI function: the pcie stage reads it
 		}
 		out = append(out, req.Finding(schema.Path("devices", i, kind),
 			"no RDMA device with %s %s on this host (found: %s)", kind, val, describe(req.Inv)))

@@ -3,6 +3,8 @@ package plan
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -142,6 +144,44 @@ type Settler interface {
 // the plan recorded.
 type Reverter interface {
 	Revert(c *Change) (*Change, error)
+}
+
+// RDMANetdevs are the netdevs show describes: those of RDMA ports (IPoIB
+// interfaces and their P_Key children, RoCE netdevs) and the parents of
+// Soft-RoCE links, sorted. Other netdevs (the management NIC, bridges,
+// veths, container interfaces) are not the RDMA side of the host.
+func (r *Request) RDMANetdevs() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, d := range r.Inv.Devices {
+		add(d.Parent)
+		for _, p := range d.Ports {
+			for _, n := range p.Netdevs {
+				add(n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ShowNetdevs are RDMANetdevs and the netdevs show is asked for besides
+// (Capture.Netdevs: a rollback journal records every interface its plan
+// touches).
+func (r *Request) ShowNetdevs() []string {
+	names := r.RDMANetdevs()
+	for _, n := range r.Capture.Netdevs {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // CaptureOptions tune show.

@@ -5,12 +5,14 @@ package providers
 import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/ethtool"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/names"
 	"github.com/rdmaform/rdmaform/providers/netdev"
+	"github.com/rdmaform/rdmaform/providers/pcie"
 	"github.com/rdmaform/rdmaform/providers/qos"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rdmanetns"
@@ -28,9 +30,11 @@ func All() []plan.Provider {
 		modules.New(),
 		names.New(),
 		sriov.New(),
+		pcie.New(),
 		mlx4port.New(),
 		rxe.New(),
 		netdev.New(),
+		ethtool.New(),
 		qos.New(),
 		rdmacm.New(),
 		ipoib.New(),

@@ -52,6 +52,7 @@ type Device struct {
 	Optional bool      `yaml:"optional,omitempty" doc:"with match: a host where no adapter matches is not a plan error"`
 	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
 	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
+	PCIe     *PCIe     `yaml:"pcie,omitempty" doc:"runtime PCI Express settings of this PCI function (its config space); set again by the boot unit"`
 	Ports    []Port    `yaml:"ports,omitempty"`
 	// Names renames the device and its netdev, now and at every boot.
 	Names *Names `yaml:"names,omitempty" doc:"names for this PCI function's RDMA device and netdev, set now (rdma dev set, ip link set) and at boot (udev rules in /etc/udev/rules.d/70-rdmaform-names.rules); the device is selected by pci or node_guid"`
@@ -76,6 +77,15 @@ type Match struct {
 	Model      string `yaml:"model,omitempty" pattern:"^[!-~]{1,32}$" doc:"the kernel's hca_type (e.g. MT4123 for a ConnectX-6): 1-32 printable ASCII characters, no spaces"`
 }
 
+// PCIe is a PCI function's PCI Express settings.
+type PCIe struct {
+	MaxReadRequest *int `yaml:"max_read_request,omitempty" doc:"Max Read Request Size in bytes: 128, 256, 512, 1024, 2048 or 4096 (Device Control bits 14:12, what setpci CAP_EXP+8 sets)"`
+}
+
+// MaxReadRequestSizes are the Max Read Request Sizes PCI Express
+// encodes (Device Control bits 14:12 = 0..5).
+var MaxReadRequestSizes = []int{128, 256, 512, 1024, 2048, 4096}
+
 // SRIOV is the runtime SR-IOV state of a physical function.
 type SRIOV struct {
 	NumVFs           *int  `yaml:"num_vfs" min:"0" max:"65535" doc:"virtual functions enabled now (sriov_numvfs); at most sriov_totalvfs, which firmware NUM_OF_VFS sets"`
@@ -93,6 +103,12 @@ type VF struct {
 	Trust    *bool  `yaml:"trust,omitempty" doc:"Ethernet PF: trusted VF (may set promiscuous mode, change its MAC)"`
 	Spoofchk *bool  `yaml:"spoofchk,omitempty" doc:"Ethernet PF: drop frames whose source MAC is not the VF's"`
 	State    string `yaml:"state,omitempty" enum:"auto,enable,disable" doc:"the VF's link state: auto (follows the PF), enable, disable"`
+}
+
+// PCIeOnly reports whether the entry sets pcie and nothing else, so it may
+// name a PCI function that is no RDMA device.
+func (d *Device) PCIeOnly() bool {
+	return d.PCIe != nil && d.Firmware == nil && d.SRIOV == nil && len(d.Ports) == 0
 }
 
 // Selector returns which selector the device uses and its value.
@@ -294,6 +310,27 @@ type Interface struct {
 	// Addresses is the full set of static global addresses; nil leaves
 	// addresses alone, an empty list removes every static one.
 	Addresses []string `yaml:"addresses" doc:"the full set of static global addresses (CIDR); [] removes them all"`
+	Ethtool   *Ethtool `yaml:"ethtool,omitempty" doc:"ring sizes and channel counts (ethtool -G, -L), each at most the driver's maximum; runtime, set again by the boot unit"`
+}
+
+// Ethtool is a netdev's ring sizes and channel counts; nil leaves one
+// alone.
+type Ethtool struct {
+	Rings    *Rings    `yaml:"rings,omitempty" doc:"descriptor ring sizes (ethtool -G): at most the driver's Pre-set maximums of ethtool -g"`
+	Channels *Channels `yaml:"channels,omitempty" doc:"queue counts (ethtool -L): at most the driver's Pre-set maximums of ethtool -l"`
+}
+
+// Rings are a netdev's receive and transmit ring sizes.
+type Rings struct {
+	RX *int `yaml:"rx,omitempty" min:"1" max:"1048576" doc:"receive ring entries"`
+	TX *int `yaml:"tx,omitempty" min:"1" max:"1048576" doc:"transmit ring entries"`
+}
+
+// Channels are a netdev's queue counts.
+type Channels struct {
+	Combined *int `yaml:"combined,omitempty" min:"0" max:"65535" doc:"combined (rx and tx) channels, what most multi-queue drivers have"`
+	RX       *int `yaml:"rx,omitempty" min:"0" max:"65535" doc:"receive-only channels"`
+	TX       *int `yaml:"tx,omitempty" min:"0" max:"65535" doc:"transmit-only channels"`
 }
 
 // Service is a systemd unit's desired state.

@@ -7,6 +7,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -343,6 +344,14 @@ func (v *validator) devices() {
 		}
 		if d.SRIOV != nil {
 			v.sriov(d.SRIOV, p+".sriov")
+		}
+		if d.PCIe != nil {
+			switch {
+			case d.PCIe.MaxReadRequest == nil:
+				v.add(p+".pcie", "give max_read_request")
+			case !slices.Contains(MaxReadRequestSizes, *d.PCIe.MaxReadRequest):
+				v.add(p+".pcie.max_read_request", "%d is not a Max Read Request Size: 128, 256, 512, 1024, 2048 or 4096 bytes (a power of two)", *d.PCIe.MaxReadRequest)
+			}
 		}
 		ports := map[int]bool{}
 		for j := range d.Ports {

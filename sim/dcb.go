@@ -451,8 +451,12 @@ func (d *DCBState) delApp(e AppEntry) syscall.Errno {
 	return 0
 }
 
-// ethtoolTool emulates ethtool 6.1's -a and -A.
-func ethtoolTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
+// ethtoolTool emulates ethtool 6.1's -a and -A, and -g, -G, -l, -L
+// (ethtool.go).
+func ethtoolTool(ctx context.Context, s *Sim, args []string, stdin []byte) (string, string, int) {
+	if len(args) >= 2 && (args[0] == "-g" || args[0] == "-G" || args[0] == "-l" || args[0] == "-L") {
+		return ethtoolQueues(s, args)
+	}
 	if len(args) < 2 || (args[0] != "-a" && args[0] != "-A") {
 		return "", "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1
 	}

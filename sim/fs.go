@@ -148,6 +148,23 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 	return f.RootFS.WriteAttr(name, data)
 }
 
+// WriteAttrAt implements host.AtWriter: a PCI function's config space
+// takes a register write (pcie.go); any other attribute is refused as
+// WriteAttr refuses it.
+func (f *simFS) WriteAttrAt(name string, data []byte, off int64) error {
+	name = cleanPath(name)
+	if err := f.sim.inject(faultWrite, name, "write"); err != nil {
+		return unlessDropped(err)
+	}
+	if m := pciConfigRE.FindStringSubmatch(name); m != nil {
+		return f.sim.mutate(false, func(st *State) error { return st.writeConfig(name, m[1], data, off) })
+	}
+	if _, err := f.RootFS.Stat(name); err != nil {
+		return err
+	}
+	return perr("write", name, syscall.EACCES)
+}
+
 // WriteFile implements host.FS; only faults make it differ from a file.
 func (f *simFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if err := f.sim.inject(faultWrite, cleanPath(name), "write"); err != nil {

@@ -321,6 +321,8 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 		}
 		st.Devices = keep
 		for _, d := range st.Devices {
+			// The firmware sets Max Read Request again at boot.
+			d.MaxReadReq = 0
 			// VFs are runtime state: none after a boot, autoprobe back on.
 			if d.SRIOV != nil {
 				d.SRIOV = nil
@@ -406,11 +408,12 @@ func (st *State) reconcilePorts() {
 // probe time: mlx5's DCB and pause, and the OFED ECN tree under MLNX_OFED.
 // Other drivers get none (the simulator models mlx5 DCB only).
 func (n *Netdev) resetQoS(d *Device) {
-	n.DCB, n.Pause, n.ECN = nil, nil, nil
+	n.DCB, n.Pause, n.ECN, n.Rings, n.Channels = nil, nil, nil, nil, nil
 	if d == nil || d.Driver != "mlx5" {
 		return
 	}
 	n.DCB, n.Pause = mlx5DCB(), mlx5Pause()
+	n.Rings, n.Channels = mlx5Rings(), mlx5Channels()
 	n.DCB.Host = !d.DCBXFirmware
 	if d.OFED {
 		n.ECN = ofedECN()

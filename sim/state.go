@@ -106,6 +106,9 @@ type Device struct {
 	// only (the hardware address has no connected-mode flag).
 	EnhancedIPoIB bool    `yaml:"enhanced_ipoib,omitempty"`
 	Ports         []*Port `yaml:"ports"`
+	// MaxReadReq is the PCI Express Max Read Request Size in bytes set at
+	// runtime; 0 is what the firmware sets at boot (pcie.go).
+	MaxReadReq int `yaml:"max_read_request,omitempty"`
 	// SRIOV is the PF's runtime SR-IOV state (the capability and TotalVFs
 	// come from its firmware's SRIOV_EN and NUM_OF_VFS); nil: no VFs.
 	SRIOV *SRIOVState `yaml:"sriov,omitempty"`
@@ -173,6 +176,10 @@ type Netdev struct {
 	DCB   *DCBState   `yaml:"dcb,omitempty"`
 	Pause *PauseState `yaml:"pause,omitempty"`
 	ECN   *ECNState   `yaml:"ecn,omitempty"`
+	// Rings and Channels are the netdev's ring sizes and queue counts
+	// (see ethtool.go); nil where the driver has no such operation.
+	Rings    *QueueState `yaml:"rings,omitempty"`
+	Channels *QueueState `yaml:"channels,omitempty"`
 }
 
 // Process is a running process, shown as /proc/PID/comm.

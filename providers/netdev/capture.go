@@ -2,8 +2,6 @@ package netdev
 
 import (
 	"net/netip"
-	"slices"
-	"sort"
 
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
@@ -11,42 +9,13 @@ import (
 
 var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
-// CaptureNetdevs are the netdevs show describes: those of RDMA ports
-// (IPoIB interfaces and their P_Key children, RoCE netdevs) and the
-// parents of Soft-RoCE links, sorted. Other netdevs (the management NIC,
-// bridges, veths, container interfaces) are not the RDMA side of the host.
-func CaptureNetdevs(req *plan.Request) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(n string) {
-		if n != "" && !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	for _, d := range req.Inv.Devices {
-		add(d.Parent)
-		for _, p := range d.Ports {
-			for _, n := range p.Netdevs {
-				add(n)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+// CaptureNetdevs are the netdevs show describes (plan.Request's
+// RDMANetdevs): those of RDMA ports and the parents of Soft-RoCE links.
+func CaptureNetdevs(req *plan.Request) []string { return req.RDMANetdevs() }
 
 // showNetdevs are CaptureNetdevs and the netdevs show is asked for
 // besides (a rollback journal records every interface its plan touches).
-func showNetdevs(req *plan.Request) []string {
-	names := CaptureNetdevs(req)
-	for _, n := range req.Capture.Netdevs {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	return names
-}
+func showNetdevs(req *plan.Request) []string { return req.ShowNetdevs() }
 
 // CaptureFrom implements plan.TypedCapturer: for each of CaptureNetdevs
 // (and the netdevs show is asked for) that exists, its administrative

@@ -1,0 +1,1 @@
+["ethtool", "-g", "rf-none"]

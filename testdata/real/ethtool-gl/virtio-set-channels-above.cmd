@@ -1,0 +1,1 @@
+["ethtool", "-L", "eth0", "combined", "5"]
