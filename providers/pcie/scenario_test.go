@@ -190,3 +190,18 @@ func bootUnit(t *testing.T, dir string) {
 func hostWrite(h *host.Host, name string, data []byte, off int64) error {
 	return host.WriteAttrAt(h.FS, name, data, off)
 }
+
+// TestMaxReadRequestReadBack: a write the device does not keep (the
+// simulator drops it, as QEMU's read-only field does on the real kernel)
+// fails apply naming the value read back, and the plan still shows the
+// change.
+func TestMaxReadRequestReadBack(t *testing.T) {
+	dir := newHost(t, "cx5-roce")
+	mustRun(t, 0, "sim", "fault", dir, "--write", "/sys/bus/pci/devices/"+cx5+"/config", "--drop")
+	spec := mrrsSpec(t, cx5, "2048")
+	out := mustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec)
+	if !strings.Contains(out, cx5+": Max Read Request Size reads 512 after writing 2048") {
+		t.Errorf("apply does not name the value kept:\n%s", out)
+	}
+	mustRun(t, 2, "--sim", dir, "plan", "-f", spec)
+}

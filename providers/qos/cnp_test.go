@@ -201,3 +201,18 @@ func TestREADMECNP(t *testing.T) {
 		t.Errorf("lint: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestCNPReadBack: a CNP write the driver does not keep fails apply with
+// what it reads back, and the plan still shows the change.
+func TestCNPReadBack(t *testing.T) {
+	dir := newHost(t, "cx6dx-ofed", nil)
+	if code, out, errs := clitest.Run(t, "sim", "fault", dir, "--write", "roce_np/cnp_dscp", "--drop"); code != 0 {
+		t.Fatalf("sim fault: %d %s%s", code, out, errs)
+	}
+	spec := qosSpec(t, ofed, "{cnp: {dscp: 26}}")
+	code, out, errs := clitest.Run(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	if code != 1 || !strings.Contains(out+errs, "ens2f0np0 after the writes: cnp_dscp is 48, not 26") {
+		t.Errorf("apply: exit %d, want 1 naming the value read back\n%s%s", code, out, errs)
+	}
+	planJSON(t, dir, spec, 2)
+}
