@@ -17,7 +17,7 @@ func (a *app) simFaultCmd() *cobra.Command {
 	var message string
 	var clear bool
 	cmd := &cobra.Command{
-		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL|--nm CALL) [--match M] [--exit N|--errno E|--hang|--kill|--drop] [--message M] [--times N]",
+		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL|--nm CALL|--reset ANSWER) [--match M] [--exit N|--errno E|--hang|--kill|--drop] [--message M] [--times N]",
 		Short: "Make an operation of a simulated host fail, hang, not stick or kill rdmaform",
 		Long: `Store a fault in the simulated host's sim.yaml. It breaks the first
 matching operation of every later command (or the next N with --times):
@@ -35,6 +35,10 @@ matching operation of every later command (or the next N with --times):
   --nm CALL      a NetworkManager D-Bus call (` + fmt.Sprint(sim.NMOps) + ` or *)
                  on the connection --match names: it fails with the D-Bus
                  error --dbus-error and --message, or --hang
+  --reset ANSWER the emulated mstfwreset/mlxfwreset on the card whose PCI
+                 function --match names: power-cycle (no reset level: only
+                 a power cycle loads the firmware) or vfs (the reset is
+                 refused while the card has VFs)
 
 Writes, netlink and systemd fail with --errno (EIO by default) and
 --message. --kill instead SIGKILLs the rdmaform process when the operation
@@ -76,6 +80,7 @@ finds. --clear removes every fault.`,
 	fl.StringVar(&f.Systemd, "systemd", "", "break the service manager call `CALL`")
 	fl.StringVar(&f.NM, "nm", "", "break the NetworkManager D-Bus call `CALL`")
 	fl.StringVar(&f.DBusError, "dbus-error", "", "D-Bus error `NAME` of a broken NetworkManager call (default org.freedesktop.NetworkManager.Failed)")
+	fl.StringVar(&f.Reset, "reset", "", "answer firmware resets with `ANSWER` (power-cycle or vfs)")
 	fl.StringVar(&f.Match, "match", "", "only operations matching `M` (tool arguments, write|mkdir, netdev or link, unit)")
 	fl.IntVar(&f.Exit, "exit", 0, "exit code of the broken tool run (default 1)")
 	fl.StringVar(&f.Errno, "errno", "", "errno of a broken write, netlink or systemd operation (default EIO)")

@@ -26,6 +26,10 @@ import (
 //     Match names (any, if empty); it fails with the D-Bus error DBusError
 //     (org.freedesktop.NetworkManager.Failed when empty) and Stderr as
 //     NetworkManager's message, or hangs.
+//   - Reset: the emulated mstfwreset/mlxfwreset's answer for the card
+//     whose PCI function Match names (any, if empty): power-cycle (the
+//     MFRL register reports no reset level) or vfs (the reset is refused
+//     while the card has VFs); see fwreset.go.
 //
 // Each fails with Errno (EIO when empty) and Stderr as the kernel's or the
 // manager's message, or, with Kill, SIGKILLs the process running against
@@ -53,6 +57,7 @@ const (
 	faultNetlink
 	faultSystemd
 	faultNM
+	faultReset
 )
 
 func (k faultKind) String() string {
@@ -67,6 +72,8 @@ func (k faultKind) String() string {
 		return "systemd"
 	case faultNM:
 		return "nm"
+	case faultReset:
+		return "reset"
 	}
 	return fmt.Sprintf("faultKind(%d)", int(k))
 }
@@ -82,6 +89,8 @@ func (f *Fault) kind() faultKind {
 		return faultSystemd
 	case f.NM != "":
 		return faultNM
+	case f.Reset != "":
+		return faultReset
 	}
 	return faultTool
 }
@@ -104,6 +113,8 @@ func (f *Fault) matches(k faultKind, name, detail string) bool {
 		return (f.Systemd == "*" || f.Systemd == name) && (f.Match == "" || f.Match == detail)
 	case faultNM:
 		return (f.NM == "*" || f.NM == name) && (f.Match == "" || f.Match == detail)
+	case faultReset:
+		return f.Reset == name && (f.Match == "" || slotOf(f.Match) == slotOf(detail))
 	}
 	return false
 }
@@ -111,19 +122,27 @@ func (f *Fault) matches(k faultKind, name, detail string) bool {
 // Validate checks a fault before it is stored.
 func (f *Fault) Validate() error {
 	n := 0
-	for _, s := range []string{f.Tool, f.Write, f.Netlink, f.Systemd, f.NM} {
+	for _, s := range []string{f.Tool, f.Write, f.Netlink, f.Systemd, f.NM, f.Reset} {
 		if s != "" {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("a fault breaks exactly one of: a tool, a write, a netlink operation, a systemd call, a NetworkManager call")
+		return fmt.Errorf("a fault breaks exactly one of: a tool, a write, a netlink operation, a systemd call, a NetworkManager call, a firmware reset")
 	}
 	if f.NM != "" && f.NM != "*" && !slices.Contains(NMOps, f.NM) {
 		return fmt.Errorf("unknown NetworkManager call %q (known: %s, *)", f.NM, strings.Join(NMOps, ", "))
 	}
 	if f.DBusError != "" && f.NM == "" {
 		return fmt.Errorf("a D-Bus error name is for a NetworkManager call")
+	}
+	if f.Reset != "" {
+		if !slices.Contains(ResetFaults, f.Reset) {
+			return fmt.Errorf("unknown reset fault %q (known: %s)", f.Reset, resetFaultHelp())
+		}
+		if f.Errno != "" || f.Exit != 0 || f.Stdout != "" || f.Stderr != "" || f.Hang || f.Drop || f.Kill {
+			return fmt.Errorf("a reset fault answers as the reset tool does: no errno, exit code, message, hang, drop or kill")
+		}
 	}
 	if f.Netlink != "" && f.Netlink != "*" && !slices.Contains(NetlinkOps, f.Netlink) {
 		return fmt.Errorf("unknown netlink operation %q (known: %s, *)", f.Netlink, strings.Join(NetlinkOps, ", "))

@@ -118,7 +118,13 @@ func slotOf(bdf string) string {
 func (st *State) rebootFirmware() {
 	mlxemu.Reboot(st.Firmware)
 	st.loadFlash()
-	for _, a := range st.Firmware {
+	st.linkTypesOf(st.Firmware)
+}
+
+// linkTypesOf gives the ports of the adapter functions the link layer
+// their current LINK_TYPE_Pn says.
+func (st *State) linkTypesOf(adapters []*mlxemu.Adapter) {
+	for _, a := range adapters {
 		d := st.DeviceByPCI(a.BDF)
 		if d == nil {
 			continue

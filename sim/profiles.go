@@ -33,7 +33,7 @@ var baseModules = []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "rdma
 var availableModules = []string{"configfs", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_core", "mlx4_en", "mlx4_ib", "mlx5_core", "mlx5_ib", "rdma_cm", "rdma_rxe", "rdma_ucm", "ib_cm"}
 
 func defaultTools() []string {
-	return []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mstconfig", "mstflint", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+	return []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mstconfig", "mstfwreset", "mstflint", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 }
 
 // NewState returns the state of a simulated host of a profile. adapters is
@@ -51,7 +51,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			d.Ports[0].LID, d.Ports[0].SMLID = 0x10+i, 1
 		}
 		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
-		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxemu.G5, st.Devices)
 		setVPD(st.Devices, "ConnectX-6 VPI adapter card, HDR IB (200Gb/s) and 200GbE, dual-port QSFP56", "MCX653106A-HDAT", "MT2028X01234")
 	case "cx5-roce":
@@ -128,7 +128,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			setVPD(st.Devices[2*i:2*i+2], "NVIDIA ConnectX-7 Adapter Card, 200GbE / NDR200, Dual-port QSFP112, PCIe 5.0x16", "MCX755106AS-HEAT", fmt.Sprintf("MT2421X%05d", 100+i))
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
-		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
 	}

@@ -29,6 +29,9 @@ var tools = map[string]toolFunc{
 	"dcb":     dcbTool,
 	"ethtool": ethtoolTool,
 	"ip":      ipTool,
+	// Firmware reset (sim/fwreset.go).
+	"mstfwreset": fwresetTool("mstfwreset"),
+	"mlxfwreset": fwresetTool("mlxfwreset"),
 	// Probes (sim/probe.go): the simulated fabric.
 	"ping":            pingTool,
 	"rping":           rpingTool,

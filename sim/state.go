@@ -215,6 +215,9 @@ type Fault struct {
 	NM      string `yaml:"nm,omitempty"`
 	// DBusError is the D-Bus error name of a broken NetworkManager call.
 	DBusError string `yaml:"dbus_error,omitempty"`
+	// Reset is a firmware reset fault (ResetFaults) of the card whose
+	// function Match names (any, if empty).
+	Reset string `yaml:"reset,omitempty"`
 	// Errno fails a write, netlink or systemd operation (EIO if empty).
 	Errno  string `yaml:"errno,omitempty"`
 	Kill   bool   `yaml:"kill,omitempty"`

@@ -155,6 +155,11 @@ type Adapter struct {
 	NoCurrent bool `json:"no_current,omitempty" yaml:"no_current,omitempty"`
 	// Params in the order a full query prints them.
 	Params []Param `json:"params" yaml:"params"`
+	// ResetLevels are the firmware reset levels its MFRL register reports
+	// (nil: DefaultResetLevels), as mstfwreset query lists them.
+	ResetLevels []int `json:"reset_levels,omitempty" yaml:"reset_levels,omitempty"`
+	// ResetDriverSync: MCAM reports reset synchronisation by the driver.
+	ResetDriverSync bool `json:"reset_driver_sync,omitempty" yaml:"reset_driver_sync,omitempty"`
 }
 
 // Param returns the named parameter (case-insensitive), or nil.

@@ -1,0 +1,217 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmaform/rdmaform/sim/mlxemu"
+)
+
+// fwresetTool emulates mstfwreset (mstflint) or mlxfwreset (MFT) over the
+// simulated adapters: query lists the reset levels of the adapter's MFRL
+// register; reset at level 3 reloads the card's firmware (Next Boot values
+// become current on every function of the card) and re-registers the
+// card as the driver restart does (see resetCard); level 4 reboots the
+// host. The tool clears the card's VFs itself first, as 4.21's
+// MlnxDriverLinux does; a "vfs" reset fault makes that fail. A
+// "power-cycle" reset fault is firmware whose MFRL register reports no
+// level: only a power cycle loads its configuration.
+func fwresetTool(prog string) toolFunc {
+	return func(_ context.Context, s *Sim, args []string, stdin []byte) (string, string, int) {
+		c, usage, code := mlxemu.ParseResetArgs(prog, args)
+		if code != 0 {
+			return "", usage, code
+		}
+		if c.Command == "version" {
+			return mlxemu.ResetVersion(prog), "", 0
+		}
+		s.lock()
+		a := s.state.resetAdapter(c.Device)
+		if a == nil {
+			s.unlock()
+			return mlxemu.ResetOpenError(c.Device), "", 1
+		}
+		slot := slotOf(a.BDF)
+		levels := a.SupportedResetLevels()
+		sync := a.ResetDriverSync
+		if s.takeLocked(faultReset, ResetPowerCycle, a.BDF) != nil {
+			levels = nil
+		}
+		vfs := s.state.cardVFs(slot)
+		refuseVFs := false
+		if c.Command == "reset" && vfs > 0 {
+			refuseVFs = s.takeLocked(faultReset, ResetVFs, a.BDF) != nil
+		}
+		s.unlock()
+
+		if c.Command == "query" {
+			out, code := mlxemu.RenderResetQuery(levels, sync)
+			return out, "", code
+		}
+		level, requested := c.Level, c.Level >= 0
+		if !requested {
+			if len(levels) == 0 {
+				return "\n" + mlxemu.ResetError(mlxemu.ErrNoResetLevel), "", 1
+			}
+			level = slices.Min(levels)
+		}
+		if !slices.Contains(levels, level) {
+			return "\n" + mlxemu.ResetError(mlxemu.LevelNotSupported(level)), "", 1
+		}
+		out := mlxemu.RenderResetStart(c.Device, level, requested, c.Yes)
+		if !c.Yes && !answeredYes(stdin) {
+			return out + mlxemu.ResetError("Aborted by user"), "", 1
+		}
+		if refuseVFs {
+			return out + mlxemu.ResetError(mlxemu.ErrVFs), "", 1
+		}
+		switch level {
+		case 0:
+			// A live patch: the running firmware is patched in place; a
+			// configuration change waits for a real reset.
+			return out + "-I- Sending Reset Command To Fw             -Done\n-I- FW was loaded successfully.\n", "", 0
+		case 4:
+			if err := s.Reboot(); err != nil {
+				return out, err.Error() + "\n", 1
+			}
+			return out + mlxemu.RenderWarmRebootSteps(), "", 0
+		}
+		if err := s.mutate(false, func(st *State) error {
+			st.resetCard(slot)
+			return nil
+		}); err != nil {
+			return out, err.Error() + "\n", 1
+		}
+		return out + mlxemu.RenderResetSteps(), "", 0
+	}
+}
+
+func answeredYes(stdin []byte) bool {
+	a := strings.ToLower(strings.TrimSpace(string(stdin)))
+	return a == "y" || a == "yes"
+}
+
+// Reset faults (Fault.Reset): the answers a firmware reset can get.
+const (
+	// ResetPowerCycle: the adapter's MFRL register reports no reset
+	// level, so neither a reset nor a warm reboot loads its firmware.
+	ResetPowerCycle = "power-cycle"
+	// ResetVFs: the card's VFs cannot be removed (in use), so the reset
+	// is refused while VFs exist.
+	ResetVFs = "vfs"
+)
+
+// ResetFaults are the reset faults.
+var ResetFaults = []string{ResetPowerCycle, ResetVFs}
+
+// resetAdapter finds the adapter function a -d names: its PCI address
+// (with or without the domain) or, as mstflint resolves it through
+// /sys/class/infiniband/NAME/device, its RDMA device.
+func (st *State) resetAdapter(dev string) *mlxemu.Adapter {
+	want := strings.ToLower(dev)
+	if strings.Count(want, ":") == 1 {
+		want = "0000:" + want
+	}
+	if strings.HasPrefix(dev, "mlx") {
+		if d := st.Device(dev); d != nil && d.PCI != "" {
+			want = strings.ToLower(d.PCI)
+		}
+	}
+	for _, a := range st.Firmware {
+		if strings.ToLower(a.BDF) == want {
+			return a
+		}
+	}
+	return nil
+}
+
+// cardVFs counts the VFs enabled on the PCI functions of a card.
+func (st *State) cardVFs(slot string) int {
+	n := 0
+	for _, d := range st.Devices {
+		if d.PCI != "" && slotOf(d.PCI) == slot && d.SRIOV != nil {
+			n += d.SRIOV.NumVFs
+		}
+	}
+	return n
+}
+
+// resetCard is a level 3 firmware reset of the card in slot: the tool sets
+// sriov_numvfs to 0 on its functions, the firmware reloads (Next Boot
+// values become current, ports take the link layer LINK_TYPE_Pn now says)
+// and the driver restarts, so every function re-registers as after an
+// mlx4 port type change (reregister): netdevs made anew with the driver's
+// MTU and no addresses, rdma_cm defaults the kernel's. NetworkManager
+// activates its autoconnect profiles on the new netdevs again.
+func (st *State) resetCard(slot string) {
+	var card []*mlxemu.Adapter
+	for _, a := range st.Firmware {
+		if slotOf(a.BDF) == slot {
+			card = append(card, a)
+		}
+	}
+	mlxemu.Reboot(card)
+	gone := map[string]bool{}
+	for _, d := range st.Devices {
+		if d.PCI == "" || slotOf(d.PCI) != slot {
+			continue
+		}
+		if d.SRIOV != nil {
+			d.SRIOV = nil
+			st.syncVFNetdevs(d)
+		}
+		for _, p := range d.Ports {
+			for _, n := range []string{p.NetdevEth, p.NetdevIB} {
+				if n != "" {
+					gone[n] = true
+				}
+			}
+			if d.Driver == "mlx4" && p.Mlx4Boot != "" {
+				p.Mlx4Type = p.Mlx4Boot
+			}
+		}
+		st.reregister(d)
+	}
+	st.linkTypesOf(card)
+	st.reconcilePorts()
+	st.nmReattach(gone)
+}
+
+// nmReattach: NetworkManager saw the netdevs (and their P_Key children)
+// go and come back: their profiles are inactive, then those with
+// autoconnect yes are activated again, one per device.
+func (st *State) nmReattach(gone map[string]bool) {
+	if st.NM == nil {
+		return
+	}
+	on := func(dev string) bool {
+		if gone[dev] {
+			return true
+		}
+		parent, _, ok := strings.Cut(dev, ".")
+		return ok && gone[parent]
+	}
+	var again []int
+	for i := range st.NM.Profiles {
+		p := &st.NM.Profiles[i]
+		if !p.Active || !on(p.Device) {
+			continue
+		}
+		p.Active, p.Device, p.ActivePath = false, "", 0
+		again = append(again, i)
+	}
+	for _, i := range again {
+		p := &st.NM.Profiles[i]
+		if p.Settings["connection.autoconnect"] != "yes" || st.deviceTaken(p) {
+			continue
+		}
+		st.nmRun([]string{"nmcli", "connection", "up", "uuid", p.Settings["connection.uuid"]}, nil)
+	}
+}
+
+// resetFaultHelp names the reset faults for messages.
+func resetFaultHelp() string {
+	return fmt.Sprintf("%s (no reset level: only a power cycle helps) or %s (refused while VFs exist)", ResetPowerCycle, ResetVFs)
+}

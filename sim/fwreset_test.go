@@ -1,0 +1,202 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/host"
+)
+
+// resetHost is a cx6-vpi-ib host with mstfwreset, LINK_TYPE_P1 staged to
+// ETH on the card (function .0), and runtime state on both functions:
+// ib1 at MTU 4092 with an address, rdma_cm of mlx5_1 set, two VFs on .0.
+func resetHost(t *testing.T) (*Sim, *host.Host) {
+	t.Helper()
+	st, err := NewState("cx6-vpi-ib", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Tools = append(st.Tools, "mstfwreset")
+	s, err := Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.RunTool(ctx, []string{"mlxconfig", "-d", "0000:3b:00.0", "-y", "set", "SRIOV_EN=1", "NUM_OF_VFS=4"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunTool(ctx, []string{"mlxconfig", "-d", "0000:3b:00.0", "-y", "set", "LINK_TYPE_P1=ETH"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FS.WriteAttr("/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.mutate(false, func(st *State) error {
+		nd := st.Netdev("ib1")
+		nd.MTU, nd.Addrs = 4092, []string{"192.0.2.11/24"}
+		st.RdmaCM = map[string]RoceDefaults{"mlx5_1/1": {Mode: "IB/RoCE v1", Tos: 106}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s, h
+}
+
+func runReset(t *testing.T, s *Sim, args ...string) (string, int) {
+	t.Helper()
+	res, err := s.RunTool(context.Background(), append([]string{"mstfwreset"}, args...))
+	var ee *host.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return string(ee.Stdout), ee.Code
+	case err != nil:
+		t.Fatal(err)
+	}
+	return string(res.Stdout), 0
+}
+
+// TestFirmwareResetReloadsTheCard: a level 3 reset through one function
+// makes Next Boot values current on both functions of the card (the port
+// takes its new link layer), and the card re-registers as after a driver
+// restart: its VFs are gone (the tool set sriov_numvfs to 0), each netdev
+// is made anew (the driver's MTU, no addresses) and rdma_cm is the
+// kernel's default; the boot_id stays.
+func TestFirmwareResetReloadsTheCard(t *testing.T) {
+	s, _ := resetHost(t)
+	boot := s.State().BootID()
+	out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "3")
+	if code != 0 || !strings.HasSuffix(out, "-I- FW was loaded successfully.\n") {
+		t.Fatalf("reset exit %d:\n%s", code, out)
+	}
+	st := s.State()
+	for _, a := range st.Firmware {
+		if p := a.Param("LINK_TYPE_P1"); p.Current != 2 || p.Next != 2 {
+			t.Errorf("%s LINK_TYPE_P1 current %d next %d, want 2 (ETH) in both", a.BDF, p.Current, p.Next)
+		}
+	}
+	if ll := st.DeviceByPCI("0000:3b:00.0").Ports[0].LinkLayer; ll != "Ethernet" {
+		t.Errorf("port of 0000:3b:00.0 runs %s after the reset, want Ethernet", ll)
+	}
+	if d := st.DeviceByPCI("0000:3b:00.0"); d.SRIOV != nil {
+		t.Errorf("VFs after the reset: %+v", d.SRIOV)
+	}
+	nd := st.Netdev("ib1")
+	if nd == nil || nd.MTU != 2044 || len(nd.Addrs) != 0 {
+		t.Errorf("ib1 after the reset: %+v, want a new netdev (MTU 2044, no addresses)", nd)
+	}
+	if _, ok := st.RdmaCM["mlx5_1/1"]; ok {
+		t.Errorf("rdma_cm of mlx5_1 kept across the reset: %+v", st.RdmaCM)
+	}
+	if st.BootID() != boot {
+		t.Errorf("boot_id changed across a firmware reset")
+	}
+}
+
+// TestFirmwareResetMinimalLevel: without --level the reset runs the
+// lowest supported level (3 on the default adapter), which it names; an
+// unsupported level is refused with the tool's message and changes
+// nothing; without -y an answer other than y aborts.
+func TestFirmwareResetMinimalLevel(t *testing.T) {
+	s, _ := resetHost(t)
+	out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "--level", "0", "-y")
+	if code != 1 || out != "\n-E- Reset-level '0' is not supported in the current state of this device.\n" {
+		t.Errorf("level 0: exit %d %q", code, out)
+	}
+	out, code = runReset(t, s, "-d", "0000:3b:00.1", "reset")
+	if code != 1 || !strings.HasSuffix(out, "Continue with reset?[y/N] -E- Aborted by user.\n") {
+		t.Errorf("without -y: exit %d %q", code, out)
+	}
+	if p := s.State().Firmware[0].Param("LINK_TYPE_P1"); p.Current != 1 {
+		t.Fatalf("a refused reset activated LINK_TYPE_P1")
+	}
+	out, code = runReset(t, s, "-d", "mlx5_1", "r", "-y")
+	if code != 0 || !strings.HasPrefix(out, "\nMinimal reset level for device, mlx5_1:\n\n3: Driver restart and PCI reset\n") {
+		t.Errorf("minimal: exit %d:\n%s", code, out)
+	}
+	if p := s.State().Firmware[0].Param("LINK_TYPE_P1"); p.Current != 2 {
+		t.Errorf("a reset through mlx5_1 did not reload the card's firmware")
+	}
+}
+
+// TestResetFaults: a power-cycle fault is firmware whose MFRL reports no
+// level: query and reset fail with the tool's message and nothing
+// changes. A vfs fault refuses the reset only while the card has VFs.
+func TestResetFaults(t *testing.T) {
+	t.Run("power-cycle", func(t *testing.T) {
+		s, _ := resetHost(t)
+		if err := s.AddFault(Fault{Reset: ResetPowerCycle, Match: "0000:3b:00.1"}); err != nil {
+			t.Fatal(err)
+		}
+		if out, code := runReset(t, s, "-d", "0000:3b:00.0", "q"); code != 1 || out != "\n-E- There is no supported reset-level.\n" {
+			t.Errorf("query: exit %d %q", code, out)
+		}
+		if out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"); code != 1 || !strings.Contains(out, "Reset-level '3' is not supported") {
+			t.Errorf("reset: exit %d %q", code, out)
+		}
+		st := s.State()
+		if p := st.Firmware[0].Param("LINK_TYPE_P1"); p.Current != 1 || st.Netdev("ib1").MTU != 4092 {
+			t.Errorf("a refused reset changed the card")
+		}
+	})
+	t.Run("vfs", func(t *testing.T) {
+		s, h := resetHost(t)
+		if err := s.AddFault(Fault{Reset: ResetVFs}); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "3")
+		if code != 1 || !strings.HasSuffix(out, "-E- Reset virtual functions failed! Please reset virtual functions manually and resume operation.\n") {
+			t.Errorf("with VFs: exit %d %q", code, out)
+		}
+		if d := s.State().DeviceByPCI("0000:3b:00.0"); d.SRIOV == nil || d.SRIOV.NumVFs != 2 {
+			t.Errorf("a refused reset changed the VFs: %+v", d.SRIOV)
+		}
+		if err := h.FS.WriteAttr("/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+		if out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"); code != 0 {
+			t.Errorf("without VFs: exit %d %q", code, out)
+		}
+	})
+}
+
+// TestResetFaultValidate: a reset fault names a known answer and nothing
+// a tool fault has.
+func TestResetFaultValidate(t *testing.T) {
+	for _, tt := range []struct {
+		f  Fault
+		ok bool
+	}{
+		{Fault{Reset: ResetPowerCycle}, true},
+		{Fault{Reset: ResetVFs, Match: "0000:3b:00.0", Times: 1}, true},
+		{Fault{Reset: "reboot"}, false},
+		{Fault{Reset: ResetVFs, Exit: 1}, false},
+		{Fault{Reset: ResetVFs, Tool: "mstfwreset"}, false},
+	} {
+		if err := tt.f.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%+v: %v, want ok %v", tt.f, err, tt.ok)
+		}
+	}
+}
+
+// TestResetLevel4Reboots: a level 4 reset is a warm reboot of the host:
+// a new boot_id, the firmware reloaded.
+func TestResetLevel4Reboots(t *testing.T) {
+	s, _ := resetHost(t)
+	boot := s.State().BootID()
+	if out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "4"); code != 0 {
+		t.Fatalf("exit %d %q", code, out)
+	}
+	st := s.State()
+	if st.BootID() == boot || st.Firmware[0].Param("LINK_TYPE_P1").Current != 2 {
+		t.Errorf("level 4: boot_id %s (was %s), LINK_TYPE_P1 current %d", st.BootID(), boot, st.Firmware[0].Param("LINK_TYPE_P1").Current)
+	}
+}

@@ -1,0 +1,1 @@
+["mstfwreset","-d","0000:5e:00.0","query"]

@@ -1,0 +1,1 @@
+["mstfwreset","-d","0000:3b:00.0","query"]
