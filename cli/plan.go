@@ -318,7 +318,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 					out := r.Outcome
 					fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
 					for _, pe := range r.After.Pending {
-						fmt.Fprintf(a.env.Stdout, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+						fmt.Fprintf(a.env.Stdout, "  ! %s\n", pe.Text())
 					}
 					for _, d := range r.After.Deferred {
 						fmt.Fprintf(a.env.Stdout, "  ? %s %s\n", d.Address, d.Reason)

@@ -283,7 +283,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (
 		defer func() { err = exitCode(plan.ExitError) }()
 	}
 	for _, pe := range pending {
-		fmt.Fprintf(w, "  ! %s %s staged for next boot (current %s, next %s)\n", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+		fmt.Fprintf(w, "  ! %s\n", pe.Text())
 	}
 	if len(st.staged) > 0 {
 		fmt.Fprintf(w, "Staged ledger (%s):\n", firmware.LedgerPath)
@@ -424,9 +424,13 @@ func readAllFirmware(ctx context.Context, h *host.Host, warn io.Writer) (*fwRead
 			}
 		}
 		sort.Strings(names)
+		var act *plan.ActivateBy
+		if len(names) > 0 {
+			act = firmware.Activation(ctx, h, tools, o.Tool, pcis[i])
+		}
 		for _, n := range names {
 			p := o.Params[n]
-			fw.pending = append(fw.pending, plan.Pending{Address: firmware.Address(pcis[i]), Attribute: n, Current: p.Current.Display(), NextBoot: p.NextBoot.Display()})
+			fw.pending = append(fw.pending, plan.Pending{Address: firmware.Address(pcis[i]), Attribute: n, Current: p.Current.Display(), NextBoot: p.NextBoot.Display(), Activation: act})
 		}
 	}
 	return fw, nil

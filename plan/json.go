@@ -143,12 +143,14 @@ type pendingJSON struct {
 	Current   typedValue `json:"current"`
 	NextBoot  typedValue `json:"next_boot"`
 	Source    *Source    `json:"source,omitempty"`
+	// Activation: how the value can become current.
+	Activation *ActivateBy `json:"activation,omitempty"`
 }
 
 // MarshalJSON implements json.Marshaler.
 func (p Pending) MarshalJSON() ([]byte, error) {
 	v := typed(p.Current, p.NextBoot)
-	return json.Marshal(pendingJSON{Address: p.Address, Attribute: p.Attribute, Current: v[0], NextBoot: v[1], Source: p.Source})
+	return json.Marshal(pendingJSON{Address: p.Address, Attribute: p.Attribute, Current: v[0], NextBoot: v[1], Source: p.Source, Activation: p.Activation})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -157,6 +159,6 @@ func (p *Pending) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*p = Pending{Address: j.Address, Attribute: j.Attribute, Current: j.Current.s, NextBoot: j.NextBoot.s, Source: j.Source}
+	*p = Pending{Address: j.Address, Attribute: j.Attribute, Current: j.Current.s, NextBoot: j.NextBoot.s, Source: j.Source, Activation: j.Activation}
 	return nil
 }

@@ -171,6 +171,47 @@ type Pending struct {
 	Current   string  `json:"current"`
 	NextBoot  string  `json:"next_boot"`
 	Source    *Source `json:"source,omitempty"`
+	// Activation says how the value can become current (nil: unknown).
+	Activation *ActivateBy `json:"activation,omitempty"`
+}
+
+// Ways a pending value becomes current, cheapest first.
+const (
+	// ByFWReset: a firmware reset of the adapter (mstfwreset/mlxfwreset
+	// at a level the device and driver support), no reboot.
+	ByFWReset = "fw-reset"
+	// ByReboot: a reboot reloads the firmware.
+	ByReboot = "reboot"
+	// ByPowerCycle: only a power cycle does (the tool said so).
+	ByPowerCycle = "power-cycle"
+)
+
+// ActivateBy is how a pending value can become current and why: By is
+// ByFWReset (with its Level), ByReboot or ByPowerCycle.
+type ActivateBy struct {
+	By    string `json:"by"`
+	Level int    `json:"level,omitempty"`
+	Why   string `json:"why"`
+}
+
+// Label is the text plan's column: "after fw-reset", "after reboot",
+// "after power-cycle".
+func (a *ActivateBy) Label() string {
+	if a == nil {
+		return ""
+	}
+	return "after " + a.By
+}
+
+// Text is a pending item's line for people, without its mark:
+// "firmware[0000:3b:00.0] LINK_TYPE_P1 staged for next boot (current IB,
+// next ETH), after fw-reset".
+func (pe Pending) Text() string {
+	s := fmt.Sprintf("%s %s staged for next boot (current %s, next %s)", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+	if pe.Activation != nil {
+		s += ", " + pe.Activation.Label()
+	}
+	return s
 }
 
 // ActivationFailure is a firmware value rdmaform staged in an earlier boot

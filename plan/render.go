@@ -69,7 +69,7 @@ func WriteText(w io.Writer, p *Plan, o TextOptions) error {
 		}
 	}
 	for _, pe := range p.Pending {
-		fmt.Fprintf(&b, "  %s %s %s staged for next boot (current %s, next %s)\n", mark("!"), pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+		fmt.Fprintf(&b, "  %s %s\n", mark("!"), pe.Text())
 	}
 	for _, d := range p.Deferred {
 		fmt.Fprintf(&b, "  %s %s %s\n", mark("?"), d.Address, d.Reason)

@@ -207,7 +207,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 						continue
 					}
 					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,
-						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp)})
+						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp), Activation: activationOf(a.Reset)})
 					staged(true)
 				}
 				continue

@@ -72,6 +72,21 @@ type AdapterObs struct {
 	Unknown map[string]*mlxfmt.ToolError
 	// Err is a failure to read the adapter at all.
 	Err error
+	// Reset is the reset tool's query of the card, asked when a spec
+	// parameter is staged but not current (nil otherwise).
+	Reset *ResetObs
+}
+
+// staged reports whether one of the named parameters has a Next Boot
+// value that is not current: something a reset or reboot would activate.
+func (a *AdapterObs) staged(names []string) bool {
+	for _, n := range names {
+		p, ok := a.Params[n]
+		if ok && p.Current.Kind != mlxfmt.KindAbsent && p.Current.Kind != mlxfmt.KindNA && !mlxfmt.Equal(p.NextBoot.Display(), p.Current) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *AdapterObs) deviceType() string {
@@ -107,13 +122,18 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		}
 	}
 	mst := &MSTMap{}
+	resets := &resetQueries{}
 	res := make([]*AdapterObs, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i] = ReadAdapter(ctx, h, tools, mst, t.tool, t.pci, t.names)
+			a := ReadAdapter(ctx, h, tools, mst, t.tool, t.pci, t.names)
+			if !req.Full && a.Err == nil && a.staged(t.names) {
+				a.Reset = resets.of(ctx, h, tools, ResetToolOf(a.Tool), t.pci)
+			}
+			res[i] = a
 		}()
 	}
 	images := observeImages(ctx, h, tools, its)
