@@ -16,7 +16,7 @@ import (
 // readOnlyCall is every command line plan, show, status and audit may
 // run: firmware queries, mst's listing, NetworkManager's listings, dcb's and ethtool's QoS reads. No set,
 // no mst start, no modprobe, no nmcli change.
-var readOnlyCall = regexp.MustCompile(`^((mlxconfig|mstconfig) -d \S+ -e q( [A-Z0-9_]+)*|mst status -v|nmcli -t -f \S+ connection show( uuid \S+)*|NetworkManager ListConnections|dcb -j (pfc|ets|app|dcbx) show dev \S+|ethtool -[agl] \S+|ip -j link show dev \S+)$`)
+var readOnlyCall = regexp.MustCompile(`^((mlxconfig|mstconfig) -d \S+ -e q( [A-Z0-9_]+)*|(mlxfwreset|mstfwreset) -d \S+ query|mst status -v|nmcli -t -f \S+ connection show( uuid \S+)*|NetworkManager ListConnections|dcb -j (pfc|ets|app|dcbx) show dev \S+|ethtool -[agl] \S+|ip -j link show dev \S+)$`)
 
 // rootReason is every reason a read-only command may give for an error
 // under --root with no tool on PATH and no system bus: a tool that is
