@@ -285,6 +285,29 @@ type UnitSignaller interface {
 
 var _ UnitSignaller = (*SystemdBus)(nil)
 
+// Rebooter is a service manager that can reboot the machine.
+type Rebooter interface {
+	// Reboot queues the start of reboot.target, replacing every other job
+	// irreversibly, as systemctl reboot does; it returns once the job is
+	// queued (the manager then stops every service and reboots).
+	// Equivalent to: systemctl reboot
+	Reboot(ctx context.Context) error
+}
+
+var _ Rebooter = (*SystemdBus)(nil)
+
+// Reboot implements Rebooter, through the manager's StartUnit.
+func (b *SystemdBus) Reboot(ctx context.Context) error {
+	c, err := b.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.StartUnitContext(ctx, "reboot.target", "replace-irreversibly", nil); err != nil {
+		return fmt.Errorf("start reboot.target: %w", err)
+	}
+	return nil
+}
+
 // Signal implements UnitSignaller, through the manager's KillUnit.
 func (b *SystemdBus) Signal(ctx context.Context, name string, sig syscall.Signal) error {
 	c, err := b.connect(ctx)

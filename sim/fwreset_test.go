@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 )
 
 // resetHost is a cx6-vpi-ib host with mstfwreset, LINK_TYPE_P1 staged to
@@ -199,4 +204,66 @@ func TestResetLevel4Reboots(t *testing.T) {
 	if st.BootID() == boot || st.Firmware[0].Param("LINK_TYPE_P1").Current != 2 {
 		t.Errorf("level 4: boot_id %s (was %s), LINK_TYPE_P1 current %d", st.BootID(), boot, st.Firmware[0].Param("LINK_TYPE_P1").Current)
 	}
+}
+
+// TestResetRendersWhatAFullRenderWould: the tree after resets (rendered
+// only where the cards changed, against the rendering in memory) is, file
+// for file, the tree a full rendering of the same state writes, for a
+// link layer change with VFs and rdma_cm state, and for two cards reset
+// at once.
+func TestResetRendersWhatAFullRenderWould(t *testing.T) {
+	tree := func(dir string) map[string]string {
+		out := map[string]string{}
+		for p, v := range fstree.Snapshot(t, dir) {
+			if strings.HasPrefix(p, "sys/") || strings.HasPrefix(p, "proc/") {
+				out[p] = v
+			}
+		}
+		return out
+	}
+	check := func(t *testing.T, s *Sim) {
+		t.Helper()
+		full, err := Create(t.TempDir(), s.State())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tree(full.Dir), tree(s.Dir)); diff != "" {
+			t.Errorf("the tree after the reset differs from a full rendering (-full +reset):\n%s", diff)
+		}
+	}
+	t.Run("link layer, VFs, rdma_cm", func(t *testing.T) {
+		s, _ := resetHost(t)
+		if out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"); code != 0 {
+			t.Fatalf("exit %d %q", code, out)
+		}
+		check(t, s)
+	})
+	t.Run("two cards at once", func(t *testing.T) {
+		st, err := NewState("gpu-node", "n", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Latency = map[string]Duration{"mlxfwreset": Duration(50 * time.Millisecond)}
+		s, err := Create(t.TempDir(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, set := range [][2]string{{"0000:10:00.0", "LINK_TYPE_P1=ETH"}, {"0000:20:00.1", "LINK_TYPE_P2=ETH"}} {
+			if _, err := s.RunTool(context.Background(), []string{"mlxconfig", "-d", set[0], "-y", "set", set[1]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for _, pci := range []string{"0000:10:00.0", "0000:20:00.0"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.RunTool(context.Background(), []string{"mlxfwreset", "-d", pci, "reset", "-y", "--level", "3"}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		check(t, s)
+	})
 }

@@ -117,6 +117,7 @@ func (s *Sim) refresh() error {
 		}
 		s.state = st
 		s.loaded = id
+		s.rendered = nil // another process wrote the tree
 	}
 	s.state.CMGroups = cmGroupsInTree(s.Dir)
 	s.state.sortAll()

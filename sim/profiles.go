@@ -30,7 +30,15 @@ func ProfileNames() []string {
 
 var baseModules = []string{"ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "rdma_cm"}
 
-var availableModules = []string{"configfs", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_core", "mlx4_en", "mlx4_ib", "mlx5_core", "mlx5_ib", "rdma_cm", "rdma_rxe", "rdma_ucm", "ib_cm"}
+var availableModules = []string{"configfs", "ib_core", "ib_ipoib", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_core", "mlx4_en", "mlx4_ib", "mlx5_core", "mlx5_ib", "rdma_cm", "rdma_rxe", "rdma_ucm", "ib_cm",
+	"nvme_rdma", "rpcrdma", "ib_srp", "ib_iser"}
+
+// IBCoreUsers are the modules that use the RDMA core (ib_core): the
+// /sys/module/ib_core/holders the simulated kernel lists when they are
+// loaded. Drivers and the RDMA stack itself, and its kernel consumers:
+// NVMe over RDMA, NFS over RDMA (rpcrdma), SRP, iSER.
+var IBCoreUsers = []string{"ib_cm", "ib_ipoib", "ib_iser", "ib_srp", "ib_umad", "ib_uverbs", "iw_cm", "mlx4_ib", "mlx5_ib",
+	"nvme_rdma", "rdma_cm", "rdma_rxe", "rdma_ucm", "rpcrdma"}
 
 func defaultTools() []string {
 	return []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mstconfig", "mstfwreset", "mstflint", "modprobe", "nmcli", "ping", "rping", "systemctl"}

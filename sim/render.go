@@ -63,26 +63,26 @@ func (t *tree) link(p, target string) { t.put(p, node{kind: 'l', data: target}) 
 // nothing else is touched. A process reading the tree meanwhile (a plan
 // beside an apply) sees each file whole, old or new, never an empty or
 // missing one that stays.
-func (t *tree) sync(scopes ...string) error {
+func (t *tree) sync(scopes ...string) error { return t.syncSince(nil, scopes...) }
+
+// syncSince is sync knowing the rendering the tree was written from last
+// (prev; nil: unknown, so every path is compared with the disk).
+func (t *tree) syncSince(prev map[string]node, scopes ...string) error {
 	paths := make([]string, 0, len(t.want))
 	for p := range t.want {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths) // parents first
-	in := func(p string) bool {
-		for _, sc := range scopes {
-			if p == sc || strings.HasPrefix(p, sc+"/") {
-				return true
-			}
-		}
-		return false
-	}
+	in := scopeSet(scopes)
 	var made string // a new directory made whole, with all below it
 	for _, p := range paths {
 		if !in(p) || made != "" && strings.HasPrefix(p, made+"/") {
 			continue
 		}
 		n := t.want[p]
+		if old, ok := prev[p]; ok && old == n {
+			continue
+		}
 		if n.kind == 'd' {
 			if _, err := os.Lstat(t.path(p)); errors.Is(err, fs.ErrNotExist) {
 				if err := t.makeDir(p, paths); err != nil {
@@ -95,6 +95,26 @@ func (t *tree) sync(scopes ...string) error {
 		if err := t.make(p, n); err != nil {
 			return err
 		}
+	}
+	if prev != nil {
+		var gone []string
+		for p := range prev {
+			if _, ok := t.want[p]; !ok && in(p) {
+				gone = append(gone, p)
+			}
+		}
+		sort.Strings(gone) // parents first: a removed directory takes its children
+		removed := ""
+		for _, p := range gone {
+			if removed != "" && strings.HasPrefix(p, removed+"/") {
+				continue
+			}
+			if err := t.remove(t.path(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			removed = p
+		}
+		return nil
 	}
 	for _, sc := range scopes {
 		err := filepath.WalkDir(t.path(sc), func(full string, d fs.DirEntry, err error) error {
@@ -266,6 +286,40 @@ func (s *State) netdevDir(n *Netdev) string {
 var InstalledBinaries = []string{"/usr/local/sbin/rdmaform", "/usr/sbin/rdmaform"}
 
 func (s *State) renderAll(root string) error {
+	_, err := s.renderAllTree(root)
+	return err
+}
+
+// renderAllTree is renderAll, returning the rendering it wrote.
+func (s *State) renderAllTree(root string) (map[string]node, error) {
+	t := s.render(root)
+	if err := t.sync("/sys", "/proc"); err != nil {
+		return nil, err
+	}
+	if err := s.renderOpenSM(root); err != nil {
+		return nil, err
+	}
+	if err := s.renderNetns(root); err != nil {
+		return nil, err
+	}
+	// rdmaform itself is installed, as on a managed host: the boot unit
+	// runs it (persistence). Where make install and where the packages
+	// put it, so binaries of either kind find theirs.
+	for _, bin := range InstalledBinaries {
+		if _, err := os.Lstat(filepath.Join(root, bin)); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(root, bin)), 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(root, bin), []byte("#!/bin/sh\n# stands for rdmaform on the simulated host\nexit 0\n"), 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return t.want, nil
+}
+
+// render is the whole tree the state shows, in memory.
+func (s *State) render(root string) *tree {
 	t := newTree(root)
 	t.dir("/sys/class/infiniband")
 	t.dir("/sys/class/net")
@@ -279,29 +333,58 @@ func (s *State) renderAll(root string) error {
 	}
 	s.renderProc(t)
 	s.renderCM(t)
-	if err := t.sync("/sys", "/proc"); err != nil {
-		return err
+	return t
+}
+
+// renderScoped rewrites only the parts of the tree under scopes: what one
+// change touched (a card's reset), at a fraction of renderAll's file work.
+// prev, when known, is the rendering the tree was last written from: a
+// path rendered the same as then is not looked at, and what it had in
+// the scopes that the rendering lacks is removed (no walk of the tree).
+// It returns prev with the scopes' part replaced by this rendering.
+func (s *State) renderScoped(root string, scopes []string, prev map[string]node) (map[string]node, error) {
+	t := s.render(root)
+	if err := t.syncSince(prev, scopes...); err != nil {
+		return nil, err
 	}
-	if err := s.renderOpenSM(root); err != nil {
-		return err
+	if prev == nil {
+		return nil, nil
 	}
-	if err := s.renderNetns(root); err != nil {
-		return err
-	}
-	// rdmaform itself is installed, as on a managed host: the boot unit
-	// runs it (persistence). Where make install and where the packages
-	// put it, so binaries of either kind find theirs.
-	for _, bin := range InstalledBinaries {
-		if _, err := os.Lstat(filepath.Join(root, bin)); errors.Is(err, os.ErrNotExist) {
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(root, bin)), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(root, bin), []byte("#!/bin/sh\n# stands for rdmaform on the simulated host\nexit 0\n"), 0o644); err != nil {
-				return err
-			}
+	in := scopeSet(scopes)
+	out := make(map[string]node, len(t.want))
+	for p, n := range prev {
+		if !in(p) {
+			out[p] = n
 		}
 	}
-	return nil
+	for p, n := range t.want {
+		if in(p) {
+			out[p] = n
+		}
+	}
+	return out, nil
+}
+
+// scopeSet tells whether a slash path is one of the scopes or below one,
+// in the path's depth (a reset's render has hundreds of scopes and the
+// tree tens of thousands of paths).
+func scopeSet(scopes []string) func(p string) bool {
+	set := make(map[string]bool, len(scopes))
+	for _, sc := range scopes {
+		set[sc] = true
+	}
+	return func(p string) bool {
+		for {
+			if set[p] {
+				return true
+			}
+			parent := path.Dir(p)
+			if parent == p || parent == "." {
+				return false
+			}
+			p = parent
+		}
+	}
 }
 
 func (s *State) renderDevice(t *tree, d *Device) {
@@ -540,6 +623,17 @@ func (s *State) renderProc(t *tree) {
 		fmt.Fprintf(&b, "%s 16384 0 - Live 0x0000000000000000\n", m)
 	}
 	t.file("/proc/modules", b.String())
+	// /sys/module/ib_core/holders: the loaded modules that use the RDMA
+	// core, as symlinks to their /sys/module directories.
+	if s.ModuleLoaded("ib_core") {
+		t.dir("/sys/module/ib_core/holders")
+		for _, m := range mods {
+			if slices.Contains(IBCoreUsers, m) {
+				t.dir("/sys/module/" + m)
+				t.link("/sys/module/ib_core/holders/"+m, "../../"+m)
+			}
+		}
+	}
 	for _, p := range s.Processes {
 		t.file(fmt.Sprintf("/proc/%d/comm", p.PID), p.Comm+"\n")
 	}

@@ -59,9 +59,12 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 	installed := r.sim.state.HasTool(name)
 	latency := time.Duration(r.sim.state.Latency[name])
 	fault := r.sim.takeLocked(faultTool, name, strings.Join(c.Args[1:], " "))
-	firmware := installed && (name == "mlxconfig" || name == "mstconfig")
+	firmware := installed && (name == "mlxconfig" || name == "mstconfig" || name == "mstfwreset" || name == "mlxfwreset")
 	if firmware {
 		r.sim.enterFirmware()
+		if name == "mstfwreset" || name == "mlxfwreset" {
+			r.sim.knowRendering()
+		}
 	}
 	r.sim.unlock()
 	if firmware {

@@ -40,6 +40,12 @@ type Sim struct {
 	dirty  bool
 	loaded fileID
 	stale  error
+	// renderDue are the parts of the tree firmware resets changed; the
+	// run that saves for all (leaveFirmware) renders them too. rendered
+	// is the rendering the tree was last written from by this process
+	// (nil: unknown), so such a render touches only what changed.
+	renderDue []string
+	rendered  map[string]node
 }
 
 // Open opens the simulated host in dir, rendering its tree if it has none.
@@ -165,7 +171,7 @@ func (s *Sim) leaveFirmware() error {
 	s.lock()
 	s.fwBusy--
 	rev := s.rev
-	if s.saved >= rev {
+	if s.saved >= rev && len(s.renderDue) == 0 {
 		s.unlock()
 		return nil
 	}
@@ -184,10 +190,19 @@ func (s *Sim) leaveFirmware() error {
 		s.lock()
 	}
 	defer s.unlock()
-	if s.saved >= rev {
-		return nil
+	if s.saved < rev {
+		if err := s.save(); err != nil {
+			return err
+		}
 	}
-	return s.save()
+	if len(s.renderDue) > 0 {
+		scopes := s.renderDue
+		s.renderDue = nil
+		var err error
+		s.rendered, err = s.state.renderScoped(s.Dir, scopes, s.rendered)
+		return err
+	}
+	return nil
 }
 
 // cmGroupsInTree lists the rdma_cm configfs groups present in a tree.
@@ -217,6 +232,7 @@ func (s *Sim) mutateGroups(fn func(st *State) error) error {
 		return err
 	}
 	s.state.sortAll()
+	s.rendered = nil
 	return s.state.renderConfigfs(s.Dir)
 }
 
@@ -236,9 +252,12 @@ func (s *Sim) mutate(configfsOnly bool, fn func(st *State) error) error {
 		return err
 	}
 	if configfsOnly {
+		s.rendered = nil
 		return s.state.renderConfigfs(s.Dir)
 	}
-	return s.state.renderAll(s.Dir)
+	var err error
+	s.rendered, err = s.state.renderAllTree(s.Dir)
+	return err
 }
 
 // view runs fn on the state under the lock, for a read: nothing is saved
@@ -254,6 +273,7 @@ func (s *Sim) view(fn func(st *State)) {
 func (s *Sim) mutateSaved(fn func(st *State) error) error {
 	s.lock()
 	defer s.unlock()
+	s.rendered = nil // the caller may write a file of the tree itself
 	if s.stale != nil {
 		return s.stale
 	}

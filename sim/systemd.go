@@ -81,6 +81,12 @@ type simSystemd struct{ sim *Sim }
 
 var _ host.Systemd = (*simSystemd)(nil)
 
+var _ host.Rebooter = (*simSystemd)(nil)
+
+// Reboot implements host.Rebooter: the simulated host reboots at once (as
+// rdmaform sim reboot does), and the call returns after it.
+func (sd *simSystemd) Reboot(context.Context) error { return sd.sim.Reboot() }
+
 // units returns the manager's unit list, materialising the stock units.
 func (st *State) units() *SystemdState {
 	if st.Systemd == nil {
