@@ -192,6 +192,8 @@ type ActivateBy struct {
 	By    string `json:"by"`
 	Level int    `json:"level,omitempty"`
 	Why   string `json:"why"`
+	// Tool is the reset tool that answered (mstfwreset, mlxfwreset).
+	Tool string `json:"-"`
 }
 
 // Label is the text plan's column: "after fw-reset", "after reboot",

@@ -117,7 +117,7 @@ func activationOf(r *ResetObs) *plan.ActivateBy {
 	}
 	if r.Query.Supports(mlxfmt.ResetLevelPCI) {
 		l, _ := r.Query.Level(mlxfmt.ResetLevelPCI)
-		return &plan.ActivateBy{By: plan.ByFWReset, Level: mlxfmt.ResetLevelPCI, Why: fmt.Sprintf("%s -d %s query: level %d (%s) is supported", r.Tool, r.Dev, l.Value, l.Description)}
+		return &plan.ActivateBy{By: plan.ByFWReset, Level: mlxfmt.ResetLevelPCI, Tool: r.Tool, Why: fmt.Sprintf("%s -d %s query: level %d (%s) is supported", r.Tool, r.Dev, l.Value, l.Description)}
 	}
 	if r.Query.Supports(mlxfmt.ResetLevelWarmBoot) {
 		return &plan.ActivateBy{By: plan.ByReboot, Why: fmt.Sprintf("%s -d %s query: level %d (driver restart and PCI reset) is not supported; a warm reboot (level %d) reloads the firmware", r.Tool, r.Dev, mlxfmt.ResetLevelPCI, mlxfmt.ResetLevelWarmBoot)}

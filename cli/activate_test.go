@@ -1,0 +1,325 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// activateHost is a simulated cx6-vpi-ib host (mlxconfig, mlxfwreset)
+// with SR-IOV enabled in the firmware (and rebooted), mutated first.
+func activateHost(t *testing.T, mutate func(st *sim.State)) (dir, h string) {
+	t.Helper()
+	dir = t.TempDir()
+	h = filepath.Join(dir, "host")
+	st, err := sim.NewState("cx6-vpi-ib", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(st)
+	}
+	if _, err := sim.Create(h, st); err != nil {
+		t.Fatal(err)
+	}
+	vf := filepath.Join(dir, "vf.yaml")
+	writeActivateSpec(t, vf, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 4}\n")
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", vf); code != 3 {
+		t.Fatalf("apply SR-IOV: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "sim", "reboot", h); code != 0 {
+		t.Fatalf("sim reboot: %s", errs)
+	}
+	return dir, h
+}
+
+func writeActivateSpec(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ethSpec switches port 1 to Ethernet with two VFs and RoCE settings on
+// the new netdev.
+const ethSpec = `version: 1
+devices:
+  - pci: "0000:3b:00.0"
+    firmware:
+      params: {SRIOV_EN: true, NUM_OF_VFS: 4, LINK_TYPE_P1: ETH}
+    sriov:
+      num_vfs: 2
+`
+
+func numVFs(t *testing.T, h string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h, "sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestActivateFWResetWithVFs: LINK_TYPE_P1=ETH is staged on a card with
+// two VFs; activate resets the card (mlxfwreset at level 3): the VFs are
+// set to 0 first (the reset would be refused with them: a vfs fault) and
+// are back afterwards, the port runs Ethernet, the plan is empty, exit 0,
+// and the JSON document says so.
+func TestActivateFWResetWithVFs(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	spec := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	if n := numVFs(t, h); n != "2" {
+		t.Fatalf("sriov_numvfs %s before activate, want 2", n)
+	}
+	if code, _, errs := runCLI(t, "sim", "fault", h, "--reset", "vfs"); code != 0 {
+		t.Fatal(errs)
+	}
+	calls := filepath.Join(dir, "calls")
+	code, out, errs := runCLIEnv(t, []string{"RDMAFORM_SIM_CALLS=" + calls}, "--sim", h, "activate", "-f", spec, "-o", "json")
+	if code != 0 {
+		t.Fatalf("activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	loadSchemas(t).check(t, "activate -o json", "activate", out)
+	var doc struct {
+		By    string `json:"by"`
+		Cards []struct {
+			Card, By, Result string
+			Level            int
+			VFs              map[string]int `json:"vfs"`
+		} `json:"cards"`
+		Pending []any `json:"pending"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.By != "fw-reset" || len(doc.Cards) != 1 || doc.Cards[0].Card != "0000:3b:00" || doc.Cards[0].Result != "reset" ||
+		doc.Cards[0].Level != 3 || doc.Cards[0].VFs["0000:3b:00.0"] != 2 || len(doc.Pending) != 0 {
+		t.Errorf("activate -o json:\n%s", out)
+	}
+	c, _ := os.ReadFile(calls)
+	if strings.Count(string(c), "mlxfwreset -d 0000:3b:00.0 reset -y --level 3") != 1 {
+		t.Errorf("want one reset of the card, calls:\n%s", c)
+	}
+	if n := numVFs(t, h); n != "2" {
+		t.Errorf("sriov_numvfs %s after activate, want 2 (restored)", n)
+	}
+	if ll, _ := os.ReadFile(filepath.Join(h, "sys/class/infiniband/mlx5_0/ports/1/link_layer")); strings.TrimSpace(string(ll)) != "Ethernet" {
+		t.Errorf("link_layer %q after activate, want Ethernet", ll)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivateRestoresVFSettings: a VF's MAC, set outside the spec, is
+// the same after the reset (the spec stages a value that keeps the link
+// layer, so the VFs are of the same kind).
+func TestActivateRestoresVFSettings(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	spec := filepath.Join(dir, "vfs8.yaml")
+	writeActivateSpec(t, spec, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 8}\n    sriov:\n      num_vfs: 2\n")
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const guid = "11:22:33:44:55:66:77:88"
+	if err := hh.Net.LinkSetVF("ib0", 1, host.VFConfig{NodeGUID: guid, PortGUID: guid}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec); code != 0 || !strings.Contains(out, "VFs restored: 0000:3b:00.0 2") {
+		t.Fatalf("activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	s, err = sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.State().DeviceByPCI("0000:3b:00.0")
+	if d.SRIOV == nil || len(d.SRIOV.VFs) != 2 || d.SRIOV.VFs[1].PortGUID != guid {
+		t.Errorf("VFs after activate: %+v, want VF 1 with port GUID %s", d.SRIOV, guid)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivateRefusedForHolder: while NVMe over RDMA holds the RDMA core
+// a firmware reset is refused, named, and nothing changes (the value is
+// still pending, the VFs are there); --force resets; then the plan is
+// empty.
+func TestActivateRefusedForHolder(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	spec := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "sim", "tool", h, "--", "modprobe", "nvme_rdma"); code != 0 {
+		t.Fatalf("modprobe: %s%s", out, errs)
+	}
+	code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
+	if code != 1 || !strings.Contains(out+errs, "nvme_rdma (NVMe over RDMA (initiator))") || !strings.Contains(out+errs, "Nothing was changed") || !strings.Contains(out+errs, "--force") {
+		t.Errorf("activate with nvme_rdma: exit %d, want 1 naming it\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 3 || numVFs(t, h) != "2" {
+		t.Errorf("after the refusal: plan exit %d (want 3: still pending), VFs %s\n%s%s", code, numVFs(t, h), out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--force", "-f", spec); code != 0 {
+		t.Errorf("activate --force: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivatePowerCycle: firmware that reports no reset level can only
+// be activated by a power cycle: activate says so, changes nothing,
+// exits 1, with and without --by fw-reset. The fault gone (the host was
+// power-cycled into firmware that resets), activate activates; then the
+// plan is empty.
+func TestActivatePowerCycle(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	spec := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "sim", "fault", h, "--reset", "power-cycle"); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, args := range [][]string{{"activate", "-f", spec}, {"activate", "--by", "fw-reset", "-f", spec}, {"activate"}} {
+		calls := filepath.Join(dir, "calls")
+		_ = os.Remove(calls)
+		code, out, errs := runCLIEnv(t, []string{"RDMAFORM_SIM_CALLS=" + calls}, append([]string{"--sim", h}, args...)...)
+		if code != 1 || !strings.Contains(out+errs, "only a power cycle") || !strings.Contains(out+errs, "There is no supported reset-level") {
+			t.Errorf("%v: exit %d, want 1 naming the power cycle\n%s%s", args, code, out, errs)
+		}
+		if c, _ := os.ReadFile(calls); strings.Contains(string(c), " reset ") {
+			t.Errorf("%v reset a card:\n%s", args, c)
+		}
+	}
+	if code, _, errs := runCLI(t, "sim", "fault", h, "--clear"); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "-f", spec); code != 0 {
+		t.Errorf("activate: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivateLeavesRebootOnly: a card whose firmware resets only by a
+// warm reboot (level 4) is left by --by fw-reset (exit 3: a reboot is
+// still needed); without --by the cheapest way is the reboot, which
+// --by reboot --yes makes; then the plan is empty. Without --yes and a
+// terminal, the reboot is refused and nothing changes.
+func TestActivateLeavesRebootOnly(t *testing.T) {
+	dir, h := activateHost(t, func(st *sim.State) {
+		for _, a := range st.Firmware {
+			a.ResetLevels = []int{4}
+		}
+	})
+	spec := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 || !strings.Contains(out, "after reboot") {
+		t.Fatalf("apply: exit %d, want 3 with the item after reboot\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec); code != 3 || !strings.Contains(out, "left for a reboot") {
+		t.Errorf("activate --by fw-reset: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	boot, _ := os.ReadFile(filepath.Join(h, "proc/sys/kernel/random/boot_id"))
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "-f", spec); code != 1 || !strings.Contains(out+errs, "--yes") {
+		t.Errorf("activate (a reboot) without --yes: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	if now, _ := os.ReadFile(filepath.Join(h, "proc/sys/kernel/random/boot_id")); string(now) != string(boot) {
+		t.Fatal("the host rebooted without --yes")
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", spec); code != 0 || !strings.Contains(out, "Reboot started.") {
+		t.Errorf("activate --by reboot --yes: exit %d\n%s%s", code, out, errs)
+	}
+	if now, _ := os.ReadFile(filepath.Join(h, "proc/sys/kernel/random/boot_id")); string(now) == string(boot) {
+		t.Error("activate --by reboot did not reboot")
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+		t.Errorf("apply after the reboot: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after the reboot: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivateRefusesBlueField: a BlueField DPU is not reset.
+func TestActivateRefusesBlueField(t *testing.T) {
+	dir, h := activateHost(t, func(st *sim.State) {
+		for _, d := range st.Devices {
+			d.PCIID = "0xa2d6"
+		}
+	})
+	spec := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
+	if code != 1 || !strings.Contains(out+errs, "BlueField-2 DPU") || !strings.Contains(out+errs, "--by reboot") {
+		t.Errorf("activate on a BlueField: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", spec); code != 0 {
+		t.Errorf("activate --by reboot: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+		t.Errorf("apply after the reboot: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivateFlagLimits: --wait at its limits and one past them, --by's
+// values, --confirm-timeout refused with the reason, --force with --by
+// reboot; on a host with nothing staged.
+func TestActivateFlagLimits(t *testing.T) {
+	h := filepath.Join(t.TempDir(), "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 0, "Nothing is staged"},
+		{[]string{"--wait", "1s"}, 0, "Nothing is staged"},
+		{[]string{"--wait", "999ms"}, 1, "--wait 999ms: between 1s and 1h0m0s"},
+		{[]string{"--wait", "1h"}, 0, "Nothing is staged"},
+		{[]string{"--wait", "1h0m1s"}, 1, "--wait 1h0m1s: between 1s and 1h0m0s"},
+		{[]string{"--by", "fw-reset"}, 0, "Nothing is staged"},
+		{[]string{"--by", "reboot"}, 0, "Nothing is staged"},
+		{[]string{"--by", "power-cycle"}, 1, "cannot power-cycle"},
+		{[]string{"--by", "kexec"}, 1, `--by "kexec": the ways are fw-reset and reboot`},
+		{[]string{"--confirm-timeout", "5m"}, 1, "a firmware reset cannot be undone"},
+		{[]string{"--by", "reboot", "--force"}, 1, "a reboot has none"},
+		{[]string{"--force"}, 0, "Nothing is staged"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"--sim", h, "activate"}, tt.args...)...)
+		if code != tt.code || !strings.Contains(out+errs, tt.want) {
+			t.Errorf("activate %v: exit %d, want %d with %q\n%s%s", tt.args, code, tt.code, tt.want, out, errs)
+		}
+	}
+}
