@@ -21,7 +21,7 @@ import (
 // AllTools are the emulated programs of a gpu-node host; each gets the
 // same latency so the benchmark counts rounds of tool runs, whatever the
 // tool.
-var AllTools = []string{"dcb", "ethtool", "mlxconfig", "mst", "modprobe", "nmcli", "systemctl"}
+var AllTools = []string{"dcb", "ethtool", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "systemctl"}
 
 // GPUNode creates a simulated gpu-node host with cards dual-port
 // ConnectX-7 cards (2×cards PCI functions, each an RDMA device with one
@@ -37,6 +37,21 @@ func GPUNode(dir string, cards int, latency time.Duration) (*sim.Sim, error) {
 			st.Latency[t] = sim.Duration(latency)
 		}
 	}
+	return sim.Create(dir, st)
+}
+
+// GPUNodeReset is GPUNode with the firmware reset tool's runs taking
+// reset instead of latency.
+func GPUNodeReset(dir string, cards int, latency, reset time.Duration) (*sim.Sim, error) {
+	st, err := sim.NewState("gpu-node", "bench", cards)
+	if err != nil {
+		return nil, err
+	}
+	st.Latency = map[string]sim.Duration{}
+	for _, t := range AllTools {
+		st.Latency[t] = sim.Duration(latency)
+	}
+	st.Latency["mlxfwreset"] = sim.Duration(reset)
 	return sim.Create(dir, st)
 }
 

@@ -236,3 +236,42 @@ func (w *stampWriter) text() string {
 	}
 	return b.String() + w.part
 }
+
+// ActivateRun is one timed activate.
+type ActivateRun struct {
+	Wall  time.Duration
+	Stage time.Duration // first firmware reset started to last one ended
+}
+
+// ActivateTimed runs `rdmaform --sim DIR activate --by fw-reset -f -` in
+// this process, timing the reset stage from its progress lines as they
+// arrive.
+func ActivateTimed(ctx context.Context, dir string, spec []byte) (ActivateRun, error) {
+	tw := &stampWriter{}
+	env := cli.Env{Stdin: bytes.NewReader(spec), Stdout: io.Discard, Stderr: tw, Environ: []string{"NO_COLOR=1"}, Ctx: ctx}
+	start := time.Now()
+	code := cli.Run([]string{"--sim", dir, "activate", "--by", "fw-reset", "-f", "-"}, env)
+	run := ActivateRun{Wall: time.Since(start)}
+	if code != plan.ExitOK {
+		return run, fmt.Errorf("rdmaform activate: exit %d: %s", code, tw.text())
+	}
+	var first, last time.Time
+	n := 0
+	for _, l := range tw.lines {
+		if !strings.HasPrefix(l.text, "firmware reset ") {
+			continue
+		}
+		if strings.HasSuffix(l.text, "...") && first.IsZero() {
+			first = l.at
+		}
+		if strings.Contains(l.text, " ended after ") {
+			last = l.at
+			n++
+		}
+	}
+	if first.IsZero() || last.IsZero() {
+		return run, fmt.Errorf("rdmaform activate reset no card:\n%s", tw.text())
+	}
+	run.Stage = last.Sub(first)
+	return run, nil
+}

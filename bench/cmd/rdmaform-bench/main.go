@@ -2,7 +2,8 @@
 // side and prints one table (`make bench`):
 //
 //  1. plan wall time on simulated gpu-node hosts (1, 8, 32 cards) where
-//     every emulated tool run takes L, as a multiple of L;
+//     every emulated tool run takes L, as a multiple of L; apply's
+//     firmware stage, and activate --by fw-reset's reset stage;
 //  2. the same queries scripted by hand, one mlxconfig after another;
 //  3. tool runs per plan (mlxconfig per adapter, nmcli for 16 IPoIB
 //     connections);
@@ -43,11 +44,13 @@ import (
 func main() { os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr)) }
 
 type options struct {
-	latency  time.Duration
-	cards    []int
-	reps     int
-	conns    int
-	rdmaform string
+	latency time.Duration
+	// resetLatency is the run time of an emulated firmware reset.
+	resetLatency time.Duration
+	cards        []int
+	reps         int
+	conns        int
+	rdmaform     string
 	// nmcliBaseline is an rdmaform binary from before the D-Bus switch.
 	nmcliBaseline string
 	only          string
@@ -79,12 +82,13 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	var o options
 	var cards string
 	fs.DurationVar(&o.latency, "latency", 200*time.Millisecond, "emulated run time L of every simulated tool run")
+	fs.DurationVar(&o.resetLatency, "reset-latency", 10*time.Second, "emulated run time L of a firmware reset (activate's part)")
 	fs.StringVar(&cards, "cards", "1,8,32", "gpu-node sizes (dual-port cards) to plan")
 	fs.IntVar(&o.reps, "reps", 3, "plans per size (the median is reported)")
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
 	fs.StringVar(&o.nmcliBaseline, "nmcli-baseline", "", "an rdmaform binary from before the D-Bus switch (nmcli per profile), measured beside the current one in the nm part")
-	fs.StringVar(&o.only, "only", "", "run one part: plan, qos, nm, big, kernel, waves")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, activate, qos, nm, big, kernel, waves")
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {
@@ -118,6 +122,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		fn   func(context.Context, string, io.Writer) error
 	}{
 		{"plan", r.planRounds},
+		{"activate", r.activateRounds},
 		{"qos", r.qosRounds},
 		{"nm", r.networkManager},
 		{"big", r.big},
@@ -782,6 +787,44 @@ func (r *report) applyRounds(ctx context.Context, dir string, log io.Writer) err
 	}
 	sec.notes = append(sec.notes,
 		fmt.Sprintf("rdmaform: `rdmaform --sim DIR apply --yes -f SPEC` in-process on a fresh host each time (plan, sets, plan again), median of %d; the firmware stage runs from the first set's start to the last set's end, read from apply's progress lines as they arrive. Cards are set at once (at most %d at a time); a card's two functions share its firmware configuration, so their card-wide parameters go in one set through function 0 (firmware.CardWide, from mstflint's database), and L is the floor. Above it is the simulator's own work: it emulates each set under one lock and saves its whole state once for the sets that finish together. One after another is what apply did before: one L per PCI function.", r.opts.reps, apply.MaxParallel))
+	r.sections = append(r.sections, sec)
+	return nil
+}
+
+// activateRounds: activate --by fw-reset of staged values on every card,
+// the reset stage measured from the first reset started to the last one
+// ended.
+func (r *report) activateRounds(ctx context.Context, dir string, log io.Writer) error {
+	L := r.opts.resetLatency
+	sec := section{
+		title: fmt.Sprintf("Activate on simulated gpu-node hosts, every firmware reset taking L = %s (other tool runs %s): one reset per card, all cards at once", L, r.opts.latency),
+		head:  []string{"cards", "rdmaform activate --by fw-reset", "× L", "reset stage", "× L", "resets one after another", "× L"},
+	}
+	for _, cards := range r.opts.cards {
+		fmt.Fprintf(log, "   activate, %d cards\n", cards)
+		var walls, stages []time.Duration
+		for i := 0; i < r.opts.reps; i++ {
+			hdir := filepath.Join(dir, fmt.Sprintf("activate-%d-%d", cards, i))
+			s, err := bench.GPUNodeReset(hdir, cards, r.opts.latency, L)
+			if err != nil {
+				return err
+			}
+			spec := bench.FirmwareSpec(s.State())
+			if err := bench.Apply(ctx, hdir, spec); err != nil {
+				return err
+			}
+			ar, err := bench.ActivateTimed(ctx, hdir, spec)
+			if err != nil {
+				return err
+			}
+			walls, stages = append(walls, ar.Wall), append(stages, ar.Stage)
+		}
+		wall, stage := median(walls), median(stages)
+		seq := time.Duration(cards) * L
+		sec.rows = append(sec.rows, []string{strconv.Itoa(cards), ms(wall), ratio(wall, L), ms(stage), ratio(stage, L), ms(seq), ratio(seq, L)})
+	}
+	sec.notes = append(sec.notes,
+		fmt.Sprintf("rdmaform: `rdmaform --sim DIR activate --by fw-reset -f SPEC` in-process after an apply staged the spec's firmware values, on a fresh host each time, median of %d. The reset stage runs from the first reset's start to the last one's end, read from activate's progress lines as they arrive; cards are reset at once, one mlxfwreset per card, so L is the floor. L stands for a level 3 reset (driver stop, PCI reset, firmware load, driver start), which takes tens of seconds on real hosts; -reset-latency sets it. Above it is the simulator's own work: it resets each card under one lock and writes its state and tree once for the resets that end together. The whole activate adds the plan before (with each card's reset query) and the plan after.", r.opts.reps))
 	r.sections = append(r.sections, sec)
 	return nil
 }
