@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -320,6 +321,80 @@ func TestActivateFlagLimits(t *testing.T) {
 		code, out, errs := runCLI(t, append([]string{"--sim", h, "activate"}, tt.args...)...)
 		if code != tt.code || !strings.Contains(out+errs, tt.want) {
 			t.Errorf("activate %v: exit %d, want %d with %q\n%s%s", tt.args, code, tt.code, tt.want, out, errs)
+		}
+	}
+}
+
+// TestREADMEActivate runs the console example of README's "Activating
+// staged changes" on a copy of examples/hosts/cx6-vpi-ib: each command
+// exits as its "# exit N" says and prints every line shown under it.
+func TestREADMEActivate(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "\n## Activating staged changes\n")
+	if i < 0 {
+		t.Fatal(`README has no section "Activating staged changes"`)
+	}
+	text = text[i:]
+	c := strings.Index(text, "```console\n")
+	if c < 0 {
+		t.Fatal("the section has no console example")
+	}
+	block := text[c+len("```console\n"):]
+	block = block[:strings.Index(block, "```")]
+	dir := t.TempDir()
+	h := copyHost(t, "examples/hosts/cx6-vpi-ib", dir)
+	type step struct {
+		args []string
+		exit int
+		want []string
+	}
+	var steps []*step
+	for _, l := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		cmd, ok := strings.CutPrefix(l, "$ ")
+		if !ok {
+			if len(steps) == 0 {
+				t.Fatalf("output before a command: %q", l)
+			}
+			steps[len(steps)-1].want = append(steps[len(steps)-1].want, l)
+			continue
+		}
+		if strings.HasPrefix(cmd, "cp -r ") {
+			continue // copyHost made the host
+		}
+		cmd, exit, _ := strings.Cut(cmd, "# exit ")
+		f := strings.Fields(cmd)
+		if len(f) < 3 || f[0] != "bin/rdmaform" || f[1] != "--sim" || f[2] != "/tmp/node9" {
+			t.Fatalf("unexpected command %q", cmd)
+		}
+		args := []string{"--sim", h}
+		for _, a := range f[3:] {
+			if strings.HasPrefix(a, "examples/") {
+				a = filepath.Join("..", a)
+			}
+			args = append(args, a)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(exit))
+		if err != nil {
+			t.Fatalf("%q: no '# exit N'", l)
+		}
+		steps = append(steps, &step{args: args, exit: n})
+	}
+	if len(steps) != 3 {
+		t.Fatalf("%d commands in the example, want apply, activate, plan", len(steps))
+	}
+	for _, s := range steps {
+		code, out, errs := runCLI(t, s.args...)
+		if code != s.exit {
+			t.Errorf("%v: exit %d, README says %d\n%s%s", s.args[2:], code, s.exit, out, errs)
+		}
+		for _, w := range s.want {
+			if !strings.Contains(out, w+"\n") {
+				t.Errorf("%v: no line %q in its output:\n%s", s.args[2:], w, out)
+			}
 		}
 	}
 }

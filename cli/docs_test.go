@@ -47,7 +47,7 @@ func TestREADMECommandTable(t *testing.T) {
 	table := s[start:]
 	sep := strings.Index(table, "| --- |")
 	table = table[:sep+strings.Index(table[sep:], "\n\n")]
-	for _, cmd := range []string{"validate", "plan", "apply", "show-plan", "confirm", "rollback", "show", "status", "audit", "lint", "probe", "version", "sim"} {
+	for _, cmd := range []string{"validate", "plan", "apply", "show-plan", "confirm", "rollback", "show", "status", "activate", "audit", "lint", "probe", "version", "sim"} {
 		if !strings.Contains(table, "| `rdmaform "+cmd+" ") && !strings.Contains(table, "| `rdmaform "+cmd+"`") {
 			t.Errorf("the README's command table has no row for %s", cmd)
 		}
