@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,31 +173,39 @@ type ApplyRun struct {
 // ApplyTimed runs `rdmaform --sim DIR apply --yes -f -` in this process,
 // timing the firmware stage from its progress lines as they arrive.
 func ApplyTimed(ctx context.Context, dir string, spec []byte) (ApplyRun, error) {
+	wall, stage, err := timed(ctx, spec, []string{"--sim", dir, "apply", "--yes", "-f", "-"}, "firmware[", " after ", plan.ExitOK, plan.ExitReboot)
+	return ApplyRun{Wall: wall, Stage: stage}, err
+}
+
+// timed runs rdmaform with args and spec on stdin in this process, and
+// times its stage from its progress lines as they arrive: from the
+// first line starting with prefix and ending in "..." to the last one
+// holding end. ok are the exit codes of a run that went as it should.
+func timed(ctx context.Context, spec []byte, args []string, prefix, end string, ok ...int) (wall, stage time.Duration, err error) {
 	tw := &stampWriter{}
 	env := cli.Env{Stdin: bytes.NewReader(spec), Stdout: io.Discard, Stderr: tw, Environ: []string{"NO_COLOR=1"}, Ctx: ctx}
 	start := time.Now()
-	code := cli.Run([]string{"--sim", dir, "apply", "--yes", "-f", "-"}, env)
-	run := ApplyRun{Wall: time.Since(start)}
-	if code != plan.ExitOK && code != plan.ExitReboot {
-		return run, fmt.Errorf("rdmaform apply: exit %d: %s", code, tw.text())
+	code := cli.Run(args, env)
+	wall = time.Since(start)
+	if !slices.Contains(ok, code) {
+		return wall, 0, fmt.Errorf("rdmaform %s: exit %d: %s", args[2], code, tw.text())
 	}
 	var first, last time.Time
 	for _, l := range tw.lines {
-		if !strings.HasPrefix(l.text, "firmware[") {
+		if !strings.HasPrefix(l.text, prefix) {
 			continue
 		}
 		if strings.HasSuffix(l.text, "...") && first.IsZero() {
 			first = l.at
 		}
-		if strings.Contains(l.text, " after ") {
+		if strings.Contains(l.text, end) {
 			last = l.at
 		}
 	}
 	if first.IsZero() || last.IsZero() {
-		return run, fmt.Errorf("rdmaform apply made no firmware sets:\n%s", tw.text())
+		return wall, 0, fmt.Errorf("rdmaform %s printed no %q progress lines:\n%s", args[2], prefix, tw.text())
 	}
-	run.Stage = last.Sub(first)
-	return run, nil
+	return wall, last.Sub(first), nil
 }
 
 // stampWriter keeps each line written with the time it arrived.
@@ -247,31 +256,6 @@ type ActivateRun struct {
 // this process, timing the reset stage from its progress lines as they
 // arrive.
 func ActivateTimed(ctx context.Context, dir string, spec []byte) (ActivateRun, error) {
-	tw := &stampWriter{}
-	env := cli.Env{Stdin: bytes.NewReader(spec), Stdout: io.Discard, Stderr: tw, Environ: []string{"NO_COLOR=1"}, Ctx: ctx}
-	start := time.Now()
-	code := cli.Run([]string{"--sim", dir, "activate", "--by", "fw-reset", "-f", "-"}, env)
-	run := ActivateRun{Wall: time.Since(start)}
-	if code != plan.ExitOK {
-		return run, fmt.Errorf("rdmaform activate: exit %d: %s", code, tw.text())
-	}
-	var first, last time.Time
-	n := 0
-	for _, l := range tw.lines {
-		if !strings.HasPrefix(l.text, "firmware reset ") {
-			continue
-		}
-		if strings.HasSuffix(l.text, "...") && first.IsZero() {
-			first = l.at
-		}
-		if strings.Contains(l.text, " ended after ") {
-			last = l.at
-			n++
-		}
-	}
-	if first.IsZero() || last.IsZero() {
-		return run, fmt.Errorf("rdmaform activate reset no card:\n%s", tw.text())
-	}
-	run.Stage = last.Sub(first)
-	return run, nil
+	wall, stage, err := timed(ctx, spec, []string{"--sim", dir, "activate", "--by", "fw-reset", "-f", "-"}, "firmware reset ", " ended after ", plan.ExitOK)
+	return ActivateRun{Wall: wall, Stage: stage}, err
 }

@@ -341,15 +341,8 @@ func (a *app) activateByReboot(ctx context.Context, h *host.Host, cards []activa
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("no service manager to reboot through (systemd's D-Bus API); nothing was changed")}
 	}
 	if !o.yes {
-		if !a.env.StdinTTY || !a.env.StdoutTTY {
-			return &exitError{code: plan.ExitError, err: fmt.Errorf("activate --by reboot asks before it reboots, and stdin and stdout are not both a terminal; nothing was changed (use --yes)")}
-		}
-		ok, err := a.confirm()
-		if err != nil {
-			return &exitError{code: plan.ExitError, err: err}
-		}
-		if !ok {
-			return &exitError{code: plan.ExitError, err: fmt.Errorf("activate cancelled; nothing was changed")}
+		if err := a.askFirst("activate --by reboot", "reboots", "use --yes to reboot without asking"); err != nil {
+			return err
 		}
 	}
 	if err := r.Reboot(ctx); err != nil {

@@ -288,19 +288,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 				if o.yes {
 					return nil
 				}
-				if !a.env.StdinTTY || !a.env.StdoutTTY {
-					// A prompt needs an operator: "echo yes | rdmaform apply" or a
-					// run with stdout redirected must not apply by accident.
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("apply asks before it changes anything, and stdin and stdout are not both a terminal; nothing was changed (use --yes to apply without asking)")}
-				}
-				ok, err := a.confirm()
-				if err != nil {
-					return &exitError{code: plan.ExitError, err: err}
-				}
-				if !ok {
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("apply cancelled; nothing was changed")}
-				}
-				return nil
+				return a.askFirst("apply", "changes anything", "use --yes to apply without asking")
 			},
 			Arm: func(p *plan.Plan) error {
 				if o.confirmTimeout == 0 {
@@ -408,6 +396,23 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	}
 	if left {
 		return exitCode(plan.ExitChanges)
+	}
+	return nil
+}
+
+// askFirst asks the operator before cmd changes the host. A prompt needs
+// an operator: "echo yes | rdmaform apply" or a run with stdout
+// redirected must not change anything by accident.
+func (a *app) askFirst(cmd, does, hint string) error {
+	if !a.env.StdinTTY || !a.env.StdoutTTY {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s asks before it %s, and stdin and stdout are not both a terminal; nothing was changed (%s)", cmd, does, hint)}
+	}
+	ok, err := a.confirm()
+	if err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	if !ok {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s cancelled; nothing was changed", cmd)}
 	}
 	return nil
 }
