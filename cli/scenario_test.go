@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,9 +131,15 @@ func holdLock() int {
 	if err != nil {
 		return 1
 	}
-	if _, err := h.Lock(context.Background(), time.Second, "test holder"); err != nil {
+	unlock, err := h.Lock(context.Background(), time.Second, "test holder")
+	if err != nil {
 		return 1
 	}
+	// The lock lives as long as its open file, and the file as long as
+	// unlock can be reached: dropped, the garbage collector would close
+	// the file in the polling loop below and let an apply in (it did,
+	// in a full cli run). The deferred call keeps it reachable.
+	defer unlock()
 	if len(os.Args) > 2 {
 		// holdlock DIR READY: READY appears once the lock is held.
 		if err := os.WriteFile(os.Args[2], nil, 0o644); err != nil {
@@ -147,6 +154,9 @@ func holdLock() int {
 				return 0
 			}
 			time.Sleep(20 * time.Millisecond)
+			// A collection each round: a holder that let its lock
+			// become garbage loses it here at once, not by chance.
+			runtime.GC()
 		}
 	}
 	// Sleep, not select {}: with no other goroutine the runtime would
