@@ -352,7 +352,16 @@ func TestEveryRollbackPathRestoresTheSame(t *testing.T) {
 				}
 				j["deadline"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 				b, _ = json.Marshal(j)
-				if err := os.WriteFile(journal, b, 0o600); err != nil {
+				// Written as rdmaform writes it, whole or not at all: the
+				// watcher polls the journal, and a file truncated before
+				// its new content is written reads as a broken journal
+				// ("unexpected end of JSON input"), which it did on a
+				// loaded machine.
+				tmp := journal + ".test"
+				if err := os.WriteFile(tmp, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(tmp, journal); err != nil {
 					t.Fatal(err)
 				}
 				for start := time.Now(); exists(journal) && time.Since(start) < time.Minute; {
