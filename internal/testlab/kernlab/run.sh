@@ -52,6 +52,8 @@ need apt-get apt
 need cpio cpio
 need depmod kmod
 need go "the Go toolchain"
+need unshare util-linux
+need ip iproute2
 
 # ---------------------------------------------------------------- fetch
 # The kernel is the one linux-image-amd64 depends on today.
@@ -123,6 +125,9 @@ ln -s ../lib "$r/usr/lib"
 mods=(rdma_rxe rdma_ucm rdma_cm ib_uverbs ib_ipoib ib_umad configfs veth crc32_generic)
 # The staged ledger's disk (guest/ledger_test.go): virtio, and ext2 through ext4.
 mods+=(virtio_pci virtio_blk ext4)
+# virtio_net drives the multi-queue virtio-net device on a PCIe root port
+# (see boot_guest); no test sees it until one loads it.
+mods+=(virtio_net)
 mkdir -p "$r/lib/modules/$kver"
 for m in "${mods[@]}"; do
   deps=$(modprobe -d "$x" -S "$kver" --show-depends "$m" 2>&1) || die "module $m: $deps"
@@ -203,10 +208,21 @@ truncate -s 16M "$disk"
 boot_guest() {
   local log=$1; shift
   set +e
-  timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 -m 1536 -smp 2 -accel tcg \
+  # The machine is q35 with one PCIe root port holding a virtio-net device
+  # with four queue pairs (mq=on; vectors = 2 per pair + 2): a PCI Express
+  # function for the PCIe tests and a multi-queue netdev for the ethtool
+  # ones. Its backend is a multi-queue tap that exists only in a network
+  # namespace of QEMU's own (unshare -n), so this machine's network is
+  # never touched.
+  timeout --kill-after=10 "$timeout_s" unshare -n sh -c '
+    ip tuntap add dev ktap0 mode tap multi_queue && ip link set ktap0 up && exec "$@"' sh \
+    qemu-system-x86_64 -M q35 -m 1536 -smp 2 -accel tcg \
     -kernel "$x/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 quiet panic=-1 no_timer_check RDMAFORM_REQUIRE_LAB=$require $*" \
     -drive "file=$disk,format=raw,if=virtio" \
+    -netdev tap,id=kn0,ifname=ktap0,script=no,downscript=no,queues=4 \
+    -device pcie-root-port,id=krp1,bus=pcie.0,chassis=1 \
+    -device virtio-net-pci,bus=krp1,netdev=kn0,mq=on,vectors=10 \
     -nographic -no-reboot -nic none -monitor none -serial "file:$log" </dev/null >>"$out/qemu.log" 2>&1
   qrc=$?
   set -e
