@@ -29,11 +29,14 @@ func virtioNetdev(t *testing.T) (netdev, pci string) {
 			if err != nil || filepath.Base(drv) != "virtio_net" {
 				continue
 			}
-			dev, err := filepath.EvalSymlinks(filepath.Join("/sys/class/net", e.Name(), "device", ".."))
+			// device is the virtio device (virtioN); the PCI function
+			// is its parent. (EvalSymlinks of "device/.." would clean
+			// the path first and give the netdev's own directory.)
+			dev, err := filepath.EvalSymlinks(filepath.Join("/sys/class/net", e.Name(), "device"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			return e.Name(), filepath.Base(dev)
+			return e.Name(), filepath.Base(filepath.Dir(dev))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
