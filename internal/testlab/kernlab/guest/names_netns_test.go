@@ -112,12 +112,23 @@ func TestNetnsMode(t *testing.T) {
 	// A namespace only one thread of another process is in: not under
 	// /run/netns nor any /proc/PID/ns/net, so the plan cannot see it; the
 	// kernel refuses at apply with EBUSY and apply says why.
+	// Never the process's main thread: its namespace is /proc/PID/ns/net,
+	// which the plan does see (it did, now and then, in CI). A goroutine
+	// that lands there keeps that thread and unshares on another.
 	ready, done := make(chan error), make(chan struct{})
-	go func() {
+	var hold func()
+	hold = func() {
 		runtime.LockOSThread() // the thread ends with the goroutine, and its namespace with it
+		if unix.Gettid() == unix.Getpid() {
+			go hold()
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
 		ready <- unix.Unshare(unix.CLONE_NEWNET)
 		<-done
-	}()
+	}
+	go hold()
 	if err := <-ready; err != nil {
 		t.Fatal(err)
 	}
