@@ -80,9 +80,12 @@ type journal struct {
 	// (rollbackUnit.timer): "system", or the D-Bus address of a manager's
 	// private socket; "" when a detached watcher holds the deadline.
 	Systemd string `json:"systemd,omitempty"`
-	// BootSpec is the boot unit's spec copy before the apply, when the
-	// plan changes the boot unit ("" when there was none): the rollback
-	// writes it back, so the next boot applies the old runtime state.
+	// Files are the files the plan's changes write, as they were before
+	// the apply (journalfiles.go): the rollback puts each back byte for
+	// byte, or removes it when there was none.
+	Files []journalFile `json:"files,omitempty"`
+	// BootSpec is the boot unit's spec copy before the apply, in a
+	// journal written before Files held it ("" when there was none).
 	BootSpec *string `json:"boot_spec,omitempty"`
 	// Loaded are the modules the apply loads: the rollback unloads them
 	// (as the apply's own revert does), after everything else; a
@@ -280,19 +283,20 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			journalName(before, ch)
 		}
 	}
+	files, err := recordFiles(h, p)
+	if err != nil {
+		return err
+	}
+	if used[(&bootunit.Provider{}).Name()] && before.Persistence == "" && !slices.ContainsFunc(files, func(f journalFile) bool { return f.Path == bootunit.UnitPath && f.Exists }) {
+		// No boot unit before: the rollback removes it as persistence:
+		// none does (disabled, its files gone, the manager reloaded).
+		before.Persistence = "none"
+	}
 	text, err := schema.Marshal(before)
 	if err != nil {
 		return err
 	}
-	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text), Loaded: loaded}
-	if used[(&bootunit.Provider{}).Name()] {
-		old, err := h.FS.ReadFile(bootunit.SpecPath)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("recording the boot unit's spec for the rollback: %w", err)
-		}
-		s := string(old)
-		j.BootSpec = &s
-	}
+	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text), Loaded: loaded, Files: files}
 	// A refused apply leaves nothing armed: no journal (a later rollback
 	// would take it for its own and undo an unrelated change), no
 	// checkpoint, no timer.
@@ -596,12 +600,22 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 			out.Err = errors.Join(out.Err, fmt.Errorf("restoring %s: %w", bootunit.SpecPath, err))
 		}
 	}
+	// The files last: what the convergence wrote for the before-state
+	// (an equivalent file, where there was none) becomes what was there.
+	restored, fileFailed, ferr := restoreFiles(h, j.Files)
+	out.Err = errors.Join(out.Err, ferr)
+	a.afterRestore(ctx, h, restored)
 	if out.Err != nil {
 		// The journal goes only once every undo succeeded: the next
 		// rollback retries (what is back already plans nothing).
 		failed := append(append([]plan.Address{}, out.Failed...), out.Skipped...)
 		if bootErr {
 			failed = append(failed, bootunit.Address)
+		}
+		for _, a := range fileFailed {
+			if !slices.Contains(failed, a) {
+				failed = append(failed, a)
+			}
 		}
 		return keepUnfinished(h, j, who, out.Applied, failed, out.Err, a.hint("rollback"))
 	}
