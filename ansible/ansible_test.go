@@ -65,6 +65,24 @@ func newLab(t *testing.T) *lab {
 // Ansible gave it (SUCCESS, CHANGED, FAILED!) and the command's output.
 func (l *lab) adhoc(t *testing.T, args any, flags ...string) (res map[string]any, status, output string) {
 	t.Helper()
+	return l.start(t, nil, "rdmaform", args, append([]string{"-M", l.library}, flags...)...).wait(t)
+}
+
+// task is one ad-hoc ansible run started by start.
+type task struct {
+	cmd  *exec.Cmd
+	argv []string
+	tree string
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+// start starts one ad-hoc task of module on localhost (args: JSON, or a
+// k=v string), wrapped by the argument vector wrap (ip netns exec NS, or
+// nothing); wait gives its result.
+func (l *lab) start(t *testing.T, wrap []string, module string, args any, flags ...string) *task {
+	t.Helper()
 	b, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
@@ -72,31 +90,52 @@ func (l *lab) adhoc(t *testing.T, args any, flags ...string) (res map[string]any
 	if s, ok := args.(string); ok {
 		b = []byte(s) // k=v form
 	}
-	tree := filepath.Join(t.TempDir(), "tree")
-	argv := append([]string{"localhost", "-i", "localhost,", "-c", "local", "-M", l.library, "-m", "rdmaform", "-a", string(b)}, flags...)
-	cmd := exec.Command("ansible", argv...)
-	cmd.Dir = l.dir
-	cmd.Env = append(append([]string{}, l.env...),
-		"ANSIBLE_LOAD_CALLBACK_PLUGINS=1", "ANSIBLE_CALLBACKS_ENABLED=tree", "ANSIBLE_CALLBACK_TREE_DIR="+tree)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	data, rerr := os.ReadFile(filepath.Join(tree, "localhost"))
+	k := &task{tree: filepath.Join(t.TempDir(), "tree"), done: make(chan struct{})}
+	k.argv = append([]string{"localhost", "-i", "localhost,", "-c", "local", "-m", module, "-a", string(b)}, flags...)
+	argv := append(append(append([]string{}, wrap...), "ansible"), k.argv...)
+	k.cmd = exec.Command(argv[0], argv[1:]...)
+	k.cmd.Dir = l.dir
+	k.cmd.Env = append(append([]string{}, l.env...),
+		"ANSIBLE_LOAD_CALLBACK_PLUGINS=1", "ANSIBLE_CALLBACKS_ENABLED=tree", "ANSIBLE_CALLBACK_TREE_DIR="+k.tree)
+	k.cmd.Stdout, k.cmd.Stderr = &k.out, &k.out
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { k.err = k.cmd.Wait(); close(k.done) }()
+	return k
+}
+
+// running says whether the task has not finished yet.
+func (k *task) running() bool {
+	select {
+	case <-k.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// wait waits for the task and returns the module's result, the status
+// and the output (see adhoc).
+func (k *task) wait(t *testing.T) (res map[string]any, status, output string) {
+	t.Helper()
+	<-k.done
+	data, rerr := os.ReadFile(filepath.Join(k.tree, "localhost"))
 	if rerr != nil {
-		t.Fatalf("ansible %s: no result recorded (%v):\n%s", strings.Join(argv, " "), rerr, out.String())
+		t.Fatalf("ansible %s: no result recorded (%v):\n%s", strings.Join(k.argv, " "), rerr, k.out.String())
 	}
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatalf("result: %v\n%s", err, data)
 	}
 	// "localhost | CHANGED => {", from the minimal callback.
-	_, after, _ := strings.Cut(out.String(), "localhost | ")
+	_, after, _ := strings.Cut(k.out.String(), "localhost | ")
 	status, _, _ = strings.Cut(after, " ")
 	// ansible exits 2 when a host failed, 0 when none did.
 	var ee *exec.ExitError
-	if (status == "FAILED!") != (errors.As(err, &ee) && ee.ExitCode() == 2) {
-		t.Errorf("status %s but ansible exited with %v:\n%s", status, err, out.String())
+	if (status == "FAILED!") != (errors.As(k.err, &ee) && ee.ExitCode() == 2) {
+		t.Errorf("status %s but ansible exited with %v:\n%s", status, k.err, k.out.String())
 	}
-	return res, status, out.String()
+	return res, status, k.out.String()
 }
 
 func (l *lab) playbook(t *testing.T, yaml string, flags ...string) (string, error) {

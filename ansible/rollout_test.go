@@ -21,6 +21,7 @@ func (l *lab) installCollection(t *testing.T) {
 	t.Helper()
 	root := filepath.Join(l.dir, "collections", "ansible_collections", "rdmaform", "rdma")
 	for _, f := range []string{"galaxy.yml", "meta/runtime.yml", "plugins/action/rdmaform.py", "plugins/modules/rdmaform.py",
+		"plugins/modules/drain.py",
 		"roles/rollout/defaults/main.yml", "roles/rollout/meta/main.yml", "roles/rollout/meta/argument_specs.yml", "roles/rollout/tasks/main.yml"} {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -26,6 +26,8 @@ var labTests = []struct {
 	{"ansible-playbook", "ansible", "TestAnsible"},
 	{"ping", "cli", "TestProbeAndAuditProbes"},
 	{"pgrep", "cli", "TestEveryRollbackPathRestoresTheSame"},
+	{"slurmd", "internal/testlab/slurmlab", "TestLab"},
+	{"scontrol", "internal/testlab/slurmlab", "TestLab"},
 }
 
 // TestLabTestsSkipWithoutTheirTools: each lab test, run with a PATH that

@@ -1,0 +1,118 @@
+package ansible_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/slurmlab"
+)
+
+// slurmDrain runs rdmaform.rdma.drain (backend slurm) under ansible-core
+// in the Slurm lab's network namespace, where its scontrol reaches the
+// lab's slurmctld.
+func slurmDrain(t *testing.T, l *lab, s *slurmlab.Lab, args map[string]any, flags ...string) *task {
+	t.Helper()
+	args["backend"] = "slurm"
+	return l.start(t, []string{"ip", "netns", "exec", s.NS}, "rdmaform.rdma.drain", args, flags...)
+}
+
+// TestDrainSlurm drives the module against a real slurmctld and slurmd
+// (Debian's slurm-wlm, munge): with a job running on n1 the drain leaves
+// n1 DRAINING and the module keeps waiting (it has not returned while the
+// job runs); once the job ends Slurm says drained and the module returns
+// changed; a second drain changes nothing; check mode reports without
+// changing; resume brings n1 back to idle, a second resume changes
+// nothing; a drain whose job outlives the timeout fails saying so, and
+// the node stays draining; an unknown node fails with scontrol's words.
+func TestDrainSlurm(t *testing.T) {
+	l := newLab(t)
+	l.installCollection(t)
+	s := slurmlab.Start(t, 3)
+	l.env = append(l.env, s.Env()...)
+
+	job := s.Submit(t, "n1", 600)
+	drain := slurmDrain(t, l, s, map[string]any{"node": "n1", "reason": "rdmaform test", "timeout": 300, "poll": 1})
+	s.WaitState(t, "n1", "draining", 60*time.Second)
+	if !drain.running() {
+		res, status, out := drain.wait(t)
+		t.Fatalf("the module returned (%s, %v) while job %s still runs on n1:\n%s", status, res, job, out)
+	}
+	s.MustRun(t, "scancel", job)
+	res, status, out := drain.wait(t)
+	if status != "CHANGED" {
+		t.Fatalf("drain: %s, want CHANGED\n%s", status, out)
+	}
+	want(t, "drain", res, map[string]any{"node": "n1", "before": "ALLOCATED", "after": "IDLE+DRAIN"})
+	if r, _ := res["reason"].(string); !strings.HasPrefix(r, "rdmaform test") {
+		t.Errorf("drain: reason %q, want it to start with %q", r, "rdmaform test")
+	}
+	if got := s.State(t, "n1"); got != "drained" {
+		t.Errorf("after the drain sinfo says n1 is %s, want drained", got)
+	}
+	for _, n := range []string{"n2", "n3"} {
+		if got := s.State(t, n); got != "idle" {
+			t.Errorf("the drain of n1 left %s %s, want idle", n, got)
+		}
+	}
+
+	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1"}).wait(t)
+	if status != "SUCCESS" {
+		t.Errorf("second drain: %s, want SUCCESS (changed=false)\n%s", status, out)
+	}
+	want(t, "second drain", res, map[string]any{"changed": false, "after": "IDLE+DRAIN", "cmd": []any{}})
+
+	// Check mode: a resume would change n1, and does not.
+	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed"}, "--check").wait(t)
+	if status != "CHANGED" || s.State(t, "n1") != "drained" {
+		t.Errorf("resume in check mode: %s, n1 %s; want CHANGED and n1 still drained\n%s", status, s.State(t, "n1"), out)
+	}
+	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed"}).wait(t)
+	if status != "CHANGED" {
+		t.Errorf("resume: %s, want CHANGED\n%s", status, out)
+	}
+	want(t, "resume", res, map[string]any{"before": "IDLE+DRAIN"})
+	s.WaitState(t, "n1", "idle", 60*time.Second)
+	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed"}).wait(t)
+	if status != "SUCCESS" {
+		t.Errorf("second resume: %s, want SUCCESS (changed=false)\n%s", status, out)
+	}
+	// Check mode: a drain would change n2, and does not.
+	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n2"}, "--check").wait(t)
+	if status != "CHANGED" || s.State(t, "n2") != "idle" {
+		t.Errorf("drain in check mode: %s, n2 %s; want CHANGED and n2 still idle\n%s", status, s.State(t, "n2"), out)
+	}
+
+	// A job that outlives the timeout: the task fails and says why; the
+	// node stays draining, so nothing new starts there.
+	job = s.Submit(t, "n2", 600)
+	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n2", "timeout": 2, "poll": 1}).wait(t)
+	if status != "FAILED!" {
+		t.Fatalf("drain with a 2 s timeout and a 600 s job: %s, want FAILED!\n%s", status, out)
+	}
+	msg, _ := res["msg"].(string)
+	if !strings.Contains(msg, "node n2 is still DRAINING after 2s (State=ALLOCATED+DRAIN)") {
+		t.Errorf("timeout message: %q", msg)
+	}
+	if got := s.State(t, "n2"); got != "draining" {
+		t.Errorf("after the timeout n2 is %s, want draining", got)
+	}
+	s.MustRun(t, "scancel", job)
+	s.WaitState(t, "n2", "drained", 60*time.Second)
+	// Draining again once the job is gone: the DRAIN flag was already
+	// set, so nothing changes.
+	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n2"}).wait(t)
+	if status != "SUCCESS" {
+		t.Errorf("drain of the drained n2: %s, want SUCCESS\n%s", status, out)
+	}
+
+	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n9"}).wait(t)
+	msg, _ = res["msg"].(string)
+	if status != "FAILED!" || !strings.Contains(msg, "scontrol show node -o n9 failed (exit 1): Node n9 not found") {
+		t.Errorf("unknown node: %s %q, want a failure with scontrol's command line and words\n%s", status, msg, out)
+	}
+	res, status, _ = slurmDrain(t, l, s, map[string]any{"node": "-n1"}).wait(t)
+	if msg, _ := res["msg"].(string); status != "FAILED!" || !strings.Contains(msg, "is not a Slurm node name") {
+		t.Errorf("node -n1: %s %q, want it refused before scontrol runs", status, msg)
+	}
+}
