@@ -167,3 +167,8 @@ BENCHFLAGS ?=
 
 bench: build ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources)
 	$(GO) run ./bench/cmd/rdmaform-bench -rdmaform $(BIN) $(BENCHFLAGS)
+
+.PHONY: manifests
+
+manifests: ## regenerate deploy/kubernetes/crds and api/v1alpha1's deep copies (internal/crdgen; TestManifestsCurrent checks them)
+	$(GO) run ./internal/crdgen/cmd/crdgen

@@ -1,0 +1,255 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func metav1AddToGroupVersion(s *runtime.Scheme) { metav1.AddToGroupVersion(s, GroupVersion) }
+
+// Mode says what an agent does with a plan.
+type Mode string
+
+const (
+	// ModeAudit plans and reports (RDMAHostState), never changes the host.
+	ModeAudit Mode = "audit"
+	// ModeApply applies the plan, as rdmaform apply --yes does.
+	ModeApply Mode = "apply"
+)
+
+// Activation says how staged firmware values may become current.
+type Activation string
+
+const (
+	// ActivationNone leaves staged values pending (ActivationRequired).
+	ActivationNone Activation = "none"
+	// ActivationFWReset resets the cards' firmware (rdmaform activate --by fw-reset).
+	ActivationFWReset Activation = "fw-reset"
+	// ActivationReboot reboots the node (rdmaform activate --by reboot).
+	ActivationReboot Activation = "reboot"
+)
+
+// HostSpec is an rdmaform spec (what rdmaform plan -f reads), kept as JSON.
+// The agent validates it with the same code as the CLI and refuses it
+// with the spec's path; the CRD's schema for it is generated from the
+// spec's JSON Schema (schema/rdmaform.schema.json).
+//
+// +kubebuilder:validation:Type=object
+type HostSpec struct {
+	Raw []byte `json:"-"`
+}
+
+// MarshalJSON writes the spec as it is.
+func (h HostSpec) MarshalJSON() ([]byte, error) {
+	if len(h.Raw) == 0 {
+		return []byte("null"), nil
+	}
+	return h.Raw, nil
+}
+
+// UnmarshalJSON keeps the spec as it is; it must be a JSON object.
+func (h *HostSpec) UnmarshalJSON(b []byte) error {
+	t := bytes.TrimSpace(b)
+	if bytes.Equal(t, []byte("null")) {
+		h.Raw = nil
+		return nil
+	}
+	if len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("hostSpec: want an object (an rdmaform spec), got %.20s", t)
+	}
+	if !json.Valid(t) {
+		return fmt.Errorf("hostSpec: invalid JSON")
+	}
+	h.Raw = append([]byte(nil), t...)
+	return nil
+}
+
+// Policy says how the spec is rolled out.
+type Policy struct {
+	// Mode: audit (plan and report only) or apply.
+	// +kubebuilder:validation:Enum=audit;apply
+	// +kubebuilder:default=audit
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
+	// Activation: how staged firmware values become current: none (they
+	// stay pending: ActivationRequired), fw-reset or reboot, one node per
+	// slot (maxUnavailable).
+	// +kubebuilder:validation:Enum=none;fw-reset;reboot
+	// +kubebuilder:default=none
+	// +optional
+	Activation Activation `json:"activation,omitempty"`
+	// MaxUnavailable: how many selected nodes may be activating at once: a
+	// number (at least 1) or a percentage of the selected nodes ("25%",
+	// rounded down, at least 1). Default 1.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// Evict: evict the node's pods through the Eviction API after
+	// cordoning it, before activation (DaemonSet and mirror pods stay).
+	// +optional
+	Evict bool `json:"evict,omitempty"`
+	// Interval between two plans of a node when nothing changed (drift
+	// checks), e.g. 5m. Default 5m.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// RDMAHostConfigSpec is which nodes get which spec, and how.
+type RDMAHostConfigSpec struct {
+	// NodeSelector selects the nodes (by their labels) this config is
+	// for. A node selected by two configs gets neither (ConfigConflict).
+	NodeSelector metav1.LabelSelector `json:"nodeSelector"`
+	// HostSpec is the rdmaform spec of the selected nodes.
+	HostSpec HostSpec `json:"hostSpec"`
+	// Policy: audit or apply, activation, maxUnavailable.
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
+}
+
+// RDMAHostConfig is an rdmaform spec for the nodes its selector selects.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=rhc
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.policy.mode`
+// +kubebuilder:printcolumn:name="Activation",type=string,JSONPath=`.spec.policy.activation`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RDMAHostConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RDMAHostConfigSpec `json:"spec"`
+}
+
+// RDMAHostConfigList is a list of RDMAHostConfig.
+//
+// +kubebuilder:object:root=true
+type RDMAHostConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RDMAHostConfig `json:"items"`
+}
+
+// Condition types of an RDMAHostState.
+const (
+	// ConditionInSync: the node matches its config's spec (plan empty,
+	// nothing pending).
+	ConditionInSync = "InSync"
+	// ConditionProgressing: the agent is applying or activating.
+	ConditionProgressing = "Progressing"
+	// ConditionActivationRequired: staged firmware values wait for a
+	// firmware reset or reboot (and, with an activation policy, a slot).
+	ConditionActivationRequired = "ActivationRequired"
+	// ConditionActivationFailed: an activation did not take; the node keeps
+	// its slot and no other node of the config takes one until a person
+	// acts (README, "Running on Kubernetes").
+	ConditionActivationFailed = "ActivationFailed"
+	// ConditionDegraded: the agent could not plan or apply (a bad spec, a
+	// failed change, a host that cannot be read).
+	ConditionDegraded = "Degraded"
+	// ConditionConfigConflict: more than one config selects the node;
+	// nothing is applied.
+	ConditionConfigConflict = "ConfigConflict"
+)
+
+// PlanSummary counts a plan's changes.
+type PlanSummary struct {
+	Add    int `json:"add"`
+	Change int `json:"change"`
+	Remove int `json:"remove"`
+}
+
+// PendingItem is a staged value that is not current yet.
+type PendingItem struct {
+	// Resource is the plan's address, e.g. firmware[0000:3b:00.0].
+	Resource string `json:"resource"`
+	// Attribute is the value's name, e.g. LINK_TYPE_P1.
+	// +optional
+	Attribute string `json:"attribute,omitempty"`
+	// Value is the staged value.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Activation is what makes it current: fw-reset, reboot or
+	// power-cycle.
+	// +optional
+	Activation string `json:"activation,omitempty"`
+}
+
+// ApplyResult is what the agent's last apply or activation did.
+type ApplyResult struct {
+	// Action: apply or activate.
+	Action string `json:"action"`
+	// Time the action ended.
+	Time metav1.Time `json:"time"`
+	// ExitCode as rdmaform's (0 done, 1 error, 3 activation still needed).
+	ExitCode int `json:"exitCode"`
+	// Applied counts the changes made.
+	// +optional
+	Applied int `json:"applied,omitempty"`
+	// Message says what failed, or what was done.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RDMAHostStateStatus is what a node's agent found and did.
+type RDMAHostStateStatus struct {
+	// Config is the RDMAHostConfig that selects the node ("" when none
+	// does, or when several do: ConfigConflict).
+	// +optional
+	Config string `json:"config,omitempty"`
+	// Conditions: InSync, Progressing, ActivationRequired,
+	// ActivationFailed, Degraded, ConfigConflict; observedGeneration is
+	// the config's generation the condition is about.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Plan counts what the last plan would add, change and remove.
+	// +optional
+	Plan PlanSummary `json:"plan"`
+	// Pending lists staged values with how each becomes current.
+	// +optional
+	Pending []PendingItem `json:"pending,omitempty"`
+	// Drift lists the resources the last plan would change (plan
+	// addresses), at most 100.
+	// +optional
+	Drift []string `json:"drift,omitempty"`
+	// LastPlanTime is when the node was last planned.
+	// +optional
+	LastPlanTime *metav1.Time `json:"lastPlanTime,omitempty"`
+	// LastApply is the last apply's or activation's result.
+	// +optional
+	LastApply *ApplyResult `json:"lastApply,omitempty"`
+}
+
+// RDMAHostState is one node's rdmaform state, named after the node and
+// written only by the agent on that node.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=rhs
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.status.config`
+// +kubebuilder:printcolumn:name="InSync",type=string,JSONPath=`.status.conditions[?(@.type=="InSync")].status`
+// +kubebuilder:printcolumn:name="Add",type=integer,JSONPath=`.status.plan.add`
+// +kubebuilder:printcolumn:name="Change",type=integer,JSONPath=`.status.plan.change`
+// +kubebuilder:printcolumn:name="Remove",type=integer,JSONPath=`.status.plan.remove`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RDMAHostState struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Status RDMAHostStateStatus `json:"status,omitempty"`
+}
+
+// RDMAHostStateList is a list of RDMAHostState.
+//
+// +kubebuilder:object:root=true
+type RDMAHostStateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RDMAHostState `json:"items"`
+}
