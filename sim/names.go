@@ -337,8 +337,8 @@ func (r udevRule) matchNetdev(st *State, nd *Netdev) bool {
 			continue
 		case "KERNELS":
 			got = nd.PCI
-			if d := st.Device(nd.Device); got == "" && d != nil {
-				got = d.PCI
+			if d := st.Device(nd.Device); got == "" && d != nil && !isChild(nd) {
+				got = d.PCI // a P_Key child is virtual: no PCI above it
 			}
 		case "ATTR{address}":
 			got = nd.MAC
@@ -349,6 +349,9 @@ func (r udevRule) matchNetdev(st *State, nd *Netdev) bool {
 			}
 		case "ATTR{dev_port}":
 			got = fmt.Sprint(nd.Port - 1)
+			if isChild(nd) {
+				got = "0"
+			}
 		default:
 			return false
 		}

@@ -269,6 +269,11 @@ func devDir(d *Device) string {
 
 // netdevDir is the sysfs directory of a netdev.
 func (s *State) netdevDir(n *Netdev) string {
+	if isChild(n) {
+		// ipoib registers a P_Key child with no parent device (only
+		// ipoib_parent_init calls SET_NETDEV_DEV): a virtual netdev.
+		return "/sys/devices/virtual/net/" + n.Name
+	}
 	if n.PCI != "" {
 		return pciDir(n.PCI) + "/net/" + n.Name
 	}
@@ -594,7 +599,13 @@ func (s *State) renderNetdev(t *tree, n *Netdev) {
 		carrier = "1"
 	}
 	t.file(dir+"/carrier", carrier+"\n")
-	if n.Device != "" {
+	switch {
+	case isChild(n):
+		// A P_Key child: no device link, and ipoib sets dev_port and
+		// dev_id only on the parent (ipoib_parent_init).
+		t.file(dir+"/dev_port", "0\n")
+		t.file(dir+"/dev_id", "0x0\n")
+	case n.Device != "":
 		if d := s.Device(n.Device); d != nil && d.PCI != "" {
 			t.link(dir+"/device", "../../../"+d.PCI)
 		}
