@@ -367,6 +367,41 @@ func pendingAll(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pendi
 // lists the values whose Next Boot differs from Current. A host without a
 // firmware tool or without adapters has nothing pending here.
 func readAllFirmware(ctx context.Context, h *host.Host, warn io.Writer) (*fwRead, error) {
+	fw, err := readAdapters(ctx, h, warn)
+	if err != nil {
+		return nil, err
+	}
+	fw.pending = append(fw.pending, burnedImages(ctx, h, fw.running)...)
+	return fw, nil
+}
+
+// burnedImages are the pending items of the staged ledger's burned
+// images that wait for their first firmware reload in this boot (the
+// function does not run the burned version yet), each with how it can
+// become current, as the plan says of them. A ledger that cannot be read
+// has none here (status's ledger check reports it).
+//
+// Equivalent to: cat /var/lib/rdmaform/staged.json; mstfwreset -d 0000:3b:00.0 query
+func burnedImages(ctx context.Context, h *host.Host, running map[string]string) []plan.Pending {
+	l, err := firmware.ReadLedger(h.FS)
+	if err != nil {
+		return nil
+	}
+	boot, _ := host.ReadAttr(h.FS, firmware.BootIDPath)
+	tools := &firmware.ToolPicker{}
+	var out []plan.Pending
+	for _, e := range l.Entries {
+		if e.Parameter != firmware.LedgerImage || e.CheckImage(boot, running[e.Device]) != firmware.EntryPending {
+			continue
+		}
+		out = append(out, plan.Pending{Address: firmware.ImageAddress(e.Device), Attribute: "version", Current: running[e.Device], NextBoot: e.Value,
+			Activation: firmware.Activation(ctx, h, tools, e.Tool, e.Device)})
+	}
+	return out
+}
+
+// readAdapters is readAllFirmware's query of every adapter.
+func readAdapters(ctx context.Context, h *host.Host, warn io.Writer) (*fwRead, error) {
 	fw := &fwRead{rows: map[string]map[string]mlxfmt.Param{}, running: map[string]string{}}
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {

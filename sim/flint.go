@@ -195,10 +195,18 @@ func (s *Sim) burn(dev, image string) (string, string, int) {
 }
 
 // loadFlash makes each device run the firmware its flash holds (a reboot
-// or firmware reset that reloads the firmware).
+// that reloads the firmware).
 func (st *State) loadFlash() {
+	st.loadCardFlash("")
+}
+
+// loadCardFlash makes the functions of the card in slot ("" every card)
+// run the firmware its flash holds: a level 3 firmware reset loads the
+// newly burned image, as mstflint's burn says ("To load new FW run
+// mstfwreset or reboot machine").
+func (st *State) loadCardFlash(slot string) {
 	for _, d := range st.Devices {
-		if d.FlashFW != "" {
+		if d.FlashFW != "" && (slot == "" || (d.PCI != "" && slotOf(d.PCI) == slot)) {
 			d.FWVer, d.FlashFW = d.FlashFW, ""
 		}
 	}

@@ -153,8 +153,8 @@ func (st *State) cardVFs(slot string) int {
 
 // resetCard is a level 3 firmware reset of the card in slot: the tool sets
 // sriov_numvfs to 0 on its functions, the firmware reloads (Next Boot
-// values become current, ports take the link layer LINK_TYPE_Pn now says)
-// and the driver restarts, so every function re-registers as after an
+// values become current, a burned image runs, ports take the link layer
+// LINK_TYPE_Pn now says) and the driver restarts, so every function re-registers as after an
 // mlx4 port type change (reregister): netdevs made anew with the driver's
 // MTU and no addresses, rdma_cm defaults the kernel's. NetworkManager
 // activates its autoconnect profiles on the new netdevs again.
@@ -166,6 +166,7 @@ func (st *State) resetCard(slot string) {
 		}
 	}
 	mlxemu.Reboot(card)
+	st.loadCardFlash(slot)
 	gone := map[string]bool{}
 	for _, d := range st.Devices {
 		if d.PCI == "" || slotOf(d.PCI) != slot {

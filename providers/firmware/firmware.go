@@ -109,7 +109,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		}
 		// The ledger still: apply drops the entries of values the spec
 		// no longer asks for.
-		obs := &Observed{Images: observeImages(ctx, h, tools, its)}
+		obs := &Observed{Images: observeImages(ctx, h, tools, &resetQueries{}, its)}
 		obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
 		obs.BootID, _ = host.ReadAttr(h.FS, BootIDPath)
 		return obs, nil
@@ -136,7 +136,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 			res[i] = a
 		}()
 	}
-	images := observeImages(ctx, h, tools, its)
+	images := observeImages(ctx, h, tools, resets, its)
 	wg.Wait()
 	obs := &Observed{Adapters: map[int]*AdapterObs{}, Images: images}
 	if !req.Full {

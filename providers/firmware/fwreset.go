@@ -18,9 +18,11 @@ const (
 	MSTFWReset = "mstfwreset"
 )
 
-// ResetToolOf is the reset tool that comes with a configuration tool.
+// ResetToolOf is the reset tool that comes with a configuration or
+// burning tool: mlxfwreset with MFT's mlxconfig and flint, mstfwreset
+// with mstflint's mstconfig and mstflint.
 func ResetToolOf(tool string) string {
-	if tool == MLXConfig {
+	if tool == MLXConfig || tool == Flint {
 		return MLXFWReset
 	}
 	return MSTFWReset

@@ -51,6 +51,10 @@ type ImageObs struct {
 	// the running firmware is the spec's version. FlashErr why it failed.
 	Flash    *mlxfmt.FlintQuery
 	FlashErr error
+	// Reset is the reset tool's query of the card, asked when the flash
+	// holds the spec's version and the running firmware does not (the
+	// burned image is pending): how it can become current.
+	Reset *ResetObs
 }
 
 // imageTarget is one spec device with an image.
@@ -58,8 +62,9 @@ type imageTarget struct {
 	index int
 	pci   string
 	tool  string
-	image string
-	query bool // the running firmware is not the version: read the flash
+	image   string
+	version string
+	query   bool // the running firmware is not the version: read the flash
 }
 
 func imageTargets(req *plan.Request) []imageTarget {
@@ -75,21 +80,21 @@ func imageTargets(req *plan.Request) []imageTarget {
 		if dev == nil || dev.PCI == "" {
 			continue
 		}
-		out = append(out, imageTarget{index: i, pci: dev.PCI, tool: d.Firmware.Tool, image: d.Firmware.Image, query: dev.FWVer != d.Firmware.Version})
+		out = append(out, imageTarget{index: i, pci: dev.PCI, tool: d.Firmware.Tool, image: d.Firmware.Image, version: d.Firmware.Version, query: dev.FWVer != d.Firmware.Version})
 	}
 	return out
 }
 
 // observeImages reads every image the spec gives, and the flash of each
 // adapter whose running firmware is not its version, in parallel.
-func observeImages(ctx context.Context, h *host.Host, tools *ToolPicker, ts []imageTarget) map[int]*ImageObs {
+func observeImages(ctx context.Context, h *host.Host, tools *ToolPicker, resets *resetQueries, ts []imageTarget) map[int]*ImageObs {
 	res := make([]*ImageObs, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i] = readImage(ctx, h, tools, t)
+			res[i] = readImage(ctx, h, tools, resets, t)
 		}()
 	}
 	wg.Wait()
@@ -101,10 +106,11 @@ func observeImages(ctx context.Context, h *host.Host, tools *ToolPicker, ts []im
 }
 
 // readImage checks that the image is a regular file, reads its version
-// and PSID, and (t.query) the adapter's flash.
+// and PSID, and (t.query) the adapter's flash; when the flash holds the
+// spec's version (burned, not running), the card's reset query.
 //
-// Equivalent to: mstflint -i /lib/firmware/fw.bin q; mstflint -d 0000:3b:00.0 q
-func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, t imageTarget) *ImageObs {
+// Equivalent to: mstflint -i /lib/firmware/fw.bin q; mstflint -d 0000:3b:00.0 q; mstfwreset -d 0000:3b:00.0 query
+func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, resets *resetQueries, t imageTarget) *ImageObs {
 	o := &ImageObs{}
 	o.Tool, o.Err = pickFlint(ctx, h, tools, t.tool)
 	if o.Err != nil {
@@ -130,6 +136,9 @@ func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, t imageTarg
 	}
 	q, err := flintQuery(ctx, h, o.Tool, "-d", t.pci)
 	o.Flash, o.FlashErr = &q, err
+	if err == nil && sameVersion(q.FWVersion, t.version) {
+		o.Reset = resets.of(ctx, h, tools, ResetToolOf(o.Tool), t.pci)
+	}
 	return o
 }
 
@@ -247,7 +256,7 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 				fw.Version, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, dev.FWVer, obs.BootID, dev.PCI))
 			return
 		}
-		prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: "version", Current: dev.FWVer, NextBoot: fw.Version, Source: req.Pos(ip)})
+		prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: "version", Current: dev.FWVer, NextBoot: fw.Version, Source: req.Pos(ip), Activation: activationOf(o.Reset)})
 		return
 	}
 	slot := slotOf(dev.PCI)
