@@ -59,9 +59,9 @@ type ImageObs struct {
 
 // imageTarget is one spec device with an image.
 type imageTarget struct {
-	index int
-	pci   string
-	tool  string
+	index   int
+	pci     string
+	tool    string
 	image   string
 	version string
 	query   bool // the running firmware is not the version: read the flash
