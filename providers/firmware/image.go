@@ -47,6 +47,10 @@ type ImageObs struct {
 	// Image is the image's query; Err why the image cannot be used.
 	Image mlxfmt.FlintQuery
 	Err   error
+	// Missing: the image file does not exist (Err says so). Once its
+	// version runs, or rdmaform's ledger says it burned it and the flash
+	// holds it, the file is not needed (imagePlan).
+	Missing bool
 	// Flash is the adapter's query (FW Version is the flash's); nil when
 	// the running firmware is the spec's version. FlashErr why it failed.
 	Flash    *mlxfmt.FlintQuery
@@ -120,6 +124,11 @@ func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, resets *res
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		o.Err = fmt.Errorf("image %s does not exist", t.image)
+		o.Missing = true
+		if t.query {
+			// Burned from a share that is gone? The flash says (imagePlan).
+			readFlash(ctx, h, tools, resets, t, o)
+		}
 		return o
 	case err != nil:
 		o.Err = fmt.Errorf("image %s: %w", t.image, err)
@@ -134,12 +143,18 @@ func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, resets *res
 	if o.Image, o.Err = flintQuery(ctx, h, o.Tool, "-i", o.Path); o.Err != nil || !t.query {
 		return o
 	}
+	readFlash(ctx, h, tools, resets, t, o)
+	return o
+}
+
+// readFlash reads the adapter's flash and, when it holds the spec's
+// version, the card's reset query.
+func readFlash(ctx context.Context, h *host.Host, tools *ToolPicker, resets *resetQueries, t imageTarget, o *ImageObs) {
 	q, err := flintQuery(ctx, h, o.Tool, "-d", t.pci)
 	o.Flash, o.FlashErr = &q, err
 	if err == nil && sameVersion(q.FWVersion, t.version) {
 		o.Reset = resets.of(ctx, h, tools, ResetToolOf(o.Tool), t.pci)
 	}
-	return o
 }
 
 // flintQuery runs `TOOL -i IMAGE q` or `TOOL -d DEV q` and reads it.
@@ -223,6 +238,11 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 	case o == nil:
 		prop.Errors = append(prop.Errors, req.Unreadable(ip, "image %s was not read", fw.Image))
 		return
+	case o.Missing && sameVersion(dev.FWVer, fw.Version):
+		return // running: the image was on a share that is gone, and not needed
+	case o.Missing && burnedHere(obs, dev.PCI, fw.Version, o):
+		stagedImage(req, i, obs, o, prop) // burned by rdmaform, waiting for a reload
+		return
 	case o.Err != nil:
 		prop.Errors = append(prop.Errors, req.Finding(ip, "%v; rdmaform burns nothing on %s", o.Err, dev.PCI))
 		return
@@ -249,14 +269,7 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 	}
 	addr := ImageAddress(dev.PCI)
 	if sameVersion(o.Flash.FWVersion, fw.Version) {
-		if e := survived(obs, dev.PCI, LedgerImage, fw.Version); e != nil {
-			prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: "version",
-				Current: dev.FWVer, Staged: fw.Version, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(ip)})
-			prop.Errors = append(prop.Errors, req.Finding(ip, "firmware %s did not take: it was burned on %s at %s (boot %s) and a reboot has not made it run (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not burn it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
-				fw.Version, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, dev.FWVer, obs.BootID, dev.PCI))
-			return
-		}
-		prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: "version", Current: dev.FWVer, NextBoot: fw.Version, Source: req.Pos(ip), Activation: activationOf(o.Reset)})
+		stagedImage(req, i, obs, o, prop)
 		return
 	}
 	slot := slotOf(dev.PCI)
@@ -267,6 +280,35 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 	prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.NextBoot, Source: req.Pos(ip),
 		Attributes: []plan.Attr{{Name: "version", Before: o.Flash.FWVersion, After: fw.Version}, {Name: "image", Before: "", After: fw.Image}},
 		Payload:    &payload{tool: o.Tool, dev: dev.PCI, pci: dev.PCI, burn: &burn{path: o.Path, version: fw.Version}}})
+}
+
+// stagedImage plans spec device i's image that its flash holds and its
+// adapter does not run: pending, or an activation failure when a reboot
+// since the burn did not load it.
+func stagedImage(req *plan.Request, i int, obs *Observed, o *ImageObs, prop *plan.Proposal) {
+	fw := req.Spec.Devices[i].Firmware
+	dev := req.Devices[i]
+	ip := schema.Path("devices", i, "firmware", "image")
+	addr := ImageAddress(dev.PCI)
+	if e := survived(obs, dev.PCI, LedgerImage, fw.Version); e != nil {
+		prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: "version",
+			Current: dev.FWVer, Staged: fw.Version, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(ip)})
+		prop.Errors = append(prop.Errors, req.Finding(ip, "firmware %s did not take: it was burned on %s at %s (boot %s) and a reboot has not made it run (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not burn it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
+			fw.Version, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, dev.FWVer, obs.BootID, dev.PCI))
+		return
+	}
+	prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: "version", Current: dev.FWVer, NextBoot: fw.Version, Source: req.Pos(ip), Activation: activationOf(o.Reset)})
+}
+
+// burnedHere tells whether rdmaform burned version on the card of pci and
+// its flash still holds it: the staged ledger has the burn (of any boot)
+// and the flash query says so. Then the image file is not needed.
+func burnedHere(obs *Observed, pci, version string, o *ImageObs) bool {
+	if obs == nil || o.Flash == nil || o.FlashErr != nil || !sameVersion(o.Flash.FWVersion, version) {
+		return false
+	}
+	e := obs.Ledger.Find(pci, LedgerImage)
+	return e != nil && sameVersion(e.Value, version)
 }
 
 func deviceName(dev *inventory.Device) string {

@@ -307,3 +307,44 @@ func TestImageBurnCommandLine(t *testing.T) {
 		})
 	}
 }
+
+// TestImageRemovedAfterBurn: the image was on a temporary share and is
+// gone after a successful burn. While the burn is pending (the ledger
+// says rdmaform burned it, the flash holds it), the plan still says it
+// is pending (exit 3), not an error; a reboot that did not load it is
+// still an activation failure; once the version runs, the missing file
+// is no error at all and the plan is empty. A flash holding the version
+// that rdmaform did not burn (no ledger entry) is not vouched for: the
+// missing image is an error there, as before any burn.
+func TestImageRemovedAfterBurn(t *testing.T) {
+	hostDir, spec, image := imageHost(t, "cx6-vpi-ib", "0000:3b:00.0", "MT_0000000222", "20.36.1012", "20.36.1012")
+	sd := "--sim=" + hostDir
+	missing := "image /srv/fw/fw.bin does not exist"
+	step(t, plan.ExitReboot, nil, sd, "apply", "-f", spec, "--yes")
+	if err := os.Remove(image); err != nil {
+		t.Fatal(err)
+	}
+	out := step(t, plan.ExitReboot, []string{"firmware_image[0000:3b:00.0] version staged for next boot (current 20.35.1012, next 20.36.1012)"}, sd, "plan", "-f", spec)
+	if strings.Contains(out, missing) {
+		t.Errorf("plan of a burned, pending image reports the missing file:\n%s", out)
+	}
+	step(t, plan.ExitReboot, nil, sd, "apply", "-f", spec, "--yes")
+	step(t, 0, nil, "sim", "reboot", hostDir, "--keep-firmware")
+	step(t, plan.ExitError, []string{"firmware 20.36.1012 did not take"}, sd, "plan", "-f", spec)
+	step(t, 0, nil, "sim", "reboot", hostDir)
+	step(t, plan.ExitOK, nil, sd, "apply", "-f", spec, "--yes")
+	step(t, plan.ExitOK, []string{"No changes."}, sd, "plan", "-f", spec)
+
+	// The flash holds the version, but rdmaform's ledger does not say it
+	// burned it: the image cannot be checked, an error.
+	hostDir, spec, image = imageHost(t, "cx6-vpi-ib", "0000:3b:00.0", "MT_0000000222", "20.36.1012", "20.36.1012")
+	sd = "--sim=" + hostDir
+	step(t, plan.ExitReboot, nil, sd, "apply", "-f", spec, "--yes")
+	if err := os.Remove(filepath.Join(hostDir, "var/lib/rdmaform/staged.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(image); err != nil {
+		t.Fatal(err)
+	}
+	step(t, plan.ExitError, []string{missing}, sd, "plan", "-f", spec)
+}
