@@ -284,7 +284,10 @@ func (a *app) stagedCards(ctx context.Context, h *host.Host, spec *schema.Spec) 
 		pci := af.Address.Key
 		c := card(pci)
 		c.items = append(c.items, fmt.Sprintf("%s %s staged %s in boot %s, still %s (a reboot did not activate it)", af.Address, af.Attribute, af.Staged, af.BootID, af.Current))
-		act := firmware.Activation(ctx, h, tools, af.Tool, pci)
+		act := af.Activation // the tool said, as it staged it, how
+		if act == nil {
+			act = firmware.Activation(ctx, h, tools, af.Tool, pci)
+		}
 		if act.By == plan.ByReboot {
 			// A reboot did not do it: a firmware reset or a power cycle.
 			act = &plan.ActivateBy{By: plan.ByPowerCycle, Why: "a reboot did not reload the firmware and " + act.Why}

@@ -398,3 +398,88 @@ func TestREADMEActivate(t *testing.T) {
 		}
 	}
 }
+
+// TestActivatePowerCycleSaidBySet: the card's firmware refuses the warm
+// boot trigger, so mlxconfig's set says "Please power cycle machine to
+// load new configurations." (mstflint's loadConfigurationGetStr). The
+// ledger records it; the pending item says "after power-cycle" in plan,
+// apply and status, although the reset query lists level 3; activate
+// resets nothing (exit 1); after a warm reboot that did not reload the
+// firmware, the activation failure says to power-cycle (not to reset or
+// reboot), and activate still refuses; a cold boot activates it, then
+// apply and plan are empty.
+func TestActivatePowerCycleSaidBySet(t *testing.T) {
+	dir, h := activateHost(t, func(st *sim.State) {
+		for _, a := range st.Firmware {
+			a.WarmBootRefused = true
+		}
+	})
+	spec := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 || !strings.Contains(out, "LINK_TYPE_P1 staged for next boot (current IB, next ETH), after power-cycle") {
+		t.Fatalf("apply: exit %d, want 3 with the item after power-cycle\n%s%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h, "var/lib/rdmaform/staged.json")); !strings.Contains(string(b), `"activation": "power-cycle"`) {
+		t.Errorf("the ledger does not record the tool's power cycle notice:\n%s", b)
+	}
+	s := loadSchemas(t)
+	for _, args := range [][]string{{"plan", "-o", "json", "-f", spec}, {"status", "-o", "json", "-f", spec}, {"status", "-o", "json"}} {
+		name := args[0]
+		doc := s.check(t, name, name, runJSON(t, "", 3, append([]string{"--sim", h}, args...)...))
+		found := false
+		for _, p := range doc["pending"].([]any) {
+			pe := p.(map[string]any)
+			if pe["attribute"] != "LINK_TYPE_P1" {
+				continue
+			}
+			found = true
+			act, _ := pe["activation"].(map[string]any)
+			if act["by"] != "power-cycle" || !strings.Contains(act["why"].(string), "Please power cycle machine to load new configurations.") {
+				t.Errorf("%v: LINK_TYPE_P1's activation %v, want power-cycle because the tool said so", args, act)
+			}
+		}
+		if !found {
+			t.Errorf("%v: no pending LINK_TYPE_P1", args)
+		}
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "status"); code != 3 || !strings.Contains(out, "waits for a power cycle (mlxconfig said so when it staged it)") {
+		t.Errorf("status: exit %d, want 3 with the ledger entry waiting for a power cycle\n%s%s", code, out, errs)
+	}
+	noReset := func(args ...string) {
+		t.Helper()
+		calls := filepath.Join(dir, "calls")
+		_ = os.Remove(calls)
+		code, out, errs := runCLIEnv(t, []string{"RDMAFORM_SIM_CALLS=" + calls}, append([]string{"--sim", h}, args...)...)
+		if code != 1 || !strings.Contains(out+errs, "only a power cycle") || !strings.Contains(out+errs, "Please power cycle machine") {
+			t.Errorf("%v: exit %d, want 1 naming the tool's power cycle notice\n%s%s", args, code, out, errs)
+		}
+		if c, _ := os.ReadFile(calls); strings.Contains(string(c), " reset ") {
+			t.Errorf("%v reset a card:\n%s", args, c)
+		}
+	}
+	noReset("activate", "-f", spec)
+	noReset("activate", "--by", "fw-reset", "-f", spec)
+	if code, _, errs := runCLI(t, "sim", "reboot", h, "--keep-firmware"); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec)
+	if code != 1 || !strings.Contains(out+errs, `when mlxconfig said "Please power cycle machine to load new configurations."`) ||
+		!strings.Contains(out+errs, "power-cycle the host") || strings.Contains(out+errs, "mstfwreset -d") {
+		t.Errorf("plan after a warm reboot: exit %d, want 1 saying to power-cycle (not to reset)\n%s%s", code, out, errs)
+	}
+	st := s.check(t, "status", "status", runJSON(t, "", 1, "--sim", h, "status", "-o", "json", "-f", spec))
+	afs, _ := st["activation_failures"].([]any)
+	if len(afs) != 1 || afs[0].(map[string]any)["activation"].(map[string]any)["by"] != "power-cycle" {
+		t.Errorf("status -f: activation_failures %v, want LINK_TYPE_P1's with activation power-cycle", afs)
+	}
+	noReset("activate", "-f", spec)
+	if code, _, errs := runCLI(t, "sim", "reboot", h); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+		t.Errorf("apply after the cold boot: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after the cold boot: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}

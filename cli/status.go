@@ -147,6 +147,9 @@ type stagedItem struct {
 	State firmware.EntryState `json:"state"`
 	// EarlierBoot: staged in another boot than this one.
 	EarlierBoot bool `json:"earlier_boot"`
+	// Activation is power-cycle when the tool said, as it staged the
+	// value, that only a power cycle loads it.
+	Activation string `json:"activation,omitempty"`
 	// Current is the value running now, when it was read.
 	Current string `json:"current,omitempty"`
 	// Reason says why an unread entry could not be checked.
@@ -169,7 +172,7 @@ func (st *statusOf) checkLedger(h *host.Host, fw *fwRead) error {
 	st.bootID, _ = host.ReadAttr(h.FS, firmware.BootIDPath)
 	for _, e := range l.Entries {
 		it := stagedItem{Address: firmware.Address(e.Device), Attribute: e.Parameter, Value: e.Value, StagedAt: e.StagedAt.Format(time.RFC3339),
-			BootID: e.BootID, Tool: e.Tool, EarlierBoot: st.bootID != "" && e.BootID != st.bootID, entry: e}
+			BootID: e.BootID, Tool: e.Tool, EarlierBoot: st.bootID != "" && e.BootID != st.bootID, Activation: e.Activation, entry: e}
 		if e.Parameter == firmware.LedgerImage {
 			st.checkImage(it, fw)
 			continue
@@ -195,7 +198,7 @@ func (st *statusOf) checkLedger(h *host.Host, fw *fwRead) error {
 		}
 		if it.State == firmware.EntryFailed {
 			st.failures = append(st.failures, plan.ActivationFailure{Address: it.Address, Attribute: e.Parameter, Current: it.Current,
-				Staged: e.Value, StagedAt: it.StagedAt, BootID: e.BootID, Tool: e.Tool})
+				Staged: e.Value, StagedAt: it.StagedAt, BootID: e.BootID, Tool: e.Tool, Activation: e.PowerCycle()})
 			st.pending = slices.DeleteFunc(st.pending, func(pe plan.Pending) bool {
 				// Not pending: a reboot did not activate it (as in the plan).
 				return pe.Attribute == e.Parameter && pciSlot(pe.Address.Key) == pciSlot(e.Device)
@@ -245,6 +248,9 @@ func (it stagedItem) line(bootID string) string {
 		return "    " + what + ": current now; the next apply drops the entry"
 	case firmware.EntryUnstaged:
 		return "    " + what + ": no longer staged (current " + it.Current + "); the next apply drops the entry or stages it again"
+	}
+	if it.Activation == plan.ByPowerCycle {
+		return "    " + what + ": waits for a power cycle (" + it.Tool + " said so when it staged it)"
 	}
 	return "    " + what + ": waits for a reboot"
 }
@@ -370,6 +376,13 @@ func readAllFirmware(ctx context.Context, h *host.Host, warn io.Writer) (*fwRead
 	fw, err := readAdapters(ctx, h, warn)
 	if err != nil {
 		return nil, err
+	}
+	if l, err := firmware.ReadLedger(h.FS); err == nil {
+		for i, pe := range fw.pending {
+			if pc := l.SaidPowerCycle(pe.Address.Key, pe.Attribute, pe.NextBoot); pc != nil {
+				fw.pending[i].Activation = pc // the tool said so when it staged it
+			}
+		}
 	}
 	fw.pending = append(fw.pending, burnedImages(ctx, h, fw.running)...)
 	return fw, nil

@@ -230,6 +230,10 @@ type ActivationFailure struct {
 	BootID    string  `json:"staged_boot_id"`
 	Tool      string  `json:"tool"`
 	Source    *Source `json:"source,omitempty"`
+	// Activation is how it can still become current when that is known
+	// from when it was staged (the tool said only a power cycle loads it);
+	// nil otherwise.
+	Activation *ActivateBy `json:"activation,omitempty"`
 }
 
 // ActivationFailed reports whether a finding of the plan is one of its

@@ -61,7 +61,8 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 	// Gentle: an interrupt never tears a flash write (SIGTERM after the
 	// grace period, never SIGKILL; Ctrl-C does not reach it).
 	cmd := host.Cmd{Args: append([]string{pl.tool, "-d", pl.dev, "-y", "set"}, pl.sets...), Gentle: true}
-	if _, err := h.Runner.Run(ctx, cmd); err != nil {
+	res, err := h.Runner.Run(ctx, cmd)
+	if err != nil {
 		se := &SetError{Address: c.Address, Cmd: cmd, Err: err}
 		var ee *host.ExitError
 		if errors.As(err, &ee) {
@@ -73,7 +74,7 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 		}
 		return se
 	}
-	if err := recordStaged(h, pl); err != nil {
+	if err := recordStaged(h, res.Stdout, pl); err != nil {
 		return err
 	}
 	return MarkRebootRequired(h)
@@ -113,14 +114,14 @@ func (p *Provider) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 		for _, i := range joint {
 			args = append(args, pls[i].sets...)
 		}
-		_, err := h.Runner.Run(ctx, host.Cmd{Args: args, Gentle: true})
+		res, err := h.Runner.Run(ctx, host.Cmd{Args: args, Gentle: true})
 		switch {
 		case err == nil:
 			var staged []*payload
 			for _, i := range joint {
 				staged = append(staged, pls[i])
 			}
-			if err = recordStaged(h, staged...); err == nil {
+			if err = recordStaged(h, res.Stdout, staged...); err == nil {
 				err = MarkRebootRequired(h)
 			}
 			for _, i := range joint {

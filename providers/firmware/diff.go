@@ -202,12 +202,18 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				if have.Current.Kind != mlxfmt.KindAbsent && !mlxfmt.Equal(prm.Value, have.Current) {
 					if e := survived(obs, dev.PCI, prm.Name, prm.Value); e != nil {
 						prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: prm.Name,
-							Current: have.Current.Display(), Staged: prm.Value, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(pp)})
+							Current: have.Current.Display(), Staged: prm.Value, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(pp), Activation: e.PowerCycle()})
 						prop.Errors = append(prop.Errors, req.Finding(pp, "%s", e.DidNotTake(prm.Value, have.Current.Display(), obs.BootID)))
 						continue
 					}
+					act := activationOf(a.Reset)
+					if obs != nil {
+						if pc := obs.Ledger.SaidPowerCycle(dev.PCI, prm.Name, prm.Value); pc != nil {
+							act = pc // the tool said so when it staged it
+						}
+					}
 					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,
-						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp), Activation: activationOf(a.Reset)})
+						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp), Activation: act})
 					staged(true)
 				}
 				continue

@@ -33,6 +33,10 @@ type LedgerEntry struct {
 	Parameter string    `json:"parameter"`
 	Value     string    `json:"value"`
 	Tool      string    `json:"tool"`
+	// Activation is plan.ByPowerCycle when the tool said, as it staged
+	// the value, that only a power cycle loads it (mlxfmt.
+	// SetPowerCycleNotice); empty otherwise.
+	Activation string `json:"activation,omitempty"`
 }
 
 // Ledger is the staged ledger's content.
@@ -131,8 +135,14 @@ func updateLedger(f host.FS, fn func(*Ledger) bool) error {
 }
 
 // recordStaged adds (or replaces) the ledger entries of the values a set
-// just staged: the boot ID, the time, the device, parameter, value, tool.
-func recordStaged(h *host.Host, pls ...*payload) error {
+// just staged: the boot ID, the time, the device, parameter, value, tool,
+// and plan.ByPowerCycle when the set's output (out) said only a power
+// cycle loads them.
+func recordStaged(h *host.Host, out []byte, pls ...*payload) error {
+	by := ""
+	if mlxfmt.SetNeedsPowerCycle(out) {
+		by = plan.ByPowerCycle
+	}
 	boot, err := host.ReadAttr(h.FS, BootIDPath)
 	if err != nil {
 		return &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
@@ -142,7 +152,7 @@ func recordStaged(h *host.Host, pls ...*payload) error {
 		for _, pl := range pls {
 			for _, s := range pl.sets {
 				name := setName(s)
-				e := LedgerEntry{BootID: boot, StagedAt: now, Device: pl.pci, Parameter: name, Value: pl.values[name], Tool: pl.tool}
+				e := LedgerEntry{BootID: boot, StagedAt: now, Device: pl.pci, Parameter: name, Value: pl.values[name], Tool: pl.tool, Activation: by}
 				if old := l.Find(pl.pci, name); old != nil {
 					*old = e
 				} else {
@@ -263,10 +273,44 @@ func (e LedgerEntry) Check(bootID string, row *mlxfmt.Param) EntryState {
 	return EntryPending
 }
 
+// PowerCycle is how the entry's value can become current when the tool
+// said, as it staged it, that only a power cycle loads it; nil otherwise.
+func (e *LedgerEntry) PowerCycle() *plan.ActivateBy {
+	if e == nil || e.Activation != plan.ByPowerCycle {
+		return nil
+	}
+	return &plan.ActivateBy{By: plan.ByPowerCycle, Why: fmt.Sprintf("%s said so when it staged %s=%s on %s at %s (%q): neither a firmware reset nor a warm reboot loads it; power-cycle the host",
+		e.Tool, e.Parameter, e.Value, e.Device, e.StagedAt.Format(time.RFC3339), mlxfmt.SetPowerCycleNotice)}
+}
+
+// SaidPowerCycle returns how a value staged on the card of pci can
+// become current when the ledger records that the tool said only a power
+// cycle loads it (the entry of param on any function of the card, with
+// that value); nil otherwise.
+func (l *Ledger) SaidPowerCycle(pci, param, value string) *plan.ActivateBy {
+	if l == nil {
+		return nil
+	}
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		if slotOf(e.Device) == slotOf(pci) && e.Parameter == param && sameStaged(e.Value, value) {
+			if a := e.PowerCycle(); a != nil {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
 // DidNotTake says why a staged value is an activation failure and what to
 // do: when and in which boot it was staged, the value still running, this
-// boot.
+// boot. When the tool said, as it staged it, that only a power cycle
+// loads it, that is what it says to do.
 func (e LedgerEntry) DidNotTake(value, current, bootID string) string {
+	if e.Activation == plan.ByPowerCycle {
+		return fmt.Sprintf("%s=%s did not take: it was staged on %s at %s (boot %s), when %s said %q, and a reboot has not made it current (%s still runs %s; this is boot %s). rdmaform will not stage it again: power-cycle the host (power off and on, through the BMC or PDU); neither a reboot nor a firmware reset loads it",
+			e.Parameter, value, e.Device, e.StagedAt.Format(time.RFC3339), e.BootID, e.Tool, mlxfmt.SetPowerCycleNotice, e.Device, current, bootID)
+	}
 	return fmt.Sprintf("%s=%s did not take: it was staged on %s at %s (boot %s) and a reboot has not made it current (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not stage it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
 		e.Parameter, value, e.Device, e.StagedAt.Format(time.RFC3339), e.BootID, e.Device, current, bootID, e.Device)
 }

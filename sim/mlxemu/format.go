@@ -230,6 +230,9 @@ type Report struct {
 	Err *ToolError
 	// ApplyErr, for a set: the write failed after the prompt was answered.
 	ApplyErr *ToolError
+	// PowerCycle, for a set that succeeded: the firmware refused the warm
+	// boot trigger, so the closing notice asks for a power cycle.
+	PowerCycle bool
 }
 
 func (r Report) showDefault() bool { return r.Verbose && !r.NoDefault }
@@ -305,6 +308,10 @@ func RenderSet(l Layout, r Report, a Answer) (out []byte, exit int) {
 		return []byte(b.String()), exitError
 	}
 	b.WriteString("Applying... Done!\n")
+	if r.PowerCycle {
+		b.WriteString("-I- Please power cycle machine to load new configurations.\n")
+		return []byte(b.String()), exitOK
+	}
 	b.WriteString("-I- Please reboot machine to load new configurations.\n")
 	return []byte(b.String()), exitOK
 }

@@ -298,6 +298,9 @@ func (e *Emulator) set(tool string, inv invocation, stdin []byte, out, errOut *s
 			break
 		}
 	}
+	// mstconfig writes MFRL's warm boot trigger on a ConnectX-4 or later
+	// adapter (not a ConnectX-3) after the set.
+	r.PowerCycle = a.WarmBootRefused && !strings.HasPrefix(a.DeviceType, "ConnectX3")
 	b, code := RenderSet(a.Layout, r, answer)
 	if code == exitOK {
 		for i, p := range targets {

@@ -160,6 +160,12 @@ type Adapter struct {
 	ResetLevels []int `json:"reset_levels,omitempty" yaml:"reset_levels,omitempty"`
 	// ResetDriverSync: MCAM reports reset synchronisation by the driver.
 	ResetDriverSync bool `json:"reset_driver_sync,omitempty" yaml:"reset_driver_sync,omitempty"`
+	// WarmBootRefused: the firmware refuses the MFRL register's warm boot
+	// reset trigger, which mstconfig writes after every set on a
+	// ConnectX-4 or later adapter; it then says only a power cycle loads
+	// the new configuration (mstflint's GenericCommander::
+	// loadConfigurationGetStr). ConnectX-3 adapters are never asked.
+	WarmBootRefused bool `json:"warm_boot_refused,omitempty" yaml:"warm_boot_refused,omitempty"`
 }
 
 // Param returns the named parameter (case-insensitive), or nil.
