@@ -109,9 +109,11 @@ reset of its card (mstfwreset/mlxfwreset), a reboot, or a power cycle.
 
 --by fw-reset resets each card once (both functions), cards in parallel.
 Before anything changes every precondition is checked and reported, and
-nothing is changed when one fails: a kernel user of RDMA holding the RDMA
-core (NVMe/NFS over RDMA, SRP, iSER, LNet: /sys/module/ib_core/holders)
-is refused unless --force; a BlueField DPU is refused; a card whose
+nothing is changed when one fails: a kernel user of RDMA (a module
+holding the RDMA core: /sys/module/ib_core/holders; an NFS mount over
+RDMA: /proc/mounts; NVMe over RDMA: /sys/class/nvme/*/transport; an
+rdma_cm ID of the kernel's: rdma resource show cm_id) is refused unless
+--force; a BlueField DPU is refused; a card whose
 firmware reports no reset level needs a power cycle (exit 1). VFs are set
 to 0 before the reset and restored after (count and settings). The card
 registers again: activate waits (--wait) for its RDMA devices and
@@ -360,7 +362,7 @@ func (a *app) activateByReboot(ctx context.Context, h *host.Host, cards []activa
 func (a *app) activateByReset(ctx context.Context, h *host.Host, spec *schema.Spec, cards []activateCard, o activateOptions, doc *activateDoc) error {
 	doc.By = plan.ByFWReset
 	var refused []string
-	holders := rdmaHolders(h)
+	holders := rdmaUsers(ctx, h)
 	for i := range cards {
 		c := &cards[i]
 		if c.By != plan.ByFWReset {
@@ -377,8 +379,8 @@ func (a *app) activateByReset(ctx context.Context, h *host.Host, spec *schema.Sp
 			}
 		}
 		if len(holders) > 0 && !o.force {
-			r := fmt.Sprintf("%s: a firmware reset breaks the RDMA connections of %s, which hold%s the RDMA core (/sys/module/ib_core/holders); stop %s, or use --force",
-				c.Card, strings.Join(holders, ", "), map[bool]string{true: "", false: "s"}[len(holders) > 1], map[bool]string{true: "them", false: "it"}[len(holders) > 1])
+			r := fmt.Sprintf("%s: a firmware reset breaks the RDMA connections of %s; stop %s, or use --force",
+				c.Card, strings.Join(holders, ", "), map[bool]string{true: "them", false: "it"}[len(holders) > 1])
 			if c.Result == "" {
 				c.Result, c.Reason = "refused", r
 			}
@@ -494,24 +496,6 @@ func vfText(vfs map[string]int) string {
 	}
 	sort.Strings(parts)
 	return " (VFs restored: " + strings.Join(parts, ", ") + ")"
-}
-
-// rdmaHolders names the kernel users of RDMA that hold the RDMA core.
-//
-// Equivalent to: ls /sys/module/ib_core/holders
-func rdmaHolders(h *host.Host) []string {
-	es, err := h.FS.ReadDir("/sys/module/ib_core/holders")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range es {
-		if what, ok := rdmaConsumers[e.Name()]; ok {
-			out = append(out, e.Name()+" ("+what+")")
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // savedVFs is one PF's VFs before a reset.

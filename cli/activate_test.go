@@ -483,3 +483,65 @@ func TestActivatePowerCycleSaidBySet(t *testing.T) {
 		t.Errorf("plan after the cold boot: exit %d, want 0\n%s%s", code, out, errs)
 	}
 }
+
+// TestActivateRefusedForRDMAUsers: kernel users of RDMA that hold no
+// module of their own in ib_core's holders are found where the kernel
+// shows them, and a firmware reset is refused, naming each, with nothing
+// changed: an NFS mount over RDMA (/proc/mounts), an NVMe over RDMA
+// controller (/sys/class/nvme/*/transport), an rdma_cm ID a kernel user
+// holds (`rdma -j resource show cm_id`, when rdma is installed). An NVMe
+// controller over TCP, or a kernel cm_id with no rdma tool to show it,
+// is not refused. --force resets; then the plan is empty.
+func TestActivateRefusedForRDMAUsers(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mutate func(st *sim.State)
+		want   string // "" : not refused
+	}{
+		{"nfs", func(st *sim.State) {
+			st.Mounts = append(st.Mounts, sim.Mount{Device: "10.0.0.1:/export", Dir: "/mnt/data", Type: "nfs4", Options: "rw,relatime,vers=4.2,proto=rdma,port=20049,timeo=600,retrans=2,sec=sys,addr=10.0.0.1"})
+		}, "NFS over RDMA mount 10.0.0.1:/export on /mnt/data (/proc/mounts: proto=rdma)"},
+		{"nfs-tcp", func(st *sim.State) {
+			st.Mounts = append(st.Mounts, sim.Mount{Device: "10.0.0.1:/export", Dir: "/mnt/data", Type: "nfs4", Options: "rw,relatime,vers=4.2,proto=tcp,port=0"})
+		}, ""},
+		{"nvme", func(st *sim.State) {
+			st.NVMe = append(st.NVMe, sim.NVMeController{Name: "nvme0", Transport: "pcie"}, sim.NVMeController{Name: "nvme1", Transport: "rdma"})
+		}, "NVMe over RDMA controller nvme1 (/sys/class/nvme/nvme1/transport: rdma)"},
+		{"nvme-tcp", func(st *sim.State) {
+			st.NVMe = append(st.NVMe, sim.NVMeController{Name: "nvme1", Transport: "tcp"})
+		}, ""},
+		{"cm_id", func(st *sim.State) {
+			st.Tools = append(st.Tools, "rdma")
+			st.KernelCMIDs = append(st.KernelCMIDs, sim.CMID{Dev: "mlx5_0", Port: 1, Comm: "ko2iblnd", State: "CONNECT", PS: "TCP", SrcAddr: "10.0.0.2:987"})
+		}, "ko2iblnd (Lustre LNet (o2ib)) on mlx5_0/1 (rdma resource show cm_id)"},
+		{"cm_id-no-rdma-tool", func(st *sim.State) {
+			st.KernelCMIDs = append(st.KernelCMIDs, sim.CMID{Dev: "mlx5_0", Port: 1, Comm: "ko2iblnd", State: "CONNECT", PS: "TCP", SrcAddr: "10.0.0.2:987"})
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, h := activateHost(t, c.mutate)
+			spec := filepath.Join(dir, "eth.yaml")
+			writeActivateSpec(t, spec, ethSpec)
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+				t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+			}
+			args := []string{"--sim", h, "activate", "--by", "fw-reset", "-f", spec}
+			if c.want != "" {
+				code, out, errs := runCLI(t, args...)
+				if code != 1 || !strings.Contains(out+errs, c.want) || !strings.Contains(out+errs, "Nothing was changed") || !strings.Contains(out+errs, "--force") {
+					t.Errorf("activate: exit %d, want 1 naming %q\n%s%s", code, c.want, out, errs)
+				}
+				if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 3 || numVFs(t, h) != "2" {
+					t.Errorf("after the refusal: plan exit %d (want 3: still pending), VFs %s\n%s%s", code, numVFs(t, h), out, errs)
+				}
+				args = append(args, "--force")
+			}
+			if code, out, errs := runCLI(t, args...); code != 0 {
+				t.Errorf("%v: exit %d, want 0\n%s%s", args[2:], code, out, errs)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+				t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
+			}
+		})
+	}
+}

@@ -651,7 +651,7 @@ func (s *State) renderProc(t *tree) {
 	if c := s.opensmComm(); c != "" {
 		t.file(fmt.Sprintf("/proc/%d/comm", smMainPID), c+"\n")
 	}
-	t.file("/proc/mounts", "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\nconfigfs /sys/kernel/config configfs rw,nosuid,nodev,noexec,relatime 0 0\n")
+	s.renderUsers(t)
 }
 
 // renderConfigfs renders /sys/kernel/config/rdma_cm: present while the

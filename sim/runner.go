@@ -29,6 +29,7 @@ var tools = map[string]toolFunc{
 	"dcb":     dcbTool,
 	"ethtool": ethtoolTool,
 	"ip":      ipTool,
+	"rdma":    rdmaTool,
 	// Firmware reset (sim/fwreset.go).
 	"mstfwreset": fwresetTool("mstfwreset"),
 	"mlxfwreset": fwresetTool("mlxfwreset"),

@@ -69,6 +69,12 @@ type State struct {
 	Latency map[string]Duration `yaml:"latency,omitempty"`
 	// Processes are running processes other than rdmaform (lldpad).
 	Processes []Process `yaml:"processes,omitempty"`
+	// Mounts, NVMe and KernelCMIDs are kernel users of RDMA besides
+	// modules (sim/rdmausers.go): NFS mounts, NVMe controllers, the
+	// rdma_cm IDs kernel users hold.
+	Mounts      []Mount          `yaml:"mounts,omitempty"`
+	NVMe        []NVMeController `yaml:"nvme,omitempty"`
+	KernelCMIDs []CMID           `yaml:"kernel_cm_ids,omitempty"`
 
 	// RdmaNetnsMode is the RDMA subsystem's netns mode: shared ("") or
 	// exclusive; Netns are the network namespaces besides the initial one
