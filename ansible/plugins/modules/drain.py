@@ -112,7 +112,7 @@ notes:
   - The node is named by the task's argument, not by the inventory host; delegate the task to a host that can run
     scontrol or kubectl against the cluster (a login node, the controller, a machine with a kubeconfig).
   - "Kubernetes: a node counts as drained when it is unschedulable and every pod still bound to it is one drain leaves
-    (a DaemonSet's pod with C(ignore_daemonsets), a static mirror pod) or one already terminating."
+    (a DaemonSet's pod with C(ignore_daemonsets), a static mirror pod); a pod still terminating is not gone yet."
   - "Slurm: C(state=resumed) resumes a node whatever drained it, and its reason is cleared; check C(reason) in the
     result of the drain when someone else may have drained it first."
 '''
@@ -317,14 +317,12 @@ def slurm(module):
 
 
 def k8s_blocking_pods(pods, ignore_daemonsets):
-    """The pods (NAMESPACE/NAME) kubectl drain would still have to remove:
-    every pod bound to the node except static mirror pods, those already
-    terminating and, with ignore_daemonsets, a DaemonSet's."""
+    """The pods (NAMESPACE/NAME) kubectl drain would still have to remove
+    or wait for: every pod bound to the node, terminating ones too, except
+    static mirror pods and, with ignore_daemonsets, a DaemonSet's."""
     left = []
     for pod in pods:
         meta = pod.get('metadata', {})
-        if meta.get('deletionTimestamp'):
-            continue
         if 'kubernetes.io/config.mirror' in (meta.get('annotations') or {}):
             continue
         owners = meta.get('ownerReferences') or []
