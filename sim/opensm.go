@@ -30,6 +30,19 @@ type OpenSMState struct {
 	// GUIDs are the ports it runs on (one a Debian instance), as at its
 	// last start or sweep.
 	GUIDs []string `yaml:"guids,omitempty"`
+	// Launch is RHEL's opensm-launch's command line at opensm.service's
+	// last start: -p PRIORITY and one opensm -g GUID a GUID of GUIDS in
+	// /etc/sysconfig/opensm, which win over opensm.conf.
+	Launch *OpenSMLaunch `yaml:"launch,omitempty"`
+	// NoLauncher: an opensm built with RHEL's paths whose opensm.service
+	// runs it directly, without the package's launcher and sysconfig.
+	NoLauncher bool `yaml:"no_launcher,omitempty"`
+}
+
+// OpenSMLaunch is what RHEL's launcher gave opensm on its command line.
+type OpenSMLaunch struct {
+	Priority *int     `yaml:"priority,omitempty"`
+	GUIDs    []string `yaml:"guids,omitempty"`
 }
 
 // opensmBinary is the package's binary; the stand-in holds the partitions
@@ -57,8 +70,14 @@ func (st *State) renderOpenSM(root string) error {
 	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
 		return err
 	}
+	if st.OpenSM.Layout == "rhel" {
+		if st.OpenSM.NoLauncher {
+			return nil
+		}
+		return renderRHELLaunch(root)
+	}
 	d := filepath.Join(root, "/etc/default/opensm")
-	if _, err := os.Lstat(d); st.OpenSM.Layout == "rhel" || err == nil {
+	if _, err := os.Lstat(d); err == nil {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
@@ -83,6 +102,180 @@ PORTS=ALL
 
 
 `
+
+// renderRHELLaunch puts RHEL's launcher in the tree, and its
+// /etc/sysconfig/opensm unless the host has one.
+func renderRHELLaunch(root string) error {
+	for p, body := range map[string]string{rhelLauncher: rhelLaunch, rhelSysconfig: rhelSysconfigDefault} {
+		f := filepath.Join(root, p)
+		if _, err := os.Lstat(f); err == nil && p == rhelSysconfig {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f, []byte(body), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RHEL's opensm package (Fedora's opensm.launch and opensm.sysconfig, as
+// microsoft/azurelinux SPECS/opensm/ imported them from Fedora 32):
+// opensm.service runs the launcher, which sources the sysconfig file.
+const (
+	rhelLauncher  = "/usr/libexec/opensm-launch"
+	rhelSysconfig = "/etc/sysconfig/opensm"
+)
+
+// rhelLaunch is the package's opensm.launch, whole.
+const rhelLaunch = `#!/bin/bash
+#
+# Launch the necessary OpenSM daemons for systemd
+#
+# sysconfig: /etc/sysconfig/opensm
+# config: /etc/rdma/opensm.conf
+#
+
+shopt -s nullglob
+
+prog=/usr/sbin/opensm
+[ -f /etc/sysconfig/opensm ] && . /etc/sysconfig/opensm
+
+[ -n "$PRIORITY" ] && prio="-p $PRIORITY"
+
+if [ -z "$GUIDS" ]; then
+	CONFIGS=""
+	CONFIG_CNT=0
+	for conf in /etc/rdma/opensm.conf.[0-9]*; do
+		CONFIGS="$CONFIGS $conf"
+		let CONFIG_CNT++
+	done
+else
+	GUID_CNT=0
+	for guid in $GUIDS; do
+		let GUID_CNT++
+	done
+fi
+# Start opensm
+if [ -n "$GUIDS" ]; then
+	SUBNET_COUNT=0
+	for guid in $GUIDS; do
+		SUBNET_PREFIX=` + "`" + `printf "0xfe800000000000%02d" $SUBNET_COUNT` + "`" + `
+		(while true; do $prog $prio -g $guid --subnet_prefix $SUBNET_PREFIX; sleep 30; done) &
+		let SUBNET_COUNT++
+	done
+elif [ -n "$CONFIGS" ]; then
+	for config in $CONFIGS; do
+		(while true; do $prog $prio -F $config; sleep 30; done) &
+	done
+else
+	(while true; do $prog $prio; sleep 30; done) &
+fi
+exit 0
+`
+
+// rhelSysconfigDefault is the package's opensm.sysconfig, whole: its
+// comments, and GUIDS and PRIORITY commented out.
+const rhelSysconfigDefault = `# Problem #1: Multiple IB fabrics needing a subnet manager
+#
+# In the event that a machine has more than one IB subnet attached,
+# and that machine is an opensm server, by default, opensm will
+# only attach to one port and will not manage the fabric on the
+# other port.  There are two ways to solve this problem:
+#
+# 1) Start opensm on multiple machines and configure it to manage
+#    different fabrics on each machine
+# 2) Configure opensm to start multiple instances on a single
+#    machine
+#
+# Both solutions to this problem require non-standard configurations.
+# In other words, you would normally have to modify /etc/rdma/opensm.conf
+# and once you do that, the file will no longer be updated for new
+# options when opensm is upgraded.  In an effort to allow people to
+# have more than one subnet managed by opensm without having to modify
+# the system default opensm.conf file, we have enabled two methods
+# for modifying the default opensm config items needed to enable
+# multiple fabric management.
+#
+# Method #1: Create multiple opensm.conf files in non-standard locations
+#   Copy /etc/rdma/opensm.conf to /etc/rdma/opensm.conf.<number>
+#     (do this once for each instance you want started)
+#   Edit each copy of the opensm.conf file to reflect the necessary changes
+#     for a multiple instance startup.  If you need to manage more than
+#     one fabric, you will have to change the guid option in each file
+#     to specify the guid of the specific port you want opensm attached
+#     to.
+#
+# The advantage to method #1 is that, on the off chance you want to do
+# really special custom things on different ports, like have different
+# QoS settings depending on which port you are attached to, you have the
+# freedom to edit any and all settings for each instance without those
+# changes affecting other instances or being lost when opensm upgrades.
+#
+# Method #2: Specify multiple GUIDS variable entries in this file
+#   Uncomment the below GUIDS variable and enter each guid you need to attach
+#     to into the list.  If using this method you need to enter each
+#     guid into the list as we won't attach to any default ports, only
+#     those specified in the list.
+#
+#GUIDS="0x0002c90300048ca1 0x0002c90300048ca2"
+#
+# The obvious advantage to method #2 is that it's simple and doesn't
+# clutter up your file system, but it is far more limited in what you
+# can do.  If you enable method #2, then even if you create the files
+# referenced in method #1, they will be ignored.
+#
+# Problem #2: Activating a backup subnet manager
+#
+# The default priority of opensm is set so that it wants to be the
+# primary subnet manager.  This is great when you are only running
+# opensm on one server, but if you want to have a non-primary opensm
+# instance for failover, then you have to manually edit the opensm.conf
+# file like for problem #1.  This carries with it all the problems
+# listed above.  If you wish to enable opensm as a non-primary manager,
+# then you can uncomment the PRIORITY variable below and set it to
+# some number between 0 and 15, where 15 is the highest priority and
+# the primary manager, with 0 being the lowest backup server.  This method
+# will work with the GUIDS option above, and also with the multiple
+# config files in method #1 above.  However, only a single priority is
+# supported here.  If you wanted more than one priority (say this machine
+# is the primary on the first fabric, and second on the second fabric,
+# while the other opensm server is primary on the second fabric and
+# second on the primary), then the only way to do that is to use method #1
+# above and individually edit the config files.  If you edit the config
+# files to set the priority and then also set the priority here, then
+# this setting will override the config files and render that particular
+# edit useless.
+#
+#PRIORITY=15
+`
+
+// launchOf is the launcher's command line for a sysconfig file, as bash
+// would source it: the last assignment of PRIORITY and GUIDS at a line's
+// start, quotes dropped, GUIDS split on blanks.
+func launchOf(sysconfig string) *OpenSMLaunch {
+	l := &OpenSMLaunch{}
+	for _, line := range strings.Split(sysconfig, "\n") {
+		line = strings.TrimSpace(line)
+		name, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(v, `"'`)
+		switch name {
+		case "PRIORITY":
+			l.Priority = nil
+			if n, err := strconv.Atoi(v); err == nil {
+				l.Priority = &n
+			}
+		case "GUIDS":
+			l.GUIDs = strings.Fields(v)
+		}
+	}
+	return l
+}
 
 // isOpenSMUnit: the package's units, opensm.service and Debian's
 // opensm@GUID.service instances.
@@ -149,6 +342,14 @@ func (s *Sim) sweepLocked(st *State) {
 		guids = []string{conf["guid"]}
 	}
 	o.Priority, _ = strconv.Atoi(conf["sm_priority"])
+	if l := o.Launch; l != nil && o.Layout == "rhel" {
+		if l.Priority != nil {
+			o.Priority = *l.Priority
+		}
+		if len(l.GUIDs) > 0 {
+			guids = l.GUIDs
+		}
+	}
 	o.Sweeps++
 	o.GUIDs = nil
 	for _, g := range guids {
@@ -279,6 +480,10 @@ func (s *Sim) smStarted(st *State, name string) {
 		}
 		sd.sortUnits()
 	}
+	if name == "opensm.service" && o.Layout == "rhel" && !o.NoLauncher {
+		b, _ := os.ReadFile(filepath.Join(s.Dir, rhelSysconfig))
+		o.Launch = launchOf(string(b))
+	}
 	s.sweepLocked(st)
 }
 
@@ -384,7 +589,7 @@ func (st *State) opensmComm() string {
 	switch {
 	case st.OpenSM == nil:
 		return ""
-	case st.OpenSM.Layout == "rhel":
+	case st.OpenSM.Layout == "rhel" && !st.OpenSM.NoLauncher:
 		return "opensm-launch"
 	}
 	return "opensm"

@@ -47,7 +47,7 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 		return nil // opensm reads the file when it starts
 	}
 	logs := logSizes(h, pl.port)
-	if err := kick(ctx, h, sig, units, pl.restart); err != nil {
+	if err := kick(ctx, h, sig, units, pl.restart || pl.launched); err != nil {
 		return fmt.Errorf("%s: %w", c.Address, err)
 	}
 	proof := prove(ctx, h, pl, logs)
@@ -61,7 +61,7 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 	if err := restore(h, pl); err != nil {
 		return fmt.Errorf("%s: %v; putting the previous %s back: %w", c.Address, proof, pl.file, err)
 	}
-	if err := kick(ctx, h, sig, units, pl.restart); err != nil {
+	if err := kick(ctx, h, sig, units, pl.restart || pl.launched); err != nil {
 		return fmt.Errorf("%s: %v; the previous file is back, but opensm was not told: %w", c.Address, proof, err)
 	}
 	return fmt.Errorf("%s: %w: %v", c.Address, ErrRejected, proof)

@@ -19,6 +19,7 @@ var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 // neither file has no section.
 //
 // Equivalent to: cat /etc/opensm/partitions.conf /etc/opensm/opensm.conf
+// (RHEL: /etc/rdma/..., and PRIORITY of /etc/sysconfig/opensm)
 func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
 	if obs == nil || (obs.Partitions == nil && obs.Conf == nil) {
 		return nil
@@ -26,6 +27,12 @@ func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec
 	sm := &schema.SubnetManager{}
 	conf := ParseConf(obs.Conf)
 	if v, ok := conf["sm_priority"]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			sm.Priority = &n
+		}
+	}
+	// RHEL's launcher passes PRIORITY as -p, over opensm.conf's.
+	if v := ShellVar(obs.Sysconfig, "PRIORITY"); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
 			sm.Priority = &n
 		}

@@ -54,7 +54,9 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 
 	// The port first: Debian's units bind opensm with --guid, which
 	// overrides opensm.conf's guid, so there the port is PORTS in
-	// /etc/default/opensm; elsewhere it is opensm.conf's guid.
+	// /etc/default/opensm; RHEL's launcher passes -g for GUIDS and -p for
+	// PRIORITY in /etc/sysconfig/opensm, over opensm.conf's guid and
+	// sm_priority, so there both are that file's; elsewhere opensm.conf's.
 	confGUID := obs.Port.GUID
 	if obs.Layout.Ports != "" {
 		confGUID = ""
@@ -65,10 +67,27 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 			}
 		}
 	}
+	// The files' changes wait for it: opensm must run on the spec's port
+	// before the fabric there can show them.
+	var after []plan.Address
+	if obs.Layout.Sysconfig != "" {
+		confGUID = ""
+		if sm.Port != nil || sm.Priority != nil {
+			prop.Managed = append(prop.Managed, plan.Managed{Address: LauncherAddr, Path: path})
+			if c := sysconfigChange(req, obs); c != nil {
+				prop.Changes = append(prop.Changes, c)
+				after = []plan.Address{LauncherAddr}
+			}
+		}
+	}
 	// opensm.conf next: a restart it needs (allow_both_pkeys) comes
 	// before partitions that use it.
 	wantConf := ConfValues(sm, confGUID)
+	if obs.Layout.Sysconfig != "" {
+		delete(wantConf, "sm_priority")
+	}
 	if c := confChange(req, obs, wantConf, exp); c != nil {
+		c.DependsOn = after
 		prop.Changes = append(prop.Changes, c)
 	}
 	// Without partitions in the spec, the file is left as it is.
@@ -78,9 +97,9 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		if obs.Partitions == nil {
 			action = plan.Create
 		}
-		prop.Changes = append(prop.Changes, &plan.Change{Address: PartitionsAddr, Action: action, Activation: plan.Now,
+		prop.Changes = append(prop.Changes, &plan.Change{Address: PartitionsAddr, Action: action, Activation: plan.Now, DependsOn: after,
 			Source: req.Pos(path + ".partitions"), Attributes: partitionAttrs(obs.Partitions, wantParts),
-			Payload: &payload{file: obs.Layout.Partitions, partitions: true, content: wantParts, previous: obs.Partitions, port: obs.Port, expect: exp}})
+			Payload: &payload{file: obs.Layout.Partitions, partitions: true, content: wantParts, previous: obs.Partitions, launched: obs.Layout.Sysconfig != "", port: obs.Port, expect: exp}})
 		return prop
 	}
 	if len(prop.Changes) > 0 {
@@ -103,7 +122,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	if len(attrs) > 0 {
 		prop.Changes = append(prop.Changes, &plan.Change{Address: PartitionsAddr, Action: plan.Update, Activation: plan.Now,
 			Source: req.Pos(path), Attributes: attrs,
-			Payload: &payload{file: obs.Layout.Partitions, partitions: true, content: wantParts, previous: obs.Partitions, signalOnly: true, port: obs.Port, expect: exp}})
+			Payload: &payload{file: obs.Layout.Partitions, partitions: true, content: wantParts, previous: obs.Partitions, signalOnly: true, launched: obs.Layout.Sysconfig != "", port: obs.Port, expect: exp}})
 	}
 	return prop
 }
@@ -177,7 +196,7 @@ func confChange(req *plan.Request, obs *Observed, want map[string]string, exp ex
 		restart = []string{"a new opensm.conf"}
 	}
 	c := &plan.Change{Address: ConfAddr, Action: plan.Update, Activation: plan.Now, Source: req.Pos("$.subnet_manager"),
-		Attributes: attrs, Payload: &payload{file: obs.Layout.Conf, content: content, previous: obs.Conf, restart: len(restart) > 0, port: obs.Port, expect: expectation{priority: exp.priority}}}
+		Attributes: attrs, Payload: &payload{file: obs.Layout.Conf, content: content, previous: obs.Conf, restart: len(restart) > 0, launched: obs.Layout.Sysconfig != "", port: obs.Port, expect: expectation{priority: exp.priority}}}
 	if obs.Conf == nil {
 		c.Action = plan.Create
 	}
@@ -264,6 +283,38 @@ func portsChange(req *plan.Request, obs *Observed) *plan.Change {
 		},
 		Payload: &payload{file: obs.Layout.Ports, ports: true, content: want, previous: obs.Ports, restart: true, port: obs.Port}}
 	if obs.Ports == nil {
+		c.Action = plan.Create
+	}
+	return c
+}
+
+// sysconfigChange is the change of RHEL's /etc/sysconfig/opensm to the
+// spec's priority (PRIORITY) and port (GUIDS: opensm on that port only),
+// nil when it has them. The launcher reads the file only when
+// opensm.service starts, so it restarts opensm.service.
+func sysconfigChange(req *plan.Request, obs *Observed) *plan.Change {
+	sm := req.Spec.SubnetManager
+	want := obs.Sysconfig
+	var attrs []plan.Attr
+	set := func(name, value string) {
+		if next := SetShellVar(want, name, value); !bytes.Equal(next, want) {
+			attrs = append(attrs, plan.Attr{Name: name, Before: ShellVar(want, name), After: value})
+			want = next
+		}
+	}
+	if sm.Priority != nil {
+		set("PRIORITY", strconv.Itoa(*sm.Priority))
+	}
+	if sm.Port != nil {
+		set("GUIDS", obs.Port.GUID)
+	}
+	if len(attrs) == 0 {
+		return nil
+	}
+	attrs = append(attrs, plan.Attr{Name: "opensm.service", Before: "running", After: "restarted (opensm-launch reads " + obs.Layout.Sysconfig + " only at start)"})
+	c := &plan.Change{Address: LauncherAddr, Action: plan.Update, Activation: plan.Now, Source: req.Pos("$.subnet_manager"), Attributes: attrs,
+		Payload: &payload{file: obs.Layout.Sysconfig, content: want, previous: obs.Sysconfig, restart: true, launched: true, port: obs.Port, expect: expectation{priority: sm.Priority}}}
+	if obs.Sysconfig == nil {
 		c.Action = plan.Create
 	}
 	return c

@@ -244,22 +244,32 @@ func formatPKeys(keys []int) string {
 // PortsOf is the PORTS value of Debian's /etc/default/opensm (a shell
 // variable file: PORTS=ALL, PORTS="0x... 0x...", PORTS=NONE), the last
 // assignment, quotes dropped; "" when none.
-func PortsOf(b []byte) string {
+func PortsOf(b []byte) string { return ShellVar(b, "PORTS") }
+
+// RenderPorts is /etc/default/opensm with PORTS set to one port GUID: the
+// package's comments and other lines kept, every PORTS assignment
+// replaced by one, added at the end when there was none.
+func RenderPorts(b []byte, guid string) []byte { return SetShellVar(b, "PORTS", guid) }
+
+// ShellVar is the value of a variable in a file of shell assignments
+// (/etc/default/opensm, /etc/sysconfig/opensm): the last assignment at
+// the start of a line, quotes dropped; "" when none.
+func ShellVar(b []byte, name string) string {
 	v := ""
 	for _, l := range strings.Split(string(b), "\n") {
 		l = strings.TrimSpace(l)
-		if after, ok := strings.CutPrefix(l, "PORTS="); ok {
+		if after, ok := strings.CutPrefix(l, name+"="); ok {
 			v = strings.Trim(after, `"'`)
 		}
 	}
 	return v
 }
 
-// RenderPorts is /etc/default/opensm with PORTS set to one port GUID: the
-// package's comments and other lines kept, every PORTS assignment
-// replaced by one, added at the end when there was none.
-func RenderPorts(b []byte, guid string) []byte {
-	line := "PORTS=" + guid
+// SetShellVar is such a file with the variable set to value: comments
+// and other lines kept, every assignment replaced by one (where the
+// first was), added at the end when there was none.
+func SetShellVar(b []byte, name, value string) []byte {
+	line := name + "=" + value
 	var out []string
 	set := false
 	lines := strings.Split(string(b), "\n")
@@ -267,7 +277,7 @@ func RenderPorts(b []byte, guid string) []byte {
 		lines = nil
 	}
 	for _, l := range lines {
-		if strings.HasPrefix(strings.TrimSpace(l), "PORTS=") {
+		if strings.HasPrefix(strings.TrimSpace(l), name+"=") {
 			if !set {
 				out = append(out, line)
 				set = true

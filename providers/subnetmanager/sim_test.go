@@ -95,10 +95,13 @@ func TestLayouts(t *testing.T) {
 		}, []string{"/etc/rdma/opensm.conf", "/etc/rdma/partitions.conf"},
 			[]string{"KillUnit opensm@" + g1 + ".service main 1"}},
 		{"rhel", []string{
-			"subnet_manager[opensm.conf] create: guid sm_priority opensm",
+			"subnet_manager[launcher] update: PRIORITY GUIDS opensm.service",
+			"subnet_manager[opensm.conf] create: opensm",
 			"subnet_manager[partitions.conf] create: partition storage",
 		}, map[string]string{
-			"/etc/rdma/opensm.conf": Header + "guid " + g1 + "\nsm_priority 5\n",
+			"/etc/rdma/opensm.conf":      Header,
+			"/etc/sysconfig/opensm":      readTestdata(t, "rhel/opensm.sysconfig") + "PRIORITY=5\nGUIDS=" + g1 + "\n",
+			"/usr/libexec/opensm-launch": readTestdata(t, "rhel/opensm.launch"),
 		}, []string{"/etc/opensm/opensm.conf", "/etc/opensm/partitions.conf", "/etc/default/opensm"},
 			[]string{"StopUnit opensm.service replace"}},
 	}
@@ -144,6 +147,103 @@ func TestLayouts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readTestdata is a file of testdata/.
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRHELSysconfig: on RHEL, whose opensm.service runs opensm-launch,
+// PRIORITY and GUIDS of /etc/sysconfig/opensm are opensm's -p and -g and
+// win over opensm.conf. A PRIORITY the administrator set is replaced
+// where it is (the package's comments kept), opensm.service restarts,
+// and the simulated subnet manager runs with the spec's priority; the
+// plan is then empty. Without the launcher (an opensm built with RHEL's
+// paths but started otherwise), opensm.conf's sm_priority and guid bind
+// it, as before.
+func TestRHELSysconfig(t *testing.T) {
+	const g1 = "0xb8599f030022626f" // mlx5_1's port GUID
+	t.Run("launcher", func(t *testing.T) {
+		_, h := simSM(t, "rhel")
+		pkg := readTestdata(t, "rhel/opensm.sysconfig")
+		admin := strings.Replace(pkg, "#PRIORITY=15", "PRIORITY=15", 1)
+		if err := h.FS.WriteFile(SysconfigFile, []byte(admin), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		restart(t, h, "opensm.service")
+		if got := sminfoLine(t, h); !strings.Contains(got, "priority 15 ") {
+			t.Fatalf("sminfo before: %q, want the administrator's PRIORITY=15", got)
+		}
+		src := strings.Replace(portSpec, "priority: 5", "priority: 3", 1)
+		if got, want := simApplyThenEmpty(t, h, src), []string{
+			"subnet_manager[launcher] update: PRIORITY GUIDS opensm.service",
+			"subnet_manager[opensm.conf] create: opensm",
+			"subnet_manager[partitions.conf] create: partition storage",
+		}; !cmp.Equal(got, want) {
+			t.Errorf("applied plan (-want +got):\n%s", cmp.Diff(want, got))
+		}
+		want := strings.Replace(pkg, "#PRIORITY=15", "PRIORITY=3", 1) + "GUIDS=" + g1 + "\n"
+		if b, _ := h.FS.ReadFile(SysconfigFile); string(b) != want {
+			t.Errorf("%s:\n%s\nwant\n%s", SysconfigFile, b, want)
+		}
+		if got := sminfoLine(t, h); !strings.Contains(got, "sm guid 0xb8599f030022626f,") || !strings.Contains(got, "priority 3 ") {
+			t.Errorf("sminfo after: %q, want mlx5_1's port at priority 3", got)
+		}
+		if b, _ := h.FS.ReadFile("/etc/rdma/opensm.conf"); strings.Contains(string(b), "sm_priority") || strings.Contains(string(b), "guid") {
+			t.Errorf("opensm.conf names what the launcher's command line overrides:\n%s", b)
+		}
+		// A priority changed by hand in the file is drift; apply puts it back.
+		changed := strings.Replace(want, "PRIORITY=3", "PRIORITY=7", 1)
+		if err := h.FS.WriteFile(SysconfigFile, []byte(changed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(simPlan(t, h, src)); !cmp.Equal(got, []string{"subnet_manager[launcher] update: PRIORITY opensm.service"}) {
+			t.Errorf("plan of a PRIORITY edited by hand: %v", got)
+		}
+	})
+	t.Run("no launcher", func(t *testing.T) {
+		_, h := simtest.New(t, "cx6-vpi-ib", 0, func(st *sim.State) {
+			st.OpenSM = &sim.OpenSMState{Layout: "rhel", NoLauncher: true}
+			st.Tools = append(st.Tools, "sminfo")
+		})
+		if err := h.Systemd.Start(context.Background(), "opensm.service"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.FS.Stat(Launcher); err == nil {
+			t.Fatalf("%s on a host without the launcher", Launcher)
+		}
+		if got, want := simApplyThenEmpty(t, h, portSpec), []string{
+			"subnet_manager[opensm.conf] create: guid sm_priority opensm",
+			"subnet_manager[partitions.conf] create: partition storage",
+		}; !cmp.Equal(got, want) {
+			t.Errorf("applied plan (-want +got):\n%s", cmp.Diff(want, got))
+		}
+		if b, _ := h.FS.ReadFile("/etc/rdma/opensm.conf"); string(b) != Header+"guid "+g1+"\nsm_priority 5\n" {
+			t.Errorf("opensm.conf: %q", b)
+		}
+	})
+}
+
+func restart(t *testing.T, h *host.Host, unit string) {
+	t.Helper()
+	if err := h.Systemd.(host.UnitSignaller).Restart(context.Background(), unit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sminfoLine(t *testing.T, h *host.Host) string {
+	t.Helper()
+	res, err := h.Runner.Run(context.Background(), host.Cmd{Args: []string{"sminfo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(res.Stdout)
 }
 
 // readHost is a file of this machine (Debian's /etc/default/opensm as the

@@ -62,6 +62,12 @@ type Layout struct {
 	// units start opensm on, each with --guid (Debian); "" where
 	// opensm.conf's guid binds opensm to its port (RHEL's opensm.service).
 	Ports string
+	// Sysconfig is the file the package's launcher sources before it
+	// starts opensm (RHEL's /etc/sysconfig/opensm, read by
+	// /usr/libexec/opensm-launch): PRIORITY and GUIDS there become
+	// opensm's -p and -g, over opensm.conf's sm_priority and guid. ""
+	// where no installed launcher reads one.
+	Sysconfig string
 }
 
 // The layouts rdmaform knows.
@@ -82,11 +88,34 @@ func LayoutOf(binary []byte) Layout {
 	return Debian
 }
 
+// RHEL's (and Fedora's) opensm package runs opensm through a launcher
+// (opensm.service: Type=forking, ExecStart=/usr/libexec/opensm-launch)
+// that sources /etc/sysconfig/opensm: PRIORITY=N adds "-p N", and GUIDS
+// starts one "opensm -g GUID" a GUID, instead of a plain "opensm"
+// (opensm.launch and opensm.sysconfig of Fedora's package, as Azure
+// Linux imported them from Fedora 32: microsoft/azurelinux
+// SPECS/opensm/). Command-line options win over opensm.conf (the
+// package's sysconfig says so of PRIORITY).
+const (
+	Launcher      = "/usr/libexec/opensm-launch"
+	SysconfigFile = "/etc/sysconfig/opensm"
+)
+
+// SysconfigOf is the file an installed launcher sources, "" when it
+// sources none (the launcher's text names it: ". /etc/sysconfig/opensm").
+func SysconfigOf(launcher []byte) string {
+	if bytes.Contains(launcher, []byte(". "+SysconfigFile)) {
+		return SysconfigFile
+	}
+	return ""
+}
+
 // Addresses of the files.
 var (
 	PartitionsAddr = Address("partitions.conf")
 	ConfAddr       = Address("opensm.conf")
 	PortsAddr      = Address("ports")
+	LauncherAddr   = Address("launcher") // RHEL's /etc/sysconfig/opensm; sorts (and applies) before the files
 )
 
 // Observed is what the host says of its subnet manager.
@@ -95,9 +124,10 @@ type Observed struct {
 	Installed bool
 	// Layout is where the installed package keeps its files.
 	Layout Layout
-	// Partitions, Conf and Ports are the files as they are, nil when
-	// missing (Ports: Debian's only).
-	Partitions, Conf, Ports []byte
+	// Partitions, Conf, Ports and Sysconfig are the files as they are,
+	// nil when missing (Ports: Debian's only; Sysconfig: where the
+	// launcher reads one).
+	Partitions, Conf, Ports, Sysconfig []byte
 	// Port is the local InfiniBand port opensm binds to (the spec's, or
 	// the first active InfiniBand port), nil without one.
 	Port *LocalPort
@@ -133,7 +163,7 @@ type Fabric struct {
 // Observe implements plan.TypedProvider.
 //
 // Equivalent to: cat /etc/opensm/partitions.conf /etc/opensm/opensm.conf
-// /etc/default/opensm (RHEL: /etc/rdma/...); sminfo -C DEV -P N; sminfo -C DEV -P N -D 0; smpquery -C DEV -P N -D pkeys 0
+// /etc/default/opensm (RHEL: /etc/rdma/..., /etc/sysconfig/opensm); sminfo -C DEV -P N; sminfo -C DEV -P N -D 0; smpquery -C DEV -P N -D pkeys 0
 func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	sm := req.Spec.SubnetManager
 	if sm == nil && !req.Full {
@@ -143,6 +173,9 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	if bin, err := h.FS.ReadFile(Binary); err == nil {
 		obs.Installed = true
 		obs.Layout = LayoutOf(bin)
+		if l, err := h.FS.ReadFile(Launcher); err == nil {
+			obs.Layout.Sysconfig = SysconfigOf(l)
+		}
 	}
 	var err error
 	if obs.Partitions, err = host.ReadOptional(h.FS, obs.Layout.Partitions); err != nil {
@@ -153,6 +186,11 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	}
 	if obs.Layout.Ports != "" {
 		if obs.Ports, err = host.ReadOptional(h.FS, obs.Layout.Ports); err != nil {
+			return nil, err
+		}
+	}
+	if obs.Layout.Sysconfig != "" {
+		if obs.Sysconfig, err = host.ReadOptional(h.FS, obs.Layout.Sysconfig); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +256,10 @@ type payload struct {
 	restart bool
 	// signal: the file is as wanted but opensm has not taken it yet.
 	signalOnly bool
-	port       *LocalPort
+	// launched: opensm.service runs opensm under the package's launcher
+	// (RHEL's opensm-launch, a shell loop a SIGHUP would end): restart.
+	launched bool
+	port     *LocalPort
 	// expect is what the fabric must show once opensm took the file.
 	expect expectation
 }

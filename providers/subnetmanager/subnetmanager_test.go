@@ -270,4 +270,31 @@ func TestCaptureRoundTrip(t *testing.T) {
 	if err := (&Provider{}).CaptureFrom(&Observed{Partitions: []byte("x=0x10, scope=2 : ALL;")}, nil, &shown, plan.CaptureOptions{}); err == nil || !strings.Contains(err.Error(), `flag "scope"`) {
 		t.Errorf("a flag the spec lacks: %v", err)
 	}
+	// RHEL: the launcher's PRIORITY is the priority opensm runs with,
+	// whatever opensm.conf says.
+	sys := SetShellVar([]byte(readTestdata(t, "rhel/opensm.sysconfig")), "PRIORITY", "12")
+	rhel := schema.Spec{Version: schema.Version}
+	if err := (&Provider{}).CaptureFrom(&Observed{Partitions: parts, Conf: conf, Sysconfig: sys}, nil, &rhel, plan.CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := rhel.SubnetManager.Priority; p == nil || *p != 12 {
+		t.Errorf("priority captured on RHEL: %v, want PRIORITY=12 of /etc/sysconfig/opensm", p)
+	}
+}
+
+// TestSysconfigOf: the package's launcher sources /etc/sysconfig/opensm;
+// a launcher that does not, none.
+func TestSysconfigOf(t *testing.T) {
+	if got := SysconfigOf([]byte(readTestdata(t, "rhel/opensm.launch"))); got != SysconfigFile {
+		t.Errorf("RHEL's opensm-launch: %q, want %s", got, SysconfigFile)
+	}
+	if got := SysconfigOf([]byte("#!/bin/sh\nexec /usr/sbin/opensm\n")); got != "" {
+		t.Errorf("a launcher without it: %q", got)
+	}
+	if got, want := string(SetShellVar([]byte("#PRIORITY=15\nPRIORITY=15\nPRIORITY=1\n"), "PRIORITY", "3")), "#PRIORITY=15\nPRIORITY=3\n"; got != want {
+		t.Errorf("SetShellVar: %q, want %q", got, want)
+	}
+	if got := ShellVar([]byte("GUIDS=\"0x1 0x2\"\n#GUIDS=0x3\n"), "GUIDS"); got != "0x1 0x2" {
+		t.Errorf("ShellVar: %q", got)
+	}
 }
