@@ -28,7 +28,7 @@ func slurmDrain(t *testing.T, l *lab, s *slurmlab.Lab, args map[string]any, flag
 func TestDrainSlurm(t *testing.T) {
 	l := newLab(t)
 	l.installCollection(t)
-	s := slurmlab.Start(t)
+	s := slurmlab.Start(t, 3)
 	l.env = append(l.env, s.Env()...)
 
 	job := s.Submit(t, "n1", 600)

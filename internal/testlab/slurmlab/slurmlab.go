@@ -44,7 +44,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -65,7 +64,7 @@ const (
 	Addr     = "192.0.2.1"
 	peerAddr = "192.0.2.2"
 	ctlPort  = 6817
-	nodePort = 6820 // the first node listens on 6821, the second on 6822, ...
+	nodePort = 6820 // n1 listens on 6821, n2 on 6822, ...
 )
 
 type launch struct {
@@ -137,9 +136,6 @@ var tools = []struct{ name, pkg string }{
 
 var seq atomic.Int64
 
-// nodeName is what the lab accepts as a node name (it names a directory).
-var nodeName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
-
 // Lab is one running Slurm cluster.
 type Lab struct {
 	// Dir holds slurm.conf, the munge key and socket, state, spool and logs.
@@ -148,7 +144,7 @@ type Lab struct {
 	NS string
 	// Conf is slurm.conf (SLURM_CONF for clients).
 	Conf string
-	// Nodes are the node names.
+	// Nodes are the node names, n1, n2, ...
 	Nodes []string
 
 	daemons []*daemon
@@ -161,10 +157,10 @@ type daemon struct {
 	done chan struct{}
 }
 
-// Start runs munged, slurmctld and one slurmd for each node name (n1,
-// n2, n3 when none is given), waits until every node is idle, and stops
-// them all by PID (then deletes the namespace) at the end of the test.
-func Start(t testing.TB, nodes ...string) *Lab {
+// Start runs munged, slurmctld and one slurmd for each of nodes nodes,
+// waits until every node is idle, and stops them all by PID (then
+// deletes the namespace) at the end of the test.
+func Start(t testing.TB, nodes int) *Lab {
 	t.Helper()
 	need.Root(t, "network, PID, UTS and mount namespaces for the Slurm daemons")
 	bin := map[string]string{}
@@ -182,14 +178,8 @@ func Start(t testing.TB, nodes ...string) *Lab {
 			t.Fatal(err)
 		}
 	}
-	l.Nodes = nodes
-	if len(nodes) == 0 {
-		l.Nodes = []string{"n1", "n2", "n3"}
-	}
-	for _, n := range l.Nodes {
-		if !nodeName.MatchString(n) || n == "munge" || n == "run" || n == "state" || n == "log" {
-			t.Fatalf("slurmlab: node name %q (want [a-z][a-z0-9]*, not a directory of the lab)", n)
-		}
+	for i := 1; i <= nodes; i++ {
+		l.Nodes = append(l.Nodes, fmt.Sprintf("n%d", i))
 	}
 	for _, d := range append([]string{"munge", "run", "state", "log"}, l.Nodes...) {
 		if err := os.Mkdir(filepath.Join(l.Dir, d), 0o755); err != nil {

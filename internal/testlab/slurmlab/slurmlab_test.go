@@ -11,7 +11,7 @@ import (
 // pinned to n2 runs there (sinfo: allocated) while the others stay idle,
 // and scancel gives the node back.
 func TestLab(t *testing.T) {
-	l := slurmlab.Start(t)
+	l := slurmlab.Start(t, 3)
 	id := l.Submit(t, "n2", 300)
 	for n, want := range map[string]string{"n1": "idle", "n2": "allocated", "n3": "idle"} {
 		if got := l.State(t, n); got != want {
