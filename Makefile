@@ -161,6 +161,11 @@ bin/rdmaform:
 schema: ## regenerate schema/rdmaform.schema.json from the spec's Go types
 	$(GO) test ./schema -count=1 -run '^TestJSONSchemaFile$$' -update
 
+.PHONY: k8s-lab
+
+k8s-lab: ## build kube-apiserver, kubectl and etcd from the Go module proxy for the Kubernetes lab (reused when present; RDMAFORM_K8S_LAB_DIR)
+	$(GO) run ./internal/testlab/kubelab/buildlab
+
 .PHONY: bench
 
 BENCHFLAGS ?=

@@ -1,0 +1,114 @@
+package kubelab_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/kubelab"
+	"github.com/rdmaform/rdmaform/internal/testlab/kubelab/labbin"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
+)
+
+var shared kubelab.Shared
+
+func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
+
+// TestSmoke: the lab's API server is ready and is the version built, a
+// Node made through the client is what kubectl lists, and a
+// ServiceAccount token bound to that Node authenticates as the
+// ServiceAccount with the node's name in its user extra.
+func TestSmoke(t *testing.T) {
+	l := shared.Get(t)
+	ctx := context.Background()
+	body, err := l.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil || string(body) != "ok" {
+		t.Fatalf("/readyz: %q, %v", body, err)
+	}
+	v, err := l.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != labbin.Kubernetes {
+		t.Errorf("/version says %s, want %s", v.GitVersion, labbin.Kubernetes)
+	}
+
+	l.CreateNode(t, "smoke-node-1", map[string]string{"rdmaform.io/pool": "a"})
+	out := l.MustKubectl(t, "get", "nodes", "-l", "rdmaform.io/pool=a", "-o", "name")
+	if strings.TrimSpace(out) != "node/smoke-node-1" {
+		t.Errorf("kubectl get nodes -l rdmaform.io/pool=a: %q, want node/smoke-node-1", out)
+	}
+
+	l.ServiceAccount(t, "smoke", "agent")
+	tok := l.Token(t, "smoke", "agent", "smoke-node-1")
+	_, kc := l.AsUser(t, "agent", tok)
+	out, err = l.KubectlWith(ctx, kc, nil, "auth", "whoami", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var review struct {
+		Status struct {
+			UserInfo struct {
+				Username string              `json:"username"`
+				Extra    map[string][]string `json:"extra"`
+			} `json:"userInfo"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out), &review); err != nil {
+		t.Fatalf("kubectl auth whoami: %v: %s", err, out)
+	}
+	u := review.Status.UserInfo
+	if u.Username != "system:serviceaccount:smoke:agent" {
+		t.Errorf("the bound token is user %q, want system:serviceaccount:smoke:agent", u.Username)
+	}
+	if got := u.Extra[kubelab.NodeNameExtra]; len(got) != 1 || got[0] != "smoke-node-1" {
+		t.Errorf("the bound token's extra %s = %q, want [smoke-node-1] (extra: %v)", kubelab.NodeNameExtra, got, u.Extra)
+	}
+	// An unbound token carries no node name.
+	_, kc = l.AsUser(t, "agent-unbound", l.Token(t, "smoke", "agent", ""))
+	out, err = l.KubectlWith(ctx, kc, nil, "auth", "whoami", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, kubelab.NodeNameExtra) {
+		t.Errorf("an unbound token has a node name: %s", out)
+	}
+	// Without a role the ServiceAccount may not list nodes (RBAC is on).
+	if _, err := l.KubectlWith(ctx, kc, nil, "get", "nodes"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("kubectl get nodes as a ServiceAccount with no role: %v, want forbidden", err)
+	}
+	if _, err := l.Client.CoreV1().Nodes().Get(ctx, "smoke-node-1", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMissingBinariesSkip: with no lab where RDMAFORM_K8S_LAB_DIR points,
+// a lab test skips and says how to get one; under RDMAFORM_REQUIRE_LAB=1
+// it fails and says the same.
+func TestMissingBinariesSkip(t *testing.T) {
+	if os.Getenv("KUBELAB_CHILD") == "1" {
+		shared.Get(t)
+		t.Fatal("the lab started without binaries")
+	}
+	empty := t.TempDir()
+	for _, require := range []string{"", "1"} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestMissingBinariesSkip$", "-test.v")
+		cmd.Env = append(os.Environ(), "KUBELAB_CHILD=1", labbin.DirEnv+"="+empty, need.RequireEnv+"="+require)
+		out, err := cmd.CombinedOutput()
+		s := string(out)
+		if !strings.Contains(s, "no Kubernetes lab in "+empty+" (run make k8s-lab") {
+			t.Errorf("%s=%q: the output does not say why:\n%s", need.RequireEnv, require, s)
+		}
+		switch {
+		case require == "" && (err != nil || !strings.Contains(s, "--- SKIP")):
+			t.Errorf("without %s the test did not skip (%v):\n%s", need.RequireEnv, err, s)
+		case require == "1" && (err == nil || !strings.Contains(s, "--- FAIL")):
+			t.Errorf("under %s=1 the test did not fail (%v):\n%s", need.RequireEnv, err, s)
+		}
+	}
+}
