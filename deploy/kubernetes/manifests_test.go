@@ -208,7 +208,7 @@ func TestAgentLeastPrivilege(t *testing.T) {
 	}
 
 	a := newAgent(t, l, "rbac-1")
-	policyLoaded(t, a, "rbac-2")
+	policyLoaded(t, a, "rbac-3")
 
 	// Reading.
 	if list, err := a.dyn.Resource(configs).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) == 0 {

@@ -169,6 +169,9 @@ func (s *Shared) Get(t testing.TB) *Lab {
 			s.lab.Stop()
 			s.lab = nil
 		}
+		if s.lab != nil {
+			t.Logf("kubelab: %s ready in %s (files in %s)", s.lab.Server, s.lab.Started.Round(time.Millisecond), s.lab.Dir)
+		}
 	})
 	if s.miss != nil {
 		need.Skip(t, "%v", s.miss)
@@ -294,6 +297,9 @@ func startOnce(bin, dir string) (*Lab, error) {
 		"--service-account-signing-key-file", saKey,
 		"--token-auth-file", tokens,
 		"--authorization-mode", "RBAC",
+		// As kubeadm and every distribution set it: a node agent's
+		// DaemonSet may be privileged.
+		"--allow-privileged=true",
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--v", "1")
 	if err != nil {
