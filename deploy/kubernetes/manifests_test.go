@@ -42,16 +42,6 @@ var lab kubelab.Shared
 
 func TestMain(m *testing.M) { os.Exit(lab.Run(m)) }
 
-// crdDir is the CRDs the manifests go with: deploy/kubernetes/crds once
-// the agent's are there, else the stand-in in testdata.
-func crdDir(t *testing.T) string {
-	if _, err := os.Stat("crds"); err == nil {
-		return "crds"
-	}
-	t.Log("deploy/kubernetes/crds does not exist: the stand-in testdata/crds is used")
-	return filepath.Join("testdata", "crds")
-}
-
 var (
 	applyOnce sync.Once
 	applyErr  error
@@ -64,8 +54,7 @@ func applied(t *testing.T) *kubelab.Lab {
 	l := lab.Get(t)
 	applyOnce.Do(func() {
 		ctx := context.Background()
-		dir := crdDir(t)
-		if _, applyErr = l.Kubectl(ctx, "apply", "--server-side", "-f", dir); applyErr != nil {
+		if _, applyErr = l.Kubectl(ctx, "apply", "--server-side", "-f", "crds"); applyErr != nil {
 			return
 		}
 		if _, applyErr = l.Kubectl(ctx, "wait", "--for", "condition=Established", "--timeout", "60s",
@@ -81,14 +70,16 @@ func applied(t *testing.T) *kubelab.Lab {
 }
 
 // TestManifestsAreAccepted: the API server takes every manifest of
-// deploy/kubernetes/ with strict field validation (kubectl apply
+// deploy/kubernetes/ and deploy/kubernetes/crds/ with strict field validation (kubectl apply
 // --server-side), and then has each object; a manifest with a field the
 // API does not have is refused, so acceptance means something.
 func TestManifestsAreAccepted(t *testing.T) {
 	l := applied(t)
 	ctx := context.Background()
 	files, err := filepath.Glob("*.yaml")
-	if err != nil || len(files) < 4 {
+	crds, err2 := filepath.Glob("crds/*.yaml")
+	files = append(files, crds...)
+	if err != nil || err2 != nil || len(files) < 6 {
 		t.Fatalf("manifests: %v %v", files, err)
 	}
 	for _, f := range files {
@@ -167,6 +158,29 @@ func forbidden(t *testing.T, what string, err error, want ...string) {
 	}
 }
 
+// statusSubresource is how RDMAHostState's status is written: through
+// the status subresource when its CRD has one, else with the object.
+func statusSubresource(t *testing.T, admin dynamic.Interface) []string {
+	t.Helper()
+	crd, err := admin.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+		Get(context.Background(), "rdmahoststates.rdmaform.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		if v.(map[string]any)["name"] != states.Version {
+			continue
+		}
+		if _, ok, _ := unstructured.NestedMap(v.(map[string]any), "subresources", "status"); ok {
+			return []string{"status"}
+		}
+		return nil
+	}
+	t.Fatalf("the RDMAHostState CRD serves no %s", states.Version)
+	return nil
+}
+
 // policyLoaded waits until the admission policy refuses the agent on
 // node a writing node b's state (a server-side dry run: nothing is
 // written), as the API server loads a new policy in the background.
@@ -234,8 +248,11 @@ func TestAgentLeastPrivilege(t *testing.T) {
 		t.Errorf("update its own state: %v", err)
 	}
 	status := []byte(`{"status":{"config":"rbac","conditions":[{"type":"InSync","status":"True","reason":"PlanEmpty","message":"","lastTransitionTime":"2026-11-26T00:00:00Z"}]}}`)
-	if _, err := a.dyn.Resource(states).Patch(ctx, "rbac-1", types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+	sub := statusSubresource(t, admin)
+	if got, err := a.dyn.Resource(states).Patch(ctx, "rbac-1", types.MergePatchType, status, metav1.PatchOptions{}, sub...); err != nil {
 		t.Errorf("patch its own state's status: %v", err)
+	} else if c, _, _ := unstructured.NestedString(got.Object, "status", "config"); c != "rbac" {
+		t.Errorf("its own state's status after the patch: %v", got.Object["status"])
 	}
 
 	// Another node's state: refused by the policy, whatever the verb.
@@ -243,13 +260,13 @@ func TestAgentLeastPrivilege(t *testing.T) {
 	forbidden(t, "create another node's state", err, policy, "rbac-1 may not write rdmahoststates rbac-3")
 	_, err = a.dyn.Resource(states).Patch(ctx, "rbac-2", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
 	forbidden(t, "update another node's state", err, policy)
-	_, err = a.dyn.Resource(states).Patch(ctx, "rbac-2", types.MergePatchType, status, metav1.PatchOptions{}, "status")
+	_, err = a.dyn.Resource(states).Patch(ctx, "rbac-2", types.MergePatchType, status, metav1.PatchOptions{}, sub...)
 	forbidden(t, "patch another node's state's status", err, policy)
 	err = a.dyn.Resource(states).Delete(ctx, "rbac-2", metav1.DeleteOptions{})
 	forbidden(t, "delete another node's state", err, policy)
 	// Nor through a token of its ServiceAccount bound to no node.
 	cfg, _ := l.AsUser(t, "agent-unbound", l.Token(t, namespace, agentSA, ""))
-	_, err = dynamic.NewForConfigOrDie(cfg).Resource(states).Patch(ctx, "rbac-1", types.MergePatchType, status, metav1.PatchOptions{}, "status")
+	_, err = dynamic.NewForConfigOrDie(cfg).Resource(states).Patch(ctx, "rbac-1", types.MergePatchType, status, metav1.PatchOptions{}, sub...)
 	forbidden(t, "write a state with an unbound token", err, policy, "bound to no node")
 	if got, err := admin.Resource(states).Get(ctx, "rbac-2", metav1.GetOptions{}); err != nil || len(got.GetLabels()) != 0 {
 		t.Errorf("rbac-2's state after the refused writes: %v, labels %v", err, got.GetLabels())
