@@ -20,8 +20,8 @@ func slurmDrain(t *testing.T, l *lab, s *slurmlab.Lab, args map[string]any, flag
 // TestDrainSlurm drives the module against a real slurmctld and slurmd
 // (Debian's slurm-wlm, munge): with a job running on n1 the drain leaves
 // n1 DRAINING and the module keeps waiting (it has not returned while the
-// job runs); once the job ends Slurm says drained and the module returns
-// changed; a second drain changes nothing; check mode reports without
+// job runs, nor while the cancelled job is completing); once the job ends
+// Slurm says drained and the module returns changed; a second drain changes nothing; check mode reports without
 // changing; resume brings n1 back to idle, a second resume changes
 // nothing; a drain whose job outlives the timeout fails saying so, and
 // the node stays draining; an unknown node fails with scontrol's words.
@@ -31,14 +31,29 @@ func TestDrainSlurm(t *testing.T) {
 	s := slurmlab.Start(t, 3)
 	l.env = append(l.env, s.Env()...)
 
-	job := s.Submit(t, "n1", 600)
+	job, release := s.SubmitLingering(t, "n1")
 	drain := slurmDrain(t, l, s, map[string]any{"node": "n1", "reason": "rdmaform test", "timeout": 300, "poll": 1})
 	s.WaitState(t, "n1", "draining", 60*time.Second)
-	if !drain.running() {
-		res, status, out := drain.wait(t)
-		t.Fatalf("the module returned (%s, %v) while job %s still runs on n1:\n%s", status, res, job, out)
+	running := func(when string) {
+		t.Helper()
+		if !drain.running() {
+			res, status, out := drain.wait(t)
+			t.Fatalf("the module returned (%s, %v) %s:\n%s", status, res, when, out)
+		}
 	}
+	running("while job " + job + " still runs on n1")
+	// Cancelled, the job lingers in COMPLETING (its script traps the
+	// signal) until released: Slurm still says draining, and the module
+	// still waits. The pause gives a module that took COMPLETING for
+	// drained three polls to return.
 	s.MustRun(t, "scancel", job)
+	s.WaitJob(t, job, "COMPLETING", 30*time.Second)
+	time.Sleep(3 * time.Second)
+	if got := s.State(t, "n1"); got != "draining" {
+		t.Errorf("with job %s completing, n1 is %s, want draining", job, got)
+	}
+	running("while job " + job + " is completing on n1")
+	release()
 	res, status, out := drain.wait(t)
 	if status != "CHANGED" {
 		t.Fatalf("drain: %s, want CHANGED\n%s", status, out)

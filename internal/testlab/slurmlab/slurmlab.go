@@ -432,9 +432,46 @@ func (l *Lab) Submit(t testing.TB, node string, seconds int) string {
 	out := l.MustRun(t, "sbatch", "--parsable", "-w", node, "-o", "/dev/null", "--chdir", l.Dir, "-J", "rdmaform-lab",
 		"--wrap", fmt.Sprintf("exec sleep %d", seconds))
 	id := strings.TrimSpace(out)
-	l.wait(t, 30*time.Second, "job "+id+" running on "+node, func() (bool, string) {
-		out, err := l.Run(context.Background(), "squeue", "-h", "-j", id, "-o", "%T %N")
-		return err == nil && strings.TrimSpace(out) == "RUNNING "+node, out + fmt.Sprint(err)
-	})
+	l.WaitJob(t, id, "RUNNING", 30*time.Second)
 	return id
+}
+
+// SubmitLingering runs a batch job on node that, cancelled, lingers in
+// COMPLETING until release is called: its script traps SIGTERM (scancel's
+// signal) and waits for a file of the lab's. It returns the job ID once
+// the job runs. (Slurm sends SIGKILL KillWait seconds after the SIGTERM,
+// 30 by default, which ends the lingering anyway.)
+func (l *Lab) SubmitLingering(t testing.TB, node string) (id string, release func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp(l.Dir, "job-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(dir, "release")
+	script := filepath.Join(dir, "job.sh")
+	text := "#!/bin/sh\n" +
+		"trap 'while [ ! -e " + mark + " ]; do sleep 0.1; done; exit 0' TERM\n" +
+		"sleep 600 &\n" +
+		"wait\n"
+	if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := l.MustRun(t, "sbatch", "--parsable", "-w", node, "-o", "/dev/null", "--chdir", dir, "-J", "rdmaform-lab-lingering", script)
+	id = strings.TrimSpace(out)
+	l.WaitJob(t, id, "RUNNING", 30*time.Second)
+	return id, func() {
+		if err := os.WriteFile(mark, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// WaitJob waits (bounded) until squeue says the job is in state (RUNNING,
+// COMPLETING, ...).
+func (l *Lab) WaitJob(t testing.TB, id, state string, timeout time.Duration) {
+	t.Helper()
+	l.wait(t, timeout, "job "+id+" "+state, func() (bool, string) {
+		out, err := l.Run(context.Background(), "squeue", "-h", "-j", id, "-o", "%T")
+		return err == nil && strings.TrimSpace(out) == state, out + fmt.Sprint(err)
+	})
 }
