@@ -355,3 +355,71 @@ func mustInv(t *testing.T, h *host.Host) *inventory.Inventory {
 	}
 	return inv
 }
+
+// TestLabPortBinding: port: {device, port} on the real opensm, as far as
+// the simulator lets one show it. ibsim gives each client process one
+// port: port 1 of the node SIM_HOST names (ibsim/ibsim.c,
+// sim_ctl_new_client: cl->port = node_get_port(node, 0), index 0 being a
+// CA's port 1), and umad2sim presents it as the one device ibsim0
+// (umad2sim/umad2sim.c, umad2sim_init: devices[0] =
+// umad2sim_dev_create(0, "ibsim0"), nothing else; sim_client.c asks for
+// "portno requested" 0 only). So one opensm cannot be shown choosing
+// between two ports: the lab's HCAs have two ports each (NodeInfo says
+// so), ibstat through umad2sim lists one, and opensm given the second
+// port's GUID does not start (ERR 5422). What is shown: the spec's
+// port, resolved by rdmaform to its GUID, is the GUID the real opensm
+// bound with --guid reports as the master's in sminfo; apply, then plan
+// is empty.
+func TestLabPortBinding(t *testing.T) {
+	f := smlab.Start(t)
+	l := systemdlab.Start(t)
+	ctx := context.Background()
+	out, err := f.Run(ctx, "Hca1", "smpquery", "-D", "nodeinfo", "0")
+	if err != nil || !regexp.MustCompile(`(?m)^NumPorts:\.+2$`).MatchString(out) {
+		t.Fatalf("Hca1's NodeInfo: %q, %v; want 2 ports", out, err)
+	}
+	if out, err := f.Run(ctx, "Hca1", "ibstat", "ibsim0"); err != nil || !strings.Contains(out, "Number of ports: 1\n") {
+		t.Fatalf("ibstat through umad2sim: %q, %v; want one port (if it shows two, the lab can now show opensm choosing a port)", out, err)
+	}
+	a := newLabHost(t, f, l, "Hca1")
+	// opensm given Hca1's second port, which the fabric has (a CA's port
+	// GUIDs are its node GUID plus the port number) but umad2sim does not
+	// present.
+	var g uint64
+	if _, err := fmt.Sscanf(a.guid, "0x%x", &g); err != nil {
+		t.Fatal(err)
+	}
+	second := fmt.Sprintf("0x%016x", g+1)
+	sm := f.StartOpenSM(t, "Hca1", "--guid", second)
+	done := make(chan error, 1)
+	go func() { done <- sm.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("opensm --guid %s still runs after 30s", second)
+	}
+	if log := readLab(t, filepath.Join(f.Dir, "opensm-Hca1", "opensm.log")); !strings.Contains(log, "ERR 5422: Unable to find requested CA guid") {
+		t.Errorf("opensm --guid %s logged:\n%s", second, log)
+	}
+
+	a.start(t)
+	short := "0x" + strings.TrimLeft(strings.TrimPrefix(a.guid, "0x"), "0")
+	src := strings.Replace(partitionsSpec(6, []string{a.guid}, nil), "  priority: 6\n", "  priority: 6\n  port: {device: ibsim0, port: 1}\n", 1)
+	if got := summary(a.plan(t, src)); len(got) == 0 || got[len(got)-1] != "subnet_manager[ports] create: PORTS opensm.service" {
+		t.Errorf("plan: %v, want PORTS last", got)
+	}
+	a.applyThenEmpty(t, src)
+	if b, _ := a.FS.ReadFile(PortsFile); string(b) != "PORTS="+a.guid+"\n" {
+		t.Errorf("%s: %q, want PORTS=%s", PortsFile, b, a.guid)
+	}
+	f.WaitSMInfo(t, "Hca3", regexp.MustCompile(`sm guid `+short+`, .* priority 6 state 3 SMINFO_MASTER`), 30*time.Second)
+}
+
+func readLab(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -42,14 +42,30 @@ func peerHost(t *testing.T, f *smlab.Fabric, simHost string) *host.Host {
 // peer runs the responder probe serve would start, and fails once the
 // responder is gone.
 //
-// ibping itself cannot show a partition's effect, here or on real ports:
-// it sends its vendor MAD on queue pair 1 with P_Key index 0, the default
-// partition (infiniband-diags' ibping has no P_Key option), and ibsim
-// compares no P_Keys when it routes a MAD (ibsim/sim_mad.c,
-// process_packet: by LID to the node, then to its client). What the
-// partition does decide on the fabric is the path: IPoIB and rdma_cm ask
-// the SA for a PathRecord in their P_Key before any traffic, and opensm
-// answers only between ports that share it.
+// ibping cannot show the storage partition failing, here or on real
+// ports, so the "ibping fails when the partition leaves one out"
+// is shown through the path instead. Read from the sources:
+//   - ibping sends at P_Key index 0 of its port, always: its portid is
+//     zeroed (rdma-core v44.0 infiniband-diags/ibping.c:146, static
+//     ib_portid_t portid = { 0 }), its options are count, flood, oui and
+//     Server (ibping.c:201-207; ibdiag_common.c has no P_Key option), and
+//     libibmad puts portid's pkey_idx in the umad (libibmad/mad.c:189,
+//     umad_set_pkey(umad, is_smi ? 0 : dport->pkey_idx)) on QP 1
+//     (libibmad/vendor.c:96). opensm keeps index 0 for the default
+//     partition (opensm 3.3.23 osm_pkey_mgr.c:461-467; a partition
+//     flagged indx0 takes it instead), so on real ports ibping talks in
+//     the default partition, and fails only for a port the Default
+//     partition leaves out (the receiving HCA drops a GMP whose P_Key its
+//     table lacks).
+//   - ibsim never sees a MAD's P_Key: umad2sim copies only the LIDs and
+//     QPs of the umad into its request (ibsim 0.10 umad2sim/umad2sim.c:891-895),
+//     whose struct has no P_Key (include/ibsim.h:64-72, struct
+//     sim_request), and ibsim's only P_Key code is the PKeyTable
+//     attribute (ibsim/sim_mad.c:365, do_pkeytbl).
+//
+// What the partition does decide on this fabric is the path: IPoIB and
+// rdma_cm ask the SA for a PathRecord in their P_Key before any traffic,
+// and opensm answers only between ports that share it, one of them full.
 func TestLabTrafficFollowsPartitions(t *testing.T) {
 	f := smlab.Start(t)
 	l := systemdlab.Start(t)
