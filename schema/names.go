@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -162,4 +163,29 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, err
 	}
 	return p, nil
+}
+
+// RailPlaceholder is what a rail template's names hold, once each.
+const RailPlaceholder = "{rail}"
+
+// Rail is a rail template's name for rail n.
+func Rail(template string, n int) string {
+	return strings.ReplaceAll(template, RailPlaceholder, strconv.Itoa(n))
+}
+
+// CheckRailTemplate checks a rail template (a name of a device with
+// match): it holds {rail}, once, and no other brace; with {rail} as first
+// (the smallest rail number) it is a valid name by check. It returns the
+// finding's message, "" when the template is good.
+func CheckRailTemplate(s string, first int, check func(string) string) string {
+	switch n := strings.Count(s, RailPlaceholder); {
+	case n == 0:
+		return fmt.Sprintf("%q has no %s: every function the match selects needs a name of its own (e.g. rail%s)", truncate(s), RailPlaceholder, RailPlaceholder)
+	case n > 1:
+		return fmt.Sprintf("%q holds %s %d times: once", truncate(s), RailPlaceholder, n)
+	}
+	if rest := strings.Replace(s, RailPlaceholder, "", 1); strings.ContainsAny(rest, "{}") {
+		return fmt.Sprintf("%q holds a placeholder other than %s, the only one", truncate(s), RailPlaceholder)
+	}
+	return check(Rail(s, first))
 }

@@ -55,13 +55,16 @@ type Device struct {
 	PCIe     *PCIe     `yaml:"pcie,omitempty" doc:"runtime PCI Express settings of this PCI function (its config space); set again by the boot unit"`
 	Ports    []Port    `yaml:"ports,omitempty"`
 	// Names renames the device and its netdev, now and at every boot.
-	Names *Names `yaml:"names,omitempty" doc:"names for this PCI function's RDMA device and netdev, set now (rdma dev set, ip link set) and at boot (udev rules in /etc/udev/rules.d/70-rdmaform-names.rules); the device is selected by pci or node_guid"`
+	Names *Names `yaml:"names,omitempty" doc:"names for this PCI function's RDMA device and netdev, set now (rdma dev set, ip link set) and at boot (udev rules in /etc/udev/rules.d/59-rdmaform-names.rules); the device is selected by pci or node_guid, or by match with rail templates ({rail})"`
 }
 
 // Names are the names a device and its netdev get.
 type Names struct {
-	RDMA   string `yaml:"rdma,omitempty" doc:"RDMA device name, 1-63 of letters, digits, _ . - (IB_DEVICE_NAME_MAX 64 with NUL)"`
-	Netdev string `yaml:"netdev,omitempty" doc:"netdev name, 1-15 bytes (IFNAMSIZ 16 with NUL); the netdev is taken down to be renamed and brought back up"`
+	RDMA   string `yaml:"rdma,omitempty" doc:"RDMA device name, 1-63 of letters, digits, _ . - (IB_DEVICE_NAME_MAX 64 with NUL); on a device with match, a rail template: {rail} is the function's rail number"`
+	Netdev string `yaml:"netdev,omitempty" doc:"netdev name, 1-15 bytes (IFNAMSIZ 16 with NUL); the netdev is taken down to be renamed and brought back up; on a device with match, a rail template: {rail} is the function's rail number"`
+	// FirstRail is the rail number of the first function a match selects
+	// (functions ordered by NUMA node, then PCI address).
+	FirstRail *int `yaml:"first_rail,omitempty" min:"0" max:"999" doc:"with match: the rail number of the first function the match selects, the functions ordered by NUMA node, then PCI address (default 0)"`
 }
 
 // RdmaSystem is the RDMA subsystem's own settings.

@@ -390,15 +390,20 @@ func (v *validator) devices() {
 }
 
 // names checks a device's names: valid, wanted by no other entry, and on
-// a device selected by what a rename keeps (pci, node_guid).
+// a device selected by what a rename keeps (pci, node_guid, or match
+// with a rail template, whose expanded names the plan checks again).
 func (v *validator) names(d *Device, p string, seen map[string]string) {
 	n := d.Names
 	p += ".names"
 	if n.RDMA == "" && n.Netdev == "" {
 		v.add(p, "give rdma, netdev or both")
 	}
-	if d.Match != nil {
-		v.add(p, "names are for one PCI function: not with match, whose functions cannot share one name")
+	first := 0
+	if n.FirstRail != nil {
+		first = *n.FirstRail
+		if d.Match == nil {
+			v.add(p+".first_rail", "first_rail numbers the functions a match selects: it goes with match")
+		}
 	}
 	if kind, _ := d.Selector(); kind == "name" || kind == "netdev" {
 		v.add(p, "a device that is renamed must be selected by pci or node_guid, which a rename keeps; not by %s", kind)
@@ -411,7 +416,17 @@ func (v *validator) names(d *Device, p string, seen map[string]string) {
 		if x.key == "netdev" {
 			check = CheckNetdev
 		}
-		if m := check(x.name); m != "" {
+		if d.Match != nil {
+			// A rail template: its names are checked again, expanded, when
+			// the plan knows the functions the match selects.
+			if m := CheckRailTemplate(x.name, first, check); m != "" {
+				v.add(p+"."+x.key, "%s", m)
+			}
+			continue
+		} else if strings.Contains(x.name, RailPlaceholder) {
+			v.add(p+"."+x.key, "%s is for a rail template, the names of a device with match; a device selected by pci or node_guid is given its name", RailPlaceholder)
+			continue
+		} else if m := check(x.name); m != "" {
 			v.add(p+"."+x.key, "%s", m)
 			continue
 		}

@@ -37,3 +37,24 @@ func TestREADMEExample(t *testing.T) {
 		t.Fatalf("state after the README's apply: mode %q, rail1 %v, rail0eth %v", st.RdmaNetnsMode, st.Device("rail1"), st.Netdev("rail0eth"))
 	}
 }
+
+// TestREADMERailTemplate: the README's rail template names the six
+// functions of a three-card GPU node; apply, then plan is empty.
+func TestREADMERailTemplate(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "<!-- README example: rail template (TestREADMERailTemplate) -->\n  ```yaml\n")
+	if !ok {
+		t.Fatal("README has no rail template example")
+	}
+	body, _, _ := strings.Cut(rest, "```")
+	body = strings.ReplaceAll(body, "\n  ", "\n")
+	dir := railHost(t, nil)
+	spec := clitest.WriteSpec(t, strings.TrimPrefix(body, "  "))
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out, "name: mlx5_4 -> rdma_rail0", "name: ibp32s0f1 -> rail5")
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+}

@@ -167,7 +167,7 @@ func TestBadNames(t *testing.T) {
 	}, {
 		name: "a class of functions cannot share one name",
 		spec: "version: 1\ndevices:\n  - match: {psid: MT_0000000008}\n    names: {rdma: rail0}\n",
-		msg:  "host.yaml:4:12: error: $.devices[0].names: names are for one PCI function: not with match",
+		msg:  `host.yaml:4:19: error: $.devices[0].names.rdma: "rail0" has no {rail}: every function the match selects needs a name of its own`,
 	}, {
 		name: "nothing asked",
 		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {}\n",
