@@ -110,7 +110,11 @@ func TestEthtoolOnRealKernel(t *testing.T) {
 // named by PCI address with pcie alone: it is no RDMA device) and reads
 // its Max Read Request Size as the kernel shows it: the spec at that value
 // plans nothing. QEMU 7.2 emulates Device Control with bits 14:12
-// read-only (hw/pci/pcie.c sets no write mask for them), so a write does
+// read-only (Debian 12's source, qemu 1:7.2+dfsg-7+deb12u18: the only
+// write masks of Device Control in hw/ are hw/pci/pcie.c:295-297, the
+// error-reporting enables, and :838-839, Initiate FLR; no device names
+// PCI_EXP_DEVCTL_READRQ, so no q35 device of this QEMU takes the write;
+// only vfio-pci or Xen passthrough would), so a write does
 // not take: apply writes in place, reads back, and fails naming the value
 // the device kept, and the register is as before. On hardware the same
 // write changes it (the simulator's scenario, TestMaxReadRequest).
