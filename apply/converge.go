@@ -61,9 +61,19 @@ func Guard(h *host.Host, p *plan.Plan, providers []plan.Provider, o GuardOptions
 			return err
 		}
 		for _, c := range p.Changes {
+			hit := ""
 			for _, nd := range c.Disrupts {
-				if reason, ok := mgmt[nd]; ok {
+				if reason, ok := mgmt[nd]; ok && hit == "" {
+					hit = nd
 					why = append(why, fmt.Sprintf("%s would take down, re-address or change the MTU of %s, and %s; add --allow-mgmt, or apply with --confirm-timeout to have it rolled back unless confirmed", c.Address, nd, reason))
+				}
+			}
+			// A change disrupting a management netdev under several
+			// names (a rename: the old and the new) makes the others
+			// management netdevs for the changes after it.
+			for _, nd := range c.Disrupts {
+				if _, ok := mgmt[nd]; hit != "" && !ok {
+					mgmt[nd] = mgmt[hit] + " (as " + hit + ", renamed by " + c.Address.String() + ")"
 				}
 			}
 		}

@@ -223,10 +223,23 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	// Every interface and unit the plan touches is recorded, also one
 	// that show would not capture (no RDMA device's interface, yet).
 	var o plan.CaptureOptions
+	// A netdev the plan renames is recorded under the name it has now.
+	oldName, oldRDMA := map[string]string{}, map[string]string{}
+	for _, ch := range p.Changes {
+		if old, name, rdma, ok := names.Renamed(ch); ok && rdma {
+			oldRDMA[name] = old
+		} else if ok {
+			oldName[name] = old
+		}
+	}
 	for _, ch := range p.Changes {
 		switch ch.Address.Kind {
 		case netdev.Kind:
-			o.Netdevs = append(o.Netdevs, ch.Address.Key)
+			n := ch.Address.Key
+			if old, ok := oldName[n]; ok {
+				n = old
+			}
+			o.Netdevs = append(o.Netdevs, n)
 		case services.Kind:
 			o.Units = append(o.Units, ch.Address.Key)
 		}
@@ -247,6 +260,10 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	var addrs []string
 	for _, ch := range p.Changes {
 		addrs = append(addrs, ch.Address.String())
+		if alias, ok := beforeRename(ch.Address, oldName, oldRDMA); ok {
+			// The rollback plans it under the name it had.
+			addrs = append(addrs, alias)
+		}
 		if ch.Action != plan.Create {
 			continue
 		}
@@ -482,6 +499,24 @@ func (a *app) realPath(p string) string {
 		return filepath.Join(a.absDir(a.rootDir), p)
 	}
 	return p
+}
+
+// beforeRename is a change's address under the names the host had
+// before the apply renamed its netdev (interface[NAME], ethtool[NAME]) or
+// RDMA device (rxe[NAME], qos[DEV/N], rdma_cm[DEV/N]); ok false when
+// neither is renamed.
+func beforeRename(a plan.Address, oldName, oldRDMA map[string]string) (string, bool) {
+	if old, ok := oldName[a.Key]; ok {
+		return plan.Addr(a.Kind, old).String(), true
+	}
+	if old, ok := oldRDMA[a.Key]; ok { // rxe[NAME]
+		return plan.Addr(a.Kind, old).String(), true
+	}
+	dev, port, ok := strings.Cut(a.Key, "/")
+	if old, renamed := oldRDMA[dev]; ok && renamed {
+		return plan.Addr(a.Kind, old+"/"+port).String(), true
+	}
+	return "", false
 }
 
 // journalName gives the captured device a rename replaced its old name,

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,54 @@ func TestRollbackNamesAndNetns(t *testing.T) {
 	before := state()
 	cmd, done := l.waitingApply(h, "10m", spec)
 	if got := state(); !strings.HasPrefix(got, "exclusive ") || !strings.Contains(got, ",rail1,") || !strings.Contains(got, ",rail1eth") {
+		t.Fatalf("while the apply waits: %s", got)
+	}
+	_ = cmd.Process.Kill()
+	done()
+	l.must(0, "--sim", h, "rollback")
+	if got := state(); got != before {
+		t.Fatalf("after the rollback: %s, want %s", got, before)
+	}
+	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// TestRollbackRenameAndSettings: one apply renamed a netdev and changed
+// its MTU under the new name; killed while it waits for its confirmation,
+// it is rolled back from its journal: the old name and the old MTU again
+// (the journal recorded the netdev under the name it had). Then apply,
+// and plan is empty.
+func TestRollbackRenameAndSettings(t *testing.T) {
+	l := newRBLab(t)
+	h := l.newHost("h", "cx5-roce")
+	f := filepath.Join(h, "usr/lib/udev/rdma_rename")
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := l.spec("s.yaml", "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1, netdev: rail1eth}\ninterfaces:\n  - name: rail1eth\n    mtu: 4200\n")
+	state := func() string {
+		s, err := sim.Open(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range s.State().Devices {
+			out = append(out, d.Name)
+		}
+		for _, n := range s.State().Netdevs {
+			out = append(out, fmt.Sprintf("%s/%d", n.Name, n.MTU))
+		}
+		return strings.Join(out, ",")
+	}
+	before := state()
+	if !strings.Contains(before, "ens1f1np1/1500") {
+		t.Fatalf("before: %s", before)
+	}
+	cmd, done := l.waitingApply(h, "10m", spec)
+	if got := state(); !strings.Contains(got, "rail1,") || !strings.Contains(got, "rail1eth/4200") {
 		t.Fatalf("while the apply waits: %s", got)
 	}
 	_ = cmd.Process.Kill()

@@ -43,12 +43,35 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 
 	obs := make([]any, len(providers))
 	errs := make([]error, len(providers))
+	// The rename stage observes first: the stages after it observe and
+	// plan with the names it gives (Request.Renamed), so one apply
+	// renames and configures the renamed devices and netdevs.
+	reqs := make([]*Request, len(providers))
+	renamedAt := -1
+	for i, pr := range providers {
+		reqs[i] = req
+		if _, ok := renamesOf(pr); ok && renamedAt < 0 {
+			renamedAt = i
+			obs[i], errs[i] = pr.Discover(ctx, h, req)
+		}
+	}
+	view := req
+	if renamedAt >= 0 && errs[renamedAt] == nil {
+		r, _ := renamesOf(providers[renamedAt])
+		view = req.Renamed(r.renames(req, obs[renamedAt]))
+		for i := renamedAt + 1; i < len(providers); i++ {
+			reqs[i] = view
+		}
+	}
 	var wg sync.WaitGroup
 	for i, pr := range providers {
+		if i == renamedAt {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			obs[i], errs[i] = pr.Discover(ctx, h, req)
+			obs[i], errs[i] = pr.Discover(ctx, h, reqs[i])
 		}()
 	}
 	wg.Wait()
@@ -62,7 +85,7 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 			continue
 		}
 		observed[pr.Name()] = obs[i]
-		prop := pr.Diff(req, obs[i], facts)
+		prop := pr.Diff(reqs[i], obs[i], facts)
 		for _, c := range prop.Changes {
 			c.Provider, c.stage = pr.Name(), i
 		}
@@ -74,7 +97,7 @@ func Build(ctx context.Context, h *host.Host, spec *schema.Spec, providers []Pro
 		managed = append(managed, prop.Managed...)
 	}
 	p.Finish()
-	return &Result{Plan: p, Request: req, Observed: observed, Facts: facts, Managed: managed}, nil
+	return &Result{Plan: p, Request: view, Observed: observed, Facts: facts, Managed: managed}, nil
 }
 
 // resolveDevices maps each spec device to an inventory device. A name that

@@ -60,6 +60,10 @@ type Request struct {
 	// Capture holds show's options when Full is set: the firmware
 	// parameters, extra netdevs and extra units it asks for by name.
 	Capture CaptureOptions
+	// netdevNow and rdmaNow take the names a rename stage of this plan
+	// gives to the names the host has now (Renamed).
+	netdevNow, rdmaNow map[string]string
+	renames            Renames
 }
 
 // DevicePort is a port of a device the request resolved: Index is the

@@ -116,14 +116,15 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, t := range ts {
-		if !host.Exists(h.FS, "/sys/class/net/"+t.name) {
+		now := req.NetdevNow(t.name) // its name before the names stage renames it
+		if !host.Exists(h.FS, "/sys/class/net/"+now) {
 			continue // Plan defers it
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
-			ifc, err := read(ctx, h, t.name, t.rings, t.channels)
+			ifc, err := read(ctx, h, now, t.rings, t.channels)
 			<-sem
 			mu.Lock()
 			defer mu.Unlock()

@@ -165,7 +165,7 @@ func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
 		if _, done := obs.Links[name]; done {
 			continue
 		}
-		l, ok, err := inventory.ReadNetdev(h.FS, name)
+		l, ok, err := inventory.ReadNetdev(h.FS, req.NetdevNow(name)) // before the names stage renames it
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func readSysfs(h *host.Host, req *plan.Request, obs *Observed) error {
 		if _, done := obs.PKeys[k]; done {
 			continue
 		}
-		keys, err := inventory.ReadPKeys(h.FS, dev.Name, port.Num)
+		keys, err := inventory.ReadPKeys(h.FS, req.RDMANow(dev.Name), port.Num)
 		if err != nil {
 			return err
 		}

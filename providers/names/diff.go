@@ -84,14 +84,14 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		c := &plan.Change{Address: plan.Addr(KindNetdev, key), Action: plan.Update, Activation: plan.Runtime,
 			Source: req.Pos(base + ".netdev"), Payload: &payload{netdev: true, old: nd.Name, name: n.Netdev, up: nd.Up}}
 		if nd.Up {
-			// The kernel renames only a netdev that is down (EBUSY).
+			// The kernel renames only a netdev that is down (EBUSY). Both
+			// names: the guard follows a management netdev to its new one.
 			attrs = append(attrs, plan.Attr{Name: "link", Before: "up", After: "down while renamed, then up"})
-			c.Disrupts = []string{nd.Name}
+			c.Disrupts = []string{nd.Name, n.Netdev}
 		}
 		c.Attributes = attrs
 		prop.Changes = append(prop.Changes, c)
 	}
-	prop.Errors = append(prop.Errors, sameApply(req, prop.Changes)...)
 	if len(asked) == 0 && complete {
 		return prop
 	}
@@ -129,66 +129,21 @@ func digest(b []byte) string {
 	return fmt.Sprintf("%d rules", bytes.Count(b, []byte("\nACTION==")))
 }
 
-// sameApply refuses a plan that renames a device or netdev while other
-// parts of the spec act on it: later stages plan with the names the host
-// has now, so they would fail on the new ones half-way through the apply.
-// The names go first, in an apply of their own.
-func sameApply(req *plan.Request, changes []*plan.Change) []schema.Finding {
-	var out []schema.Finding
-	renamed := map[string]string{} // old and new name -> the change's address
-	for _, c := range changes {
+var _ plan.TypedRenamer[*Observed] = (*Provider)(nil)
+
+// Renames implements plan.TypedRenamer: the renames this plan makes, so
+// that the later stages plan under the new names in the same apply.
+func (p *Provider) Renames(req *plan.Request, obs *Observed) plan.Renames {
+	rn := plan.Renames{RDMA: map[string]string{}, Netdev: map[string]string{}}
+	for _, c := range p.Plan(req, obs, plan.NewFacts()).Changes {
 		pl, err := plan.PayloadOf[*payload](c)
-		if err != nil || pl.file {
-			continue
-		}
-		renamed[pl.old], renamed[pl.name] = c.Address.String(), c.Address.String()
-	}
-	if len(renamed) == 0 {
-		return nil
-	}
-	refuse := func(path, name string) {
-		if addr, ok := renamed[name]; ok {
-			out = append(out, req.Finding(path, "%s is renamed by %s in this plan: apply the names first, in an apply of their own (a spec with only devices[].names), then this", name, addr))
+		switch {
+		case err != nil || pl.file:
+		case pl.rdma:
+			rn.RDMA[pl.old] = pl.name
+		default:
+			rn.Netdev[pl.old] = pl.name
 		}
 	}
-	for i, d := range req.Devices {
-		sd := &req.Spec.Devices[i]
-		if d == nil || sd.Names == nil {
-			continue
-		}
-		_, rdma := renamed[d.Name]
-		netdev := false
-		for _, p := range d.Ports {
-			for _, n := range p.Netdevs {
-				if _, ok := renamed[n]; ok {
-					netdev = true
-				}
-			}
-		}
-		if !rdma && !netdev {
-			continue
-		}
-		dev := func(path string) {
-			out = append(out, req.Finding(path, "device %s or its netdev is renamed in this plan: apply the names first, in an apply of their own (a spec with only devices[].names), then this", d.Name))
-		}
-		if sd.SRIOV != nil {
-			dev(schema.Path("devices", i) + ".sriov")
-		}
-		for j, pt := range sd.Ports {
-			if pt.Roce != nil || pt.QoS != nil || pt.Type != "" {
-				dev(fmt.Sprintf("%s.ports[%d]", schema.Path("devices", i), j))
-			}
-		}
-	}
-	for i, it := range req.Spec.Interfaces {
-		refuse(schema.Path("interfaces", i)+".name", it.Name)
-	}
-	for i, r := range req.Spec.Rxe {
-		refuse(schema.Path("rxe", i)+".name", r.Name)
-		refuse(schema.Path("rxe", i)+".netdev", r.Netdev)
-	}
-	for i, c := range req.Spec.IPoIB {
-		refuse(schema.Path("ipoib", i)+".parent", c.Parent)
-	}
-	return out
+	return rn
 }

@@ -21,7 +21,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	}
 	rc := &plan.Change{Address: c.Address, Action: action, Activation: c.Activation, Attributes: plan.Reversed(c.Attributes), Payload: back}
 	if pl.netdev && pl.up {
-		rc.Disrupts = []string{pl.name}
+		rc.Disrupts = []string{pl.name, pl.old}
 	}
 	return rc, nil
 }
@@ -36,4 +36,16 @@ func JournalBefore(c *plan.Change) (key string, rdma bool, name string, ok bool)
 		return "", false, "", false
 	}
 	return c.Address.Key, pl.rdma, pl.old, true
+}
+
+// Renamed is a rename's old and new name and whether it is an RDMA
+// device's, for the rollback journal: it records what a later stage
+// changed under the name it has before the apply. ok false for another
+// change.
+func Renamed(c *plan.Change) (old, name string, rdma, ok bool) {
+	pl, err := plan.PayloadOf[*payload](c)
+	if err != nil || pl.file {
+		return "", "", false, false
+	}
+	return pl.old, pl.name, pl.rdma, true
 }

@@ -211,24 +211,68 @@ func TestMissingRdmaRename(t *testing.T) {
 	want(t, code, 1, out, "rdma-core's udev helper rdma_rename (/usr/lib/udev/rdma_rename or /lib/udev/rdma_rename) is missing")
 }
 
-// TestRenameAlone: a plan that renames refuses other settings of the
-// renamed device or netdev (later stages plan with today's names and
-// would fail half-way): nothing changes; the names alone apply, then the
-// rest with the new names, and plan is empty.
-func TestRenameAlone(t *testing.T) {
+// oneApply renames both functions and sets, under the new names, RoCE
+// and QoS of the second port, the first netdev's MTU and the second's
+// channels.
+const oneApply = railSpec + `    ports:
+      - port: 1
+        roce: {mode: v2, tos: 106}
+        qos: {trust: dscp, pfc: [3]}
+interfaces:
+  - name: rail0eth
+    mtu: 4200
+  - name: rail1eth
+    ethtool: {channels: {combined: 4}}
+`
+
+// TestRenameAndSettingsInOneApply: one apply renames the devices and
+// netdevs and sets the renamed ones' MTU, channels, QoS and RoCE: the plan
+// lists the renames first and every later stage under the new names;
+// apply, then plan is empty, and the settings are on the renamed
+// netdevs and devices.
+func TestRenameAndSettingsInOneApply(t *testing.T) {
 	dir := newHost(t, nil)
-	both := clitest.WriteSpec(t, railSpec+"    ports:\n      - port: 1\n        roce: {mode: v2, tos: 106}\ninterfaces:\n  - name: ens1f0np0\n    mtu: 4200\n")
-	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", both)
-	want(t, code, 1, out, "$.devices[1].ports[0]: device mlx5_1 or its netdev is renamed in this plan: apply the names first",
-		"$.interfaces[0].name: ens1f0np0 is renamed by netdev_name[0000:5e:00.0] in this plan")
-	if st := state(t, dir); st.Device("mlx5_0") == nil || st.Netdev("ens1f0np0") == nil {
-		t.Fatal("a refused plan renamed")
+	spec := clitest.WriteSpec(t, oneApply)
+	code, out := rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 2, out, "~ interface[rail0eth]", "mtu: 1500 -> 4200", "~ ethtool[rail1eth]", "~ qos[rail1/1]", "~ rdma_cm[rail1/1]")
+	first := strings.Index(out, "netdev_name[0000:5e:00.0]")
+	for _, later := range []string{"interface[rail0eth]", "ethtool[rail1eth]", "qos[rail1/1]", "rdma_cm[rail1/1]"} {
+		if i := strings.Index(out, later); i < first {
+			t.Fatalf("%s is planned before the renames:\n%s", later, out)
+		}
 	}
-	code, out = rf(t, "--sim", dir, "apply", "--yes", "--allow-mgmt", "-f", clitest.WriteSpec(t, railSpec))
+	if strings.Contains(out, "ens1f0np0]") || strings.Contains(out, "mlx5_1/1]") {
+		t.Fatalf("a later stage planned under an old name:\n%s", out)
+	}
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
 	want(t, code, 0, out)
-	after := clitest.WriteSpec(t, railSpec+"    ports:\n      - port: 1\n        roce: {mode: v2, tos: 106}\ninterfaces:\n  - name: rail0eth\n    mtu: 4200\n")
-	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", after)
-	want(t, code, 0, out, "rdma_cm[rail1/1]", "interface[rail0eth]")
-	code, out = rf(t, "--sim", dir, "plan", "-f", after)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
 	want(t, code, 0, out, "No changes")
+	st := state(t, dir)
+	if nd := st.Netdev("rail0eth"); nd == nil || nd.MTU != 4200 || !nd.Up {
+		t.Fatalf("rail0eth after apply: %+v", nd)
+	}
+	code, out = rf(t, "--sim", dir, "audit", "-f", spec)
+	want(t, code, 0, out)
+}
+
+// TestRenameGuardFollowsTheName: the netdev carrying the default route is
+// renamed and its MTU changed in one plan: the guard refuses both, the
+// MTU change under the new name too, and nothing changes.
+func TestRenameGuardFollowsTheName(t *testing.T) {
+	dir := newHost(t, func(st *sim.State) { st.DefaultRoute = "ens1f0np0" })
+	spec := clitest.WriteSpec(t, oneApply)
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 1, out, "netdev_name[0000:5e:00.0] would take down, re-address or change the MTU of ens1f0np0, and it carries the default route",
+		"interface[rail0eth] would take down, re-address or change the MTU of rail0eth, and it carries the default route (as ens1f0np0, renamed by netdev_name[0000:5e:00.0])")
+	if st := state(t, dir); st.Netdev("ens1f0np0") == nil || st.Netdev("ens1f0np0").MTU != 1500 {
+		t.Fatal("the guard's refusal changed the host")
+	}
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "--allow-mgmt", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	if st := state(t, dir); st.DefaultRoute != "rail0eth" {
+		t.Fatalf("default route on %s", st.DefaultRoute)
+	}
 }

@@ -64,23 +64,24 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	}
 	obs := &Observed{Ifaces: map[string]*Iface{}}
 	for i, name := range names {
-		l, err := h.Net.LinkByName(name)
+		now := req.NetdevNow(name) // a netdev the names stage renames is read under its name now
+		l, err := h.Net.LinkByName(now)
 		if errors.Is(err, host.ErrLinkNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ip link show %s: %w", name, err)
+			return nil, fmt.Errorf("ip link show %s: %w", now, err)
 		}
 		ifc := &Iface{Link: l}
 		if addrs[i] {
-			as, err := h.Net.AddrList(name)
+			as, err := h.Net.AddrList(now)
 			if req.Full && errors.Is(err, host.ErrNoNetlink) {
 				// An offline tree (--root) has no addresses to tell: an
 				// interface captured without them would claim it has none.
 				return &Observed{NoAddrs: true}, nil
 			}
 			if err != nil {
-				return nil, fmt.Errorf("ip addr show dev %s: %w", name, err)
+				return nil, fmt.Errorf("ip addr show dev %s: %w", now, err)
 			}
 			ifc.Addrs = as
 		}

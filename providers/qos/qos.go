@@ -167,13 +167,14 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, t := range ts {
-		if t.netdev == "" || !host.Exists(h.FS, "/sys/class/net/"+t.netdev) {
+		now := req.NetdevNow(t.netdev) // its name before the names stage renames it
+		if t.netdev == "" || !host.Exists(h.FS, "/sys/class/net/"+now) {
 			continue // Plan says why
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pt, err := readPort(ctx, h, t.netdev, t.need(), sem)
+			pt, err := readPort(ctx, h, now, t.need(), sem)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -184,6 +185,7 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 				obs.Errs[key(t.dev, t.port)] = err.Error()
 				return
 			}
+			pt.Netdev = t.netdev // the name the writes, after the names stage, use
 			obs.Ports[key(t.dev, t.port)] = pt
 		}()
 	}

@@ -167,10 +167,15 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		byDev[t.dev] = append(byDev[t.dev], t.port)
 	}
 	sort.Strings(devs)
-	err := withGroups(ctx, h, devs, func() error {
+	// A device the names stage renames has its group under its name now.
+	now := make([]string, len(devs))
+	for i, dev := range devs {
+		now[i] = req.RDMANow(dev)
+	}
+	err := withGroups(ctx, h, now, func() error {
 		for _, dev := range devs {
 			for _, port := range byDev[dev] {
-				v, err := readPort(h, path.Join(Root, dev), port)
+				v, err := readPort(h, path.Join(Root, req.RDMANow(dev)), port)
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // no such port; Plan reports it from the inventory
 				}

@@ -61,6 +61,8 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 		return nil, fmt.Errorf("listing RDMA links: %w", err)
 	}
 	for _, l := range links {
+		// A link or netdev the names stage renames goes by its new name.
+		l.Name, l.Netdev = req.RDMAAfter(l.Name), req.NetdevAfter(l.Netdev)
 		if l.Netdev == "" {
 			// Netlink does not name a link's netdev; sysfs parent does, and
 			// the inventory read it.
@@ -74,7 +76,7 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 		if r.State == "absent" {
 			continue
 		}
-		l, err := h.Net.LinkByName(r.Netdev)
+		l, err := h.Net.LinkByName(req.NetdevNow(r.Netdev))
 		switch {
 		case errors.Is(err, host.ErrLinkNotFound):
 		case err != nil:

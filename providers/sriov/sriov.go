@@ -120,12 +120,12 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 			}
 		}
 		if !req.Full && len(d.SRIOV.VFs) > 0 {
-			pf.MAC, pf.GUIDs = pfAddresses(h, inv, pf)
+			pf.MAC, pf.GUIDs = pfAddresses(h, req, inv, pf)
 		}
 		wantVFs := req.Full || len(d.SRIOV.VFs) > 0
 		pf.VFsOffline = wantVFs && pf.NumVFs > 0 && h.Offline()
 		if wantVFs && pf.NumVFs > 0 && pf.Netdev != "" && !h.Offline() {
-			pf.VFInfo, err = ReadVFs(ctx, h, pf.Netdev)
+			pf.VFInfo, err = ReadVFs(ctx, h, req.NetdevNow(pf.Netdev))
 			if err != nil && !(req.Full && errors.Is(err, host.ErrNotFound)) {
 				return nil, err // show without ip keeps the count alone
 			}
@@ -150,12 +150,12 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 // is left out.
 //
 // Equivalent to: cat /sys/class/net/PF/address; cat /sys/class/infiniband/DEV/ports/N/gids/0
-func pfAddresses(h *host.Host, inv *inventory.Device, pf *PF) (mac string, guids []string) {
+func pfAddresses(h *host.Host, req *plan.Request, inv *inventory.Device, pf *PF) (mac string, guids []string) {
 	if pf.Netdev == "" {
 		return "", nil
 	}
 	if !pf.IB {
-		a, err := host.ReadAttr(h.FS, path.Join(inventory.ClassNet, pf.Netdev, "address"))
+		a, err := host.ReadAttr(h.FS, path.Join(inventory.ClassNet, req.NetdevNow(pf.Netdev), "address"))
 		if hw, perr := net.ParseMAC(strings.TrimSpace(a)); err == nil && perr == nil && len(hw) == 6 {
 			mac = hw.String()
 		}
@@ -164,7 +164,7 @@ func pfAddresses(h *host.Host, inv *inventory.Device, pf *PF) (mac string, guids
 	if g := guidOf(inv.NodeGUID); g != "" {
 		guids = append(guids, g)
 	}
-	gid, err := host.ReadAttr(h.FS, path.Join(inventory.ClassInfiniband, inv.Name, "ports", strconv.Itoa(pf.Port), "gids", "0"))
+	gid, err := host.ReadAttr(h.FS, path.Join(inventory.ClassInfiniband, req.RDMANow(inv.Name), "ports", strconv.Itoa(pf.Port), "gids", "0"))
 	if groups := strings.Split(strings.TrimSpace(gid), ":"); err == nil && len(groups) == 8 {
 		if g := guidOf(strings.Join(groups[4:], ":")); g != "" && !slices.Contains(guids, g) {
 			guids = append(guids, g)

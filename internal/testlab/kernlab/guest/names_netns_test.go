@@ -72,6 +72,72 @@ func TestRenameRxeAndVeth(t *testing.T) {
 	}
 }
 
+// TestRenameAndSettingsOnRealKernel: one apply on the real kernel renames
+// an rxe device and its veth and, under the new names, sets the veth's
+// MTU and address, keeps the rxe link (rxe[] names it by its new name on
+// the new netdev) and sets its port's RoCE ToS through configfs: the plan
+// shows the later stages under the new names, after the renames; apply,
+// then plan is empty, and the values are on the renamed devices.
+func TestRenameAndSettingsOnRealKernel(t *testing.T) {
+	run(t, "/sbin/modprobe", "rdma_rxe")
+	leaveNoRxe(t)
+	run(t, "/sbin/modprobe", "veth")
+	run(t, "/sbin/ip", "link", "add", "knc", "type", "veth", "peer", "name", "knd")
+	run(t, "/sbin/ip", "link", "set", "knc", "up")
+	run(t, "/sbin/ip", "link", "set", "knd", "up")
+	run(t, "/sbin/rdma", "link", "add", "knrxe1", "type", "rxe", "netdev", "knc")
+	t.Cleanup(func() {
+		for _, d := range []string{"knrxe1", "knrail1"} {
+			_, _ = tryRun("/sbin/rdma", "link", "delete", d)
+		}
+		for _, n := range []string{"knc", "knrail1e"} {
+			_, _ = tryRun("/sbin/ip", "link", "del", n)
+		}
+		_ = os.Remove("/etc/udev/rules.d/59-rdmaform-names.rules")
+	})
+	guid := strings.TrimSpace(readFile(t, "/sys/class/infiniband/knrxe1/node_guid"))
+	spec := writeSpec(t, `version: 1
+devices:
+  - node_guid: `+guid+`
+    names: {rdma: knrail1, netdev: knrail1e}
+    ports:
+      - port: 1
+        roce: {mode: v2, tos: 106}
+rxe:
+  - {name: knrail1, netdev: knrail1e}
+interfaces:
+  - {name: knrail1e, state: up, mtu: 1400, addresses: [192.0.2.77/24]}
+`)
+	out, _ := mustCode(t, 2, "plan", "-f", spec)
+	for _, w := range []string{"name: knrxe1 -> knrail1", "name: knc -> knrail1e", "~ interface[knrail1e]", "mtu: 1500 -> 1400", "192.0.2.77/24", "rdma_cm[knrail1/1]"} {
+		if !strings.Contains(out, w) {
+			t.Fatalf("plan lacks %q:\n%s", w, out)
+		}
+	}
+	if i, j := strings.Index(out, "rdma_name["), strings.Index(out, "interface[knrail1e]"); j < i {
+		t.Fatalf("the interface is planned before the rename:\n%s", out)
+	}
+	if strings.Contains(out, "interface[knc]") || strings.Contains(out, "rxe[knrxe1]") || strings.Contains(out, "knrxe1/1") {
+		t.Fatalf("a later stage planned under an old name:\n%s", out)
+	}
+	mustCode(t, 0, "apply", "--yes", "-f", spec)
+	if out, _ := mustCode(t, 0, "plan", "-f", spec); !strings.Contains(out, "No changes") {
+		t.Fatalf("plan after apply is not empty:\n%s", out)
+	}
+	if got := strings.TrimSpace(readFile(t, "/sys/class/net/knrail1e/mtu")); got != "1400" {
+		t.Fatalf("knrail1e's mtu reads %q", got)
+	}
+	if a := run(t, "/sbin/ip", "-br", "addr", "show", "knrail1e"); !strings.Contains(a, "192.0.2.77/24") || !strings.Contains(a, "UP") {
+		t.Fatalf("knrail1e: %s", a)
+	}
+	if got := strings.TrimSpace(readFile(t, "/sys/class/infiniband/knrail1/parent")); got != "knrail1e" {
+		t.Fatalf("knrail1's parent reads %q", got)
+	}
+	if exists("/sys/class/infiniband/knrxe1") || exists("/sys/class/net/knc") {
+		t.Fatal("an old name is still there")
+	}
+}
+
 // TestNetnsMode: rdma.netns_mode on the real kernel: exclusive now and in
 // modprobe.d; back to shared while another network namespace exists,
 // which the kernel refuses (EBUSY), so the plan defers it to the reboot
