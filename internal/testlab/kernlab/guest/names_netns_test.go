@@ -79,6 +79,10 @@ func TestRenameRxeAndVeth(t *testing.T) {
 // shows the later stages under the new names, after the renames; apply,
 // then plan is empty, and the values are on the renamed devices.
 func TestRenameAndSettingsOnRealKernel(t *testing.T) {
+	// configfs is a module on Debian's kernel, loaded at boot by systemd's
+	// sys-kernel-config.mount on a real host; this test does not depend on
+	// an earlier one having loaded it.
+	run(t, "/sbin/modprobe", "configfs")
 	run(t, "/sbin/modprobe", "rdma_rxe")
 	leaveNoRxe(t)
 	run(t, "/sbin/modprobe", "veth")
