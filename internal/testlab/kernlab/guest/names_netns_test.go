@@ -24,28 +24,36 @@ func leaveNoRxe(t *testing.T, links ...string) {
 	})
 }
 
+// rxeOnVeth makes an rxe device rxe on a veth pair (a, b), both up, and
+// removes them at the end under either name (rxe or rdmaName, a or
+// netdevName) with the names rules; it returns the rxe device's node GUID.
+func rxeOnVeth(t *testing.T, rxe, a, b, rdmaName, netdevName string) string {
+	t.Helper()
+	run(t, "/sbin/modprobe", "rdma_rxe")
+	leaveNoRxe(t)
+	run(t, "/sbin/modprobe", "veth")
+	run(t, "/sbin/ip", "link", "add", a, "type", "veth", "peer", "name", b)
+	run(t, "/sbin/ip", "link", "set", a, "up")
+	run(t, "/sbin/ip", "link", "set", b, "up")
+	run(t, "/sbin/rdma", "link", "add", rxe, "type", "rxe", "netdev", a)
+	t.Cleanup(func() {
+		for _, d := range []string{rxe, rdmaName} {
+			_, _ = tryRun("/sbin/rdma", "link", "delete", d)
+		}
+		for _, n := range []string{a, netdevName} {
+			_, _ = tryRun("/sbin/ip", "link", "del", n)
+		}
+		_ = os.Remove("/etc/udev/rules.d/59-rdmaform-names.rules")
+	})
+	return strings.TrimSpace(readFile(t, "/sys/class/infiniband/"+rxe+"/node_guid"))
+}
+
 // TestRenameRxeAndVeth: devices[].names on the real kernel: an rxe device
 // (selected by its node GUID, which a rename keeps) and its veth are
 // renamed, the veth taken down for it and brought back up; the next plan
 // is empty.
 func TestRenameRxeAndVeth(t *testing.T) {
-	run(t, "/sbin/modprobe", "rdma_rxe")
-	leaveNoRxe(t)
-	run(t, "/sbin/modprobe", "veth")
-	run(t, "/sbin/ip", "link", "add", "kna", "type", "veth", "peer", "name", "knb")
-	run(t, "/sbin/ip", "link", "set", "kna", "up")
-	run(t, "/sbin/ip", "link", "set", "knb", "up")
-	run(t, "/sbin/rdma", "link", "add", "knrxe0", "type", "rxe", "netdev", "kna")
-	t.Cleanup(func() {
-		for _, d := range []string{"knrxe0", "knrail0"} {
-			_, _ = tryRun("/sbin/rdma", "link", "delete", d)
-		}
-		for _, n := range []string{"kna", "knrail0e"} {
-			_, _ = tryRun("/sbin/ip", "link", "del", n)
-		}
-		_ = os.Remove("/etc/udev/rules.d/59-rdmaform-names.rules")
-	})
-	guid := strings.TrimSpace(readFile(t, "/sys/class/infiniband/knrxe0/node_guid"))
+	guid := rxeOnVeth(t, "knrxe0", "kna", "knb", "knrail0", "knrail0e")
 	spec := writeSpec(t, "version: 1\ndevices:\n  - node_guid: "+guid+"\n    names: {rdma: knrail0, netdev: knrail0e}\n")
 	out, _ := mustCode(t, 2, "plan", "-f", spec)
 	for _, w := range []string{"name: knrxe0 -> knrail0", "name: kna -> knrail0e", "link: up -> down while renamed, then up"} {
@@ -83,23 +91,7 @@ func TestRenameAndSettingsOnRealKernel(t *testing.T) {
 	// sys-kernel-config.mount on a real host; this test does not depend on
 	// an earlier one having loaded it.
 	run(t, "/sbin/modprobe", "configfs")
-	run(t, "/sbin/modprobe", "rdma_rxe")
-	leaveNoRxe(t)
-	run(t, "/sbin/modprobe", "veth")
-	run(t, "/sbin/ip", "link", "add", "knc", "type", "veth", "peer", "name", "knd")
-	run(t, "/sbin/ip", "link", "set", "knc", "up")
-	run(t, "/sbin/ip", "link", "set", "knd", "up")
-	run(t, "/sbin/rdma", "link", "add", "knrxe1", "type", "rxe", "netdev", "knc")
-	t.Cleanup(func() {
-		for _, d := range []string{"knrxe1", "knrail1"} {
-			_, _ = tryRun("/sbin/rdma", "link", "delete", d)
-		}
-		for _, n := range []string{"knc", "knrail1e"} {
-			_, _ = tryRun("/sbin/ip", "link", "del", n)
-		}
-		_ = os.Remove("/etc/udev/rules.d/59-rdmaform-names.rules")
-	})
-	guid := strings.TrimSpace(readFile(t, "/sys/class/infiniband/knrxe1/node_guid"))
+	guid := rxeOnVeth(t, "knrxe1", "knc", "knd", "knrail1", "knrail1e")
 	spec := writeSpec(t, `version: 1
 devices:
   - node_guid: `+guid+`
