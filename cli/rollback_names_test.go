@@ -10,13 +10,10 @@ import (
 	"github.com/rdmaform/rdmaform/sim"
 )
 
-// TestRollbackNamesAndNetns: an apply that renamed a device and its
-// netdev and switched the RDMA netns mode, killed while it waits for its
-// confirmation, is rolled back from its journal: the old names and the
-// shared mode again (show captures neither the default mode nor names:
-// the journal records them). Then apply, and plan is empty.
-func TestRollbackNamesAndNetns(t *testing.T) {
-	l := newRBLab(t)
+// namesHost is a ConnectX-5 RoCE host of l with rdma-core's udev helper
+// (the names provider wants it).
+func namesHost(t *testing.T, l *rbLab) string {
+	t.Helper()
 	h := l.newHost("h", "cx5-roce")
 	f := filepath.Join(h, "usr/lib/udev/rdma_rename")
 	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
@@ -25,6 +22,17 @@ func TestRollbackNamesAndNetns(t *testing.T) {
 	if err := os.WriteFile(f, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// TestRollbackNamesAndNetns: an apply that renamed a device and its
+// netdev and switched the RDMA netns mode, killed while it waits for its
+// confirmation, is rolled back from its journal: the old names and the
+// shared mode again (show captures neither the default mode nor names:
+// the journal records them). Then apply, and plan is empty.
+func TestRollbackNamesAndNetns(t *testing.T) {
+	l := newRBLab(t)
+	h := namesHost(t, l)
 	spec := l.spec("s.yaml", "version: 1\nrdma: {netns_mode: exclusive}\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1, netdev: rail1eth}\n")
 	state := func() string {
 		s, err := sim.Open(h)
@@ -67,14 +75,7 @@ func TestRollbackNamesAndNetns(t *testing.T) {
 // and plan is empty.
 func TestRollbackRenameAndSettings(t *testing.T) {
 	l := newRBLab(t)
-	h := l.newHost("h", "cx5-roce")
-	f := filepath.Join(h, "usr/lib/udev/rdma_rename")
-	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f, nil, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	h := namesHost(t, l)
 	spec := l.spec("s.yaml", "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1, netdev: rail1eth}\ninterfaces:\n  - name: rail1eth\n    mtu: 4200\n")
 	state := func() string {
 		s, err := sim.Open(h)
