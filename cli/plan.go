@@ -404,10 +404,15 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 // an operator: "echo yes | rdmaform apply" or a run with stdout
 // redirected must not change anything by accident.
 func (a *app) askFirst(cmd, does, hint string) error {
+	return a.ask(cmd, does, hint, applyQuestion)
+}
+
+// ask is askFirst with the question put to the operator.
+func (a *app) ask(cmd, does, hint, question string) error {
 	if !a.env.StdinTTY || !a.env.StdoutTTY {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s asks before it %s, and stdin and stdout are not both a terminal; nothing was changed (%s)", cmd, does, hint)}
 	}
-	ok, err := a.confirm()
+	ok, err := a.confirm(question)
 	if err != nil {
 		return &exitError{code: plan.ExitError, err: err}
 	}
@@ -503,9 +508,12 @@ func nonNilD(d []plan.Deferred) []plan.Deferred {
 	return d
 }
 
-// confirm asks the operator; only "yes" proceeds.
-func (a *app) confirm() (bool, error) {
-	fmt.Fprint(a.env.Stderr, "\nDo you want to apply these changes? Only 'yes' will be accepted: ")
+// applyQuestion is what apply asks.
+const applyQuestion = "Do you want to apply these changes?"
+
+// confirm asks the operator a question; only "yes" proceeds.
+func (a *app) confirm(question string) (bool, error) {
+	fmt.Fprint(a.env.Stderr, "\n"+question+" Only 'yes' will be accepted: ")
 	line, err := bufio.NewReader(a.env.Stdin).ReadString('\n')
 	if err != nil && line == "" {
 		fmt.Fprintln(a.env.Stderr)

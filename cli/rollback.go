@@ -568,8 +568,8 @@ func (a *app) refuseWithJournal(h *host.Host) error {
 	case err != nil:
 		return &exitError{code: plan.ExitError, err: err}
 	case j.Unfinished != nil:
-		return &exitError{code: plan.ExitError, err: fmt.Errorf("a rollback failed part-way (%s, by %s; still to undo: %s): run '%s' to finish it, or remove %s and %s to keep the host as it is; nothing was changed",
-			j.Unfinished.At.Format(time.RFC3339), j.Unfinished.By, strings.Join(j.Unfinished.Failed, ", "), a.hint("rollback"), JournalFile, BootJournalFile)}
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("a rollback failed part-way (%s, by %s; still to undo: %s): run '%s' to finish it, or '%s' to keep the host as it is; nothing was changed",
+			j.Unfinished.At.Format(time.RFC3339), j.Unfinished.By, strings.Join(j.Unfinished.Failed, ", "), a.hint("rollback"), a.hint("rollback", "--abandon"))}
 	}
 	return &exitError{code: plan.ExitError, err: fmt.Errorf("the apply of pid %d was not confirmed and its rollback is due at %s: run '%s' first, or wait for it; nothing was changed",
 		j.PID, j.Deadline.Format(time.RFC3339), a.hint("rollback"))}
@@ -665,9 +665,9 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 }
 
 func (a *app) rollbackCmd() *cobra.Command {
-	var watch, afterBoot bool
+	var watch, afterBoot, abandon, yes bool
 	cmd := &cobra.Command{
-		Use:   "rollback [--watch | --after-boot]",
+		Use:   "rollback [--watch | --after-boot | --abandon [--yes]]",
 		Short: "Undo an apply --confirm-timeout that waits for confirmation, now",
 		Long: `apply --confirm-timeout D records the host's state before its first
 change in ` + JournalFile + ` and arms the deadline outside itself: a
@@ -681,8 +681,17 @@ names another service manager (the D-Bus address of its private socket). Firmwar
 staged for the next boot is not covered (apply refuses it in this mode
 unless --allow-firmware, and a reboot cannot be taken back).
 
-Exit codes: 0 rolled back (or confirmed before the deadline, for the
-watcher); 1 nothing to roll back, or the rollback failed.`,
+rollback --abandon drops the journal (both copies) and keeps the host as
+it is, when the operator decides against the rollback: a rollback that
+failed part-way, an apply killed before it asked, or the journal's copy a
+reboot left for the boot unit. It stops the timer or watcher and commits
+NetworkManager's checkpoint, as confirm does; a waiting apply takes it
+for a confirmation. It asks first (only 'yes' is accepted); --yes does
+not ask.
+
+Exit codes: 0 rolled back, or abandoned (or confirmed before the
+deadline, for the watcher); 1 nothing to roll back or abandon, the
+rollback failed, or --abandon was not confirmed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if watch {
@@ -694,6 +703,12 @@ watcher); 1 nothing to roll back, or the rollback failed.`,
 			}
 			if afterBoot {
 				return a.rollbackAfterBoot(cmd.Context(), h)
+			}
+			if abandon {
+				return a.abandonJournal(cmd.Context(), h, yes)
+			}
+			if yes {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("--yes goes with --abandon: a rollback does not ask")}
 			}
 			j, err := readJournal(h)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -721,8 +736,48 @@ watcher); 1 nothing to roll back, or the rollback failed.`,
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "wait for the journal's deadline, then roll back unless confirmed (apply starts this)")
 	cmd.Flags().BoolVar(&afterBoot, "after-boot", false, "roll back an apply that was not confirmed before a reboot, if any (the boot unit runs this)")
-	cmd.MarkFlagsMutuallyExclusive("watch", "after-boot")
+	cmd.Flags().BoolVar(&abandon, "abandon", false, "drop the rollback journal and keep the host as it is (asks first)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "with --abandon: do not ask")
+	cmd.MarkFlagsMutuallyExclusive("watch", "after-boot", "abandon")
 	return cmd
+}
+
+// abandonJournal drops the rollback journal (both copies) and keeps the
+// host as it is: the operator decided against the rollback. What the
+// journal armed ends as a confirm ends it (the timer stops,
+// NetworkManager's checkpoint is committed); the journal goes before the
+// confirm file, so a waiting apply reads it as confirmed. It asks first
+// unless yes.
+func (a *app) abandonJournal(ctx context.Context, h *host.Host, yes bool) error {
+	j, err := readJournal(h)
+	if errors.Is(err, fs.ErrNotExist) {
+		// After a reboot only the copy the boot unit would roll back.
+		j, err = readJournalFile(h, BootJournalFile)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing to abandon: no rollback journal on this host")}
+	}
+	if err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	what := strings.Join(j.Addresses, ", ")
+	if j.Unfinished != nil {
+		what = strings.Join(j.Unfinished.Failed, ", ")
+	}
+	fmt.Fprintf(a.msgs(), "The rollback journal of the apply of pid %d holds the state before it of: %s.\nAbandoning it keeps the host as it is; nothing will roll it back.\n", j.PID, what)
+	if !yes {
+		if err := a.ask("rollback --abandon", "drops the rollback journal", "use --yes to abandon it without asking", "Do you want to abandon the rollback journal and keep the host as it is?"); err != nil {
+			return err
+		}
+	}
+	a.endArmed(context.WithoutCancel(ctx), j, true)
+	disarm(h)
+	if err := h.FS.Remove(ConfirmFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return &exitError{code: plan.ExitError, err: err}
+	}
+	_ = h.FS.Remove(RolledBackFile)
+	fmt.Fprintf(a.msgs(), "Abandoned the rollback journal at %s: kept %s as they are.\n", time.Now().UTC().Format(time.RFC3339), what)
+	return nil
 }
 
 // watch is the watcher: until the deadline, it leaves the decision to the
