@@ -245,11 +245,13 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		}
 	}
 	// rdma_cm's values are read through configfs, which show never
-	// mounts: mounted now (the apply mounts it for its rdma_cm changes
-	// anyway), the journal records the values the rollback puts back.
+	// mounts, and exist only while rdma_cm is loaded: configfs loaded and
+	// mounted and rdma_cm loaded now (the apply does it for its rdma_cm
+	// changes anyway), the journal records the values the rollback puts
+	// back (the kernel's, where rdma_cm was not loaded).
 	if used[rdmacm.New().Name()] && !h.Offline() && h.Kernel != nil {
-		if err := h.Kernel.EnsureConfigfs(); err != nil {
-			return fmt.Errorf("mounting configfs to record rdma_cm's values for the rollback: %w", err)
+		if err := rdmacm.Ensure(ctx, h); err != nil {
+			return fmt.Errorf("loading rdma_cm to record its values for the rollback: %w", err)
 		}
 	}
 	c, err := plan.Capture(ctx, h, prov, o)

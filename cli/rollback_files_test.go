@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -96,6 +97,44 @@ subnet_manager:
 	}
 	if got := priority(); got != beforePrio {
 		t.Errorf("opensm's priority after the rollback: %d, want %d", got, beforePrio)
+	}
+	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// TestConfirmApplyLoadsConfigfs: on a kernel whose configfs is a module
+// not loaded (no /sys/kernel/config: mount(2) there fails with ENOENT),
+// an apply --confirm-timeout of rdma_cm values loads configfs and mounts
+// it to record the values for its rollback, applies, and its rollback
+// puts the kernel's values back. Then apply, and plan is empty.
+func TestConfirmApplyLoadsConfigfs(t *testing.T) {
+	l := newRBLab(t)
+	st, err := sim.NewState("cx5-roce", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.ConfigfsModule, st.ConfigfsUnmounted = true, true
+	var mods []string
+	for _, m := range st.Modules {
+		if m != "rdma_cm" {
+			mods = append(mods, m)
+		}
+	}
+	st.Modules, st.BootModules = mods, append([]string(nil), mods...)
+	h := filepath.Join(l.dir, "h")
+	if _, err := sim.Create(h, st); err != nil {
+		t.Fatal(err)
+	}
+	spec := l.spec("s.yaml", "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        roce: {mode: v1, tos: 106}\n")
+	cmd, done := l.waitingApply(h, "10m", spec)
+	if mounts, _ := os.ReadFile(filepath.Join(h, "proc/mounts")); !strings.Contains(string(mounts), "configfs /sys/kernel/config") {
+		t.Errorf("configfs is not mounted while the apply waits:\n%s", mounts)
+	}
+	_ = cmd.Process.Kill()
+	done()
+	l.must(0, "--sim", h, "rollback")
+	if out := l.must(2, "--sim", h, "plan", "-f", spec); !strings.Contains(out, "mode: v2 -> v1") {
+		t.Errorf("plan after the rollback does not set the mode again:\n%s", out)
 	}
 	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
 	l.must(0, "--sim", h, "plan", "-f", spec)

@@ -59,6 +59,27 @@ func (h *Host) Modprobe(ctx context.Context, name string) error {
 	return err
 }
 
+// ConfigfsDir is configfs's mount point.
+const ConfigfsDir = "/sys/kernel/config"
+
+// EnsureConfigfs mounts configfs at ConfigfsDir unless it is mounted.
+// Where configfs is a module that is not loaded, its mount point does not
+// exist (the module makes it) and mount(2) fails with ENOENT: the module
+// is loaded first, as an operator would.
+//
+// Equivalent to: modprobe configfs; mount -t configfs none /sys/kernel/config
+func (h *Host) EnsureConfigfs(ctx context.Context) error {
+	if h.Kernel == nil {
+		return fmt.Errorf("%s: no kernel to mount configfs in (offline tree)", ConfigfsDir)
+	}
+	if !Exists(h.FS, ConfigfsDir) {
+		if err := h.Modprobe(ctx, "configfs"); err != nil {
+			return fmt.Errorf("%s does not exist and configfs does not load: %w", ConfigfsDir, err)
+		}
+	}
+	return h.Kernel.EnsureConfigfs()
+}
+
 // Hostname reads the kernel's hostname (/proc/sys/kernel/hostname), so a
 // --root tree or a simulated host answers for itself.
 func (h *Host) Hostname() (string, error) {

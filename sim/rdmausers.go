@@ -47,7 +47,10 @@ type CMID struct {
 // renderUsers writes the mounts and NVMe controllers into the tree.
 func (s *State) renderUsers(t *tree) {
 	var b strings.Builder
-	b.WriteString("sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\nconfigfs /sys/kernel/config configfs rw,nosuid,nodev,noexec,relatime 0 0\n")
+	b.WriteString("sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n")
+	if s.configfsMounted() {
+		b.WriteString("configfs /sys/kernel/config configfs rw,nosuid,nodev,noexec,relatime 0 0\n")
+	}
 	for _, m := range s.Mounts {
 		fmt.Fprintf(&b, "%s %s %s %s 0 0\n", m.Device, m.Dir, m.Type, m.Options)
 	}

@@ -329,7 +329,9 @@ func (s *State) render(root string) *tree {
 	t.dir("/sys/class/infiniband")
 	t.dir("/sys/class/net")
 	t.dir("/sys/bus/pci/devices")
-	t.dir("/sys/kernel/config")
+	if s.configfsDir() {
+		t.dir("/sys/kernel/config")
+	}
 	for _, d := range s.Devices {
 		s.renderDevice(t, d)
 	}
@@ -664,7 +666,7 @@ func (s *State) renderConfigfs(root string) error {
 
 // renderCM renders rdma_cm's part of configfs into t.
 func (s *State) renderCM(t *tree) {
-	if !s.ModuleLoaded("rdma_cm") {
+	if !s.ModuleLoaded("rdma_cm") || !s.configfsMounted() {
 		return
 	}
 	t.dir("/sys/kernel/config/rdma_cm")

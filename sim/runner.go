@@ -156,6 +156,11 @@ func modprobe(_ context.Context, s *Sim, args []string, _ []byte) (string, strin
 				code = 1
 				continue
 			}
+			if n == "rdma_cm" && st.ConfigfsModule && !st.ModuleLoaded("configfs") {
+				// rdma_cm's configfs support needs configfs: modprobe
+				// loads it first (modules.dep).
+				st.Modules = append(st.Modules, "configfs")
+			}
 			st.Modules = append(st.Modules, n)
 			s.loadedModule(st, n)
 		}

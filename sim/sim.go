@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -294,18 +295,30 @@ func (s *Sim) Host() (*host.Host, error) {
 		FS:      &simFS{RootFS: root, sim: s},
 		Runner:  &runner{sim: s},
 		Net:     &simNet{sim: s},
-		Kernel:  simKernel{},
+		Kernel:  simKernel{sim: s},
 		Systemd: s.systemd(),
 		NM:      &simNM{sim: s},
 		Name:    "sim " + s.Dir,
 	}, nil
 }
 
-type simKernel struct{}
+type simKernel struct{ sim *Sim }
 
-// EnsureConfigfs implements host.Kernel: configfs is always mounted on a
-// simulated host.
-func (simKernel) EnsureConfigfs() error { return nil }
+// EnsureConfigfs implements host.Kernel as mount(2) does: configfs is
+// mounted at /sys/kernel/config, which must exist (ENOENT while configfs,
+// a module, is not loaded).
+func (k simKernel) EnsureConfigfs() error {
+	return k.sim.mutate(false, func(st *State) error {
+		if st.configfsMounted() {
+			return nil
+		}
+		if !st.configfsDir() {
+			return fmt.Errorf("mount -t configfs none /sys/kernel/config: %w", syscall.ENOENT)
+		}
+		st.ConfigfsUnmounted = false
+		return nil
+	})
+}
 
 // Reboot does to the simulated host what a reboot does: firmware Next Boot
 // values become current (ports come up with the new link layer), runtime
@@ -373,6 +386,11 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 				st.Modules = append(st.Modules, m)
 			}
 		}
+		if st.ConfigfsModule && st.ModuleLoaded("rdma_cm") && !st.ModuleLoaded("configfs") {
+			st.Modules = append(st.Modules, "configfs") // rdma_cm's dependency
+		}
+		// The boot mounts configfs where its directory exists.
+		st.ConfigfsUnmounted = !st.configfsDir()
 		if !o.KeepFirmware {
 			st.rebootFirmware()
 		}

@@ -41,6 +41,13 @@ type State struct {
 	BootModules []string `yaml:"boot_modules,omitempty"`
 	// Available modules modprobe can load (a module not listed is missing).
 	Available []string `yaml:"available_modules,omitempty"`
+	// ConfigfsModule: the kernel has configfs as a module, which makes
+	// its mount point /sys/kernel/config when it loads (rdma_cm needs it
+	// and loads it); false: built in, the directory is always there.
+	// ConfigfsUnmounted: nothing is mounted there (a boot mounts it when
+	// the directory exists, as systemd's sys-kernel-config.mount does).
+	ConfigfsModule    bool `yaml:"configfs_module,omitempty"`
+	ConfigfsUnmounted bool `yaml:"configfs_unmounted,omitempty"`
 
 	// RdmaCM holds the kernel's rdma_cm defaults set through configfs, by
 	// "dev/port"; unset ports have the kernel's initial values.
@@ -306,6 +313,12 @@ func (s *State) HasTool(name string) bool {
 }
 
 // ModuleLoaded reports whether a module is loaded.
+// configfsDir: /sys/kernel/config exists (configfs built in or loaded).
+func (s *State) configfsDir() bool { return !s.ConfigfsModule || s.ModuleLoaded("configfs") }
+
+// configfsMounted: configfs is mounted at /sys/kernel/config.
+func (s *State) configfsMounted() bool { return s.configfsDir() && !s.ConfigfsUnmounted }
+
 func (s *State) ModuleLoaded(name string) bool {
 	for _, m := range s.Modules {
 		if m == name {

@@ -18,7 +18,7 @@ import (
 // Equivalent to: echo "RoCE v2" > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_mode
 // and: echo 106 > /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_tos
 func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
-	if err := ensureRdmaCM(ctx, h); err != nil {
+	if err := Ensure(ctx, h); err != nil {
 		return err
 	}
 	return withGroup(ctx, h, pl.dev, func(group string) error {

@@ -193,16 +193,20 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	return obs, nil
 }
 
-// ensureRdmaCM makes /sys/kernel/config/rdma_cm appear, as an operator
-// does by hand: mount configfs, modprobe rdma_cm.
-func ensureRdmaCM(ctx context.Context, h *host.Host) error {
+// Ensure makes /sys/kernel/config/rdma_cm appear, as an operator does by
+// hand: load and mount configfs, modprobe rdma_cm. Apply does it before
+// its first rdma_cm write, and apply --confirm-timeout before it records
+// the values its rollback puts back.
+//
+// Equivalent to: modprobe configfs; mount -t configfs none /sys/kernel/config; modprobe rdma_cm
+func Ensure(ctx context.Context, h *host.Host) error {
 	if host.Exists(h.FS, Root) {
 		return nil
 	}
 	if h.Offline() {
 		return fmt.Errorf("%s does not exist in this tree (nothing is mounted or loaded under --root)", Root)
 	}
-	if err := h.Kernel.EnsureConfigfs(); err != nil {
+	if err := h.EnsureConfigfs(ctx); err != nil {
 		return err
 	}
 	if host.Exists(h.FS, Root) {
