@@ -605,3 +605,95 @@ func (l *Lab) Token(t testing.TB, namespace, name, node string) string {
 // serviceaccount.NodeNameKey); an admission policy reads it as
 // request.userInfo.extra["authentication.kubernetes.io/node-name"].
 const NodeNameExtra = "authentication.kubernetes.io/node-name"
+
+// Env is the environment for a program that runs kubectl as the admin
+// (an Ansible module, a script): this process's, with KUBECONFIG set to
+// the admin's and the lab's kubectl first on PATH.
+func (l *Lab) Env() []string {
+	env := []string{"KUBECONFIG=" + l.Kubeconfig, "PATH=" + l.BinDir + string(os.PathListSeparator) + os.Getenv("PATH")}
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "KUBECONFIG=") && !strings.HasPrefix(e, "PATH=") {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+// Apply applies the manifests (files or directories, as kubectl -f takes
+// them) as the admin, server-side with strict field validation, in order;
+// CustomResourceDefinitions among them are waited for until established.
+func (l *Lab) Apply(t testing.TB, paths ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, p := range paths {
+		out, err := l.Kubectl(ctx, "apply", "--server-side", "--field-manager", "kubelab", "-f", p, "-o", "name")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crds []string
+		for _, n := range strings.Fields(out) {
+			if strings.HasPrefix(n, "customresourcedefinition.apiextensions.k8s.io/") {
+				crds = append(crds, n)
+			}
+		}
+		if len(crds) > 0 {
+			if _, err := l.Kubectl(ctx, append([]string{"wait", "--for", "condition=Established", "--timeout", "60s"}, crds...)...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// CreatePod creates a pod bound to node (spec.nodeName set, as the
+// scheduler would) in namespace, with the namespace and its "default"
+// ServiceAccount made first. Nothing runs it: it stays Pending.
+func (l *Lab) CreatePod(t testing.TB, namespace, name, node string) *corev1.Pod {
+	t.Helper()
+	l.ServiceAccount(t, namespace, "default")
+	p, err := l.Client.CoreV1().Pods(namespace).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/kubelab:none"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s/%s: %v", namespace, name, err)
+	}
+	return p
+}
+
+// FinishTerminatingPods plays the one part of a kubelet that drains
+// wait for: once a pod is being deleted (an eviction or a delete sets its
+// deletionTimestamp), a kubelet stops its containers and deletes it for
+// good. Until t's cleanup, every pod the API server marks so is deleted
+// with a grace period of 0 (as the kubelet does once its containers have
+// stopped); without this, `kubectl drain` waits for them until its
+// timeout.
+func (l *Lab) FinishTerminatingPods(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		zero := int64(0)
+		for ctx.Err() == nil {
+			pods, err := l.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp != nil {
+						_ = l.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+							GracePeriodSeconds: &zero,
+							Preconditions:      &metav1.Preconditions{UID: &p.UID},
+						})
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+}

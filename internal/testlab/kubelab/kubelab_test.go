@@ -112,3 +112,77 @@ func TestMissingBinariesSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestDrain: kubectl drain of a Node with a pod on it cordons the Node
+// and evicts the pod through the Eviction API (--force: a bare pod); the pod is gone once the
+// lab plays the kubelet's part (FinishTerminatingPods), and stays
+// terminating, so the drain times out, without it.
+func TestDrain(t *testing.T) {
+	l := shared.Get(t)
+	ctx := context.Background()
+	l.CreateNode(t, "drain-1", nil)
+	l.CreatePod(t, "drain", "stuck", "drain-1")
+	_, err := l.Kubectl(ctx, "drain", "drain-1", "--force", "--timeout", "3s")
+	if err == nil || !strings.Contains(err.Error(), `waiting for pod "stuck" in namespace "drain" to terminate`) {
+		t.Errorf("kubectl drain with no kubelet to finish the pod: %v, want a timeout", err)
+	}
+
+	l.CreateNode(t, "drain-2", nil)
+	l.CreatePod(t, "drain", "job", "drain-2")
+	l.FinishTerminatingPods(t)
+	out, err := l.Kubectl(ctx, "drain", "drain-2", "--force", "--timeout", "60s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "pod/job evicted") || !strings.Contains(out, "node/drain-2 drained") {
+		t.Errorf("kubectl drain said:\n%s", out)
+	}
+	n, err := l.Client.CoreV1().Nodes().Get(ctx, "drain-2", metav1.GetOptions{})
+	if err != nil || !n.Spec.Unschedulable {
+		t.Errorf("drain-2 after the drain: %v, unschedulable %v", err, n.Spec.Unschedulable)
+	}
+	if _, err := l.Client.CoreV1().Pods("drain").Get(ctx, "job", metav1.GetOptions{}); err == nil {
+		t.Error("pod drain/job is still there after the drain")
+	}
+	l.MustKubectl(t, "uncordon", "drain-2")
+	if n, err := l.Client.CoreV1().Nodes().Get(ctx, "drain-2", metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
+		t.Errorf("drain-2 after uncordon: %v, unschedulable %v", err, n.Spec.Unschedulable)
+	}
+}
+
+// TestApplyAndEnv: Apply waits for the CRDs it applies (a custom object
+// can be made right after), and Env runs the lab's kubectl as the admin.
+func TestApplyAndEnv(t *testing.T) {
+	l := shared.Get(t)
+	dir := t.TempDir()
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.kubelab.rdmaform.test
+spec:
+  group: kubelab.rdmaform.test
+  scope: Cluster
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+	obj := "apiVersion: kubelab.rdmaform.test/v1\nkind: Widget\nmetadata:\n  name: w1\n"
+	if err := os.WriteFile(dir+"/crd.yaml", []byte(crd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/w1.yaml", []byte(obj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.Apply(t, dir+"/crd.yaml", dir+"/w1.yaml")
+	// env(1) finds kubectl on Env's PATH, as a program run with it would.
+	cmd := exec.Command("/usr/bin/env", "kubectl", "get", "widgets", "-o", "name")
+	cmd.Env = l.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "widget.kubelab.rdmaform.test/w1" {
+		t.Errorf("kubectl get widgets with Env: %v: %s", err, out)
+	}
+}
