@@ -118,9 +118,26 @@ type agent struct {
 	dyn  dynamic.Interface
 }
 
+// newAgent is the agent on node as the DaemonSet runs it: a pod made from
+// the DaemonSet's template (as its controller would, there being none
+// here) bound to node, and the token the kubelet would project into it,
+// bound to that pod.
 func newAgent(t *testing.T, l *kubelab.Lab, node string) agent {
 	t.Helper()
-	cfg, _ := l.AsUser(t, "agent-"+node, l.Token(t, namespace, agentSA, node))
+	ctx := context.Background()
+	ds, err := l.Client.AppsV1().DaemonSets(namespace).Get(ctx, "rdmaform-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(),
+		Spec:       *ds.Spec.Template.Spec.DeepCopy(),
+	}
+	pod.Name, pod.Namespace, pod.Spec.NodeName = "rdmaform-agent-"+node, namespace, node
+	if _, err := l.Client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the DaemonSet's pod on %s: %v", node, err)
+	}
+	cfg, _ := l.AsUser(t, "agent-"+node, l.PodToken(t, namespace, agentSA, pod.Name))
 	return agent{node: node, core: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
 
@@ -200,8 +217,8 @@ func policyLoaded(t *testing.T, a agent, other string) {
 	}
 }
 
-// TestAgentLeastPrivilege: with the agent's ServiceAccount and a token
-// bound to its node, the agent reads configs and Nodes, writes its own
+// TestAgentLeastPrivilege: with the agent's ServiceAccount and the token
+// of its pod on its node, the agent reads configs and Nodes, writes its own
 // node's state and its status, cordons its own Node, takes a slot Lease,
 // evicts a pod and records an event; it may not write another node's
 // state (the admission policy refuses it), create or change a config,
@@ -322,8 +339,16 @@ func TestAgentLeastPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods, err := a.core.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=rbac-1"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Errorf("list the node's pods: %v (%d)", err, len(pods.Items))
+	if err != nil {
+		t.Errorf("list the node's pods: %v", err)
+	} else {
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		if strings.Join(names, " ") != "rbac-work/job rdmaform-system/rdmaform-agent-rbac-1" {
+			t.Errorf("the node's pods: %v, want its job and its agent", names)
+		}
 	}
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "rbac-work"}}
 	if err := a.core.CoreV1().Pods("rbac-work").EvictV1(ctx, ev); err != nil {

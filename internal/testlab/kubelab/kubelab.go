@@ -697,3 +697,29 @@ func (l *Lab) FinishTerminatingPods(t testing.TB) {
 		}
 	}()
 }
+
+// PodToken returns a token for the ServiceAccount namespace/sa bound to
+// the pod namespace/pod (which must exist and name that ServiceAccount):
+// what the kubelet projects into a pod's containers. When the pod is on a
+// node, the API server adds the node's name and UID to the token, and
+// its requests carry the user extras pod-name, pod-uid, node-name
+// (NodeNameExtra) and node-uid.
+func (l *Lab) PodToken(t testing.TB, namespace, sa, pod string) string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := l.Client.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("token bound to pod %s/%s: %v", namespace, pod, err)
+	}
+	exp := int64(3600)
+	tr, err := l.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &exp,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for serviceaccount %s/%s bound to pod %s: %v", namespace, sa, pod, err)
+	}
+	return tr.Status.Token
+}

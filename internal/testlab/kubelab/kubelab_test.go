@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/kubelab"
@@ -46,8 +47,48 @@ func TestSmoke(t *testing.T) {
 
 	l.ServiceAccount(t, "smoke", "agent")
 	tok := l.Token(t, "smoke", "agent", "smoke-node-1")
+	user, extra := whoami(t, l, tok)
+	if user != "system:serviceaccount:smoke:agent" {
+		t.Errorf("the bound token is user %q, want system:serviceaccount:smoke:agent", user)
+	}
+	if got := extra[kubelab.NodeNameExtra]; len(got) != 1 || got[0] != "smoke-node-1" {
+		t.Errorf("the bound token's extra %s = %q, want [smoke-node-1] (extra: %v)", kubelab.NodeNameExtra, got, extra)
+	}
+	// A pod's token (as the kubelet projects it) carries its node's name.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent-pod", Namespace: "smoke"},
+		Spec: corev1.PodSpec{NodeName: "smoke-node-1", ServiceAccountName: "agent",
+			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}}},
+	}
+	if _, err := l.Client.CoreV1().Pods("smoke").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, extra = whoami(t, l, l.PodToken(t, "smoke", "agent", "agent-pod"))
+	if got := extra[kubelab.NodeNameExtra]; len(got) != 1 || got[0] != "smoke-node-1" {
+		t.Errorf("the pod's token's extra %s = %q, want [smoke-node-1] (extra: %v)", kubelab.NodeNameExtra, got, extra)
+	}
+	if got := extra["authentication.kubernetes.io/pod-name"]; len(got) != 1 || got[0] != "agent-pod" {
+		t.Errorf("the pod's token's pod-name = %q, want [agent-pod]", got)
+	}
+	// An unbound token carries no node name.
+	if _, extra = whoami(t, l, l.Token(t, "smoke", "agent", "")); extra[kubelab.NodeNameExtra] != nil {
+		t.Errorf("an unbound token has a node name: %v", extra)
+	}
 	_, kc := l.AsUser(t, "agent", tok)
-	out, err = l.KubectlWith(ctx, kc, nil, "auth", "whoami", "-o", "json")
+	// Without a role the ServiceAccount may not list nodes (RBAC is on).
+	if _, err := l.KubectlWith(ctx, kc, nil, "get", "nodes"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("kubectl get nodes as a ServiceAccount with no role: %v, want forbidden", err)
+	}
+	if _, err := l.Client.CoreV1().Nodes().Get(ctx, "smoke-node-1", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+// whoami is who the API server takes token for (kubectl auth whoami).
+func whoami(t *testing.T, l *kubelab.Lab, token string) (string, map[string][]string) {
+	t.Helper()
+	_, kc := l.AsUser(t, "whoami", token)
+	out, err := l.KubectlWith(context.Background(), kc, nil, "auth", "whoami", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,29 +103,7 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &review); err != nil {
 		t.Fatalf("kubectl auth whoami: %v: %s", err, out)
 	}
-	u := review.Status.UserInfo
-	if u.Username != "system:serviceaccount:smoke:agent" {
-		t.Errorf("the bound token is user %q, want system:serviceaccount:smoke:agent", u.Username)
-	}
-	if got := u.Extra[kubelab.NodeNameExtra]; len(got) != 1 || got[0] != "smoke-node-1" {
-		t.Errorf("the bound token's extra %s = %q, want [smoke-node-1] (extra: %v)", kubelab.NodeNameExtra, got, u.Extra)
-	}
-	// An unbound token carries no node name.
-	_, kc = l.AsUser(t, "agent-unbound", l.Token(t, "smoke", "agent", ""))
-	out, err = l.KubectlWith(ctx, kc, nil, "auth", "whoami", "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out, kubelab.NodeNameExtra) {
-		t.Errorf("an unbound token has a node name: %s", out)
-	}
-	// Without a role the ServiceAccount may not list nodes (RBAC is on).
-	if _, err := l.KubectlWith(ctx, kc, nil, "get", "nodes"); err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Errorf("kubectl get nodes as a ServiceAccount with no role: %v, want forbidden", err)
-	}
-	if _, err := l.Client.CoreV1().Nodes().Get(ctx, "smoke-node-1", metav1.GetOptions{}); err != nil {
-		t.Error(err)
-	}
+	return review.Status.UserInfo.Username, review.Status.UserInfo.Extra
 }
 
 // TestMissingBinariesSkip: with no lab where RDMAFORM_K8S_LAB_DIR points,
