@@ -276,3 +276,38 @@ func TestRenameGuardFollowsTheName(t *testing.T) {
 		t.Fatalf("default route on %s", st.DefaultRoute)
 	}
 }
+
+// TestRenameAndIPoIBInOneApply: one apply renames an InfiniBand function's
+// RDMA device and IPoIB netdev and creates an IPoIB connection whose
+// parent is the new name, with a P_Key child (its P_Key read from the
+// renamed device's port): apply, then plan is empty.
+func TestRenameAndIPoIBInOneApply(t *testing.T) {
+	s, _ := simtest.New(t, "cx6-vpi-ib", 0, nil)
+	f := filepath.Join(s.Dir, "usr/lib/udev/rdma_rename")
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := clitest.WriteSpec(t, `version: 1
+devices:
+  - pci: 0000:3b:00.0
+    names: {rdma: ibrail0, netdev: ibrail0}
+ipoib:
+  - name: rail0-storage
+    parent: ibrail0
+    pkey: 0x8002
+    mode: datagram
+    ipv4: {addresses: [192.0.2.1/24]}
+`)
+	code, out := rf(t, "--sim", s.Dir, "plan", "-f", spec)
+	want(t, code, 2, out, "name: ib0 -> ibrail0", "+ ipoib[rail0-storage]")
+	code, out = rf(t, "--sim", s.Dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", s.Dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	if st := state(t, s.Dir); st.Netdev("ibrail0.8002") == nil {
+		t.Fatal("no P_Key child on the renamed netdev")
+	}
+}
