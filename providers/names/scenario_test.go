@@ -1,6 +1,7 @@
 package names_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -310,4 +311,43 @@ ipoib:
 	if st := state(t, s.Dir); st.Netdev("ibrail0.8002") == nil {
 		t.Fatal("no P_Key child on the renamed netdev")
 	}
+}
+
+// TestRenameAndSubnetManagerInOneApply: one apply renames the RDMA device
+// whose port opensm binds and configures the subnet manager on it under
+// the new name (the fabric asked through the device's name until the
+// rename): apply, then plan is empty.
+func TestRenameAndSubnetManagerInOneApply(t *testing.T) {
+	s, h := simtest.New(t, "cx6-vpi-ib", 0, func(st *sim.State) {
+		st.OpenSM = &sim.OpenSMState{Layout: "debian"}
+		st.Tools = append(st.Tools, "sminfo", "smpquery")
+	})
+	if err := h.Systemd.Start(context.Background(), "opensm.service"); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(s.Dir, "usr/lib/udev/rdma_rename")
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := clitest.WriteSpec(t, `version: 1
+devices:
+  - pci: 0000:3b:00.1
+    names: {rdma: ibrail1}
+subnet_manager:
+  priority: 5
+  port: {device: ibrail1, port: 1}
+  partitions:
+    - name: storage
+      pkey: 0x8002
+      members: [{guid: all_cas, membership: limited}, {guid: self, membership: full}]
+`)
+	code, out := rf(t, "--sim", s.Dir, "plan", "-f", spec)
+	want(t, code, 2, out, "name: mlx5_1 -> ibrail1", "subnet_manager[")
+	code, out = rf(t, "--sim", s.Dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", s.Dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
 }

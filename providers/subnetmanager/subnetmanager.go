@@ -199,7 +199,9 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		// show captures the files; the fabric is plan's and audit's.
 		return obs, nil
 	}
-	obs.Fabric, obs.FabricErr = ReadFabric(ctx, h, obs.Port)
+	now := *obs.Port // a device the names stage renames is asked under its name now
+	now.Device = req.RDMANow(now.Device)
+	obs.Fabric, obs.FabricErr = ReadFabric(ctx, h, &now)
 	return obs, nil
 }
 
@@ -226,7 +228,7 @@ func localPort(h *host.Host, req *plan.Request) *LocalPort {
 		}
 	}
 	if pick != nil {
-		pick.SysfsPKeys, _ = readSysfsPKeys(h, pick)
+		pick.SysfsPKeys, _ = readSysfsPKeys(h, &LocalPort{Device: req.RDMANow(pick.Device), Port: pick.Port})
 	}
 	return pick
 }
