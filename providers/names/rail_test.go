@@ -29,13 +29,7 @@ func railHost(t *testing.T, mutate func(st *sim.State)) string {
 			mutate(st)
 		}
 	})
-	f := filepath.Join(s.Dir, "usr/lib/udev/rdma_rename")
-	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f, nil, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	withRdmaRename(t, s.Dir)
 	return s.Dir
 }
 

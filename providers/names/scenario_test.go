@@ -35,14 +35,21 @@ func want(t *testing.T, code, wantCode int, out string, contains ...string) {
 func newHost(t *testing.T, mutate func(st *sim.State)) string {
 	t.Helper()
 	s, _ := simtest.New(t, "cx5-roce", 0, mutate)
-	f := filepath.Join(s.Dir, "usr/lib/udev/rdma_rename")
+	withRdmaRename(t, s.Dir)
+	return s.Dir
+}
+
+// withRdmaRename installs rdma-core's udev helper on a simulated host
+// (the names provider wants it for an RDMA device's rule).
+func withRdmaRename(t *testing.T, dir string) {
+	t.Helper()
+	f := filepath.Join(dir, "usr/lib/udev/rdma_rename")
 	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(f, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return s.Dir
 }
 
 func state(t *testing.T, dir string) *sim.State {
@@ -284,13 +291,7 @@ func TestRenameGuardFollowsTheName(t *testing.T) {
 // renamed device's port): apply, then plan is empty.
 func TestRenameAndIPoIBInOneApply(t *testing.T) {
 	s, _ := simtest.New(t, "cx6-vpi-ib", 0, nil)
-	f := filepath.Join(s.Dir, "usr/lib/udev/rdma_rename")
-	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f, nil, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	withRdmaRename(t, s.Dir)
 	spec := clitest.WriteSpec(t, `version: 1
 devices:
   - pci: 0000:3b:00.0
@@ -325,13 +326,7 @@ func TestRenameAndSubnetManagerInOneApply(t *testing.T) {
 	if err := h.Systemd.Start(context.Background(), "opensm.service"); err != nil {
 		t.Fatal(err)
 	}
-	f := filepath.Join(s.Dir, "usr/lib/udev/rdma_rename")
-	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f, nil, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	withRdmaRename(t, s.Dir)
 	spec := clitest.WriteSpec(t, `version: 1
 devices:
   - pci: 0000:3b:00.1
