@@ -509,3 +509,28 @@ func TestBadHostSpec(t *testing.T) {
 		t.Errorf("hostSpec version 2: %v, want refused (Invalid) at spec.hostSpec.version", err)
 	}
 }
+
+// TestActivationByReboot: activation reboot on two nodes, one slot: each
+// simulated host reboots through rdmaform activate --by reboot (systemd's
+// reboot, which the simulator carries out), and both end active with an
+// empty plan, one at a time.
+func TestActivationByReboot(t *testing.T) {
+	k := newCluster(t)
+	nodes := k.nodes("reboot", 2, func(int) map[string]string { return map[string]string{"rail": "reboot"} })
+	sw := k.watchSlots("reboot")
+	k.start(nodes...)
+	cfg := k.config("reboot", "rail", "reboot", firmwareSpec, policy(v1alpha1.ModeApply, v1alpha1.ActivationReboot, 1))
+	k.activatedAll(nodes, cfg, firmwareSpec)
+	for _, n := range nodes {
+		st, err := k.state(n.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if la := st.Status.LastApply; la == nil || la.Action != "activate" || la.ExitCode != 0 {
+			t.Errorf("%s: last apply %+v, want activate, exit 0", n.name, la)
+		}
+	}
+	if most, takers := sw.result(); most != 1 || len(takers) != 2 {
+		t.Errorf("at most %d held at once (want 1), takers %v (want 2)", most, takers)
+	}
+}
