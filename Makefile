@@ -67,10 +67,11 @@ NFPM ?= build/tools/nfpm
 $(NFPM):
 	GOBIN=$(CURDIR)/build/tools $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 
-package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (binary in /usr/sbin)
+package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (rdmaform and rdmaform-agent in /usr/sbin)
 	rm -rf dist build/pkg && mkdir -p dist
 	$(GO) run ./cmd/rdmaform-docs -man build/pkg/man -completions build/pkg/completions -unit build/pkg/rdmaform.service -binary /usr/sbin/rdmaform
 	$(foreach a,$(ARCHES),$(call gobuild,$(a),/usr/sbin,build/pkg/rdmaform,./cmd/rdmaform) && \
+	  $(call gobuild,$(a),/usr/sbin,build/pkg/rdmaform-agent,./cmd/rdmaform-agent) && \
 	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p deb -t dist/ && \
 	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t dist/ &&) true
 	ls -l dist
@@ -173,7 +174,10 @@ BENCHFLAGS ?=
 bench: build ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources)
 	$(GO) run ./bench/cmd/rdmaform-bench -rdmaform $(BIN) $(BENCHFLAGS)
 
-.PHONY: manifests
+.PHONY: manifests agent
+
+agent: ## static bin/linux_{amd64,arm64}/rdmaform-agent, the Kubernetes node agent (README, Running on Kubernetes)
+	$(foreach a,$(ARCHES),$(call gobuild,$(a),$(SBINDIR),bin/linux_$(a)/rdmaform-agent,./cmd/rdmaform-agent) &&) true
 
 manifests: ## regenerate deploy/kubernetes/crds and api/v1alpha1's deep copies (internal/crdgen; TestManifestsCurrent checks them)
 	$(GO) run ./internal/crdgen/cmd/crdgen
