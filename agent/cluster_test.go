@@ -534,3 +534,52 @@ func TestActivationByReboot(t *testing.T) {
 		t.Errorf("at most %d held at once (want 1), takers %v (want 2)", most, takers)
 	}
 }
+
+// TestEvictionBeforeActivation: with policy.evict the agent evicts the
+// node's pods through the Eviction API after cordoning it (a pod there is
+// terminating or gone: there is no kubelet to finish it), and leaves a
+// DaemonSet's pod and other nodes' pods alone.
+func TestEvictionBeforeActivation(t *testing.T) {
+	k := newCluster(t)
+	nodes := k.nodes("evict", 2, func(i int) map[string]string {
+		if i == 2 {
+			return map[string]string{"rail": "elsewhere"}
+		}
+		return map[string]string{"rail": "evict"}
+	})
+	ctx := context.Background()
+	yes := true
+	mkPod := func(name, nodeName string, ds bool) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec:       corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "example.invalid/none"}}},
+		}
+		if ds {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "0a0b", Controller: &yes}}
+		}
+		if err := k.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.c.Delete(ctx, p, client.GracePeriodSeconds(0)) })
+		return p
+	}
+	work := mkPod("evict-work", nodes[0].name, false)
+	ds := mkPod("evict-ds", nodes[0].name, true)
+	other := mkPod("evict-other", nodes[1].name, false)
+	k.start(nodes[0])
+	p := policy(v1alpha1.ModeApply, v1alpha1.ActivationFWReset, 1)
+	p.Evict = true
+	cfg := k.config("evict", "rail", "evict", firmwareSpec, p)
+	k.activatedAll(nodes[:1], cfg, firmwareSpec)
+	terminating := func(p *corev1.Pod) bool {
+		var got corev1.Pod
+		err := k.c.Get(ctx, client.ObjectKeyFromObject(p), &got)
+		return apierrors.IsNotFound(err) || (err == nil && got.DeletionTimestamp != nil)
+	}
+	if !terminating(work) {
+		t.Errorf("%s was not evicted", work.Name)
+	}
+	if terminating(ds) || terminating(other) {
+		t.Errorf("evicted a DaemonSet pod (%v) or another node's pod (%v)", terminating(ds), terminating(other))
+	}
+}
