@@ -25,6 +25,7 @@ import (
 	"github.com/rdmaform/rdmaform/agent"
 	"github.com/rdmaform/rdmaform/api/v1alpha1"
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/testlab/kubelab"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
@@ -37,12 +38,14 @@ const waitLimit = 5 * time.Minute
 
 type cluster struct {
 	t   *testing.T
+	lab *kubelab.Lab
 	cfg *rest.Config
 	c   client.WithWatch
 }
 
 func newCluster(t *testing.T) *cluster {
-	cfg := lab(t)
+	l := lab(t)
+	cfg := rest.CopyConfig(l.Config)
 	s, err := agent.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +58,7 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	return &cluster{t: t, cfg: cfg, c: c}
+	return &cluster{t: t, lab: l, cfg: cfg, c: c}
 }
 
 // node is one Node object (there is no kubelet: only the API object) and
@@ -93,7 +96,10 @@ func (k *cluster) nodes(prefix string, n int, lbl func(i int) map[string]string)
 	return out
 }
 
-// start runs an agent for each node (in-process managers), until the test ends.
+// start runs an agent for each node (in-process managers), until the test
+// ends, each as the agent's ServiceAccount (deploy/kubernetes/10-rbac.yaml)
+// with a token bound to its Node, as the DaemonSet's pod would have: the
+// RBAC rules and the own-node admission policy apply to it.
 func (k *cluster) start(nodes ...node) {
 	k.t.Helper()
 	k.startWith(nil, nodes...)
@@ -105,7 +111,8 @@ func (k *cluster) startWith(m *agent.Metrics, nodes ...node) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		o := agent.Options{NodeName: n.name, Namespace: ns, HostArgs: []string{"--sim", n.dir}, Interval: 3 * time.Second, Metrics: m}
-		go func() { done <- agent.Run(ctx, k.cfg, o, "0") }()
+		cfg, _ := k.lab.AsUser(k.t, "agent-"+n.name, k.lab.Token(k.t, ns, "rdmaform-agent", n.name))
+		go func() { done <- agent.Run(ctx, cfg, o, "0") }()
 		k.t.Cleanup(func() {
 			cancel()
 			if err := <-done; err != nil {
@@ -548,6 +555,8 @@ func TestEvictionBeforeActivation(t *testing.T) {
 		return map[string]string{"rail": "evict"}
 	})
 	ctx := context.Background()
+	// A pod needs its namespace's ServiceAccount: no controller makes it here.
+	k.lab.ServiceAccount(t, "default", "default")
 	yes := true
 	mkPod := func(name, nodeName string, ds bool) *corev1.Pod {
 		p := &corev1.Pod{

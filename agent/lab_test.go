@@ -1,60 +1,55 @@
 package agent_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/kubelab"
 )
 
-// The API server the tests run on: a real kube-apiserver and etcd, one pair
-// per test package, with the CRDs of deploy/kubernetes/crds installed.
+// The API server the tests run on: kubelab's real kube-apiserver and
+// etcd, one pair for the package, with the manifests installed as README
+// says (kubectl apply -f deploy/kubernetes/crds/, then
+// deploy/kubernetes/: the namespace, the agent's RBAC, its own-node
+// admission policy and the DaemonSet, which nothing runs here).
 var (
-	labOnce sync.Once
-	labCfg  *rest.Config
-	labErr  error
-	labEnv  *envtest.Environment
+	shared      kubelab.Shared
+	installOnce sync.Once
+	installOut  string
+	installErr  error
 )
-
-func kubeBinDir() string {
-	if d := os.Getenv("RDMAFORM_K8S_BIN"); d != "" {
-		return d
-	}
-	return "/work/k8s-build/bin"
-}
-
-func lab(t *testing.T) *rest.Config {
-	t.Helper()
-	dir := kubeBinDir()
-	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
-		need.Skip(t, "no kube-apiserver in %s (make k8s-lab)", dir)
-	}
-	labOnce.Do(func() {
-		labEnv = &envtest.Environment{
-			BinaryAssetsDirectory:    dir,
-			CRDDirectoryPaths:        []string{filepath.Join("..", "deploy", "kubernetes", "crds")},
-			ErrorIfCRDPathMissing:    true,
-			ControlPlaneStartTimeout: 2 * time.Minute,
-			ControlPlaneStopTimeout:  time.Minute,
-		}
-		labCfg, labErr = labEnv.Start()
-	})
-	if labErr != nil {
-		t.Fatalf("starting the API server: %v", labErr)
-	}
-	return rest.CopyConfig(labCfg)
-}
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if labEnv != nil {
-		_ = labEnv.Stop()
+	// controller-runtime's log goes nowhere (it complains once otherwise).
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(shared.Run(m))
+}
+
+func lab(t *testing.T) *kubelab.Lab {
+	t.Helper()
+	l := shared.Get(t)
+	installOnce.Do(func() {
+		ctx := context.Background()
+		dir := filepath.Join("..", "deploy", "kubernetes")
+		for _, args := range [][]string{
+			{"apply", "-f", filepath.Join(dir, "crds") + "/"},
+			{"wait", "--for", "condition=established", "--timeout", "120s", "crd/rdmahostconfigs.rdmaform.io", "crd/rdmahoststates.rdmaform.io"},
+			{"apply", "-f", dir + "/"},
+		} {
+			installOut, installErr = l.Kubectl(ctx, args...)
+			if installErr != nil {
+				return
+			}
+		}
+	})
+	if installErr != nil {
+		t.Fatalf("installing deploy/kubernetes: %v\n%s", installErr, installOut)
 	}
-	os.Exit(code)
+	return l
 }
