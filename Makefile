@@ -171,7 +171,7 @@ k8s-lab: ## build kube-apiserver, kubectl and etcd from the Go module proxy for 
 
 BENCHFLAGS ?=
 
-bench: build ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources)
+bench: build ansible ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources, a 1,000-host rollout vs serial:)
 	$(GO) run ./bench/cmd/rdmaform-bench -rdmaform $(BIN) $(BENCHFLAGS)
 
 .PHONY: manifests agent

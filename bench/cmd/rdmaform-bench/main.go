@@ -56,6 +56,12 @@ type options struct {
 	only          string
 	require       bool
 	kernlab       string
+	// The rollout part: hosts, the activation latency A, the share of
+	// hosts per wave, and the Ansible module binary.
+	rolloutHosts   int
+	activation     time.Duration
+	rolloutPercent int
+	module         string
 }
 
 // report collects the table's sections.
@@ -88,8 +94,12 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
 	fs.StringVar(&o.nmcliBaseline, "nmcli-baseline", "", "an rdmaform binary from before the D-Bus switch (nmcli per profile), measured beside the current one in the nm part")
-	fs.StringVar(&o.only, "only", "", "run one part: plan, activate, qos, nm, big, kernel, waves")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, activate, qos, nm, big, kernel, waves, rollout")
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
+	fs.IntVar(&o.rolloutHosts, "rollout-hosts", 1000, "simulated hosts of the rollout part (the role rdmaform.rdma.rollout against a serial: playbook)")
+	fs.DurationVar(&o.activation, "activation-latency", 2*time.Minute, "the rollout part's activation latency A: the run time of each host's firmware reset")
+	fs.IntVar(&o.rolloutPercent, "rollout-percent", 25, "the rollout part's hosts per wave (and serial: batch), percent")
+	fs.StringVar(&o.module, "ansible-module", "build/ansible/library/rdmaform", "the Ansible module binary (make ansible) for the rollout part")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -104,6 +114,15 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	if abs, err := filepath.Abs(o.rdmaform); err == nil {
 		o.rdmaform = abs
+	}
+	if o.rolloutHosts < 8 || o.rolloutPercent < 1 || o.rolloutPercent > 100 || o.activation < time.Second {
+		fmt.Fprintf(stderr, "rdmaform-bench: -rollout-hosts %d, -rollout-percent %d, -activation-latency %s: want 8 or more hosts, 1 to 100 %%, 1s or more\n", o.rolloutHosts, o.rolloutPercent, o.activation)
+		return 2
+	}
+	for _, p := range []*string{&o.module} {
+		if abs, err := filepath.Abs(*p); err == nil {
+			*p = abs
+		}
 	}
 	if abs, err := filepath.Abs(o.nmcliBaseline); err == nil && o.nmcliBaseline != "" {
 		o.nmcliBaseline = abs
@@ -128,6 +147,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		{"big", r.big},
 		{"kernel", r.kernelLab},
 		{"waves", r.waves},
+		{"rollout", r.rollout},
 	}
 	failed := false
 	for _, p := range parts {

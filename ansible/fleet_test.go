@@ -1,0 +1,516 @@
+package ansible_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// fleet is a play's worth of simulated hosts for the rollout role's
+// phases 3 and 4: an inventory with domains, SM roles and a probe address
+// per host, the spec template (each host's address on ib1) and the
+// rdmaform command the role runs on the hosts.
+type fleet struct {
+	l        *lab
+	names    []string
+	dirs     map[string]string
+	domain   map[string]string
+	addr     map[string]string
+	spec     string // the template the play renders per host
+	cli      string // rdmaform, built for this test
+	hooksLog string
+}
+
+// fleetSpec is ib-to-eth (port 1 of the ConnectX-6 VPI to Ethernet, RoCE
+// v2 on it) plus the host's probe address on ib1, which stays
+// InfiniBand: a template, rendered per host by the play.
+const fleetSpec = `version: 1
+devices:
+  - pci: "0000:3b:00.0"
+    firmware:
+      params:
+        LINK_TYPE_P1: ETH
+    ports:
+      - port: 1
+        link_layer: Ethernet
+        roce:
+          mode: v2
+          tos: 106
+interfaces:
+  - name: ib1
+    state: up
+    addresses: ["{{ rdmaform_probe_address }}/16"]
+`
+
+func newFleet(t *testing.T, n, domains int, sm []int) *fleet {
+	t.Helper()
+	l := newLab(t)
+	l.installCollection(t)
+	f := &fleet{l: l, dirs: map[string]string{}, domain: map[string]string{}, addr: map[string]string{},
+		cli: filepath.Join(l.dir, "bin", "rdmaform"), hooksLog: filepath.Join(l.dir, "hooks.log")}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(gobin, "build", "-o", f.cli, "../cmd/rdmaform").CombinedOutput(); err != nil {
+		t.Fatalf("building rdmaform: %v\n%s", err, out)
+	}
+	f.spec = filepath.Join(l.dir, "spec.yaml.j2")
+	if err := os.WriteFile(f.spec, []byte(fleetSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("node%03d", i)
+		f.names = append(f.names, name)
+		f.dirs[name] = newSim(t, "cx6-vpi-ib")
+		if domains > 0 {
+			f.domain[name] = fmt.Sprintf("leaf%d", (i-1)%domains+1)
+		}
+		f.addr[name] = fmt.Sprintf("10.31.%d.%d", i/250, i%250+1)
+	}
+	f.writeInventory(t, sm, nil)
+	return f
+}
+
+// writeInventory writes the YAML inventory: hosts sm[i] have the role sm,
+// hosts in warm reboot without reloading the firmware.
+func (f *fleet) writeInventory(t *testing.T, sm []int, warm map[string]bool) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("rdma:\n  hosts:\n")
+	for i, n := range f.names {
+		fmt.Fprintf(&b, "    %s:\n      ansible_connection: local\n      rdmaform_sim: %s\n      rdmaform_probe_address: %s\n", n, f.dirs[n], f.addr[n])
+		if d := f.domain[n]; d != "" {
+			fmt.Fprintf(&b, "      rdmaform_domain: %s\n", d)
+		}
+		for _, s := range sm {
+			if s == i {
+				b.WriteString("      rdmaform_roles: [sm]\n")
+			}
+		}
+		if warm[n] {
+			b.WriteString("      rdmaform_sim_reboot_flags: [--keep-firmware]\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.l.dir, "inventory.yml"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rendered is the spec as the play renders it for host n.
+func (f *fleet) rendered(t *testing.T, n string) string {
+	t.Helper()
+	p := filepath.Join(f.l.dir, "spec-"+n+".yaml")
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(fleetSpec, "{{ rdmaform_probe_address }}", f.addr[n])), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// play runs examples/ansible/fleet-rollout.yml with the extra variables
+// (a JSON document) and returns its output and exit code.
+func (f *fleet) play(t *testing.T, forks int, extra map[string]any, flags ...string) (string, int) {
+	t.Helper()
+	vars := map[string]any{"rdma_spec_file": f.spec, "rdma_become": false, "rdma_command": f.cli, "rdma_probe_interface": "ib1"}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	b, err := json.Marshal(vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-i", filepath.Join(f.l.dir, "inventory.yml"), "-f", strconv.Itoa(forks), "../examples/ansible/fleet-rollout.yml", "-e", string(b)}, flags...)
+	cmd := exec.Command("ansible-playbook", args...)
+	cmd.Env = f.l.env
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("ansible-playbook: %v\n%s", err, out)
+		}
+		code = ee.ExitCode()
+	}
+	return string(out), code
+}
+
+// hooks are the command hooks: each appends "drain HOST" or "undrain
+// HOST" to the log, in the order the role runs them.
+func (f *fleet) hooks() map[string]any {
+	rec := func(what string) []string {
+		return []string{"python3", "-c", "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n')", f.hooksLog, what + " {{ inventory_hostname }}"}
+	}
+	return map[string]any{"rdma_drain": "command", "rdma_drain_command": rec("drain"), "rdma_undrain_command": rec("undrain")}
+}
+
+type rolloutReport struct {
+	FormatVersion int      `json:"format_version"`
+	Waves         int      `json:"waves"`
+	Domains       bool     `json:"domains"`
+	Note          string   `json:"note"`
+	StoppedAt     int      `json:"stopped_at_wave"`
+	Done          []string `json:"done"`
+	Untouched     []string `json:"untouched"`
+	Nothing       []string `json:"nothing_to_activate"`
+	Failed        []struct {
+		Host   string `json:"host"`
+		Wave   int    `json:"wave"`
+		Gate   string `json:"gate"`
+		Reason string `json:"reason"`
+	} `json:"failed"`
+}
+
+func (f *fleet) report(t *testing.T, path string) rolloutReport {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rolloutReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, b)
+	}
+	return r
+}
+
+// checkHooks replays the hooks' log: every host drained before it is
+// undrained, never more than perWave hosts drained at once nor more than
+// perDomain of one domain; the hosts left drained are returned.
+func (f *fleet) checkHooks(t *testing.T, perWave, perDomain int) (drainedOnce map[string]int, left []string) {
+	t.Helper()
+	b, err := os.ReadFile(f.hooksLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained, byDomain, drainedOnce := map[string]bool{}, map[string]int{}, map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		what, host, _ := strings.Cut(line, " ")
+		switch what {
+		case "drain":
+			if drained[host] {
+				t.Errorf("hooks: %s drained twice", host)
+			}
+			drained[host] = true
+			drainedOnce[host]++
+			byDomain[f.domain[host]]++
+			if len(drained) > perWave {
+				t.Errorf("hooks: %d hosts drained at once (at most %d per wave): %s", len(drained), perWave, line)
+			}
+			if d := f.domain[host]; d != "" && byDomain[d] > perDomain {
+				t.Errorf("hooks: %d hosts of %s drained at once (at most %d): %s", byDomain[d], d, perDomain, line)
+			}
+		case "undrain":
+			if !drained[host] {
+				t.Errorf("hooks: %s undrained before it was drained", host)
+			}
+			delete(drained, host)
+			byDomain[f.domain[host]]--
+		default:
+			t.Fatalf("hooks: %q", line)
+		}
+	}
+	for h := range drained {
+		left = append(left, h)
+	}
+	sort.Strings(left)
+	return drainedOnce, left
+}
+
+func (f *fleet) bootID(t *testing.T, n string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.dirs[n], "proc/sys/kernel/random/boot_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRolloutWaves runs the whole rollout (examples/ansible/fleet-rollout.yml,
+// the role's four phases) under ansible-core on simulated hosts (local
+// connection, forks), RDMAFORM_ROLLOUT_HOSTS of them (200 by default; 8
+// domains, 2 SM hosts), activated by reboot in waves of at most 20 % and
+// 5 hosts of a domain, drained and undrained by command hooks that log
+// their order, probing peers on ib1. One host's reboot is warm and does
+// not reload its firmware: its wave fails at "did it take?", every later
+// wave is untouched (still staged, not rebooted), the report names the
+// host and the play fails. After the fault is cleared (the firmware reset
+// the error asks for), the play runs again and finishes, skipping the
+// hosts done, and every host plans empty.
+func TestRolloutWaves(t *testing.T) {
+	n := 200
+	if s := os.Getenv("RDMAFORM_ROLLOUT_HOSTS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 16 {
+			t.Fatalf("RDMAFORM_ROLLOUT_HOSTS=%q: want 16 or more", s)
+		}
+	}
+	f := newFleet(t, n, 8, []int{0, 1})
+	perWave, perDomain := n/5, (n/5+7)/8
+	report := filepath.Join(f.l.dir, "report.json")
+	extra := f.hooks()
+	for k, v := range map[string]any{"rdma_activation": "reboot", "rdma_max_per_domain": perDomain, "rdma_report": report} {
+		extra[k] = v
+	}
+
+	// Which wave each host is in: rdmaform waves on the same inventory.
+	var waves struct {
+		Waves []struct {
+			Hosts []string `json:"hosts"`
+		} `json:"waves"`
+	}
+	var inv strings.Builder
+	inv.WriteString(`{"hosts": [`)
+	for i, h := range f.names {
+		if i > 0 {
+			inv.WriteString(",")
+		}
+		roles := "[]"
+		if i < 2 {
+			roles = `["sm"]`
+		}
+		fmt.Fprintf(&inv, `{"name": %q, "domain": %q, "roles": %s}`, h, f.domain[h], roles)
+	}
+	inv.WriteString("]}")
+	invFile := filepath.Join(f.l.dir, "waves.json")
+	if err := os.WriteFile(invFile, []byte(inv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(rdmaform(t, 0, "waves", "--inventory", invFile, "--max-per-domain", strconv.Itoa(perDomain), "-o", "json")), &waves); err != nil {
+		t.Fatal(err)
+	}
+	if len(waves.Waves) < 4 {
+		t.Fatalf("%d waves, want 4 or more for this test", len(waves.Waves))
+	}
+	bad := waves.Waves[2].Hosts[len(waves.Waves[2].Hosts)/2]
+	var later []string
+	for _, w := range waves.Waves[3:] {
+		later = append(later, w.Hosts...)
+	}
+	f.writeInventory(t, []int{0, 1}, map[string]bool{bad: true})
+	boots := map[string]string{}
+	for _, h := range f.names {
+		boots[h] = f.bootID(t, h)
+	}
+
+	out, code := f.play(t, 40, extra)
+	if code != 2 {
+		t.Fatalf("first run: exit %d, want 2 (a failed host)\n%s", code, out)
+	}
+	r := f.report(t, report)
+	if len(r.Failed) != 1 || r.Failed[0].Host != bad || r.Failed[0].Gate != "did it take?" || r.Failed[0].Wave != 3 ||
+		!strings.Contains(r.Failed[0].Reason, "LINK_TYPE_P1=ETH did not take") {
+		t.Errorf("first run: failed %+v, want %s at wave 3's did it take? (LINK_TYPE_P1=ETH did not take)", r.Failed, bad)
+	}
+	if r.StoppedAt != 3 || len(r.Untouched) != len(later) || len(r.Done)+1+len(later) != n {
+		t.Errorf("first run: stopped at %d, %d done, %d untouched; want 3, %d, %d", r.StoppedAt, len(r.Done), len(r.Untouched), n-1-len(later), len(later))
+	}
+	for _, want := range []string{
+		fmt.Sprintf("rdmaform rollout: %d done, 1 failed, %d untouched (still staged), 0 with nothing to activate; stopped at wave 3 of %d", n-1-len(later), len(later), len(waves.Waves)),
+		"rdmaform rollout: failed " + bad + " (wave 3, did it take?)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first run: lacks %q:\n%s", want, out)
+		}
+	}
+	once, left := f.checkHooks(t, perWave, perDomain)
+	if len(left) != 1 || left[0] != bad {
+		t.Errorf("first run: hosts left drained %v, want only %s", left, bad)
+	}
+	for _, h := range later {
+		if once[h] != 0 {
+			t.Errorf("first run: %s of a later wave was drained", h)
+		}
+		if f.bootID(t, h) != boots[h] {
+			t.Errorf("first run: %s of a later wave was rebooted", h)
+		}
+		rdmaform(t, 3, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h)) // still staged
+	}
+
+	// Clear the fault: the firmware reset the error names, and a plain
+	// reboot from now on; the hooks' log starts again.
+	rdmaform(t, 0, "--sim", f.dirs[bad], "activate", "--by", "fw-reset")
+	f.writeInventory(t, []int{0, 1}, nil)
+	if err := os.Remove(f.hooksLog); err != nil {
+		t.Fatal(err)
+	}
+	out, code = f.play(t, 40, extra)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	r = f.report(t, report)
+	sort.Strings(later)
+	sort.Strings(r.Done)
+	if len(r.Failed) != 0 || r.StoppedAt != 0 || strings.Join(r.Done, " ") != strings.Join(later, " ") || len(r.Untouched) != 0 {
+		t.Errorf("second run: done %v, failed %+v, untouched %v; want done = the later waves %v", r.Done, r.Failed, r.Untouched, later)
+	}
+	if _, left := f.checkHooks(t, perWave, perDomain); len(left) != 0 {
+		t.Errorf("second run: hosts left drained %v", left)
+	}
+	for _, h := range f.names {
+		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
+	}
+}
+
+// TestRolloutLimits gives every variable of the role that has a limit
+// its limit and one past it, under ansible-core (one simulated host,
+// --check): at the limits (all the low ones, then all the high ones) the
+// play passes the check and prints the fleet summary; one past them the
+// role's first task fails naming every bad value, and nothing is
+// planned; a bad choice or type is refused by the role's argument_specs.
+func TestRolloutLimits(t *testing.T) {
+	f := newFleet(t, 1, 0, nil)
+	playbook := filepath.Join(f.l.dir, "limits.yml")
+	if err := os.WriteFile(playbook, []byte("- hosts: rdma\n  gather_facts: false\n  roles:\n    - rdmaform.rdma.rollout\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(vars map[string]any) (string, int) {
+		t.Helper()
+		vars["rdmaform_rollout_spec"] = strings.ReplaceAll(fleetSpec, "{{ rdmaform_probe_address }}", f.addr[f.names[0]])
+		b, err := json.Marshal(vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("ansible-playbook", "-i", filepath.Join(f.l.dir, "inventory.yml"), playbook, "--check", "-e", string(b))
+		cmd.Env = f.l.env
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	probes := func(n int) []map[string]any {
+		var ps []map[string]any
+		for i := 0; i < n; i++ {
+			ps = append(ps, map[string]any{"name": fmt.Sprintf("p%d", i), "ping": map[string]any{"interface": "ib1"}})
+		}
+		return ps
+	}
+	argv := func(n int) []string {
+		a := []string{"true"}
+		for len(a) < n {
+			a = append(a, "x")
+		}
+		return a
+	}
+	summary := "rdmaform rollout: 1 of 1 hosts to change"
+	for _, c := range []struct {
+		name string
+		vars map[string]any
+	}{
+		{"low", map[string]any{"rdmaform_rollout_max_unavailable": "1", "rdmaform_rollout_max_per_domain": 1, "rdmaform_rollout_drain_timeout": 1,
+			"rdmaform_rollout_activate_wait": 1, "rdmaform_rollout_reboot_timeout": 1, "rdmaform_rollout_probe_peers": 1, "rdmaform_rollout_probes": probes(0),
+			"rdmaform_rollout_drain": "command", "rdmaform_rollout_drain_command": argv(1), "rdmaform_rollout_undrain_command": argv(1), "rdmaform_rollout_drain_reason": "r"}},
+		{"low percent", map[string]any{"rdmaform_rollout_max_unavailable": "1%"}},
+		{"high", map[string]any{"rdmaform_rollout_max_unavailable": "100000", "rdmaform_rollout_max_per_domain": 100000, "rdmaform_rollout_drain_timeout": 86400,
+			"rdmaform_rollout_activate_wait": 3600, "rdmaform_rollout_reboot_timeout": 86400, "rdmaform_rollout_probe_peers": 16, "rdmaform_rollout_probes": probes(16),
+			"rdmaform_rollout_drain": "command", "rdmaform_rollout_drain_command": argv(64), "rdmaform_rollout_undrain_command": argv(64),
+			"rdmaform_rollout_drain_reason": strings.Repeat("r", 256)}},
+		{"high percent", map[string]any{"rdmaform_rollout_max_unavailable": "100%"}},
+	} {
+		if out, code := run(c.vars); code != 0 || !strings.Contains(out, summary) {
+			t.Errorf("%s limits: exit %d, want 0 and the summary\n%s", c.name, code, out)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		vars map[string]any
+		want []string
+	}{
+		{"below", map[string]any{"rdmaform_rollout_max_unavailable": "0", "rdmaform_rollout_max_per_domain": 0, "rdmaform_rollout_drain_timeout": 0,
+			"rdmaform_rollout_activate_wait": 0, "rdmaform_rollout_reboot_timeout": 0, "rdmaform_rollout_probe_peers": 0,
+			"rdmaform_rollout_drain": "command", "rdmaform_rollout_drain_command": argv(0), "rdmaform_rollout_undrain_command": argv(0), "rdmaform_rollout_drain_reason": ""},
+			[]string{"rdmaform_rollout_max_unavailable 0: want 1 to 100000 hosts", "rdmaform_rollout_max_per_domain 0: want 1 to 100000",
+				"rdmaform_rollout_drain_timeout 0: want 1 to 86400", "rdmaform_rollout_activate_wait 0: want 1 to 3600",
+				"rdmaform_rollout_reboot_timeout 0: want 1 to 86400", "rdmaform_rollout_probe_peers 0: want 1 to 16",
+				"rdmaform_rollout_drain_command has 0 arguments: want 1 to 64", "rdmaform_rollout_undrain_command has 0 arguments: want 1 to 64",
+				"rdmaform_rollout_drain_reason has 0 characters: want 1 to 256"}},
+		{"below percent", map[string]any{"rdmaform_rollout_max_unavailable": "0%"}, []string{"rdmaform_rollout_max_unavailable 0%: a percentage is 1% to 100%"}},
+		{"above", map[string]any{"rdmaform_rollout_max_unavailable": "100001", "rdmaform_rollout_max_per_domain": 100001, "rdmaform_rollout_drain_timeout": 86401,
+			"rdmaform_rollout_activate_wait": 3601, "rdmaform_rollout_reboot_timeout": 86401, "rdmaform_rollout_probe_peers": 17, "rdmaform_rollout_probes": probes(17),
+			"rdmaform_rollout_drain": "command", "rdmaform_rollout_drain_command": argv(65), "rdmaform_rollout_undrain_command": argv(65),
+			"rdmaform_rollout_drain_reason": strings.Repeat("r", 257)},
+			[]string{"rdmaform_rollout_max_unavailable 100001: want 1 to 100000 hosts", "rdmaform_rollout_max_per_domain 100001: want 1 to 100000",
+				"rdmaform_rollout_drain_timeout 86401: want 1 to 86400", "rdmaform_rollout_activate_wait 3601: want 1 to 3600",
+				"rdmaform_rollout_reboot_timeout 86401: want 1 to 86400", "rdmaform_rollout_probe_peers 17: want 1 to 16",
+				"rdmaform_rollout_probes has 17 entries: want at most 16",
+				"rdmaform_rollout_drain_command has 65 arguments: want 1 to 64", "rdmaform_rollout_undrain_command has 65 arguments: want 1 to 64",
+				"rdmaform_rollout_drain_reason has 257 characters: want 1 to 256"}},
+		{"above percent", map[string]any{"rdmaform_rollout_max_unavailable": "101%"}, []string{"rdmaform_rollout_max_unavailable 101%: a percentage is 1% to 100%"}},
+		{"not a number", map[string]any{"rdmaform_rollout_max_unavailable": "ten"}, []string{"rdmaform_rollout_max_unavailable ten: want N hosts (1 to 100000) or P% (1% to 100%)"}},
+		{"argument_specs", map[string]any{"rdmaform_rollout_drain": "ssh", "rdmaform_rollout_activation": "power-cycle", "rdmaform_rollout_probe_peers": "many"},
+			[]string{"rdmaform_rollout_drain", "ssh", "rdmaform_rollout_activation", "power-cycle", "rdmaform_rollout_probe_peers"}},
+	} {
+		out, code := run(c.vars)
+		if code == 0 || strings.Contains(out, "Phase 1 | plan") {
+			t.Errorf("%s: exit %d, want a failure before phase 1\n%s", c.name, code, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: lacks %q\n%s", c.name, w, out)
+			}
+		}
+	}
+}
+
+// TestRolloutCountOnly runs the rollout by firmware reset on simulated
+// hosts whose inventory names no domain: the waves are by count only and
+// the play says so. The drain hook refuses one host while a marker file
+// exists (a drain that cannot finish): that host fails at the drain gate,
+// unreset and still staged, the line stops; once the marker is gone the
+// play runs again and retries it with the hosts left, and every host
+// plans empty.
+func TestRolloutCountOnly(t *testing.T) {
+	f := newFleet(t, 6, 0, nil)
+	report := filepath.Join(f.l.dir, "report.json")
+	marker := filepath.Join(f.l.dir, "refuse-drain")
+	extra := f.hooks()
+	extra["rdma_drain_command"] = []string{"python3", "-c",
+		"import os, sys; h = sys.argv[3]; sys.exit('drain refused: ' + h) if h == sys.argv[2] and os.path.exists(sys.argv[4]) else open(sys.argv[1], 'a').write('drain ' + h + '\\n')",
+		f.hooksLog, f.names[2], "{{ inventory_hostname }}", marker}
+	extra["rdma_max_unavailable"] = "2"
+	extra["rdma_report"] = report
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := f.play(t, 4, extra)
+	if code != 2 {
+		t.Fatalf("first run: exit %d, want 2\n%s", code, out)
+	}
+	for _, want := range []string{"the inventory names no domain: waves by count only", "rdmaform rollout: failed " + f.names[2] + " (wave 2, drain (command)): drain refused: " + f.names[2]} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first run: lacks %q\n%s", want, out)
+		}
+	}
+	r := f.report(t, report)
+	if r.Domains || r.Note == "" || r.StoppedAt != 2 || len(r.Failed) != 1 || len(r.Done)+len(r.Untouched) != 5 {
+		t.Errorf("first run: report %+v", r)
+	}
+	rdmaform(t, 3, "--sim", f.dirs[f.names[2]], "plan", "-f", f.rendered(t, f.names[2])) // not reset: still staged
+	retry := append([]string{f.names[2]}, r.Untouched...)
+	sort.Strings(retry)
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	out, code = f.play(t, 4, extra)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	r = f.report(t, report)
+	sort.Strings(r.Done)
+	if len(r.Failed) != 0 || len(r.Untouched) != 0 || strings.Join(r.Done, " ") != strings.Join(retry, " ") || len(r.Nothing) != 6-len(retry) {
+		t.Errorf("second run: report %+v, want done = the failed host and the untouched ones %v", r, retry)
+	}
+	if _, left := f.checkHooks(t, 2, 6); len(left) != 0 {
+		t.Errorf("hosts left drained: %v", left)
+	}
+	for _, h := range f.names {
+		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
+	}
+}

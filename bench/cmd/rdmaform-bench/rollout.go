@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmaform/rdmaform/bench"
+	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/testlab/benchlab"
+)
+
+// rollout: the role rdmaform.rdma.rollout on simulated hosts whose
+// firmware reset takes A, against a plain serial: playbook doing the same
+// (plan, stage, activate, batch after batch): the whole rollout and the
+// phase 1 fleet summary (check mode), side by side, with the machine's
+// load.
+func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
+	n, A, pct := r.opts.rolloutHosts, r.opts.activation, r.opts.rolloutPercent
+	perWave := max(1, n*pct/100)
+	domains := min(50, n/4)
+	perDomain := (perWave + domains - 1) / domains
+	waves := (n + perWave - 1) / perWave
+	sec := section{
+		title: fmt.Sprintf("Rolling a firmware change through %d simulated hosts under ansible-core, each firmware reset taking A = %s, waves of %d%% (%d hosts, %d domains, at most %d of one per wave)",
+			n, A, pct, perWave, domains, perDomain),
+		head: []string{"play", "wall", "CPU", "waves × A", "bound 1.2 × waves × A + stage", "stage (phases 1, 2)", "waves (phase 3)", "load before → after"},
+	}
+	defer func() { r.sections = append(r.sections, sec) }()
+	skip := func(why string) error {
+		sec.notes = append(sec.notes, "skipped: "+why)
+		if r.opts.require {
+			return fmt.Errorf("%s", why)
+		}
+		return nil
+	}
+	switch {
+	case !benchlab.LookPath("ansible-playbook"):
+		return skip("ansible-playbook not installed (apt-get install ansible-core)")
+	case !benchlab.Exists(r.opts.rdmaform):
+		return skip(r.opts.rdmaform + " not built (make build)")
+	case !benchlab.Exists(r.opts.module):
+		return skip(r.opts.module + " not built (make ansible)")
+	}
+	colls := filepath.Join(dir, "collections")
+	if err := bench.InstallCollection("ansible", colls, r.opts.module); err != nil {
+		return err
+	}
+	cfg := filepath.Join(dir, "ansible.cfg")
+	spec := filepath.Join(dir, "spec.yaml")
+	if err := benchlab.WriteFile(cfg, nil); err != nil {
+		return err
+	}
+	if err := benchlab.WriteFile(spec, []byte(bench.RolloutSpec)); err != nil {
+		return err
+	}
+	env := []string{
+		"PATH=" + getenv(r.environ, "PATH"), "HOME=" + filepath.Join(dir, "home"), "LANG=C.UTF-8",
+		"ANSIBLE_CONFIG=" + cfg, "ANSIBLE_COLLECTIONS_PATH=" + colls,
+		"ANSIBLE_LOCAL_TEMP=" + filepath.Join(dir, "tmp"), "ANSIBLE_REMOTE_TEMP=" + filepath.Join(dir, "tmp"),
+		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_LOCALHOST_WARNING=0",
+		"ANSIBLE_INVENTORY_UNPARSED_WARNING=0", "ANSIBLE_PYTHON_INTERPRETER=auto_silent",
+	}
+	plays := map[string][]byte{"role.yml": bench.RolloutPlaybook(), "serial.yml": bench.SerialPlaybook(pct, r.opts.rdmaform)}
+	for name, data := range plays {
+		if err := benchlab.WriteFile(filepath.Join(dir, name), data); err != nil {
+			return err
+		}
+	}
+	// Two fleets alike: one for the role, one for serial:.
+	invs := map[string]string{}
+	for _, who := range []string{"role", "serial"} {
+		fmt.Fprintf(log, "   %d simulated hosts for %s\n", n, who)
+		inv, err := bench.RolloutFleet(filepath.Join(dir, who+"-hosts"), n, domains, A)
+		if err != nil {
+			return err
+		}
+		invs[who] = filepath.Join(dir, who+"-inventory.yml")
+		if err := benchlab.WriteFile(invs[who], inv); err != nil {
+			return err
+		}
+	}
+	report := filepath.Join(dir, "report.json")
+	play := func(who string, check bool) (benchlab.Run, string, error) {
+		extra, _ := json.Marshal(map[string]any{
+			"rdma_spec_file": spec, "rdma_command": r.opts.rdmaform, "rdma_report": report,
+			"rdma_max_unavailable": strconv.Itoa(pct) + "%", "rdma_max_per_domain": perDomain,
+		})
+		argv := []string{"ansible-playbook", "-i", invs[who], "-f", strconv.Itoa(min(perWave, 500)), filepath.Join(dir, who+".yml"), "-e", string(extra)}
+		if check {
+			argv = append(argv, "--check")
+		}
+		fmt.Fprintf(log, "   %s %s (check: %v)\n", who, filepath.Base(invs[who]), check)
+		load := loadavg()
+		run, err := benchlab.Exec(ctx, argv, env, nil)
+		load += " → " + loadavg()
+		if err == nil && run.Exit != 0 {
+			err = fmt.Errorf("%s: exit %d\n%s", strings.Join(argv, " "), run.Exit, tail(append(run.Stdout, run.Stderr...), 3000))
+		}
+		return run, load, err
+	}
+
+	for _, c := range []struct {
+		who, what string
+	}{{"role", "the role, phase 1: fleet summary (--check)"}, {"serial", "serial:, plan and a line per host (--check)"}} {
+		run, load, err := play(c.who, true)
+		if err != nil {
+			return err
+		}
+		sec.rows = append(sec.rows, []string{c.what, ms(run.Wall), ms(run.CPU()), "", "", "", "", load})
+	}
+
+	start := time.Now()
+	run, load, err := play("role", false)
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		Waves        int       `json:"waves"`
+		Done         []string  `json:"done"`
+		WavesStarted float64   `json:"waves_started"`
+		WavesEnded   float64   `json:"waves_ended"`
+		WaveSeconds  []float64 `json:"wave_seconds"`
+	}
+	data, err := benchlab.ReadFile(report)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", report, err)
+	}
+	if len(rep.Done) != n {
+		return fmt.Errorf("the role's rollout: %d hosts done, want %d", len(rep.Done), n)
+	}
+	stage := time.Duration((rep.WavesStarted - float64(start.UnixNano())/1e9) * float64(time.Second))
+	wavesTime := time.Duration((rep.WavesEnded - rep.WavesStarted) * float64(time.Second))
+	bound := time.Duration(1.2*float64(time.Duration(rep.Waves)*A)) + stage
+	verdict := "within"
+	if run.Wall > bound {
+		verdict = "**over**"
+	}
+	sec.rows = append(sec.rows, []string{fmt.Sprintf("the role: %d waves", rep.Waves), ms(run.Wall), ms(run.CPU()),
+		ms(time.Duration(rep.Waves) * A), ms(bound) + " (" + verdict + ")", ms(stage), ms(wavesTime), load})
+
+	run, load, err = play("serial", false)
+	if err != nil {
+		return err
+	}
+	sec.rows = append(sec.rows, []string{fmt.Sprintf("serial: %d%%, %d batches (plan, stage, activate)", pct, waves), ms(run.Wall), ms(run.CPU()),
+		ms(time.Duration(waves) * A), "", "", "", load})
+
+	// Every host of both fleets plans empty.
+	for _, who := range []string{"role", "serial"} {
+		for i := 1; i <= n; i++ {
+			h := filepath.Join(dir, who+"-hosts", fmt.Sprintf("node%04d", i))
+			var out bytes.Buffer
+			if code := cli.Run([]string{"--sim", h, "plan", "-f", spec}, cli.Env{Stdout: &out, Stderr: io.Discard}); code != 0 {
+				return fmt.Errorf("%s after the %s rollout: plan exit %d\n%s", h, who, code, out.String())
+			}
+		}
+	}
+	var secs []string
+	for _, s := range rep.WaveSeconds {
+		secs = append(secs, strconv.FormatFloat(s, 'f', 1, 64)+" s")
+	}
+	sec.notes = append(sec.notes,
+		fmt.Sprintf("Each play: `ansible-playbook -f %d` (forks: a wave's hosts at once), local connection, the module through its action plugin, `rdmaform --sim DIR activate --by fw-reset -f - -q` per host as a command task; every host of both fleets plans empty afterwards. Load: /proc/loadavg's 1-minute figure before and after each run, on %d CPUs shared with other work.", min(perWave, 500), runtime.NumCPU()),
+		"The role: phase 1 plans everywhere and prints the fleet summary, phase 2 stages everywhere, phase 3 runs `rdmaform waves` once and then, wave after wave, one include on every host (the others sit out), the activate task on the wave's hosts at once and one run-once task that closes the wave; no drain hook and no probes here. Stage is from the play's start to the first wave (its report's waves_started); the bound is the issue's: 1.2 × waves × A + the stage phase. Per wave: "+strings.Join(secs, ", ")+".",
+		"serial: each batch plans, stages and activates its hosts; the summary of phase 1 there is one line per host, batch after batch (no fleet-wide view before the first change).")
+	return nil
+}
+
+// loadavg is the 1-minute load average, "?" when it cannot be read.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
