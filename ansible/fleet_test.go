@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/slurmlab"
 )
 
 // fleet is a play's worth of simulated hosts for the rollout role's
@@ -26,6 +28,8 @@ type fleet struct {
 	spec     string // the template the play renders per host
 	cli      string // rdmaform, built for this test
 	hooksLog string
+	prefix   []string          // what ansible-playbook runs under (ip netns exec NS)
+	node     map[string]string // each host's rdmaform_drain_node, if any
 }
 
 // fleetSpec is ib-to-eth (port 1 of the ConnectX-6 VPI to Ethernet, RoCE
@@ -92,6 +96,9 @@ func (f *fleet) writeInventory(t *testing.T, sm []int, warm map[string]bool) {
 				b.WriteString("      rdmaform_roles: [sm]\n")
 			}
 		}
+		if node := f.node[n]; node != "" {
+			fmt.Fprintf(&b, "      rdmaform_drain_node: %s\n", node)
+		}
 		if warm[n] {
 			b.WriteString("      rdmaform_sim_reboot_flags: [--keep-firmware]\n")
 		}
@@ -124,7 +131,8 @@ func (f *fleet) play(t *testing.T, forks int, extra map[string]any, flags ...str
 		t.Fatal(err)
 	}
 	args := append([]string{"-i", filepath.Join(f.l.dir, "inventory.yml"), "-f", strconv.Itoa(forks), "../examples/ansible/fleet-rollout.yml", "-e", string(b)}, flags...)
-	cmd := exec.Command("ansible-playbook", args...)
+	argv := append(append(append([]string{}, f.prefix...), "ansible-playbook"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = f.l.env
 	out, err := cmd.CombinedOutput()
 	code := 0
@@ -386,16 +394,16 @@ func TestRolloutLimits(t *testing.T) {
 		return string(out), code
 	}
 	probes := func(n int) []map[string]any {
-		var ps []map[string]any
+		ps := []map[string]any{}
 		for i := 0; i < n; i++ {
 			ps = append(ps, map[string]any{"name": fmt.Sprintf("p%d", i), "ping": map[string]any{"interface": "ib1"}})
 		}
 		return ps
 	}
 	argv := func(n int) []string {
-		a := []string{"true"}
-		for len(a) < n {
-			a = append(a, "x")
+		a := []string{}
+		for i := 0; i < n; i++ {
+			a = append(a, []string{"true", "x"}[min(i, 1)])
 		}
 		return a
 	}
@@ -473,7 +481,7 @@ func TestRolloutCountOnly(t *testing.T) {
 	extra := f.hooks()
 	extra["rdma_drain_command"] = []string{"python3", "-c",
 		"import os, sys; h = sys.argv[3]; sys.exit('drain refused: ' + h) if h == sys.argv[2] and os.path.exists(sys.argv[4]) else open(sys.argv[1], 'a').write('drain ' + h + '\\n')",
-		f.hooksLog, f.names[2], "{{ inventory_hostname }}", marker}
+		f.hooksLog, f.names[1], "{{ inventory_hostname }}", marker}
 	extra["rdma_max_unavailable"] = "2"
 	extra["rdma_report"] = report
 	if err := os.WriteFile(marker, nil, 0o644); err != nil {
@@ -483,7 +491,7 @@ func TestRolloutCountOnly(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("first run: exit %d, want 2\n%s", code, out)
 	}
-	for _, want := range []string{"the inventory names no domain: waves by count only", "rdmaform rollout: failed " + f.names[2] + " (wave 2, drain (command)): drain refused: " + f.names[2]} {
+	for _, want := range []string{"the inventory names no domain: waves by count only", "rdmaform rollout: failed " + f.names[1] + " (wave 2, drain (command)): drain refused: " + f.names[1]} {
 		if !strings.Contains(out, want) {
 			t.Errorf("first run: lacks %q\n%s", want, out)
 		}
@@ -492,8 +500,8 @@ func TestRolloutCountOnly(t *testing.T) {
 	if r.Domains || r.Note == "" || r.StoppedAt != 2 || len(r.Failed) != 1 || len(r.Done)+len(r.Untouched) != 5 {
 		t.Errorf("first run: report %+v", r)
 	}
-	rdmaform(t, 3, "--sim", f.dirs[f.names[2]], "plan", "-f", f.rendered(t, f.names[2])) // not reset: still staged
-	retry := append([]string{f.names[2]}, r.Untouched...)
+	rdmaform(t, 3, "--sim", f.dirs[f.names[1]], "plan", "-f", f.rendered(t, f.names[1])) // not reset: still staged
+	retry := append([]string{f.names[1]}, r.Untouched...)
 	sort.Strings(retry)
 	if err := os.Remove(marker); err != nil {
 		t.Fatal(err)
@@ -509,6 +517,63 @@ func TestRolloutCountOnly(t *testing.T) {
 	}
 	if _, left := f.checkHooks(t, 2, 6); len(left) != 0 {
 		t.Errorf("hosts left drained: %v", left)
+	}
+	for _, h := range f.names {
+		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
+	}
+}
+
+// TestRolloutSlurm runs the rollout with the slurm drain preset (the
+// module rdmaform.rdma.drain) against a real slurmctld and three slurmd
+// (the Slurm lab), one simulated host per Slurm node, a wave each. The
+// second host's card answers only a power cycle, so its activation
+// fails: n1 was drained and resumed (idle), n2 stays drained, n3 was
+// never drained (idle) and stays staged. With the fault cleared the play
+// runs again: n2 is drained (it is already), activated and resumed with
+// n3, every node is idle and every host plans empty.
+func TestRolloutSlurm(t *testing.T) {
+	f := newFleet(t, 3, 0, nil)
+	s := slurmlab.Start(t, 3)
+	f.l.env = append(f.l.env, s.Env()...)
+	f.prefix = []string{"ip", "netns", "exec", s.NS}
+	f.node = map[string]string{}
+	for i, h := range f.names {
+		f.node[h] = fmt.Sprintf("n%d", i+1)
+	}
+	f.writeInventory(t, nil, nil)
+	report := filepath.Join(f.l.dir, "report.json")
+	extra := map[string]any{"rdma_drain": "slurm", "rdma_max_unavailable": "1", "rdma_report": report}
+	rdmaform(t, 0, "sim", "fault", f.dirs[f.names[1]], "--reset", "power-cycle", "--match", "0000:3b:00.0")
+
+	out, code := f.play(t, 3, extra)
+	if code != 2 {
+		t.Fatalf("first run: exit %d, want 2\n%s", code, out)
+	}
+	r := f.report(t, report)
+	if len(r.Failed) != 1 || r.Failed[0].Host != f.names[1] || r.Failed[0].Gate != "activate" || !strings.Contains(r.Failed[0].Reason, "only a power cycle activates") {
+		t.Errorf("first run: failed %+v, want %s at activate (only a power cycle)", r.Failed, f.names[1])
+	}
+	for node, want := range map[string]string{"n1": "idle", "n2": "drained", "n3": "idle"} {
+		if got := s.State(t, node); got != want {
+			t.Errorf("first run: Slurm says %s is %s, want %s", node, got, want)
+		}
+	}
+	rdmaform(t, 3, "--sim", f.dirs[f.names[2]], "plan", "-f", f.rendered(t, f.names[2])) // untouched: still staged
+
+	rdmaform(t, 0, "sim", "fault", f.dirs[f.names[1]], "--clear")
+	out, code = f.play(t, 3, extra)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	r = f.report(t, report)
+	sort.Strings(r.Done)
+	if strings.Join(r.Done, " ") != f.names[1]+" "+f.names[2] || len(r.Failed) != 0 {
+		t.Errorf("second run: done %v, failed %+v; want %s %s done", r.Done, r.Failed, f.names[1], f.names[2])
+	}
+	for _, node := range []string{"n1", "n2", "n3"} {
+		if got := s.State(t, node); got != "idle" {
+			t.Errorf("second run: Slurm says %s is %s, want idle", node, got)
+		}
 	}
 	for _, h := range f.names {
 		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
