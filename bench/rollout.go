@@ -3,12 +3,12 @@ package bench
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/rdmaform/rdmaform/internal/testlab/benchlab"
 	"github.com/rdmaform/rdmaform/sim"
 )
 
@@ -73,22 +73,20 @@ func InstallCollection(src, dst, module string) error {
 	}); err != nil {
 		return err
 	}
-	copyFile := func(from, to string, mode os.FileMode) error {
-		data, err := os.ReadFile(from)
+	for _, f := range files {
+		data, err := benchlab.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(to, data, mode)
-	}
-	for _, f := range files {
-		if err := copyFile(filepath.Join(src, f), filepath.Join(root, f), 0o644); err != nil {
+		if err := benchlab.WriteFile(filepath.Join(root, f), data); err != nil {
 			return err
 		}
 	}
-	return copyFile(module, filepath.Join(root, "plugins", "modules", "rdmaform_"+arch), 0o755)
+	data, err := benchlab.ReadFile(module)
+	if err != nil {
+		return err
+	}
+	return benchlab.WriteExecutable(filepath.Join(root, "plugins", "modules", "rdmaform_"+arch), data)
 }
 
 // SerialPlaybook is the plain `serial:` playbook that does what the

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -180,7 +179,7 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 
 // loadavg is the 1-minute load average, "?" when it cannot be read.
 func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
+	b, err := benchlab.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "?"
 	}

@@ -96,6 +96,14 @@ func WriteFile(path string, data []byte) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
+// WriteExecutable writes a program, making its directory.
+func WriteExecutable(path string, data []byte) error {
+	if err := WriteFile(path, data); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o755)
+}
+
 // ReadFile reads a file.
 func ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
 
