@@ -76,6 +76,7 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 	failed := map[plan.Address]bool{}
 	actx, stop := graceContext(ctx, o.Grace)
 	defer stop()
+	actx = host.WithProgress(actx, progress) // a change may say how far it is
 	record := func(c *plan.Change, err error, took time.Duration) {
 		if err != nil {
 			failed[c.Address] = true

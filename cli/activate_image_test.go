@@ -98,3 +98,28 @@ func TestActivateBurnedImageByFWReset(t *testing.T) {
 	runJSON(t, "", 0, "--sim", h, "apply", "--yes", "-f", spec)
 	runJSON(t, "", 0, "--sim", h, "plan", "-f", spec)
 }
+
+// TestBurnProgress: apply reports a burn's progress as the tool prints
+// it (mstflint's "\rBurning FW image without signatures -  25%"), each
+// tenth once, between the burn's start and its outcome.
+func TestBurnProgress(t *testing.T) {
+	_, h, spec := imageHost(t)
+	code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec)
+	if code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	want := []string{"firmware_image[0000:3b:00.0]: updating...",
+		"firmware_image[0000:3b:00.0]: Burning FW image without signatures 0%...",
+		"firmware_image[0000:3b:00.0]: Burning FW image without signatures 25%...",
+		"firmware_image[0000:3b:00.0]: Burning FW image without signatures 50%...",
+		"firmware_image[0000:3b:00.0]: Burning FW image without signatures 75%...",
+		"firmware_image[0000:3b:00.0]: updated (effective after reboot) after "}
+	rest := errs
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("apply's progress lacks %q (in order):\n%s", w, errs)
+		}
+		rest = rest[i+len(w):]
+	}
+}

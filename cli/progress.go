@@ -171,8 +171,16 @@ func (p *liveProgress) Write(b []byte) (int, error) {
 	s := string(b)
 	key, _, _ := strings.Cut(s, ": ")
 	if strings.HasSuffix(s, "...\n") && strings.Count(s, "\n") == 1 {
+		// A change in flight that says how far it is (a burn's
+		// percentage) keeps its start.
+		start := p.now()
+		for _, f := range p.inflight {
+			if f.key == key {
+				start = f.start
+			}
+		}
 		p.drop(key)
-		p.inflight = append(p.inflight, inflight{key: key, text: strings.TrimSuffix(s, "\n"), start: p.now()})
+		p.inflight = append(p.inflight, inflight{key: key, text: strings.TrimSuffix(s, "\n"), start: start})
 		p.draw()
 		return len(b), nil
 	}

@@ -228,3 +228,19 @@ func TestReadProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveProgressKeepsStart: a change in flight that says how far it is
+// (a burn's percentage) is redrawn with the new text and the elapsed time
+// since it started, not since its last report.
+func TestLiveProgressKeepsStart(t *testing.T) {
+	p, out, step := clockedProgress(t)
+	fmt.Fprintf(p, "firmware_image[0000:3b:00.0]: updating...\n")
+	step(3*time.Second, "updating... 3s")
+	fmt.Fprintf(p, "firmware_image[0000:3b:00.0]: Burning FW image without signatures 40%%...\n")
+	want := "Burning FW image without signatures 40%... 5s"
+	step(2*time.Second, want)
+	if got := out.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("got %q, want it to end with %q", got, want)
+	}
+	p.Close()
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,10 @@ type Cmd struct {
 	// does not reach it; when its context ends (timeout or interrupt) it
 	// gets SIGTERM and is waited for, never SIGKILL.
 	Gentle bool
+	// Progress, when set, gets each line the command prints on stdout
+	// while it runs (split by LineWriter: at \n or \r); stdout is still
+	// collected whole in the Result.
+	Progress func(line string)
 }
 
 // String renders the command line for messages, quoting arguments that
@@ -178,6 +183,11 @@ func (r *ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if c.Progress != nil {
+		lw := NewLineWriter(c.Progress)
+		defer lw.Flush()
+		cmd.Stdout = io.MultiWriter(&stdout, lw)
+	}
 	cmd.WaitDelay = 2 * time.Second
 	if c.Gentle {
 		// SIGTERM, then wait for it as long as it takes (WaitDelay 0).

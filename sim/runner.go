@@ -112,6 +112,13 @@ func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fau
 		stdout, stderr, code = fn(ctx, r.sim, c.Args[1:], c.Stdin)
 	}
 	res := host.Result{Stdout: []byte(stdout), Stderr: []byte(stderr)}
+	if c.Progress != nil {
+		// The emulated tool printed at once what the real one prints
+		// as it goes: its lines reach the caller the same way.
+		lw := host.NewLineWriter(c.Progress)
+		_, _ = lw.Write(res.Stdout)
+		lw.Flush()
+	}
 	if code == serverStopped && ctx.Err() != nil {
 		// A server (rping -s) ran until it was stopped: the real runner
 		// says why it stopped it.

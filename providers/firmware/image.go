@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sync"
 	"time"
@@ -352,7 +353,8 @@ func (e *BurnError) Unwrap() error { return e.Err }
 //
 // Equivalent to: mstflint -d 0000:3b:00.0 -i /lib/firmware/fw.bin -y burn
 func makeBurn(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
-	cmd := host.Cmd{Args: []string{pl.tool, "-d", pl.dev, "-i", pl.burn.path, "-y", "burn"}, Gentle: true, Timeout: BurnTimeout}
+	cmd := host.Cmd{Args: []string{pl.tool, "-d", pl.dev, "-i", pl.burn.path, "-y", "burn"}, Gentle: true, Timeout: BurnTimeout,
+		Progress: burnProgress(host.ProgressOf(ctx), c.Address)}
 	if _, err := h.Runner.Run(ctx, cmd); err != nil {
 		be := &BurnError{Address: c.Address, Cmd: cmd, Err: err}
 		var ee *host.ExitError
@@ -365,6 +367,28 @@ func makeBurn(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) er
 		return err
 	}
 	return MarkRebootRequired(h)
+}
+
+// burnProgress reports a burn's percentages to apply's progress (w) as
+// the tool prints them, each tenth once: "firmware_image[PCI]: Burning FW
+// image without signatures 40%...". nil when there is no progress to
+// report to.
+func burnProgress(w io.Writer, addr plan.Address) func(string) {
+	if w == nil {
+		return nil
+	}
+	last := map[string]int{}
+	return func(line string) {
+		stage, pct, ok := mlxfmt.BurnProgress(line)
+		if !ok || pct == 100 {
+			return
+		}
+		if t, seen := last[stage]; seen && t == pct/10 {
+			return
+		}
+		last[stage] = pct / 10
+		fmt.Fprintf(w, "%s: %s %d%%...\n", addr, stage, pct)
+	}
 }
 
 // recordImage adds the ledger entry of a burned image: its version.

@@ -2,6 +2,8 @@ package mlxfmt
 
 import (
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -55,4 +57,24 @@ func ParseFlintQuery(out []byte) (FlintQuery, error) {
 		return q, ErrNotFlintQuery
 	}
 	return q, nil
+}
+
+// burnProgressRE is a percentage line of a burn: flint/subcommands.cpp
+// (Mellanox/mstflint tag v4.21.0-1) CbCommon prints "\r%s%3d%%" with the
+// stage ending in " - " (burnCbFs3Func: "Burning FW image without
+// signatures - "), and advProgressFunc "\r%s - %3d%%".
+var burnProgressRE = regexp.MustCompile(`^(\S.*?)\s+-\s+(\d{1,3})%$`)
+
+// BurnProgress reads one line of a burn's output (split at \r and \n):
+// the stage and how far it is, in percent; ok is false for any other line.
+func BurnProgress(line string) (stage string, percent int, ok bool) {
+	m := burnProgressRE.FindStringSubmatch(strings.TrimSpace(line))
+	if m == nil {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(m[2])
+	if err != nil || n > 100 {
+		return "", 0, false
+	}
+	return m[1], n, true
 }

@@ -49,3 +49,28 @@ func TestParseFlintQueryNotAQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestBurnProgress: the percentage lines of a burn as flint/subcommands.cpp
+// prints them (CbCommon "\r%s%3d%%", advProgressFunc "\r%s - %3d%%"), and
+// lines that are not one.
+func TestBurnProgress(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		stage string
+		pct   int
+		ok    bool
+	}{
+		{"Burning FW image without signatures -   0%", "Burning FW image without signatures", 0, true},
+		{"Burning FW image without signatures -  42%", "Burning FW image without signatures", 42, true},
+		{"Restoring signature                     - 100%", "Restoring signature", 100, true},
+		{"Burning FW image without signatures - OK", "", 0, false},
+		{"Burning FW image without signatures - 101%", "", 0, false},
+		{"-I- To load new FW run mstfwreset or reboot machine.", "", 0, false},
+		{"- 10%", "", 0, false},
+	} {
+		stage, pct, ok := BurnProgress(c.line)
+		if stage != c.stage || pct != c.pct || ok != c.ok {
+			t.Errorf("BurnProgress(%q) = %q, %d, %v; want %q, %d, %v", c.line, stage, pct, ok, c.stage, c.pct, c.ok)
+		}
+	}
+}
