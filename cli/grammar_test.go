@@ -23,6 +23,12 @@ func TestOneIsSingular(t *testing.T) {
 	if code, stdout, _ := clitest.Run(t, "lint", "../examples/roce.yaml"); code != 0 || !strings.Contains(stdout, "lint: 1 spec, no findings") {
 		t.Errorf("lint of one spec: exit %d, %q", code, stdout)
 	}
+	sm := func(name string) string {
+		return clitest.WriteSpec(t, "version: 1\nhost: {hostname: "+name+"}\nsubnet_manager:\n  priority: 5\n")
+	}
+	if code, stdout, _ := clitest.Run(t, "lint", sm("sm1"), sm("sm2")); code != 0 || !strings.Contains(stdout, ": warning: $.subnet_manager.priority: ") || !strings.HasSuffix(stdout, "lint: 2 specs, no errors, 2 warnings\n") {
+		t.Errorf("lint with warnings only: exit %d, %q", code, stdout)
+	}
 	r := &audit.Report{}
 	r.Summary.Checks, r.Summary.Passed = 1, 1
 	if l := audit.SummaryLine(r); !strings.HasPrefix(l, "Audit: 1 check, 1 passed") {

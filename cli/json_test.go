@@ -160,6 +160,19 @@ func TestJSONOutputs(t *testing.T) {
 	if len(l["errors"].([]any)) == 0 {
 		t.Errorf("lint of a bad spec has no errors: %v", l)
 	}
+	// Two subnet managers at the same highest priority: warnings, exit 0.
+	var tied []string
+	for _, n := range []string{"sm1.yaml", "sm2.yaml"} {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, []byte("version: 1\nsubnet_manager:\n  priority: 5\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tied = append(tied, p)
+	}
+	w := s.check(t, "lint, warnings", "lint", runJSON(t, "", 0, append([]string{"lint", "-o", "json"}, tied...)...))
+	if len(w["errors"].([]any)) != 0 || len(w["warnings"].([]any)) != 2 {
+		t.Errorf("lint of two subnet managers at one priority: %v, want 2 warnings and no error", w)
+	}
 
 	s.check(t, "show", "spec", runJSON(t, "", 0, "--sim", roce, "show", "-o", "json"))
 

@@ -36,12 +36,18 @@ host's plan can see:
     its peer (peer: {host: node2, device: "0000:3b:00.0", port: 1}; host
     is the peer's host.hostname or spec file name without extension):
     InfiniBand on one end and Ethernet on the other keeps both down.
+  - The subnet managers of a fabric (subnet_manager.fabric, default
+    "default"): the same partitions on each, and one of the highest
+    priority (a tie, which opensm breaks by the lowest port GUID, is a
+    warning); every IPoIB P_Key is one of their partitions with a full
+    member, and a connection asking full membership is made a full member.
 
 Each spec is validated first. Findings are printed on stdout as
-FILE:LINE:COL: error: PATH: message, sorted by file and position.
+FILE:LINE:COL: error: PATH: message (warning: for a warning), sorted by
+file and position.
 
-Exit codes: 0 no findings; 1 findings (lint findings are errors in the
-specs, like validate's) or a spec that cannot be read.`,
+Exit codes: 0 no findings, or warnings only; 1 errors (lint findings are
+errors in the specs, like validate's) or a spec that cannot be read.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var hosts []*crosscheck.Host
@@ -62,11 +68,19 @@ specs, like validate's) or a spec that cannot be read.`,
 				}
 			}
 			rep = append(rep, crosscheck.Lint(hosts)...)
+			var errs, warns schema.Report
+			for _, f := range rep {
+				if f.Warning {
+					warns = append(warns, f)
+				} else {
+					errs = append(errs, f)
+				}
+			}
 			if a.jsonOut() {
-				if err := a.writeJSON(lintDoc{FormatVersion: FormatVersion, Specs: len(args), Errors: findingErrors(rep)}); err != nil {
+				if err := a.writeJSON(lintDoc{FormatVersion: FormatVersion, Specs: len(args), Errors: findingErrors(errs), Warnings: findingErrors(warns)}); err != nil {
 					return err
 				}
-				if len(rep) > 0 {
+				if len(errs) > 0 {
 					return exitCode(plan.ExitError)
 				}
 				return nil
@@ -74,8 +88,12 @@ specs, like validate's) or a spec that cannot be read.`,
 			for _, f := range rep {
 				fmt.Fprintln(a.env.Stdout, f.String())
 			}
-			if len(rep) > 0 {
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(rep), plural(len(rep), "finding", "findings"), len(args))}
+			if len(errs) > 0 {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(errs), plural(len(errs), "error", "errors"), len(args))}
+			}
+			if len(warns) > 0 {
+				fmt.Fprintf(a.env.Stdout, "lint: %d %s, no errors, %d %s\n", len(args), plural(len(args), "spec", "specs"), len(warns), plural(len(warns), "warning", "warnings"))
+				return nil
 			}
 			fmt.Fprintf(a.env.Stdout, "lint: %d %s, no findings\n", len(args), plural(len(args), "spec", "specs"))
 			return nil
@@ -85,9 +103,11 @@ specs, like validate's) or a spec that cannot be read.`,
 	return cmd
 }
 
-// lintDoc is `lint -o json`: errors is empty when the specs agree.
+// lintDoc is `lint -o json`: errors is empty when the specs agree;
+// warnings are findings that do not fail them.
 type lintDoc struct {
 	FormatVersion int         `json:"format_version"`
 	Specs         int         `json:"specs"`
 	Errors        []jsonError `json:"errors"`
+	Warnings      []jsonError `json:"warnings"`
 }

@@ -52,6 +52,12 @@ func (l *linter) add(h *Host, path, format string, args ...any) {
 	l.rep = append(l.rep, schema.Finding{Path: path, Pos: h.Spec.Src.Lookup(path), Message: fmt.Sprintf(format, args...)})
 }
 
+// warn is add for a finding that is a warning.
+func (l *linter) warn(h *Host, path, format string, args ...any) {
+	l.add(h, path, format, args...)
+	l.rep[len(l.rep)-1].Warning = true
+}
+
 func (h *Host) pos(path string) schema.Pos { return h.Spec.Src.Lookup(path) }
 
 // Lint checks the hosts' specs against each other: RoCE versions that

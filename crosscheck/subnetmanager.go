@@ -22,7 +22,7 @@ func fabricOf(sm *schema.SubnetManager) string {
 
 // subnetManagers checks the subnet managers of each fabric together:
 // exactly one of the highest priority (a tie goes to the lowest port
-// GUID, which no spec says), and the same partitions on each (a standby
+// GUID, which no spec says: a warning, as the issue asks), and the same partitions on each (a standby
 // that takes over programs its own).
 func (l *linter) subnetManagers() {
 	byFabric := map[string][]*Host{}
@@ -57,7 +57,7 @@ func (l *linter) subnetManagers() {
 		if len(tied) > 1 {
 			for _, h := range hs {
 				if prio(h) == prio(top) {
-					l.add(h, pathIf2(h.Spec.SubnetManager.Priority != nil, "$.subnet_manager", ".priority"), "subnet managers %s of fabric %s share the highest priority %d: the lowest port GUID becomes master, which no spec says; give the intended master a higher priority",
+					l.warn(h, pathIf2(h.Spec.SubnetManager.Priority != nil, "$.subnet_manager", ".priority"), "subnet managers %s of fabric %s share the highest priority %d: the lowest port GUID becomes master, which no spec says; give the intended master a higher priority",
 						strings.Join(tied, ", "), f, prio(top))
 				}
 			}

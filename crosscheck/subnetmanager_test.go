@@ -27,8 +27,8 @@ func TestLintSubnetManagers(t *testing.T) {
 		{"a tie at the top", map[string]string{
 			"sm1.yaml": sm("5", storage), "sm2.yaml": sm("5", storage),
 		}, []string{
-			"sm1.yaml:3:13: error: $.subnet_manager.priority: subnet managers sm1, sm2 of fabric default share the highest priority 5: the lowest port GUID becomes master, which no spec says; give the intended master a higher priority",
-			"sm2.yaml:3:13: error: $.subnet_manager.priority: subnet managers sm1, sm2 of fabric default share the highest priority 5: the lowest port GUID becomes master, which no spec says; give the intended master a higher priority",
+			"sm1.yaml:3:13: warning: $.subnet_manager.priority: subnet managers sm1, sm2 of fabric default share the highest priority 5: the lowest port GUID becomes master, which no spec says; give the intended master a higher priority",
+			"sm2.yaml:3:13: warning: $.subnet_manager.priority: subnet managers sm1, sm2 of fabric default share the highest priority 5: the lowest port GUID becomes master, which no spec says; give the intended master a higher priority",
 		}},
 		{"other fabrics do not tie", map[string]string{
 			"sm1.yaml": sm("5", storage), "sm2.yaml": "version: 1\nsubnet_manager:\n  fabric: lab\n  priority: 5\n",

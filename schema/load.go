@@ -122,11 +122,20 @@ type Finding struct {
 	// Cause marks the finding that explains the others (a spec that
 	// expands past maxNodes): Parse reports it first.
 	Cause bool `json:"-"`
+	// Warning marks a finding that is no error (lint: two subnet managers
+	// of one fabric at the highest priority, which opensm resolves by
+	// GUID): reported, but the specs stand.
+	Warning bool `json:"-"`
 }
 
-// String renders a finding as FILE:LINE:COL: error: PATH: message.
+// String renders a finding as FILE:LINE:COL: error: PATH: message
+// (warning: for a warning).
 func (f Finding) String() string {
-	return fmt.Sprintf("%s: error: %s: %s", f.Pos, f.Path, f.Message)
+	level := "error"
+	if f.Warning {
+		level = "warning"
+	}
+	return fmt.Sprintf("%s: %s: %s: %s", f.Pos, level, f.Path, f.Message)
 }
 
 // Report is every finding of a load or validation, in file order.
