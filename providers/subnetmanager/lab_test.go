@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,13 +60,20 @@ WorkingDirectory=%s
 ExecStart=%s --guid %s --log_file %s -F %s -P %s -s 0
 `, guid, strings.Join(f.Env(simHost), " "), work, work, work, smlab.OpenSM, guid,
 		filepath.Join(root, "var/log/opensm."+guid+".log"), filepath.Join(root, ConfFile), filepath.Join(root, PartitionsFile)))
+	return rootedLabHost(t, f, l, simHost, root, guid, unit, "sm lab "+simHost)
+}
+
+// rootedLabHost is the host of files under root whose tools are clients
+// of node simHost and whose service manager is the lab's.
+func rootedLabHost(t *testing.T, f *smlab.Fabric, l *systemdlab.Lab, simHost, root, guid, unit, name string) *labHost {
+	t.Helper()
 	fsys, err := host.NewRootFS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bus := &host.SystemdBus{Address: l.Address, JobTimeout: 30 * time.Second}
 	t.Cleanup(bus.Close)
-	h := &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), f.Env(simHost)...), Dir: f.Dir}, Systemd: bus, Name: "sm lab " + simHost}
+	h := &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), f.Env(simHost)...), Dir: f.Dir}, Systemd: bus, Name: name}
 	return &labHost{Host: h, root: root, guid: guid, unit: unit, bus: bus}
 }
 
@@ -195,7 +203,8 @@ subnet_manager:
 // every HCA's P_Key table as the spec says (full and limited membership
 // in smpquery pkeys), sminfo shows the spec's priority, and a changed
 // partitions file reaches the fabric on SIGHUP, with the same opensm
-// process.
+// process. audit reports a file edited by hand, a running priority and
+// P_Key table other than the files say, and an opensm that stopped.
 func TestLabPartitionsReachTheFabric(t *testing.T) {
 	f := smlab.Start(t)
 	l := systemdlab.Start(t)
@@ -246,6 +255,35 @@ func TestLabPartitionsReachTheFabric(t *testing.T) {
 	if err := a.FS.WriteFile(PartitionsFile, good, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Drift of the fabric with the files as the spec says: opensm runs
+	// another priority and another table (files changed, opensm told,
+	// files put back without telling it).
+	goodConf, _ := a.FS.ReadFile(ConfFile)
+	if err := a.FS.WriteFile(ConfFile, []byte(strings.Replace(string(goodConf), "sm_priority 5", "sm_priority 9", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FS.WriteFile(PartitionsFile, []byte(RenderPartitions(parse(t, partitionsSpec(5, nil, []string{a.guid, g2, g3})).SubnetManager)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.bus.Signal(context.Background(), a.unit, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitSMInfo(t, "Hca3", regexp.MustCompile(`priority 9 state 3 SMINFO_MASTER`), 30*time.Second)
+	for deadline := time.Now().Add(30 * time.Second); firstRow(t, f, "Hca1") != "0: 0xffff 0x0002 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000"; time.Sleep(200 * time.Millisecond) {
+		if time.Until(deadline) <= 0 {
+			t.Fatalf("Hca1 P_Keys after the limited-only file: %q", firstRow(t, f, "Hca1"))
+		}
+	}
+	if err := a.FS.WriteFile(ConfFile, goodConf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FS.WriteFile(PartitionsFile, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.audit(t, src); len(got) != 1 || !strings.Contains(got[0], "running sm_priority") || !strings.Contains(got[0], "P_Key table of ibsim0/1") {
+		t.Errorf("audit of a fabric that drifted from the files: %v", got)
+	}
+	a.applyThenEmpty(t, src)
 	if err := a.bus.Stop(context.Background(), a.unit); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/smlab"
 	"github.com/rdmaform/rdmaform/internal/testlab/systemdlab"
 )
@@ -78,14 +77,7 @@ func newRHELLabHost(t *testing.T, f *smlab.Fabric, l *systemdlab.Lab, simHost st
 			strings.Join(f.Env(simHost), " "), work, work, work, in("/usr/libexec/opensm-launch-lab")),
 	).Replace(unit)
 	l.AddUnit(t, "opensm.service", unit)
-	fsys, err := host.NewRootFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bus := &host.SystemdBus{Address: l.Address, JobTimeout: 30 * time.Second}
-	t.Cleanup(bus.Close)
-	h := &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), f.Env(simHost)...), Dir: f.Dir}, Systemd: bus, Name: "sm lab RHEL " + simHost}
-	return &labHost{Host: h, root: root, guid: guid, unit: "opensm.service", bus: bus}
+	return rootedLabHost(t, f, l, simHost, root, guid, "opensm.service", "sm lab RHEL "+simHost)
 }
 
 // TestLabRHELLauncher: on a host laid out as RHEL's package, the
