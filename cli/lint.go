@@ -46,8 +46,9 @@ Each spec is validated first. Findings are printed on stdout as
 FILE:LINE:COL: error: PATH: message (warning: for a warning), sorted by
 file and position.
 
-Exit codes: 0 no findings, or warnings only; 1 errors (lint findings are
-errors in the specs, like validate's) or a spec that cannot be read.`,
+Exit codes: 0 no findings; 1 findings (lint findings are errors in the
+specs, like validate's) or a spec that cannot be read. Warnings alone
+exit 0.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var hosts []*crosscheck.Host
@@ -89,7 +90,7 @@ errors in the specs, like validate's) or a spec that cannot be read.`,
 				fmt.Fprintln(a.env.Stdout, f.String())
 			}
 			if len(errs) > 0 {
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(errs), plural(len(errs), "error", "errors"), len(args))}
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(errs), plural(len(errs), "finding", "findings"), len(args))}
 			}
 			if len(warns) > 0 {
 				fmt.Fprintf(a.env.Stdout, "lint: %d %s, no errors, %d %s\n", len(args), plural(len(args), "spec", "specs"), len(warns), plural(len(warns), "warning", "warnings"))
