@@ -152,7 +152,7 @@ spec:
 	}
 
 	// evict: false deletes it, budget or not.
-	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k1", "evict": false, "grace_period": 0})
+	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k1", "evict": false, "grace_period": 0, "timeout": 30})
 	if status != "CHANGED" {
 		t.Errorf("drain with evict: false: %s, want CHANGED\n%s", status, out)
 	}
@@ -160,7 +160,7 @@ spec:
 	if got := pods("k1"); got != "agent-k1" {
 		t.Errorf("after the drain k1 has %q, want only the DaemonSet's pod", got)
 	}
-	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k1"})
+	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k1", "timeout": 30})
 	if status != "SUCCESS" {
 		t.Errorf("second drain: %s, want SUCCESS (changed=false)\n%s", status, out)
 	}
@@ -186,7 +186,7 @@ spec:
 	if got := pods("k2"); !strings.HasPrefix(got, "web-k2") || got == "web-k2" {
 		t.Errorf("after the graceful eviction k2 has %q, want web-k2 with a deletion timestamp", got)
 	}
-	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k2", "grace_period": 0})
+	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k2", "grace_period": 0, "timeout": 30})
 	if status != "CHANGED" || pods("k2") != "" {
 		t.Errorf("drain of k2 with grace_period 0: %s, pods %q; want CHANGED and none\n%s", status, pods("k2"), out)
 	}
