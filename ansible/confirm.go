@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -199,7 +200,7 @@ func (m *module) applyInBackground(p *plan.Plan, res Result) Result {
 				res.Pending, res.Deferred, res.RebootRequired = after.Pending, after.Deferred, rebootRequired(after)
 			}
 			res.Msg = fmt.Sprintf("applied %d %s, reverted at %s (in %s) unless confirmed: run the rdmaform module with state: confirmed once the host is still reachable (or rdmaform confirm on it)",
-				len(p.Changes), plural(len(p.Changes), "change", "changes"), info.Deadline.Format(time.RFC3339), info.Timeout)
+				len(p.Changes), words.Plural(len(p.Changes), "change", "changes"), info.Deadline.Format(time.RFC3339), info.Timeout)
 			return res
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fail(fmt.Sprintf("watching for %s: %v; the apply goes on in the background (pid %d, log %s)", cli.ConfirmFile, err, info.PID, LogFile))

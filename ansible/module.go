@@ -23,6 +23,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/version"
 )
@@ -208,7 +209,7 @@ func (m *module) facts() Result {
 	}
 	n := len(r.Facts.Devices)
 	return Result{
-		Msg: fmt.Sprintf("%d RDMA %s", n, plural(n, "device", "devices")), Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
+		Msg: fmt.Sprintf("%d RDMA %s", n, words.Plural(n, "device", "devices")), Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
 		AnsibleFacts: map[string]any{"rdmaform": r.Facts}, StderrLines: lines(stderr.String()),
 	}
 }
@@ -266,7 +267,7 @@ func (m *module) run() Result {
 	switch out.code {
 	case plan.ExitOK, plan.ExitReboot:
 		res.Changed = true
-		res.Msg = fmt.Sprintf("applied %d %s", len(p.Changes), plural(len(p.Changes), "change", "changes"))
+		res.Msg = fmt.Sprintf("applied %d %s", len(p.Changes), words.Plural(len(p.Changes), "change", "changes"))
 		if res.RebootRequired {
 			res.Msg += "; reboot required to finish"
 		}
@@ -334,11 +335,4 @@ func joinNonEmpty(parts ...string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/probe"
 )
 
@@ -79,10 +80,10 @@ func Text(r *Report) string {
 // SummaryLine is the one function that words an audit's summary.
 func SummaryLine(r *Report) string {
 	s := r.Summary
-	line := fmt.Sprintf("Audit: %d %s, %d passed, %d failed, %d pending a reboot, %d waived.", s.Checks, pl(s.Checks, "check", "checks"), s.Passed, s.Failed, s.Pending, s.Waived)
+	line := fmt.Sprintf("Audit: %d %s, %d passed, %d failed, %d pending a reboot, %d waived.", s.Checks, words.Plural(s.Checks, "check", "checks"), s.Passed, s.Failed, s.Pending, s.Waived)
 	switch {
 	case s.Errors > 0:
-		line += fmt.Sprintf(" %d %s: the audit is incomplete.", s.Errors, pl(s.Errors, "error", "errors"))
+		line += fmt.Sprintf(" %d %s: the audit is incomplete.", s.Errors, words.Plural(s.Errors, "error", "errors"))
 	case s.Compliant:
 		line += " The host matches the golden spec."
 	case s.Failed == 0:
@@ -91,13 +92,6 @@ func SummaryLine(r *Report) string {
 		line += " The host does not match the golden spec."
 	}
 	return line
-}
-
-func pl(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // JUnit XML, as CI systems (Jenkins, GitLab, GitHub test reporters) read

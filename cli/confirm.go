@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 )
@@ -50,7 +51,7 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		if err := h.FS.WriteFile(ConfirmFile, []byte(fmt.Sprintf("pid %d, revert at %s\n", os.Getpid(), deadline.UTC().Format(time.RFC3339))), 0o600); err != nil {
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("recording the pending confirmation: %w", err)}
 		}
-		fmt.Fprintf(a.msgs(), "Applied %d %s. Run '%s' within %s to keep them; otherwise they are reverted.\n", len(out.Done), plural(len(out.Done), "change", "changes"), a.hint("confirm"), timeout)
+		fmt.Fprintf(a.msgs(), "Applied %d %s. Run '%s' within %s to keep them; otherwise they are reverted.\n", len(out.Done), words.Plural(len(out.Done), "change", "changes"), a.hint("confirm"), timeout)
 		confirmed := waitConfirmed(ctx, h, deadline)
 		// Whoever removes the file decides: `rdmaform confirm` (keep),
 		// `rdmaform rollback`, the watcher or this process at the deadline

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/crosscheck"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -90,13 +91,13 @@ exit 0.`,
 				fmt.Fprintln(a.env.Stdout, f.String())
 			}
 			if len(errs) > 0 {
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(errs), plural(len(errs), "finding", "findings"), len(args))}
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("lint: %d %s in %d specs", len(errs), words.Plural(len(errs), "finding", "findings"), len(args))}
 			}
 			if len(warns) > 0 {
-				fmt.Fprintf(a.env.Stdout, "lint: %d %s, no errors, %d %s\n", len(args), plural(len(args), "spec", "specs"), len(warns), plural(len(warns), "warning", "warnings"))
+				fmt.Fprintf(a.env.Stdout, "lint: %d %s, no errors, %d %s\n", len(args), words.Plural(len(args), "spec", "specs"), len(warns), words.Plural(len(warns), "warning", "warnings"))
 				return nil
 			}
-			fmt.Fprintf(a.env.Stdout, "lint: %d %s, no findings\n", len(args), plural(len(args), "spec", "specs"))
+			fmt.Fprintf(a.env.Stdout, "lint: %d %s, no findings\n", len(args), words.Plural(len(args), "spec", "specs"))
 			return nil
 		},
 	}

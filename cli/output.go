@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -125,7 +126,7 @@ type findingsError struct {
 }
 
 func (e *findingsError) Error() string {
-	return fmt.Sprintf("%s: %d %s", e.name, len(e.rep), plural(len(e.rep), "error", "errors"))
+	return fmt.Sprintf("%s: %d %s", e.name, len(e.rep), words.Plural(len(e.rep), "error", "errors"))
 }
 
 // errorDoc is what -o json prints when a command fails before it has a

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
@@ -51,7 +52,7 @@ func (a *app) paramDBCheck(cmd *cobra.Command) func(*schema.Spec) (string, error
 		for _, f := range rep {
 			fmt.Fprintln(a.env.Stderr, f.String())
 		}
-		return "", &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %d %s", spec.Src.File, len(rep), plural(len(rep), "error", "errors"))}
+		return "", &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %d %s", spec.Src.File, len(rep), words.Plural(len(rep), "error", "errors"))}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/firmware"
@@ -465,7 +466,7 @@ func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		return false, nil
 	}
 	n := len(p.LeftOut)
-	fmt.Fprintf(a.msgs(), "Applied only %s changes; left for an apply without --only: %d %s (%s).\n", only, n, plural(n, "change", "changes"), plan.LeftOutText(p.LeftOut))
+	fmt.Fprintf(a.msgs(), "Applied only %s changes; left for an apply without --only: %d %s (%s).\n", only, n, words.Plural(n, "change", "changes"), plan.LeftOutText(p.LeftOut))
 	return true, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/probe"
 )
@@ -83,7 +84,7 @@ func probeExit(results []probe.Result, runErr error) error {
 	n := probeCounts(results)
 	if runErr != nil || n[probe.OutcomeError] > 0 {
 		// Each reason is in the report already.
-		return &exitError{code: plan.ExitError, err: fmt.Errorf("%d of %d %s could not run", n[probe.OutcomeError], len(results), plural(len(results), "probe", "probes"))}
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("%d of %d %s could not run", n[probe.OutcomeError], len(results), words.Plural(len(results), "probe", "probes"))}
 	}
 	if n[probe.OutcomeFailed] > 0 {
 		return exitCode(plan.ExitChanges)
@@ -161,7 +162,7 @@ could not start or a tool is missing.`,
 			if err := probe.Serve(cmd.Context(), h, rs, dur, a.env.Stderr); err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			fmt.Fprintf(a.env.Stdout, "probe serve: answered for %d %s, responders stopped\n", len(probe.Targets(rs)), plural(len(probe.Targets(rs)), "probe", "probes"))
+			fmt.Fprintf(a.env.Stdout, "probe serve: answered for %d %s, responders stopped\n", len(probe.Targets(rs)), words.Plural(len(probe.Targets(rs)), "probe", "probes"))
 			return nil
 		},
 	}

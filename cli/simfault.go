@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
 )
@@ -57,7 +58,7 @@ finds. --clear removes every fault.`,
 				if err != nil {
 					return &exitError{code: plan.ExitError, err: err}
 				}
-				fmt.Fprintf(a.env.Stdout, "cleared %d %s of %s\n", n, plural(n, "fault", "faults"), args[0])
+				fmt.Fprintf(a.env.Stdout, "cleared %d %s of %s\n", n, words.Plural(n, "fault", "faults"), args[0])
 				return nil
 			}
 			if message != "" {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -34,13 +35,6 @@ func (a *app) parseSpec(name string, data []byte) (*schema.Spec, error) {
 		return nil, &exitError{code: plan.ExitError, err: &findingsError{name: name, rep: rep}}
 	}
 	return spec, nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func (a *app) validateCmd() *cobra.Command {
@@ -103,7 +97,7 @@ func counts(s *schema.Spec) map[string]int {
 }
 
 func describeSpec(s *schema.Spec) string {
-	n := func(k int, one, many string) string { return fmt.Sprintf("%d %s", k, plural(k, one, many)) }
+	n := func(k int, one, many string) string { return fmt.Sprintf("%d %s", k, words.Plural(k, one, many)) }
 	return strings.Join([]string{n(len(s.Devices), "device", "devices"), n(len(s.IPoIB), "ipoib", "ipoib"), n(len(s.Rxe), "rxe", "rxe"),
 		n(len(s.Interfaces), "interface", "interfaces"), n(len(s.Modules), "module", "modules"), n(len(s.Services), "service", "services")}, ", ")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/fleet"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -128,7 +129,7 @@ func (a *app) readPlans(inv *fleet.Inventory, dir string) error {
 			more = fmt.Sprintf(" and %d more", len(missing)-len(shown))
 		}
 		return fmt.Errorf("--plans: no plan in %s for %d %s: %s%s (want DIR/HOST.json, each host's rdmaform plan -o json)",
-			dir, len(missing), plural(len(missing), "host", "hosts"), strings.Join(shown, ", "), more)
+			dir, len(missing), words.Plural(len(missing), "host", "hosts"), strings.Join(shown, ", "), more)
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func wavesJSON(name string, inv *fleet.Inventory, w *fleet.Waves) wavesDoc {
 func (a *app) wavesText(name string, inv *fleet.Inventory, w *fleet.Waves) {
 	out := a.env.Stdout
 	fmt.Fprintf(out, "%s (%s): %d %s, %d pending in %d %s; at most %d per wave",
-		name, inv.Format, w.Hosts, plural(w.Hosts, "host", "hosts"), w.Pending, len(w.Waves), plural(len(w.Waves), "wave", "waves"), w.PerWave)
+		name, inv.Format, w.Hosts, words.Plural(w.Hosts, "host", "hosts"), w.Pending, len(w.Waves), words.Plural(len(w.Waves), "wave", "waves"), w.PerWave)
 	if w.CountOnly {
 		fmt.Fprintf(out, " (%s)\n", countOnlyNote)
 	} else {
@@ -193,7 +194,7 @@ func (a *app) wavesText(name string, inv *fleet.Inventory, w *fleet.Waves) {
 		fmt.Fprintf(out, "waves: %d, because %s\n", len(w.Waves), w.Bound)
 	}
 	for i, wv := range w.Waves {
-		fmt.Fprintf(out, "\nwave %d (%d %s): %s\n", i+1, len(wv.Hosts), plural(len(wv.Hosts), "host", "hosts"), strings.Join(wv.Hosts, " "))
+		fmt.Fprintf(out, "\nwave %d (%d %s): %s\n", i+1, len(wv.Hosts), words.Plural(len(wv.Hosts), "host", "hosts"), strings.Join(wv.Hosts, " "))
 		for _, h := range wv.Hosts {
 			fmt.Fprintf(out, "  %s: %s\n", h, wv.Reasons[h])
 		}

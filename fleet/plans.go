@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/rdmaform/rdmaform/internal/words"
 )
 
 // planDoc is the part of `rdmaform plan -o json` (docs/json.md) that
@@ -41,11 +43,11 @@ func PlanPending(file string, data []byte) (p Pending, why string, err error) {
 		for _, e := range d.Errors {
 			msgs = append(msgs, e.Message)
 		}
-		return PendingNo, fmt.Sprintf("%s: the plan has %d %s, fix %s first: %s", file, len(d.Errors), plural(len(d.Errors), "error", "errors"), plural(len(d.Errors), "it", "them"), strings.Join(msgs, "; ")), nil
+		return PendingNo, fmt.Sprintf("%s: the plan has %d %s, fix %s first: %s", file, len(d.Errors), words.Plural(len(d.Errors), "error", "errors"), words.Plural(len(d.Errors), "it", "them"), strings.Join(msgs, "; ")), nil
 	case d.Summary == nil:
 		return PendingUnknown, "", errors.New(file + ": not the JSON of rdmaform plan -o json (no summary)")
 	case len(d.ActivationFailures) > 0:
-		return PendingNo, fmt.Sprintf("%s: %d %s did not take at the last activation: see rdmaform status on the host", file, len(d.ActivationFailures), plural(len(d.ActivationFailures), "value", "values")), nil
+		return PendingNo, fmt.Sprintf("%s: %d %s did not take at the last activation: see rdmaform status on the host", file, len(d.ActivationFailures), words.Plural(len(d.ActivationFailures), "value", "values")), nil
 	}
 	var parts []string
 	for _, c := range []struct {
@@ -57,18 +59,11 @@ func PlanPending(file string, data []byte) (p Pending, why string, err error) {
 		{len(d.Deferred), "part planned after a reboot", "parts planned after a reboot"},
 	} {
 		if c.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c.n, plural(c.n, c.one, c.other)))
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, words.Plural(c.n, c.one, c.other)))
 		}
 	}
 	if len(parts) == 0 {
 		return PendingNo, file + ": nothing to change, nothing pending", nil
 	}
 	return PendingYes, file + ": " + strings.Join(parts, ", "), nil
-}
-
-func plural(n int, one, other string) string {
-	if n == 1 {
-		return one
-	}
-	return other
 }

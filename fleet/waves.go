@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rdmaform/rdmaform/internal/words"
 )
 
 // Limit is --max-unavailable: N hosts, or P percent of the inventory's
@@ -132,7 +134,7 @@ func Plan(inv *Inventory, p Policy) (*Waves, error) {
 	}
 	if len(named) > 0 && len(unnamed) > 0 {
 		return nil, fmt.Errorf("%w: %d %s no domain (%s) while %d %s one: give every host a domain, or none for waves by count only",
-			ErrInventory, len(unnamed), plural(len(unnamed), "host has", "hosts have"), list(unnamed), len(named), plural(len(named), "has", "have"))
+			ErrInventory, len(unnamed), words.Plural(len(unnamed), "host has", "hosts have"), list(unnamed), len(named), words.Plural(len(named), "has", "have"))
 	}
 	w.CountOnly = len(named) == 0
 	w.Pending = len(pending)
@@ -186,12 +188,12 @@ func Plan(inv *Inventory, p Policy) (*Waves, error) {
 
 	// The fewest waves the limits allow, and which limit that is.
 	L := ceilDiv(len(pending), w.PerWave)
-	w.Bound = fmt.Sprintf("%d pending %s, at most %d per wave", len(pending), plural(len(pending), "host", "hosts"), w.PerWave)
+	w.Bound = fmt.Sprintf("%d pending %s, at most %d per wave", len(pending), words.Plural(len(pending), "host", "hosts"), w.PerWave)
 	if !w.CountOnly {
 		for _, d := range domains { // largest first: the first one binds
 			if n := ceilDiv(len(d.hosts), p.MaxPerDomain); n > L {
 				L = n
-				w.Bound = fmt.Sprintf("domain %s has %d pending %s, at most %d of a domain per wave", d.name, len(d.hosts), plural(len(d.hosts), "host", "hosts"), p.MaxPerDomain)
+				w.Bound = fmt.Sprintf("domain %s has %d pending %s, at most %d of a domain per wave", d.name, len(d.hosts), words.Plural(len(d.hosts), "host", "hosts"), p.MaxPerDomain)
 			}
 		}
 	}
@@ -231,7 +233,7 @@ func Plan(inv *Inventory, p Policy) (*Waves, error) {
 			if w.CountOnly {
 				why = fmt.Sprintf("%s of %d pending hosts, dealt in turn into %d waves of at most %d (no domains in the inventory)", ordinal(i+1), len(d.hosts), L, w.PerWave)
 			} else {
-				why = fmt.Sprintf("domain %s: %s of its %d pending %s, at most %d of a domain per wave", d.name, ordinal(i+1), len(d.hosts), plural(len(d.hosts), "host", "hosts"), p.MaxPerDomain)
+				why = fmt.Sprintf("domain %s: %s of its %d pending %s, at most %d of a domain per wave", d.name, ordinal(i+1), len(d.hosts), words.Plural(len(d.hosts), "host", "hosts"), p.MaxPerDomain)
 			}
 			if h.SM() {
 				why += fmt.Sprintf("; subnet manager host, the only one of %s in this wave", fabricName(h.Fabric))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rdmaform/rdmaform/internal/words"
 )
 
 // TextOptions control the human rendering.
@@ -87,13 +89,13 @@ func SummaryLine(p *Plan) string {
 	s := p.Summary
 	if len(p.Errors) > 0 {
 		n := len(p.Errors)
-		return fmt.Sprintf("Plan failed: %d %s. Nothing will be changed.", n, plural(n, "error", "errors"))
+		return fmt.Sprintf("Plan failed: %d %s. Nothing will be changed.", n, words.Plural(n, "error", "errors"))
 	}
 	left := ""
 	if n := len(p.LeftOut); n > 0 {
 		// A partial plan (apply --only) never says the host matches:
 		// the changes it leaves out are still to be made.
-		left = fmt.Sprintf(" Left for an apply without --only: %d %s (%s).", n, plural(n, "change", "changes"), LeftOutText(p.LeftOut))
+		left = fmt.Sprintf(" Left for an apply without --only: %d %s (%s).", n, words.Plural(n, "change", "changes"), LeftOutText(p.LeftOut))
 	}
 	if len(p.Changes) == 0 && len(p.Pending) == 0 && len(p.Deferred) == 0 {
 		if left != "" {
@@ -111,11 +113,4 @@ func SummaryLine(p *Plan) string {
 		line += fmt.Sprintf(" %d deferred until a reboot.", len(p.Deferred))
 	}
 	return line + left
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/version"
 )
@@ -287,7 +288,7 @@ func planDifference(was, now *Plan) string {
 		}
 	}
 	if first == "" && len(was.Changes) != len(now.Changes) {
-		first = fmt.Sprintf("the plan records %d %s, the spec gives %d", len(was.Changes), plural(len(was.Changes), "change", "changes"), len(now.Changes))
+		first = fmt.Sprintf("the plan records %d %s, the spec gives %d", len(was.Changes), words.Plural(len(was.Changes), "change", "changes"), len(now.Changes))
 		diff = append(diff, "changes")
 	}
 	if d := pendingDifference(was.Pending, now.Pending); d != "" {
