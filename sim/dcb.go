@@ -119,14 +119,7 @@ func dcbTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string
 	object, cmd, dev, rest := args[0], args[1], args[3], args[4:]
 	var out, errOut string
 	code := 0
-	run := s.mutateSaved
-	if cmd == "show" {
-		run = func(fn func(st *State) error) error {
-			var err error
-			s.view(func(st *State) { err = fn(st) })
-			return err
-		}
-	}
+	run := s.toolRun(cmd != "show")
 	err := run(func(st *State) error {
 		n := st.Netdev(dev)
 		if n == nil || n.DCB == nil {
@@ -463,18 +456,11 @@ func ethtoolTool(ctx context.Context, s *Sim, args []string, stdin []byte) (stri
 	dev := args[1]
 	var out, errOut string
 	code := 0
-	run := s.mutateSaved
-	if args[0] == "-a" {
-		run = func(fn func(st *State) error) error {
-			var err error
-			s.view(func(st *State) { err = fn(st) })
-			return err
-		}
-	}
+	run := s.toolRun(args[0] != "-a")
 	err := run(func(st *State) error {
 		n := st.Netdev(dev)
 		if n == nil {
-			errOut, code = "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n", 1
+			errOut, code = ethtoolNoDevice, 1
 			return nil
 		}
 		if n.Pause == nil {

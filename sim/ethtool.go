@@ -41,6 +41,23 @@ var (
 	chanArgs = []string{"rx", "tx", "other", "combined"}
 )
 
+// ethtoolNoDevice is what ethtool 6.1 prints for a netdev that does not
+// exist (its netlink request names it in the header nest at offset 24).
+const ethtoolNoDevice = "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n"
+
+// toolRun is how an emulated tool runs fn on the state: a query (write
+// false) only reads it; a change writes it and saves sim.yaml.
+func (s *Sim) toolRun(write bool) func(fn func(st *State) error) error {
+	if write {
+		return s.mutateSaved
+	}
+	return func(fn func(st *State) error) error {
+		var err error
+		s.view(func(st *State) { err = fn(st) })
+		return err
+	}
+}
+
 // ethtoolQueues emulates ethtool 6.1's -g, -G, -l and -L against the
 // kernel's checks (net/ethtool/rings.c and channels.c): a value above the
 // maximum is refused with the kernel's extack message at the offset of
@@ -50,18 +67,11 @@ func ethtoolQueues(s *Sim, args []string) (string, string, int) {
 	flag, dev := args[0], args[1]
 	var out, errOut string
 	code := 0
-	run := s.mutateSaved
-	if flag == "-g" || flag == "-l" {
-		run = func(fn func(st *State) error) error {
-			var err error
-			s.view(func(st *State) { err = fn(st) })
-			return err
-		}
-	}
+	run := s.toolRun(flag == "-G" || flag == "-L")
 	err := run(func(st *State) error {
 		n := st.Netdev(dev)
 		if n == nil {
-			errOut, code = "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n", 1
+			errOut, code = ethtoolNoDevice, 1
 			return nil
 		}
 		q, labels, names, header, what := n.Rings, ringLabels, ringArgs, "Ring", "ring size"
