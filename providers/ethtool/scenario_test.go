@@ -2,32 +2,13 @@ package ethtool_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
-
-// newHost creates a simulated host of a profile, changed by mutate.
-func newHost(t *testing.T, profile string, mutate func(st *sim.State)) string {
-	t.Helper()
-	st, err := sim.NewState(profile, "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mutate != nil {
-		mutate(st)
-	}
-	dir := filepath.Join(t.TempDir(), "host")
-	if _, err := sim.Create(dir, st); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // spec is a spec with one interface and its ethtool block.
 func spec(t *testing.T, name, ethtool string, extra ...string) string {
@@ -38,39 +19,11 @@ func spec(t *testing.T, name, ethtool string, extra ...string) string {
 // queues reads a netdev's emulated rings and channels from sim.yaml.
 func queues(t *testing.T, dir, name string) (rings, channels map[string]int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "sim.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st sim.State
-	if err := yaml.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	n := st.Netdev(name)
+	n := simtest.State(t, dir).Netdev(name)
 	if n == nil || n.Rings == nil || n.Channels == nil {
 		t.Fatalf("no queues on %s", name)
 	}
 	return n.Rings.Cur, n.Channels.Cur
-}
-
-func mustRun(t *testing.T, want int, args ...string) string {
-	t.Helper()
-	code, out, errs := clitest.Run(t, args...)
-	if code != want {
-		t.Fatalf("rdmaform %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errs)
-	}
-	return out + errs
-}
-
-// converge: plan shows work, apply does it, the next plan is empty.
-func converge(t *testing.T, dir, spec string) string {
-	t.Helper()
-	out := mustRun(t, 2, "--sim", dir, "plan", "-f", spec)
-	mustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", spec)
-	if after := mustRun(t, 0, "--sim", dir, "plan", "-f", spec); !strings.Contains(after, "No changes.") {
-		t.Fatalf("plan after apply:\n%s", after)
-	}
-	return out
 }
 
 // TestRingsAndChannels: rings and channels change through the emulated
@@ -80,9 +33,9 @@ func converge(t *testing.T, dir, spec string) string {
 // changed; a field the driver lacks (separate rx channels on mlx5) is a
 // finding.
 func TestRingsAndChannels(t *testing.T) {
-	dir := newHost(t, "cx5-roce", nil)
+	dir := simtest.Dir(t, "cx5-roce", nil)
 	s := spec(t, "ens1f0np0", "{rings: {rx: 4096, tx: 2048}, channels: {combined: 8}}")
-	out := converge(t, dir, s)
+	out := clitest.Converge(t, dir, s)
 	for _, want := range []string{"~ ethtool[ens1f0np0]", "rings.rx: 1024 -> 4096", "rings.tx: 1024 -> 2048", "channels.combined: 16 -> 8"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan does not say %q:\n%s", want, out)
@@ -95,7 +48,7 @@ func TestRingsAndChannels(t *testing.T) {
 	if r, c := queues(t, dir, "ens1f1np1"); r["rx"] != 1024 || c["combined"] != 16 {
 		t.Errorf("the other netdev changed: rings %v channels %v", r, c)
 	}
-	converge(t, dir, spec(t, "ens1f0np0", "{rings: {rx: 8192, tx: 8192}, channels: {combined: 16}}"))
+	clitest.Converge(t, dir, spec(t, "ens1f0np0", "{rings: {rx: 8192, tx: 8192}, channels: {combined: 16}}"))
 	for _, c := range []struct{ ethtool, want string }{
 		{"{rings: {rx: 8193}}", "rings.rx: 8193 is above the driver's maximum 8192 for ens1f0np0 (`ethtool -g ens1f0np0`, Pre-set maximums)"},
 		{"{rings: {tx: 8193}}", "rings.tx: 8193 is above the driver's maximum 8192 for ens1f0np0"},
@@ -103,7 +56,7 @@ func TestRingsAndChannels(t *testing.T) {
 		{"{channels: {rx: 2}}", "channels.rx: the driver of ens1f0np0 has no rx channels (`ethtool -l ens1f0np0` shows n/a)"},
 		{"{channels: {combined: 0}}", "channels: ens1f0np0 would have no channel left"},
 	} {
-		out := mustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec(t, "ens1f0np0", c.ethtool))
+		out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec(t, "ens1f0np0", c.ethtool))
 		if !strings.Contains(out, "$.interfaces[0].ethtool: ") || !strings.Contains(out, c.want) {
 			t.Errorf("%s: want the finding %q at the spec line:\n%s", c.ethtool, c.want, out)
 		}
@@ -116,7 +69,7 @@ func TestRingsAndChannels(t *testing.T) {
 		{"{rings: {rx: 0}}", "rings.rx: 0 is below the minimum 1"},
 		{"{channels: {combined: -1}}", "channels.combined: -1 is below the minimum 0"},
 	} {
-		if out := mustRun(t, 1, "--sim", dir, "plan", "-f", spec(t, "ens1f0np0", c.ethtool)); !strings.Contains(out, c.want) {
+		if out := clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", spec(t, "ens1f0np0", c.ethtool)); !strings.Contains(out, c.want) {
 			t.Errorf("%s: want %q:\n%s", c.ethtool, c.want, out)
 		}
 	}
@@ -125,8 +78,8 @@ func TestRingsAndChannels(t *testing.T) {
 // TestRingsRoundedByDriver: mlx5 rounds a ring size up to a power of two;
 // the read back catches it and apply fails naming both values.
 func TestRingsRoundedByDriver(t *testing.T) {
-	dir := newHost(t, "cx5-roce", nil)
-	out := mustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec(t, "ens1f0np0", "{rings: {rx: 1000}}"))
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec(t, "ens1f0np0", "{rings: {rx: 1000}}"))
 	if !strings.Contains(out, "ens1f0np0 after ethtool: rings.rx is 1024, not 1000") {
 		t.Errorf("apply does not name the rounded value:\n%s", out)
 	}
@@ -135,13 +88,13 @@ func TestRingsRoundedByDriver(t *testing.T) {
 // TestEthtoolFindings: a driver without the operation, a missing tool and
 // a netdev that does not exist are said at the spec line; nothing runs.
 func TestEthtoolFindings(t *testing.T) {
-	dir := newHost(t, "cx5-roce", func(st *sim.State) { st.Netdev("ens1f0np0").Channels = nil })
-	out := mustRun(t, 1, "--sim", dir, "plan", "-f", spec(t, "ens1f0np0", "{channels: {combined: 4}}"))
+	dir := simtest.Dir(t, "cx5-roce", func(st *sim.State) { st.Netdev("ens1f0np0").Channels = nil })
+	out := clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", spec(t, "ens1f0np0", "{channels: {combined: 4}}"))
 	if !strings.Contains(out, "the driver of ens1f0np0 has no channels to set: `ethtool -l ens1f0np0` answered \"netlink error: Operation not supported\"") {
 		t.Errorf("no finding for a driver without channels:\n%s", out)
 	}
-	dir = newHost(t, "cx5-roce", func(st *sim.State) { st.Tools = []string{"ip", "modprobe"} })
-	out = mustRun(t, 1, "--sim", dir, "plan", "-f", spec(t, "ens1f0np0", "{rings: {rx: 512}}"))
+	dir = simtest.Dir(t, "cx5-roce", func(st *sim.State) { st.Tools = []string{"ip", "modprobe"} })
+	out = clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", spec(t, "ens1f0np0", "{rings: {rx: 512}}"))
 	if !strings.Contains(out, "ethtool is not installed (Debian/Ubuntu: apt install ethtool") {
 		t.Errorf("no finding naming the missing ethtool:\n%s", out)
 	}
@@ -152,9 +105,9 @@ func TestEthtoolFindings(t *testing.T) {
 // change behind rdmaform's back is drift; after a reboot (the driver's
 // defaults) the boot unit's apply sets them again.
 func TestEthtoolRevertShowAuditBoot(t *testing.T) {
-	dir := newHost(t, "cx5-roce", nil)
+	dir := simtest.Dir(t, "cx5-roce", nil)
 	s := spec(t, "ens1f0np0", "{rings: {rx: 2048}, channels: {combined: 4}}")
-	out := mustRun(t, 1, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", s)
+	out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", s)
 	if !strings.Contains(out, "ethtool[ens1f0np0]") || !strings.Contains(out, "Reverted") {
 		t.Fatalf("unconfirmed apply:\n%s", out)
 	}
@@ -162,21 +115,21 @@ func TestEthtoolRevertShowAuditBoot(t *testing.T) {
 		t.Errorf("after the rollback: rings %v channels %v, want 1024 and 16 back", rings, channels)
 	}
 	boot := spec(t, "ens1f0np0", "{rings: {rx: 2048}, channels: {combined: 4}}", "persistence: boot-unit\n")
-	converge(t, dir, boot)
+	clitest.Converge(t, dir, boot)
 
-	capture := mustRun(t, 0, "--sim", dir, "show")
+	capture := clitest.MustRun(t, 0, "--sim", dir, "show")
 	if !strings.Contains(capture, "ethtool:") {
 		t.Fatalf("show captured no ethtool block:\n%s", capture)
 	}
-	mustRun(t, 0, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, capture))
-	mustRun(t, 0, "--sim", dir, "audit", "-f", boot)
-	mustRun(t, 0, "sim", "tool", dir, "--", "ethtool", "-L", "ens1f0np0", "combined", "2")
-	if out := mustRun(t, 2, "--sim", dir, "audit", "-f", boot); !strings.Contains(out, "ethtool[ens1f0np0]") {
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, capture))
+	clitest.MustRun(t, 0, "--sim", dir, "audit", "-f", boot)
+	clitest.MustRun(t, 0, "sim", "tool", dir, "--", "ethtool", "-L", "ens1f0np0", "combined", "2")
+	if out := clitest.MustRun(t, 2, "--sim", dir, "audit", "-f", boot); !strings.Contains(out, "ethtool[ens1f0np0]") {
 		t.Errorf("audit does not report the drift:\n%s", out)
 	}
-	mustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", boot)
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", boot)
 
-	mustRun(t, 0, "sim", "reboot", dir, "--no-boot-unit")
+	clitest.MustRun(t, 0, "sim", "reboot", dir, "--no-boot-unit")
 	if rings, channels := queues(t, dir, "ens1f0np0"); rings["rx"] != 1024 || channels["combined"] != 16 {
 		t.Errorf("after the reboot: rings %v channels %v, want the driver's 1024 and 16", rings, channels)
 	}
@@ -184,22 +137,22 @@ func TestEthtoolRevertShowAuditBoot(t *testing.T) {
 	if rings, channels := queues(t, dir, "ens1f0np0"); rings["rx"] != 2048 || channels["combined"] != 4 {
 		t.Errorf("after the boot unit: rings %v channels %v", rings, channels)
 	}
-	mustRun(t, 0, "--sim", dir, "plan", "-f", boot)
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", boot)
 	// A reboot that runs the enabled boot unit, as systemd does, ends with
 	// the same empty plan.
-	mustRun(t, 0, "sim", "reboot", dir)
-	mustRun(t, 0, "--sim", dir, "plan", "-f", boot)
+	clitest.MustRun(t, 0, "sim", "reboot", dir)
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", boot)
 }
 
 // bootUnit runs what the boot unit runs at boot, as sim reboot's help
 // gives it.
 func bootUnit(t *testing.T, dir string) {
 	t.Helper()
-	help := mustRun(t, 0, "sim", "reboot", "--help")
+	help := clitest.MustRun(t, 0, "sim", "reboot", "--help")
 	n := 0
 	for _, l := range strings.Split(help, "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "rdmaform --sim DIR ") {
-			mustRun(t, 0, strings.Fields(strings.ReplaceAll(l, "DIR", dir))[1:]...)
+			clitest.MustRun(t, 0, strings.Fields(strings.ReplaceAll(l, "DIR", dir))[1:]...)
 			n++
 		}
 	}

@@ -1,32 +1,16 @@
 package pcie_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 const cx5 = "0000:5e:00.0"
-
-func newHost(t *testing.T, profile string) string {
-	t.Helper()
-	st, err := sim.NewState(profile, "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "host")
-	if _, err := sim.Create(dir, st); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 func mrrsSpec(t *testing.T, pci, v string, extra ...string) string {
 	t.Helper()
@@ -36,15 +20,7 @@ func mrrsSpec(t *testing.T, pci, v string, extra ...string) string {
 // mrrs reads a function's emulated Max Read Request Size from sim.yaml.
 func mrrs(t *testing.T, dir, pci string) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "sim.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st sim.State
-	if err := yaml.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	d := st.DeviceByPCI(pci)
+	d := simtest.State(t, dir).DeviceByPCI(pci)
 	if d == nil {
 		t.Fatalf("no device %s", pci)
 	}
@@ -54,33 +30,14 @@ func mrrs(t *testing.T, dir, pci string) int {
 	return d.MaxReadReq
 }
 
-func mustRun(t *testing.T, want int, args ...string) string {
-	t.Helper()
-	code, out, errs := clitest.Run(t, args...)
-	if code != want {
-		t.Fatalf("rdmaform %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errs)
-	}
-	return out + errs
-}
-
-func converge(t *testing.T, dir, spec string) string {
-	t.Helper()
-	out := mustRun(t, 2, "--sim", dir, "plan", "-f", spec)
-	mustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", spec)
-	if after := mustRun(t, 0, "--sim", dir, "plan", "-f", spec); !strings.Contains(after, "No changes.") {
-		t.Fatalf("plan after apply:\n%s", after)
-	}
-	return out
-}
-
 // TestMaxReadRequest: the size changes in the function's config space
 // (Device Control, written in place and read back) and the next plan is
 // empty; both ends of the range converge, one past each end and a size
 // that is not a power of two are refused at the spec line with nothing
 // changed; the other function keeps its value.
 func TestMaxReadRequest(t *testing.T) {
-	dir := newHost(t, "cx5-roce")
-	out := converge(t, dir, mrrsSpec(t, cx5, "4096"))
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	out := clitest.Converge(t, dir, mrrsSpec(t, cx5, "4096"))
 	if !strings.Contains(out, "~ pcie[0000:5e:00.0]") || !strings.Contains(out, "max_read_request: 512 -> 4096") {
 		t.Errorf("plan:\n%s", out)
 	}
@@ -90,14 +47,14 @@ func TestMaxReadRequest(t *testing.T) {
 	if got := mrrs(t, dir, "0000:5e:00.1"); got != 512 {
 		t.Errorf("the other function changed: %d", got)
 	}
-	converge(t, dir, mrrsSpec(t, cx5, "128"))
+	clitest.Converge(t, dir, mrrsSpec(t, cx5, "128"))
 	for _, c := range []struct{ v, want string }{
 		{"8192", "8192 is not a Max Read Request Size: 128, 256, 512, 1024, 2048 or 4096 bytes"},
 		{"64", "64 is not a Max Read Request Size"},
 		{"1000", "1000 is not a Max Read Request Size"},
 		{"0", "0 is not a Max Read Request Size"},
 	} {
-		out := mustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", mrrsSpec(t, cx5, c.v))
+		out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", mrrsSpec(t, cx5, c.v))
 		if !strings.Contains(out, "$.devices[0].pcie.max_read_request: "+c.want) {
 			t.Errorf("%s: want %q:\n%s", c.v, c.want, out)
 		}
@@ -110,14 +67,14 @@ func TestMaxReadRequest(t *testing.T) {
 // TestMaxReadRequestFindings: a PCI address with no function there, and
 // a Soft-RoCE device (no PCI function), are findings at the spec line.
 func TestMaxReadRequestFindings(t *testing.T) {
-	dir := newHost(t, "cx5-roce")
-	out := mustRun(t, 1, "--sim", dir, "plan", "-f", mrrsSpec(t, "0000:99:00.0", "512"))
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	out := clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", mrrsSpec(t, "0000:99:00.0", "512"))
 	if !strings.Contains(out, "$.devices[0].pcie: reading the PCI Express capability of 0000:99:00.0") {
 		t.Errorf("no finding for a missing function:\n%s", out)
 	}
 	spec := clitest.WriteSpec(t, "version: 1\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: ens1f0np0}\ndevices:\n  - name: rxe0\n    pcie: {max_read_request: 512}\n")
-	mustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, "version: 1\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: ens1f0np0}\n"))
-	if out := mustRun(t, 1, "--sim", dir, "plan", "-f", spec); !strings.Contains(out, "rxe0 has no PCI function (a Soft-RoCE device?): pcie needs one") {
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, "version: 1\nmodules: [rdma_rxe]\nrxe:\n  - {name: rxe0, netdev: ens1f0np0}\n"))
+	if out := clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", spec); !strings.Contains(out, "rxe0 has no PCI function (a Soft-RoCE device?): pcie needs one") {
 		t.Errorf("no finding for a device without PCI:\n%s", out)
 	}
 }
@@ -127,8 +84,8 @@ func TestMaxReadRequestFindings(t *testing.T) {
 // empty; a change behind rdmaform's back is drift; after a reboot (the
 // firmware's 512) the boot unit sets it again.
 func TestMaxReadRequestRevertShowAuditBoot(t *testing.T) {
-	dir := newHost(t, "cx5-roce")
-	out := mustRun(t, 1, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", mrrsSpec(t, cx5, "1024"))
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", mrrsSpec(t, cx5, "1024"))
 	if !strings.Contains(out, "pcie[0000:5e:00.0]") || !strings.Contains(out, "Reverted") {
 		t.Fatalf("unconfirmed apply:\n%s", out)
 	}
@@ -136,13 +93,13 @@ func TestMaxReadRequestRevertShowAuditBoot(t *testing.T) {
 		t.Errorf("after the rollback: %d, want 512 back", got)
 	}
 	boot := mrrsSpec(t, cx5, "1024", "persistence: boot-unit\n")
-	converge(t, dir, boot)
-	capture := mustRun(t, 0, "--sim", dir, "show")
+	clitest.Converge(t, dir, boot)
+	capture := clitest.MustRun(t, 0, "--sim", dir, "show")
 	if strings.Count(capture, "max_read_request:") != 2 {
 		t.Fatalf("show does not capture both functions' size:\n%s", capture)
 	}
-	mustRun(t, 0, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, capture))
-	mustRun(t, 0, "--sim", dir, "audit", "-f", boot)
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, capture))
+	clitest.MustRun(t, 0, "--sim", dir, "audit", "-f", boot)
 	s, err := sim.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -155,11 +112,11 @@ func TestMaxReadRequestRevertShowAuditBoot(t *testing.T) {
 	if err := hostWrite(h, "/sys/bus/pci/devices/"+cx5+"/config", []byte{0x10, 0x28}, 0x68); err != nil {
 		t.Fatal(err)
 	}
-	if out := mustRun(t, 2, "--sim", dir, "audit", "-f", boot); !strings.Contains(out, "pcie[0000:5e:00.0]") {
+	if out := clitest.MustRun(t, 2, "--sim", dir, "audit", "-f", boot); !strings.Contains(out, "pcie[0000:5e:00.0]") {
 		t.Errorf("audit does not report the drift:\n%s", out)
 	}
-	mustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", boot)
-	mustRun(t, 0, "sim", "reboot", dir, "--no-boot-unit")
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", boot)
+	clitest.MustRun(t, 0, "sim", "reboot", dir, "--no-boot-unit")
 	if got := mrrs(t, dir, cx5); got != 512 {
 		t.Errorf("after the reboot: %d, want the firmware's 512", got)
 	}
@@ -167,22 +124,22 @@ func TestMaxReadRequestRevertShowAuditBoot(t *testing.T) {
 	if got := mrrs(t, dir, cx5); got != 1024 {
 		t.Errorf("after the boot unit: %d", got)
 	}
-	mustRun(t, 0, "--sim", dir, "plan", "-f", boot)
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", boot)
 	// A reboot that runs the enabled boot unit, as systemd does, ends with
 	// the same empty plan.
-	mustRun(t, 0, "sim", "reboot", dir)
-	mustRun(t, 0, "--sim", dir, "plan", "-f", boot)
+	clitest.MustRun(t, 0, "sim", "reboot", dir)
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", boot)
 }
 
 // bootUnit runs what the boot unit runs at boot, as sim reboot's help
 // gives it.
 func bootUnit(t *testing.T, dir string) {
 	t.Helper()
-	help := mustRun(t, 0, "sim", "reboot", "--help")
+	help := clitest.MustRun(t, 0, "sim", "reboot", "--help")
 	n := 0
 	for _, l := range strings.Split(help, "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "rdmaform --sim DIR ") {
-			mustRun(t, 0, strings.Fields(strings.ReplaceAll(l, "DIR", dir))[1:]...)
+			clitest.MustRun(t, 0, strings.Fields(strings.ReplaceAll(l, "DIR", dir))[1:]...)
 			n++
 		}
 	}
@@ -200,12 +157,12 @@ func hostWrite(h *host.Host, name string, data []byte, off int64) error {
 // fails apply naming the value read back, and the plan still shows the
 // change.
 func TestMaxReadRequestReadBack(t *testing.T) {
-	dir := newHost(t, "cx5-roce")
-	mustRun(t, 0, "sim", "fault", dir, "--write", "/sys/bus/pci/devices/"+cx5+"/config", "--drop")
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	clitest.MustRun(t, 0, "sim", "fault", dir, "--write", "/sys/bus/pci/devices/"+cx5+"/config", "--drop")
 	spec := mrrsSpec(t, cx5, "2048")
-	out := mustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec)
+	out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec)
 	if !strings.Contains(out, cx5+": Max Read Request Size reads 512 after writing 2048") {
 		t.Errorf("apply does not name the value kept:\n%s", out)
 	}
-	mustRun(t, 2, "--sim", dir, "plan", "-f", spec)
+	clitest.MustRun(t, 2, "--sim", dir, "plan", "-f", spec)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 const ofed = "0000:af:00.0" // cx6dx-ofed's first function, netdev ens2f0np0
@@ -27,7 +28,7 @@ func cnpOf(t *testing.T, dir, netdev string) sim.CNPState {
 // converges, one past it is refused at the spec line with the host
 // unchanged; a spec that sets one of the two leaves the other alone.
 func TestCNP(t *testing.T) {
-	dir := newHost(t, "cx6dx-ofed", nil)
+	dir := simtest.Dir(t, "cx6dx-ofed", nil)
 	if got := cnpOf(t, dir, "ens2f0np0"); got != (sim.CNPState{DSCP: 48, Prio: 6}) {
 		t.Fatalf("factory CNP %+v, want 48/6", got)
 	}
@@ -82,7 +83,7 @@ func TestCNP(t *testing.T) {
 // so at the spec line, names the firmware parameters of the card's port
 // that hold the values instead, and changes nothing.
 func TestCNPWithoutOFED(t *testing.T) {
-	dir := newHost(t, "cx5-roce", nil)
+	dir := simtest.Dir(t, "cx5-roce", nil)
 	spec := qosSpec(t, cx5, "{cnp: {dscp: 48, priority: 6}}")
 	p := planJSON(t, dir, spec, 1)
 	want := "ens1f0np0 has no CNP settings (/sys/class/net/ens1f0np0/ecn/roce_np/cnp_dscp, MLNX_OFED's mlx5); with the upstream driver the CNP's DSCP and priority are firmware CNP_DSCP_P1 and CNP_802P_PRIO_P1 (next boot)"
@@ -96,7 +97,7 @@ func TestCNPWithoutOFED(t *testing.T) {
 // rdmaform's back is drift in the audit; after a reboot (the driver
 // starts from the firmware's values) the boot unit's apply sets it again.
 func TestCNPRevertShowAuditBoot(t *testing.T) {
-	dir := newHost(t, "cx6dx-ofed", nil)
+	dir := simtest.Dir(t, "cx6dx-ofed", nil)
 	spec := qosSpec(t, ofed, "{cnp: {dscp: 26, priority: 3}}")
 	code, out, errs := clitest.Run(t, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", spec)
 	if code != 1 || !strings.Contains(out+errs, "Reverted 1 changes: qos[mlx5_0/1]") {
@@ -190,7 +191,7 @@ func TestREADMECNP(t *testing.T) {
 	if qos == "" {
 		t.Fatal("README has no qos.cnp example line")
 	}
-	dir := newHost(t, "cx6dx-ofed", nil)
+	dir := simtest.Dir(t, "cx6dx-ofed", nil)
 	spec := qosSpec(t, ofed, qos)
 	code, out, errs := clitest.Run(t, "--sim", dir, "plan", "-f", spec)
 	if code != 2 || !strings.Contains(out, "cnp_dscp: 48 -> 26") || !strings.Contains(out, "cnp_priority: 6 -> 3") {
@@ -205,7 +206,7 @@ func TestREADMECNP(t *testing.T) {
 // TestCNPReadBack: a CNP write the driver does not keep fails apply with
 // what it reads back, and the plan still shows the change.
 func TestCNPReadBack(t *testing.T) {
-	dir := newHost(t, "cx6dx-ofed", nil)
+	dir := simtest.Dir(t, "cx6dx-ofed", nil)
 	if code, out, errs := clitest.Run(t, "sim", "fault", dir, "--write", "roce_np/cnp_dscp", "--drop"); code != 0 {
 		t.Fatalf("sim fault: %d %s%s", code, out, errs)
 	}

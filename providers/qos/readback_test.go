@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // TestReadBackFindsSettingsThatDoNotStick: a write the host accepts but
@@ -26,7 +27,7 @@ func TestReadBackFindsSettingsThatDoNotStick(t *testing.T) {
 		{"ECN sysfs write", []string{"--write", "ecn/roce_rp/enable/0"}, "ens2f0np0 after the writes: ecn is"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := newHost(t, "cx6dx-ofed", nil)
+			dir := simtest.Dir(t, "cx6dx-ofed", nil)
 			spec := qosSpec(t, "0000:af:00.0", qos)
 			args := append(append([]string{"sim", "fault", dir}, tc.fault...), "--drop")
 			if code, out, errs := clitest.Run(t, args...); code != 0 {
@@ -51,7 +52,7 @@ func TestReadBackFindsSettingsThatDoNotStick(t *testing.T) {
 // kernel's answer) fails the change with the tool's command line and
 // message, not with the read-back that would follow it.
 func TestToolErrorIsTheChangesError(t *testing.T) {
-	dir := newHost(t, "cx6dx-ofed", nil)
+	dir := simtest.Dir(t, "cx6dx-ofed", nil)
 	spec := qosSpec(t, "0000:af:00.0", "{pfc: [3]}")
 	if code, out, errs := clitest.Run(t, "sim", "fault", dir, "--tool", "dcb", "--match", "pfc set", "--exit", "1", "--message", "Error: RTNETLINK answers: Invalid argument", "--times", "1"); code != 0 {
 		t.Fatalf("sim fault: exit %d\n%s%s", code, out, errs)

@@ -2,36 +2,17 @@ package qos_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
 	"github.com/rdmaform/rdmaform/sim/mlxemu"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
-
-// newHost creates a simulated host of a profile, changed by mutate.
-func newHost(t *testing.T, profile string, mutate func(st *sim.State)) string {
-	t.Helper()
-	st, err := sim.NewState(profile, "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mutate != nil {
-		mutate(st)
-	}
-	dir := filepath.Join(t.TempDir(), "host")
-	if _, err := sim.Create(dir, st); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // qosSpec is a spec with one qos block on port 1 of the PCI function.
 func qosSpec(t *testing.T, pci, qos string) string {
@@ -78,15 +59,7 @@ func applyThenEmpty(t *testing.T, dir, spec string, flags ...string) {
 // netdevState reads a netdev's emulated QoS state from sim.yaml.
 func netdevState(t *testing.T, dir, name string) *sim.Netdev {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "sim.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st sim.State
-	if err := yaml.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	if n := st.Netdev(name); n != nil {
+	if n := simtest.State(t, dir).Netdev(name); n != nil {
 		return n
 	}
 	t.Fatalf("no netdev %s", name)
@@ -101,7 +74,7 @@ const cx5 = "0000:5e:00.0"
 // the hardware map has no entry it cannot see; an override changes one
 // entry alone.
 func TestTrustFollowsTheAppTable(t *testing.T) {
-	dir := newHost(t, "cx5-roce", nil)
+	dir := simtest.Dir(t, "cx5-roce", nil)
 	dscp := qosSpec(t, cx5, "{trust: dscp}")
 	p := planJSON(t, dir, dscp, 2)
 	want := []plan.Attr{{Name: "trust", Before: "pcp", After: "dscp"}, {Name: "dscp_map", Before: "none", After: "64 entries, dscp>>3"}}
@@ -143,7 +116,7 @@ func TestTrustFollowsTheAppTable(t *testing.T) {
 // after apply; ETS bandwidths must sum to 100 (the driver's EINVAL is a
 // validation error first).
 func TestETSReadsBackAsMlx5Reports(t *testing.T) {
-	dir := newHost(t, "cx5-roce", nil)
+	dir := simtest.Dir(t, "cx5-roce", nil)
 	ets := qosSpec(t, cx5, "{ets: {prio_tc: [0, 1, 2, 3, 4, 5, 6, 7], tsa: [ets, ets, ets, ets, strict, strict, strict, strict], bw: [10, 20, 30, 40, 0, 0, 0, 0]}}")
 	p := planJSON(t, dir, ets, 2)
 	if got := p.Changes[0].Attributes[0]; got.Name != "ets" || got.After != "prio_tc 0,1,2,3,4,5,6,7; tsa ets,ets,ets,ets,strict,strict,strict,strict; bw 10,20,30,40,-,-,-,-" {
@@ -165,7 +138,7 @@ func TestETSReadsBackAsMlx5Reports(t *testing.T) {
 // refuses it on the interface of the default route without --allow-mgmt;
 // the cable length alone disrupts nothing.
 func TestPFCTogglesTheLinkAndIsGuarded(t *testing.T) {
-	dir := newHost(t, "cx5-roce", func(st *sim.State) { st.DefaultRoute = "ens1f0np0" })
+	dir := simtest.Dir(t, "cx5-roce", func(st *sim.State) { st.DefaultRoute = "ens1f0np0" })
 	cable := qosSpec(t, cx5, "{cable_length: 30}")
 	p := planJSON(t, dir, cable, 2)
 	if d := cmp.Diff([]plan.Attr{{Name: "cable_length", Before: "7", After: "30"}}, p.Changes[0].Attributes); d != "" || len(p.Changes[0].Disrupts) != 0 {
@@ -213,7 +186,7 @@ func TestFindings(t *testing.T) {
 			"global pause of ens1f0np0 cannot be read: `ethtool -a ens1f0np0` answered \"netlink error: Operation not supported\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := newHost(t, c.profile, c.mutate)
+			dir := simtest.Dir(t, c.profile, c.mutate)
 			spec := qosSpec(t, cx5, c.qos)
 			p := planJSON(t, dir, spec, 1)
 			if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, c.want) {
@@ -227,7 +200,7 @@ func TestFindings(t *testing.T) {
 	// Firmware that is not willing keeps host-set values: no finding. The
 	// emulated ConnectX-5 gets DCBX_WILLING_P1 at its factory default,
 	// True (reference/qos-sriov.md §1.1, from public mlxconfig dumps).
-	dir := newHost(t, "cx5-roce", func(st *sim.State) {
+	dir := simtest.Dir(t, "cx5-roce", func(st *sim.State) {
 		st.Netdevs[0].DCB.Host = false
 		st.DeviceByPCI(cx5).DCBXFirmware = true // and so after the reboot
 		for _, a := range st.Firmware {
@@ -263,7 +236,7 @@ func TestFindings(t *testing.T) {
 // mlx4_core registers the card anew and its netdevs come back with the
 // driver's DCB, which cannot be read before they exist.
 func TestCardRegisteredAnew(t *testing.T) {
-	dir := newHost(t, "cx3-mlx4", nil)
+	dir := simtest.Dir(t, "cx3-mlx4", nil)
 	bothEth := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \"0000:81:00.0\"\n    ports: [{port: 1, type: eth}, {port: 2, type: eth}]\n")
 	applyThenEmpty(t, dir, bothEth)
 	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \"0000:81:00.0\"\n    ports:\n      - {port: 1, type: ib}\n      - {port: 2, type: eth, qos: {pause: false}}\n")
@@ -277,7 +250,7 @@ func TestCardRegisteredAnew(t *testing.T) {
 // TestConfirmTimeoutRevertsQoS: under --confirm-timeout an unconfirmed
 // apply puts the port's QoS back as it was (the APP table exactly).
 func TestConfirmTimeoutRevertsQoS(t *testing.T) {
-	dir := newHost(t, "cx6dx-ofed", nil)
+	dir := simtest.Dir(t, "cx6dx-ofed", nil)
 	spec := qosSpec(t, "0000:af:00.0", "{trust: dscp, pfc: [3], pause: false, ecn: [3]}")
 	before := netdevState(t, dir, "ens2f0np0")
 	code, out, errs := clitest.Run(t, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", spec)
