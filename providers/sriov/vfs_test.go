@@ -1,7 +1,6 @@
 package sriov_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 const ibPF = "0000:3b:00.0"
@@ -17,27 +17,20 @@ const ibPF = "0000:3b:00.0"
 // every function (NUM_OF_VFS=total), and mutate applied.
 func newSRIOVHost(t *testing.T, profile string, total int, mutate func(st *sim.State)) string {
 	t.Helper()
-	st, err := sim.NewState(profile, "node1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range st.Firmware {
-		for _, n := range []struct {
-			name string
-			v    int64
-		}{{"SRIOV_EN", 1}, {"NUM_OF_VFS", int64(total)}} {
-			p := a.Param(n.name)
-			p.Current, p.Next = n.v, n.v
+	return simtest.Dir(t, profile, func(st *sim.State) {
+		for _, a := range st.Firmware {
+			for _, n := range []struct {
+				name string
+				v    int64
+			}{{"SRIOV_EN", 1}, {"NUM_OF_VFS", int64(total)}} {
+				p := a.Param(n.name)
+				p.Current, p.Next = n.v, n.v
+			}
 		}
-	}
-	if mutate != nil {
-		mutate(st)
-	}
-	dir := filepath.Join(t.TempDir(), "host")
-	if _, err := sim.Create(dir, st); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+		if mutate != nil {
+			mutate(st)
+		}
+	})
 }
 
 func pfState(t *testing.T, dir, pci string) *sim.SRIOVState {
