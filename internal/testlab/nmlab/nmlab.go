@@ -344,6 +344,7 @@ func (l *Lab) writeConfig() error {
 //
 // Equivalent to: ip netns add rdmaform-nm-PID-N && ip -n rdmaform-nm-PID-N link set lo up
 func (l *Lab) addNetns() error {
+	removeStaleNetns()
 	for n := 0; n < 1000; n++ {
 		name := fmt.Sprintf("rdmaform-nm-%d-%d", os.Getpid(), n)
 		if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
@@ -359,6 +360,27 @@ func (l *Lab) addNetns() error {
 		return l.ip("-n", name, "link", "set", "lo", "up")
 	}
 	return errors.New("no free namespace name")
+}
+
+// removeStaleNetns deletes the namespaces of labs whose test binary was
+// killed before its cleanup ran: named rdmaform-nm-PID-N, PID no longer
+// running, no process inside. Anything else is left alone.
+func removeStaleNetns() {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		var pid, n int
+		if _, err := fmt.Sscanf(e.Name(), "rdmaform-nm-%d-%d", &pid, &n); err != nil || e.Name() != fmt.Sprintf("rdmaform-nm-%d-%d", pid, n) {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		out, err := exec.Command("ip", "netns", "pids", e.Name()).Output()
+		if err != nil || len(bytes.TrimSpace(out)) > 0 {
+			continue
+		}
+		_ = exec.Command("ip", "netns", "del", e.Name()).Run()
+	}
 }
 
 func (l *Lab) ip(args ...string) error {
