@@ -62,7 +62,7 @@ func TestWarmRebootThatDidNotTake(t *testing.T) {
 		code, out, errs := runCLI(t, append([]string{"--sim", h}, args...)...)
 		all := out + errs
 		if code != 1 || !strings.Contains(all, want) || !strings.Contains(all, "LINK_TYPE_P1=ETH did not take") ||
-			!strings.Contains(all, "boot "+firstBoot) || !strings.Contains(all, "power-cycle") || !strings.Contains(all, "fwreset") {
+			!strings.Contains(all, "boot "+firstBoot) || !strings.Contains(all, "power-cycle") || !strings.Contains(all, "rdmaform activate --by fw-reset") || !strings.Contains(all, "mstfwreset -d 0000:3b:00.0 reset") {
 			t.Errorf("%s after a warm reboot: exit %d, want 1 with the failure at %s\n%s", args[0], code, want, all)
 		}
 	}
@@ -320,4 +320,39 @@ func ledgerHost(t *testing.T) (h, spec, ledger string) {
 		t.Fatal(err)
 	}
 	return h, spec, filepath.Join(h, "var/lib/rdmaform/staged.json")
+}
+
+// TestDidNotTakeHintConverges: the activation failure's advice is a
+// command that works. After a warm reboot that did not reload the
+// firmware, `rdmaform activate --by fw-reset -f SPEC` (what the message
+// says to run) resets the card, empties the ledger, and the plan is
+// empty, with no reboot.
+func TestDidNotTakeHintConverges(t *testing.T) {
+	h, spec, ledger := ledgerHost(t)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "sim", "reboot", h, "--keep-firmware"); code != 0 {
+		t.Fatalf("sim reboot --keep-firmware: %d\n%s%s", code, out, errs)
+	}
+	hint := "rdmaform activate --by fw-reset"
+	code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec)
+	if code != 1 || !strings.Contains(out+errs, hint) {
+		t.Fatalf("plan after a warm reboot: exit %d, want 1 advising %q\n%s%s", code, hint, out, errs)
+	}
+	args := append([]string{"--sim", h}, strings.Fields(hint)[1:]...)
+	if code, out, errs := runCLI(t, append(args, "-f", spec)...); code != 0 {
+		t.Fatalf("%s -f SPEC: exit %d, want 0\n%s%s", hint, code, out, errs)
+	}
+	var l struct {
+		Entries []any `json:"entries"`
+	}
+	if b, err := os.ReadFile(ledger); err == nil {
+		if err := json.Unmarshal(b, &l); err != nil || len(l.Entries) != 0 {
+			t.Errorf("ledger after the activation: %v\n%s", err, b)
+		}
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after the activation: exit %d, want 0\n%s%s", code, out, errs)
+	}
 }

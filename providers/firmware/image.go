@@ -294,7 +294,7 @@ func stagedImage(req *plan.Request, i int, obs *Observed, o *ImageObs, prop *pla
 	if e := survived(obs, dev.PCI, LedgerImage, fw.Version); e != nil {
 		prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: "version",
 			Current: dev.FWVer, Staged: fw.Version, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(ip)})
-		prop.Errors = append(prop.Errors, req.Finding(ip, "firmware %s did not take: it was burned on %s at %s (boot %s) and a reboot has not made it run (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not burn it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
+		prop.Errors = append(prop.Errors, req.Finding(ip, "firmware %s did not take: it was burned on %s at %s (boot %s) and a reboot has not made it run (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not burn it again: power-cycle the host, or reset the adapter's firmware with rdmaform activate --by fw-reset (it takes the VFs down and back, applies the runtime settings again and verifies; by hand: mstfwreset -d %s reset, or mlxfwreset with MFT)",
 			fw.Version, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, dev.FWVer, obs.BootID, dev.PCI))
 		return
 	}

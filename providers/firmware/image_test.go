@@ -233,7 +233,7 @@ func TestImageWarmRebootDidNotTake(t *testing.T) {
 	step(t, plan.ExitReboot, nil, sd, "apply", "-f", spec, "--yes")
 	step(t, 0, nil, "sim", "reboot", hostDir, "--keep-firmware")
 	msg := "firmware 20.36.1012 did not take: it was burned on 0000:3b:00.0"
-	step(t, plan.ExitError, []string{spec + ":6:14", msg}, sd, "plan", "-f", spec)
+	step(t, plan.ExitError, []string{spec + ":6:14", msg, "rdmaform activate --by fw-reset"}, sd, "plan", "-f", spec)
 	before := readState(t, hostDir)
 	step(t, plan.ExitError, []string{msg}, sd, "apply", "-f", spec, "--yes")
 	if readState(t, hostDir) != before {

@@ -311,6 +311,6 @@ func (e LedgerEntry) DidNotTake(value, current, bootID string) string {
 		return fmt.Sprintf("%s=%s did not take: it was staged on %s at %s (boot %s), when %s said %q, and a reboot has not made it current (%s still runs %s; this is boot %s). rdmaform will not stage it again: power-cycle the host (power off and on, through the BMC or PDU); neither a reboot nor a firmware reset loads it",
 			e.Parameter, value, e.Device, e.StagedAt.Format(time.RFC3339), e.BootID, e.Tool, mlxfmt.SetPowerCycleNotice, e.Device, current, bootID)
 	}
-	return fmt.Sprintf("%s=%s did not take: it was staged on %s at %s (boot %s) and a reboot has not made it current (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not stage it again: power-cycle the host, or reset the adapter's firmware (mstfwreset -d %s reset, or mlxfwreset with MFT)",
+	return fmt.Sprintf("%s=%s did not take: it was staged on %s at %s (boot %s) and a reboot has not made it current (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not stage it again: power-cycle the host, or reset the adapter's firmware with rdmaform activate --by fw-reset (it takes the VFs down and back, applies the runtime settings again and verifies; by hand: mstfwreset -d %s reset, or mlxfwreset with MFT)",
 		e.Parameter, value, e.Device, e.StagedAt.Format(time.RFC3339), e.BootID, e.Device, current, bootID, e.Device)
 }
