@@ -37,9 +37,9 @@ domain (leaf, rail, rack); every host has one or none does (then the
 waves are by count only, and the output says so).
 
 Every wave holds:
-  - at most --max-unavailable hosts: N, or P% of the inventory's hosts
-    (rounded down, at least 1); default 20%;
-  - at most --max-per-domain hosts of one domain (default 1);
+  - at most --max-unavailable hosts: N (1 to 100000), or P% (1% to
+    100%) of the inventory's hosts (rounded down, at least 1); default 20%;
+  - at most --max-per-domain hosts of one domain (1 to 100000, default 1);
   - never two hosts with the role sm (subnet manager) of one fabric.
 It takes the fewest waves these allow and says which limit set their
 number; the same inventory always gives the same waves.
@@ -89,8 +89,8 @@ Exit codes: 0 the waves are printed (none when nothing is pending);
 		},
 	}
 	cmd.Flags().StringVar(&inventory, "inventory", "", "the inventory `FILE` (- for stdin): rdmaform's YAML/JSON or ansible-inventory --list output")
-	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "20%", "at most `N|P%` hosts per wave (a number of hosts, or a percentage of the inventory's)")
-	cmd.Flags().IntVar(&perDomain, "max-per-domain", 1, "at most `K` hosts of one failure domain per wave")
+	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "20%", "at most `N|P%` hosts per wave (1 to 100000 hosts, or 1% to 100% of the inventory's)")
+	cmd.Flags().IntVar(&perDomain, "max-per-domain", 1, "at most `K` hosts of one failure domain per wave (1 to 100000)")
 	cmd.Flags().StringVar(&plans, "plans", "", "what is pending: `DIR`/HOST.json is each host's rdmaform plan -o json")
 	_ = cmd.MarkFlagRequired("inventory")
 	a.outputFlag(cmd, "text", "text", "json")

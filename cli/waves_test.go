@@ -144,15 +144,20 @@ func TestWavesLimits(t *testing.T) {
 		waves int
 		err   string
 	}{
-		{[]string{"--max-unavailable", "0"}, 0, `--max-unavailable: bad limit: "0": want a number of hosts (1 or more) or a percentage (1% to 100%)`},
+		{[]string{"--max-unavailable", "0"}, 0, `--max-unavailable: bad limit: "0": want a number of hosts (1 to 100000) or a percentage (1% to 100%)`},
 		{[]string{"--max-unavailable", "1"}, 10, ""},
+		{[]string{"--max-unavailable", "100000"}, 3, ""}, // the limit, as the rollout role's
+		{[]string{"--max-unavailable", "100001"}, 0, `--max-unavailable: bad limit: "100001": want a number of hosts (1 to 100000) or a percentage (1% to 100%)`},
+		{[]string{"--max-unavailable", "ten"}, 0, `--max-unavailable: bad limit: "ten": want a number of hosts (1 to 100000) or a percentage (1% to 100%)`},
 		{[]string{"--max-unavailable", "0%"}, 0, `--max-unavailable: bad limit: "0%": a percentage is 1% to 100%`},
 		{[]string{"--max-unavailable", "1%"}, 10, ""}, // 1% of 10 hosts: at least 1
 		{[]string{"--max-unavailable", "100%"}, 3, ""},
 		{[]string{"--max-unavailable", "101%"}, 0, `--max-unavailable: bad limit: "101%": a percentage is 1% to 100%`},
-		{[]string{"--max-unavailable", "10", "--max-per-domain", "0"}, 0, "bad limit: --max-per-domain 0: want 1 or more"},
+		{[]string{"--max-unavailable", "10", "--max-per-domain", "0"}, 0, "bad limit: --max-per-domain 0: want 1 to 100000"},
 		{[]string{"--max-unavailable", "10", "--max-per-domain", "1"}, 3, ""},
 		{[]string{"--max-unavailable", "10", "--max-per-domain", "3"}, 1, ""},
+		{[]string{"--max-unavailable", "10", "--max-per-domain", "100000"}, 1, ""},
+		{[]string{"--max-unavailable", "10", "--max-per-domain", "100001"}, 0, "bad limit: --max-per-domain 100001: want 1 to 100000"},
 		{[]string{"--max-unavailable", "9", "--max-per-domain", "3"}, 2, ""},
 		{[]string{}, 5, ""}, // the default: 20% of 10 hosts
 	} {

@@ -20,20 +20,35 @@ type Limit struct {
 // ErrLimit is what every bad limit is (errors.Is).
 var ErrLimit = errors.New("bad limit")
 
-// ParseLimit reads N (1 or more) or P% (1% to 100%).
+// MaxHosts is the most hosts --max-unavailable N and --max-per-domain K
+// may name: the rollout role checks the same bound
+// (ansible/roles/rollout/tasks/main.yml).
+const MaxHosts = 100000
+
+// ParseLimit reads N (1 to MaxHosts) or P% (1% to 100%), digits only.
 func ParseLimit(s string) (Limit, error) {
 	if p, ok := strings.CutSuffix(s, "%"); ok {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 100 {
+		n, ok := digits(p)
+		if !ok || n < 1 || n > 100 {
 			return Limit{}, fmt.Errorf("%w: %q: a percentage is 1%% to 100%%", ErrLimit, s)
 		}
 		return Limit{Percent: n}, nil
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return Limit{}, fmt.Errorf("%w: %q: want a number of hosts (1 or more) or a percentage (1%% to 100%%)", ErrLimit, s)
+	n, ok := digits(s)
+	if !ok || n < 1 || n > MaxHosts {
+		return Limit{}, fmt.Errorf("%w: %q: want a number of hosts (1 to %d) or a percentage (1%% to 100%%)", ErrLimit, s, MaxHosts)
 	}
 	return Limit{N: n}, nil
+}
+
+// digits reads a number of at most 7 decimal digits (no sign, no space),
+// as the rollout role's check does.
+func digits(s string) (int, bool) {
+	if s == "" || len(s) > 7 || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 func (l Limit) String() string {
@@ -101,11 +116,11 @@ type Waves struct {
 // swapping one with a host of its own domain in another wave (sizes and
 // domain counts stay); when no swap parts them, it takes one wave more.
 func Plan(inv *Inventory, p Policy) (*Waves, error) {
-	if p.MaxPerDomain < 1 {
-		return nil, fmt.Errorf("%w: --max-per-domain %d: want 1 or more", ErrLimit, p.MaxPerDomain)
+	if p.MaxPerDomain < 1 || p.MaxPerDomain > MaxHosts {
+		return nil, fmt.Errorf("%w: --max-per-domain %d: want 1 to %d", ErrLimit, p.MaxPerDomain, MaxHosts)
 	}
-	if p.MaxUnavailable.N < 1 && (p.MaxUnavailable.Percent < 1 || p.MaxUnavailable.Percent > 100) {
-		return nil, fmt.Errorf("%w: --max-unavailable %s: want 1 or more hosts, or 1%% to 100%%", ErrLimit, p.MaxUnavailable)
+	if (p.MaxUnavailable.N < 1 || p.MaxUnavailable.N > MaxHosts) && (p.MaxUnavailable.Percent < 1 || p.MaxUnavailable.Percent > 100) {
+		return nil, fmt.Errorf("%w: --max-unavailable %s: want 1 to %d hosts, or 1%% to 100%%", ErrLimit, p.MaxUnavailable, MaxHosts)
 	}
 	w := &Waves{Hosts: len(inv.Hosts), PerWave: p.MaxUnavailable.Of(len(inv.Hosts)), MaxPerDomain: p.MaxPerDomain}
 

@@ -21,6 +21,13 @@ func TestParseLimit(t *testing.T) {
 		{"0", fleet.Limit{}, false},
 		{"1", fleet.Limit{N: 1}, true},
 		{"250", fleet.Limit{N: 250}, true},
+		{"100000", fleet.Limit{N: 100000}, true}, // the limit, as the rollout role's
+		{"100001", fleet.Limit{}, false},
+		{"99999999999999999999", fleet.Limit{}, false},
+		{"+5", fleet.Limit{}, false},
+		{" 5", fleet.Limit{}, false},
+		{"5%%", fleet.Limit{}, false},
+		{"+5%", fleet.Limit{}, false},
 		{"-1", fleet.Limit{}, false},
 		{"0%", fleet.Limit{}, false},
 		{"1%", fleet.Limit{Percent: 1}, true},
@@ -80,6 +87,9 @@ func TestPlanPolicyLimits(t *testing.T) {
 		{fleet.Policy{MaxUnavailable: fleet.Limit{N: 1}, MaxPerDomain: 2}, 2, true},
 		{fleet.Policy{MaxUnavailable: fleet.Limit{Percent: 101}, MaxPerDomain: 2}, 0, false},
 		{fleet.Policy{MaxUnavailable: fleet.Limit{Percent: 100}, MaxPerDomain: 2}, 1, true},
+		{fleet.Policy{MaxUnavailable: fleet.Limit{N: fleet.MaxHosts}, MaxPerDomain: fleet.MaxHosts}, 1, true},
+		{fleet.Policy{MaxUnavailable: fleet.Limit{N: fleet.MaxHosts + 1}, MaxPerDomain: 2}, 0, false},
+		{fleet.Policy{MaxUnavailable: fleet.Limit{N: 2}, MaxPerDomain: fleet.MaxHosts + 1}, 0, false},
 	} {
 		w, err := fleet.Plan(i, tc.p)
 		if (err == nil) != tc.ok {
