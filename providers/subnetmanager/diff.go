@@ -86,9 +86,14 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	if obs.Layout.Sysconfig != "" {
 		delete(wantConf, "sm_priority")
 	}
-	if c := confChange(req, obs, wantConf, exp); c != nil {
-		c.DependsOn = after
-		prop.Changes = append(prop.Changes, c)
+	// Nothing for it (RHEL's launcher carries priority and port, and no
+	// options): a file rdmaform did not write is left as it is (RHEL's
+	// package ships one) and none is made; one it wrote loses its keys.
+	if len(wantConf) > 0 || bytes.HasPrefix(obs.Conf, []byte(Header)) {
+		if c := confChange(req, obs, wantConf, exp); c != nil {
+			c.DependsOn = after
+			prop.Changes = append(prop.Changes, c)
+		}
 	}
 	// Without partitions in the spec, the file is left as it is.
 	wantParts := RenderPartitions(sm)

@@ -124,3 +124,36 @@ func TestLabRHELLauncher(t *testing.T) {
 		t.Errorf("audit after apply: %v", got)
 	}
 }
+
+// TestLabRHELWithoutOptions: on the RHEL layout a spec without options
+// has nothing for opensm.conf (the launcher's -p and -g carry the
+// priority and the port): no file is made, and the real opensm, started
+// by the package's launcher with no opensm.conf at all, runs on the
+// spec's port at the spec's priority with the spec's partitions. Apply,
+// then plan is empty.
+func TestLabRHELWithoutOptions(t *testing.T) {
+	f := smlab.Start(t)
+	l := systemdlab.Start(t)
+	a := newRHELLabHost(t, f, l, "Hca1")
+	g2 := f.PortGUID(t, "Hca2")
+	short := "0x" + strings.TrimLeft(strings.TrimPrefix(a.guid, "0x"), "0")
+	a.start(t)
+	src := strings.NewReplacer(
+		"  options: {sminfo_polling_timeout: 500, polling_retry_number: 2}\n", "",
+		"  priority: 4\n", "  priority: 4\n  port: {device: ibsim0, port: 1}\n",
+	).Replace(partitionsSpec(4, []string{a.guid}, []string{g2}))
+	if got, want := summary(a.plan(t, src)), []string{
+		"subnet_manager[launcher] update: PRIORITY GUIDS opensm.service",
+		"subnet_manager[partitions.conf] update: partition Default partition storage",
+	}; !cmp.Equal(got, want) {
+		t.Errorf("plan (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	a.applyThenEmpty(t, src)
+	f.WaitSMInfo(t, "Hca3", regexp.MustCompile(`sm guid `+short+`, .* priority 4 state 3 SMINFO_MASTER`), 30*time.Second)
+	if got := firstRow(t, f, "Hca2"); got != "0: 0xffff 0x0002 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000" {
+		t.Errorf("Hca2 P_Keys: %q", got)
+	}
+	if b, err := a.FS.ReadFile(RHEL.Conf); err == nil {
+		t.Errorf("%s written with nothing in it:\n%s", RHEL.Conf, b)
+	}
+}

@@ -96,13 +96,11 @@ func TestLayouts(t *testing.T) {
 			[]string{"KillUnit opensm@" + g1 + ".service main 1"}},
 		{"rhel", []string{
 			"subnet_manager[launcher] update: PRIORITY GUIDS opensm.service",
-			"subnet_manager[opensm.conf] create: opensm",
 			"subnet_manager[partitions.conf] create: partition storage",
 		}, map[string]string{
-			"/etc/rdma/opensm.conf":      Header,
 			"/etc/sysconfig/opensm":      readTestdata(t, "rhel/opensm.sysconfig") + "PRIORITY=5\nGUIDS=" + g1 + "\n",
 			"/usr/libexec/opensm-launch": readTestdata(t, "rhel/opensm.launch"),
-		}, []string{"/etc/opensm/opensm.conf", "/etc/opensm/partitions.conf", "/etc/default/opensm"},
+		}, []string{"/etc/opensm/opensm.conf", "/etc/opensm/partitions.conf", "/etc/default/opensm", "/etc/rdma/opensm.conf"},
 			[]string{"StopUnit opensm.service replace"}},
 	}
 	for _, c := range cases {
@@ -183,7 +181,6 @@ func TestRHELSysconfig(t *testing.T) {
 		src := strings.Replace(portSpec, "priority: 5", "priority: 3", 1)
 		if got, want := simApplyThenEmpty(t, h, src), []string{
 			"subnet_manager[launcher] update: PRIORITY GUIDS opensm.service",
-			"subnet_manager[opensm.conf] create: opensm",
 			"subnet_manager[partitions.conf] create: partition storage",
 		}; !cmp.Equal(got, want) {
 			t.Errorf("applied plan (-want +got):\n%s", cmp.Diff(want, got))
@@ -228,6 +225,47 @@ func TestRHELSysconfig(t *testing.T) {
 			t.Errorf("opensm.conf: %q", b)
 		}
 	})
+}
+
+// TestConfOnlyWithSomethingToWrite: on RHEL, where the launcher's
+// command line carries the priority and the port, a spec without options
+// has nothing for opensm.conf: a file there (the package's or the
+// administrator's) is left as it is, and a host without one gets none
+// (TestLayouts). With options the file is rdmaform's, and options taken
+// out of the spec again are taken out of the file. Each step applies,
+// then plans empty.
+func TestConfOnlyWithSomethingToWrite(t *testing.T) {
+	_, h := simSM(t, "rhel")
+	admin := "# the site's opensm settings\nsweep_interval 15\n"
+	if err := h.FS.WriteFile(RHEL.Conf, []byte(admin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := simApplyThenEmpty(t, h, portSpec), []string{
+		"subnet_manager[launcher] update: PRIORITY GUIDS opensm.service",
+		"subnet_manager[partitions.conf] create: partition storage",
+	}; !cmp.Equal(got, want) {
+		t.Errorf("applied plan (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	if b, err := h.FS.ReadFile(RHEL.Conf); err != nil || string(b) != admin {
+		t.Errorf("%s: %q, %v; want the administrator's file as it was", RHEL.Conf, b, err)
+	}
+	withQoS := portSpec + "  options: {qos: true}\n"
+	if got, want := simApplyThenEmpty(t, h, withQoS), []string{
+		"subnet_manager[opensm.conf] update: qos sweep_interval opensm",
+	}; !cmp.Equal(got, want) {
+		t.Errorf("applied plan with options (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	if b, _ := h.FS.ReadFile(RHEL.Conf); string(b) != Header+"qos TRUE\n" {
+		t.Errorf("%s with options: %q", RHEL.Conf, b)
+	}
+	if got, want := simApplyThenEmpty(t, h, portSpec), []string{
+		"subnet_manager[opensm.conf] update: qos opensm",
+	}; !cmp.Equal(got, want) {
+		t.Errorf("applied plan without the options again (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	if b, _ := h.FS.ReadFile(RHEL.Conf); string(b) != Header {
+		t.Errorf("%s without the options again: %q", RHEL.Conf, b)
+	}
 }
 
 func restart(t *testing.T, h *host.Host, unit string) {
