@@ -1,13 +1,17 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // TestShowRoundTripEveryProfile: on every simulated host profile
@@ -111,5 +115,78 @@ func TestPlanJSONUnsupportedParameter(t *testing.T) {
 	}
 	if strings.Join(addrs, " ") != "firmware[0000:10:00.0] firmware[0000:20:00.0]" {
 		t.Errorf("changes: %v, want both adapters", addrs)
+	}
+}
+
+// TestShowSubnetManagerPort: the port a subnet manager is bound to is in
+// what show captures, as port: {device, port}, on each layout (Debian's
+// PORTS, RHEL's launcher's GUIDS, opensm.conf's guid without a
+// launcher), and planning the capture changes nothing. A host whose
+// opensm is installed and bound to no port (Debian's PORTS=ALL) shows no
+// subnet_manager section at all.
+func TestShowSubnetManagerPort(t *testing.T) {
+	const src = "version: 1\nsubnet_manager:\n  priority: 5\n  port: {device: mlx5_1, port: 1}\n"
+	for _, layout := range []string{"debian", "rhel", "rhel-no-launcher"} {
+		t.Run(layout, func(t *testing.T) {
+			dir := simtest.Dir(t, "cx6-vpi-ib", func(st *sim.State) {
+				st.OpenSM = &sim.OpenSMState{Layout: strings.TrimSuffix(layout, "-no-launcher"), NoLauncher: strings.HasSuffix(layout, "-no-launcher")}
+				st.Tools = append(st.Tools, "sminfo")
+			})
+			s, err := sim.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := s.Host()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Systemd.Start(context.Background(), "opensm.service"); err != nil {
+				t.Fatal(err)
+			}
+			shown := func() map[string]any {
+				t.Helper()
+				code, out, errs := runCLI(t, "--sim", dir, "show")
+				if code != 0 {
+					t.Fatalf("show: exit %d\n%s", code, errs)
+				}
+				var doc map[string]any
+				if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				sm, _ := doc["subnet_manager"].(map[string]any)
+				return sm
+			}
+			if sm := shown(); layout == "debian" && sm != nil {
+				t.Errorf("show before apply, opensm bound to no port: subnet_manager %v, want none", sm)
+			}
+			spec := filepath.Join(t.TempDir(), "sm.yaml")
+			if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errs := runCLI(t, "--sim", dir, "apply", "--yes", "-f", spec); code != 0 {
+				t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+			}
+			code, out, errs := runCLI(t, "--sim", dir, "show")
+			if code != 0 {
+				t.Fatalf("show: exit %d\n%s", code, errs)
+			}
+			sm := shown()
+			if port, _ := sm["port"].(map[string]any); port["device"] != "mlx5_1" || port["port"] != 1 {
+				t.Errorf("show: subnet_manager %v, want port: {device: mlx5_1, port: 1}\n%s", sm, out)
+			}
+			captured := filepath.Join(t.TempDir(), "captured.yaml")
+			if err := os.WriteFile(captured, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Changes []struct {
+					Address string `json:"address"`
+				} `json:"changes"`
+			}
+			pout := runJSON(t, "", 0, "--sim", dir, "plan", "-o", "json", "-f", captured)
+			if err := json.Unmarshal([]byte(pout), &doc); err != nil || len(doc.Changes) != 0 {
+				t.Errorf("plan of the capture: %v, %v; want no change\n%s", doc.Changes, err, out)
+			}
+		})
 	}
 }

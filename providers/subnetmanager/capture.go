@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -15,17 +16,23 @@ var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 // CaptureFrom implements plan.TypedCapturer: the section from the files,
 // partitions.conf's entries (the forms rdmaform writes and the flags the
 // spec has; an entry it cannot express stops the capture with an error
-// naming it) and the keys of opensm.conf the spec manages. A host with
-// neither file has no section.
+// naming it), the keys of opensm.conf the spec manages and the port
+// opensm is bound to (boundPort). A host with neither file, no priority
+// in RHEL's launcher file and no bound port has no section.
 //
 // Equivalent to: cat /etc/opensm/partitions.conf /etc/opensm/opensm.conf
-// (RHEL: /etc/rdma/..., and PRIORITY of /etc/sysconfig/opensm)
-func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
-	if obs == nil || (obs.Partitions == nil && obs.Conf == nil) {
+// /etc/default/opensm (RHEL: /etc/rdma/..., and PRIORITY and GUIDS of
+// /etc/sysconfig/opensm)
+func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Spec, _ plan.CaptureOptions) error {
+	if obs == nil {
 		return nil
 	}
-	sm := &schema.SubnetManager{}
 	conf := ParseConf(obs.Conf)
+	port := boundPort(obs, conf, req)
+	if obs.Partitions == nil && obs.Conf == nil && port == nil && ShellVar(obs.Sysconfig, "PRIORITY") == "" {
+		return nil
+	}
+	sm := &schema.SubnetManager{Port: port}
 	if v, ok := conf["sm_priority"]; ok {
 		if n, err := strconv.Atoi(v); err == nil {
 			sm.Priority = &n
@@ -72,6 +79,45 @@ func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec
 	}
 	spec.SubnetManager = sm
 	return nil
+}
+
+// boundPort is the port of this host the installed package binds opensm
+// to, as the spec names it: the one GUID of Debian's PORTS, of RHEL's
+// launcher's GUIDS, or else opensm.conf's guid. nil when it names none,
+// ALL, several ports, or a GUID of no InfiniBand port of this host: the
+// spec's port: is one port of this host.
+func boundPort(obs *Observed, conf map[string]string, req *plan.Request) *schema.SMPort {
+	var v string
+	switch {
+	case obs.Layout.Ports != "":
+		v = PortsOf(obs.Ports)
+	case obs.Layout.Sysconfig != "":
+		v = ShellVar(obs.Sysconfig, "GUIDS")
+	default:
+		v = conf["guid"]
+	}
+	want, ok := parseGUID(v)
+	if !ok || req == nil || req.Inv == nil {
+		return nil
+	}
+	for _, d := range req.Inv.Devices {
+		for _, pt := range d.Ports {
+			if g, ok := parseGUID(pt.GUID); ok && g == want && pt.LinkLayer == linklayer.InfiniBand {
+				return &schema.SMPort{Device: d.Name, Port: pt.Num}
+			}
+		}
+	}
+	return nil
+}
+
+// parseGUID reads one port GUID, 0x and 16 hex digits or fewer.
+func parseGUID(s string) (uint64, bool) {
+	h, ok := strings.CutPrefix(strings.ToLower(strings.TrimSpace(s)), "0x")
+	if !ok || h == "" || len(h) > 16 {
+		return 0, false
+	}
+	g, err := strconv.ParseUint(h, 16, 64)
+	return g, err == nil
 }
 
 var codeMTU = map[int]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}

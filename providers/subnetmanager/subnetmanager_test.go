@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/linklayer"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -279,6 +280,47 @@ func TestCaptureRoundTrip(t *testing.T) {
 	}
 	if p := rhel.SubnetManager.Priority; p == nil || *p != 12 {
 		t.Errorf("priority captured on RHEL: %v, want PRIORITY=12 of /etc/sysconfig/opensm", p)
+	}
+}
+
+// TestCaptureBoundPort: show's port: is the one port of this host the
+// package binds opensm to, named by its GUID in whatever case and with
+// or without leading zeros, from the file of the host's layout; nothing
+// for ALL, several ports, a GUID of no port of this host or of an
+// Ethernet port, or a file the layout's units do not read.
+func TestCaptureBoundPort(t *testing.T) {
+	req := &plan.Request{Inv: &inventory.Inventory{Devices: []*inventory.Device{
+		{Name: "mlx5_0", Ports: []*inventory.Port{{Num: 1, LinkLayer: linklayer.Ethernet, GUID: "0x0002c90300000001"}}},
+		{Name: "mlx5_1", Ports: []*inventory.Port{{Num: 1, LinkLayer: linklayer.InfiniBand, GUID: "0x0002c90300000002"},
+			{Num: 2, LinkLayer: linklayer.InfiniBand, GUID: "0x0002c90300000003"}}},
+	}}}
+	launcher := Layout{Name: "RHEL", Sysconfig: SysconfigFile}
+	for _, tc := range []struct {
+		obs  Observed
+		want *schema.SMPort
+	}{
+		{Observed{Layout: Debian, Ports: []byte("PORTS=0x0002c90300000003\n")}, &schema.SMPort{Device: "mlx5_1", Port: 2}},
+		{Observed{Layout: Debian, Ports: []byte("PORTS=\"0x2C90300000002\"\n")}, &schema.SMPort{Device: "mlx5_1", Port: 1}},
+		{Observed{Layout: Debian, Ports: []byte("PORTS=ALL\n")}, nil},
+		{Observed{Layout: Debian, Ports: []byte("PORTS=\"0x0002c90300000002 0x0002c90300000003\"\n")}, nil},
+		{Observed{Layout: Debian, Ports: []byte("PORTS=0x0002c903000000ff\n")}, nil},
+		{Observed{Layout: Debian, Ports: []byte("PORTS=0x0002c90300000001\n")}, nil}, // mlx5_0's Ethernet port
+		{Observed{Layout: Debian, Conf: []byte("guid 0x0002c90300000002\n")}, nil},   // --guid of opensm@GUID.service wins
+		{Observed{Layout: launcher, Sysconfig: []byte("GUIDS=0x0002c90300000002\n")}, &schema.SMPort{Device: "mlx5_1", Port: 1}},
+		{Observed{Layout: launcher, Conf: []byte("guid 0x0002c90300000002\n")}, nil}, // the launcher's -g wins
+		{Observed{Layout: RHEL, Conf: []byte("guid 0x0002c90300000003\n")}, &schema.SMPort{Device: "mlx5_1", Port: 2}},
+	} {
+		spec := schema.Spec{Version: schema.Version}
+		if err := (&Provider{}).CaptureFrom(&tc.obs, req, &spec, plan.CaptureOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var got *schema.SMPort
+		if spec.SubnetManager != nil {
+			got = spec.SubnetManager.Port
+		}
+		if !cmp.Equal(got, tc.want) {
+			t.Errorf("%s layout, PORTS %q, GUIDS %q, opensm.conf %q: port %+v, want %+v", tc.obs.Layout.Name, tc.obs.Ports, tc.obs.Sysconfig, tc.obs.Conf, got, tc.want)
+		}
 	}
 }
 
