@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmaform/rdmaform/bench"
 	"github.com/rdmaform/rdmaform/internal/testlab/slurmlab"
 )
 
@@ -33,22 +34,11 @@ type fleet struct {
 	node     map[string]string // each host's rdmaform_drain_node, if any
 }
 
-// fleetSpec is ib-to-eth (port 1 of the ConnectX-6 VPI to Ethernet, RoCE
-// v2 on it) plus the host's probe address on ib1, which stays
-// InfiniBand: a template, rendered per host by the play.
-const fleetSpec = `version: 1
-devices:
-  - pci: "0000:3b:00.0"
-    firmware:
-      params:
-        LINK_TYPE_P1: ETH
-    ports:
-      - port: 1
-        link_layer: Ethernet
-        roce:
-          mode: v2
-          tos: 106
-interfaces:
+// fleetSpec is the spec the rollout benchmark rolls out (bench.RolloutSpec:
+// port 1 of the ConnectX-6 VPI to Ethernet, RoCE v2 on it) plus the
+// host's probe address on ib1, which stays InfiniBand: a template,
+// rendered per host by the play.
+const fleetSpec = bench.RolloutSpec + `interfaces:
   - name: ib1
     state: up
     addresses: ["{{ rdmaform_probe_address }}/16"]
