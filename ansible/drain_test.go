@@ -1,6 +1,7 @@
 package ansible_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,10 @@ func slurmDrain(t *testing.T, l *lab, s *slurmlab.Lab, args map[string]any, flag
 // Slurm says drained and the module returns changed; a second drain changes nothing; check mode reports without
 // changing; resume brings n1 back to idle, a second resume changes
 // nothing; a drain whose job outlives the timeout fails saying so, and
-// the node stays draining; an unknown node fails with scontrol's words.
+// the node stays draining; a resume resumes only a node whose drain
+// reason is the one it is given (a node someone else drained stays
+// drained, changed false, with a warning naming their reason); an
+// unknown node fails with scontrol's words.
 func TestDrainSlurm(t *testing.T) {
 	l := newLab(t)
 	l.installCollection(t)
@@ -78,17 +82,17 @@ func TestDrainSlurm(t *testing.T) {
 	want(t, "second drain", res, map[string]any{"changed": false, "after": "IDLE+DRAIN", "cmd": []any{}})
 
 	// Check mode: a resume would change n1, and does not.
-	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed"}, "--check").wait(t)
+	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed", "reason": "rdmaform test"}, "--check").wait(t)
 	if status != "CHANGED" || s.State(t, "n1") != "drained" {
 		t.Errorf("resume in check mode: %s, n1 %s; want CHANGED and n1 still drained\n%s", status, s.State(t, "n1"), out)
 	}
-	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed"}).wait(t)
+	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed", "reason": "rdmaform test"}).wait(t)
 	if status != "CHANGED" {
 		t.Errorf("resume: %s, want CHANGED\n%s", status, out)
 	}
 	want(t, "resume", res, map[string]any{"before": "IDLE+DRAIN"})
 	s.WaitState(t, "n1", "idle", 60*time.Second)
-	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed"}).wait(t)
+	_, status, out = slurmDrain(t, l, s, map[string]any{"node": "n1", "state": "resumed", "reason": "rdmaform test"}).wait(t)
 	if status != "SUCCESS" {
 		t.Errorf("second resume: %s, want SUCCESS (changed=false)\n%s", status, out)
 	}
@@ -121,6 +125,30 @@ func TestDrainSlurm(t *testing.T) {
 		t.Errorf("drain of the drained n2: %s, want SUCCESS\n%s", status, out)
 	}
 
+	// Resume only what rdmaform drained: n2 was drained with the default
+	// reason, so a resume with another one leaves it drained and says
+	// why; with the drain's reason it resumes.
+	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n2", "state": "resumed", "reason": "rdmaform test"}).wait(t)
+	keptDrained(t, s, "resume of n2 with another reason", res, status, out, "n2", "rdmaform rollout")
+	if _, status, out = slurmDrain(t, l, s, map[string]any{"node": "n2", "state": "resumed"}).wait(t); status != "CHANGED" {
+		t.Errorf("resume of n2 with the drain's reason: %s, want CHANGED\n%s", status, out)
+	}
+	s.WaitState(t, "n2", "idle", 60*time.Second)
+	// Someone else drains n3 (a hardware fault) before the rollout: the
+	// rollout's drain finds it drained and leaves it, its resume leaves
+	// it drained with their reason, in check mode too.
+	s.MustRun(t, "scontrol", "update", "nodename=n3", "state=drain", "reason=bad cable, ticket 4711")
+	s.WaitState(t, "n3", "drained", 60*time.Second)
+	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n3", "reason": "rdmaform test"}).wait(t)
+	if status != "SUCCESS" {
+		t.Errorf("drain of n3 drained by someone else: %s, want SUCCESS (changed=false)\n%s", status, out)
+	}
+	want(t, "drain of n3", res, map[string]any{"cmd": []any{}})
+	for _, flags := range [][]string{{"--check"}, nil} {
+		res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n3", "state": "resumed", "reason": "rdmaform test"}, flags...).wait(t)
+		keptDrained(t, s, fmt.Sprintf("resume %v of n3 drained by someone else", flags), res, status, out, "n3", "bad cable, ticket 4711")
+	}
+
 	res, status, out = slurmDrain(t, l, s, map[string]any{"node": "n9"}).wait(t)
 	msg, _ = res["msg"].(string)
 	if status != "FAILED!" || !strings.Contains(msg, "scontrol show node -o n9 failed (exit 1): Node n9 not found") {
@@ -130,4 +158,31 @@ func TestDrainSlurm(t *testing.T) {
 	if msg, _ := res["msg"].(string); status != "FAILED!" || !strings.Contains(msg, "is not a Slurm node name") {
 		t.Errorf("node -n1: %s %q, want it refused before scontrol runs", status, msg)
 	}
+}
+
+// keptDrained checks a resume that must leave node drained because its
+// drain reason, theirs, is not the one the module was given: changed
+// false, no command run, a warning and msg naming their reason, and
+// Slurm still says drained with that reason.
+func keptDrained(t *testing.T, s *slurmlab.Lab, what string, res map[string]any, status, out, node, theirs string) {
+	t.Helper()
+	if status != "SUCCESS" {
+		t.Errorf("%s: %s, want SUCCESS (changed=false)\n%s", what, status, out)
+	}
+	want(t, what, res, map[string]any{"changed": false, "cmd": []any{}})
+	msg, _ := res["msg"].(string)
+	// Slurm's reason as scontrol prints it: theirs, then [USER@TIME].
+	wantMsg := fmt.Sprintf("node %s stays drained: its drain reason is \"%s [", node, theirs)
+	if !strings.Contains(msg, wantMsg) {
+		t.Errorf("%s: msg %q, want it to say %q", what, msg, wantMsg)
+	}
+	// ansible wraps a warning's lines at the terminal's width.
+	if w := "[WARNING]: node " + node + " stays drained: its drain reason is"; !strings.Contains(out, w) {
+		t.Errorf("%s: no warning %q\n%s", what, w, out)
+	}
+	if r, _ := res["reason"].(string); !strings.HasPrefix(r, theirs+" [") {
+		t.Errorf("%s: reason %q, want %q [USER@TIME]", what, r, theirs)
+	}
+	// Bounded: sinfo says drained* while slurmd misses a ping.
+	s.WaitState(t, node, "drained", time.Minute)
 }

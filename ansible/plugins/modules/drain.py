@@ -48,7 +48,8 @@ options:
     choices: [drained, resumed]
   reason:
     description:
-      - Slurm's drain reason (C(scontrol show node) prints it). Ignored by the kubernetes backend.
+      - Slurm's drain reason (C(scontrol show node) prints it). With C(state=resumed), the reason the node must have been
+        drained with to be resumed. Ignored by the kubernetes backend.
     type: str
     default: rdmaform rollout
   timeout:
@@ -113,8 +114,10 @@ notes:
     scontrol or kubectl against the cluster (a login node, the controller, a machine with a kubeconfig).
   - "Kubernetes: a node counts as drained when it is unschedulable and every pod still bound to it is one drain leaves
     (a DaemonSet's pod with C(ignore_daemonsets), a static mirror pod); a pod still terminating is not gone yet."
-  - "Slurm: C(state=resumed) resumes a node whatever drained it, and its reason is cleared; check C(reason) in the
-    result of the drain when someone else may have drained it first."
+  - "Slurm: C(state=resumed) resumes only a node whose drain reason is C(reason), the one the drain set: a node
+    someone else drained (a hardware fault, another reason; or drained before the drain task, which then left it
+    alone) stays drained, and the task returns C(changed=false) with a warning and C(msg) naming that reason.
+    Give the same C(reason) to both tasks."
 '''
 
 EXAMPLES = r'''
@@ -126,10 +129,11 @@ EXAMPLES = r'''
     timeout: 3600
   delegate_to: slurm-controller
 
-- name: Put it back into service
+- name: Put it back into service (only if the drain above set its reason)
   rdmaform.rdma.drain:
     backend: slurm
     node: "{{ inventory_hostname_short }}"
+    reason: "rdmaform: firmware {{ fw_version }}"
     state: resumed
   delegate_to: slurm-controller
 
@@ -239,6 +243,13 @@ def slurm_state(line):
     return m.group(1), reason
 
 
+def slurm_ours(reason, want):
+    """Whether a node's drain reason, as scontrol show node prints it, is
+    want: Slurm prints the reason given to scontrol update followed by
+    " [USER@TIME]" (slurm_sprint_node_table, src/api/node_info.c)."""
+    return reason == want or (reason.startswith(want + ' [') and reason.endswith(']'))
+
+
 def slurm_flags(state):
     """(drain flag set, drained): DRAINED is the DRAIN flag with no job
     left (the base state is not busy and the node is not COMPLETING)."""
@@ -275,6 +286,15 @@ def slurm(module):
         if not drain:
             result['after'] = before
             result['diff']['after'] = result['diff']['before']
+            module.exit_json(**result)
+        if not slurm_ours(reason, p['reason']):
+            # Someone else drained the node (a hardware fault, a person):
+            # it is theirs to resume.
+            result['after'] = before
+            result['diff']['after'] = result['diff']['before']
+            result['msg'] = ('node %s stays drained: its drain reason is "%s", not "%s", so rdmaform did not drain it; '
+                             'resume it with scontrol once that is dealt with' % (node, reason, p['reason']))
+            module.warn(result['msg'])
             module.exit_json(**result)
         result['changed'] = True
         result['diff']['after'] = '%s: resumed\n' % node
