@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/rdmaform/rdmaform/bench"
 	"github.com/rdmaform/rdmaform/internal/testlab/slurmlab"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // fleet is a play's worth of simulated hosts for the rollout role's
@@ -570,6 +573,87 @@ func TestRolloutSlurm(t *testing.T) {
 	}
 	for _, node := range []string{"n1", "n2", "n3"} {
 		s.WaitState(t, node, "idle", time.Minute)
+	}
+	for _, h := range f.names {
+		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
+	}
+}
+
+// setPeer writes peer, the link layer of the switch port at the other
+// end of the cable, for the port whose IPoIB netdev is netdev on the
+// simulated host in dir: the simulator trains the port against it at the
+// next reset or reboot (a mismatch keeps the port down).
+func setPeer(t *testing.T, dir, netdev, peer string) {
+	t.Helper()
+	st := simtest.State(t, dir)
+	found := false
+	for _, d := range st.Devices {
+		for _, p := range d.Ports {
+			if p.NetdevIB == netdev {
+				p.Peer, found = peer, true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("%s: no port with the netdev %s", dir, netdev)
+	}
+	b, err := yaml.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRolloutProbeGate runs the rollout by firmware reset on three
+// simulated hosts, a wave each, with the example playbook's probe (ping
+// over ib1 to the peers' rdmaform_probe_address). The second host's ib1
+// is cabled to a switch port that speaks Ethernet: after its reset the
+// port trains against it and stays down, so its probes to the host done
+// (new version) and to the host still on the old one get no answer. The
+// host fails at the gate probes with ping's reason naming the peer, the
+// line stops, the third host is untouched and still staged. With the
+// cable fixed (the peer InfiniBand, a reboot to retrain) the play runs
+// again and finishes; every host plans empty.
+func TestRolloutProbeGate(t *testing.T) {
+	f := newFleet(t, 3, 0, nil)
+	report := filepath.Join(f.l.dir, "report.json")
+	extra := map[string]any{"rdma_max_unavailable": "1", "rdma_report": report}
+	bad := f.names[1]
+	setPeer(t, f.dirs[bad], "ib1", "Ethernet")
+
+	out, code := f.play(t, 3, extra)
+	if code != 2 {
+		t.Fatalf("first run: exit %d, want 2\n%s", code, out)
+	}
+	r := f.report(t, report)
+	reasons := []string{"ping-peer1: 0/3 answered by " + f.addr[f.names[0]], "ping-peer2: 0/3 answered by " + f.addr[f.names[2]]}
+	if len(r.Failed) != 1 || r.Failed[0].Host != bad || r.Failed[0].Gate != "probes" || r.Failed[0].Wave != 2 {
+		t.Fatalf("first run: failed %+v, want %s at wave 2's probes\n%s", r.Failed, bad, out)
+	}
+	for _, w := range reasons {
+		if !strings.Contains(r.Failed[0].Reason, w) {
+			t.Errorf("first run: the reason %q lacks %q", r.Failed[0].Reason, w)
+		}
+	}
+	if strings.Join(r.Done, " ") != f.names[0] || strings.Join(r.Untouched, " ") != f.names[2] || r.StoppedAt != 2 {
+		t.Errorf("first run: done %v, untouched %v, stopped at %d; want %s, %s, 2", r.Done, r.Untouched, r.StoppedAt, f.names[0], f.names[2])
+	}
+	if want := "rdmaform rollout: failed " + bad + " (wave 2, probes): " + reasons[0]; !strings.Contains(out, want) {
+		t.Errorf("first run: lacks %q\n%s", want, out)
+	}
+	rdmaform(t, 3, "--sim", f.dirs[f.names[2]], "plan", "-f", f.rendered(t, f.names[2])) // untouched: still staged
+
+	setPeer(t, f.dirs[bad], "ib1", "InfiniBand")
+	rdmaform(t, 0, "sim", "reboot", f.dirs[bad])
+	out, code = f.play(t, 3, extra)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	r = f.report(t, report)
+	if strings.Join(r.Done, " ") != f.names[2] || len(r.Failed) != 0 || len(r.Untouched) != 0 {
+		t.Errorf("second run: done %v, failed %+v, untouched %v; want %s done", r.Done, r.Failed, r.Untouched, f.names[2])
 	}
 	for _, h := range f.names {
 		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
