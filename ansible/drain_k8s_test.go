@@ -110,6 +110,10 @@ spec:
 	cordoned := func(node string) bool {
 		return strings.TrimSpace(k.MustKubectl(t, "get", "node", node, "-o", "jsonpath={.spec.unschedulable}")) == "true"
 	}
+	// mark is the node's annotation rdmaform.io/drain-reason, "" when none.
+	mark := func(node string) string {
+		return k.MustKubectl(t, "get", "node", node, "-o", `jsonpath={.metadata.annotations.rdmaform\.io/drain-reason}`)
+	}
 	pods := func(node string) string {
 		return strings.TrimSpace(k.MustKubectl(t, "-n", "work", "get", "pods", "--field-selector", "spec.nodeName="+node,
 			"-o", `jsonpath={range .items[*]}{.metadata.name}{.metadata.deletionTimestamp}{" "}{end}`))
@@ -138,8 +142,9 @@ spec:
 	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k1", "timeout": 20, "grace_period": 0})
 	fails("drain with an emptyDir pod", res, status, out, " drain k1 --timeout=20s --ignore-daemonsets --grace-period=0 failed (exit 1): ",
 		"cannot delete Pods with local storage (use --delete-emptydir-data to override): work/scratch-k1")
-	if !cordoned("k1") || pods("k1") != "agent-k1 db-k1 scratch-k1 web-k1" {
-		t.Errorf("after the refused drain: k1 cordoned %v, pods %q; want cordoned and every pod", cordoned("k1"), pods("k1"))
+	if !cordoned("k1") || pods("k1") != "agent-k1 db-k1 scratch-k1 web-k1" || mark("k1") != "rdmaform rollout" {
+		t.Errorf("after the refused drain: k1 cordoned %v, pods %q, mark %q; want cordoned, every pod, the drain's reason",
+			cordoned("k1"), pods("k1"), mark("k1"))
 	}
 
 	// The budget stops db-k1's eviction: kubectl retries until its timeout.
@@ -175,6 +180,9 @@ spec:
 		t.Errorf("uncordon: %s, k1 cordoned %v; want CHANGED and schedulable\n%s", status, cordoned("k1"), out)
 	}
 	want(t, "uncordon", res, map[string]any{"before": "cordoned", "after": "schedulable"})
+	if m := mark("k1"); m != "" {
+		t.Errorf("uncordon left the mark %q on k1", m)
+	}
 	if _, status, out = k8sDrain(t, l, k, map[string]any{"node": "k1", "state": "resumed"}); status != "SUCCESS" {
 		t.Errorf("second uncordon: %s, want SUCCESS\n%s", status, out)
 	}
@@ -192,8 +200,53 @@ spec:
 	}
 	want(t, "drain of k2", res, map[string]any{"pods": []any{"work/web-k2"}})
 
+	// Resume only what rdmaform cordoned: k2, cordoned by the drain with
+	// its default reason, stays cordoned through a resume with another
+	// reason, and is uncordoned by one with the drain's.
+	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k2", "state": "resumed", "reason": "another rollout"})
+	keptCordoned(t, "resume of k2 with another reason", res, status, out, `node k2 stays cordoned: its rdmaform.io/drain-reason annotation is "rdmaform rollout", not "another rollout"`)
+	if !cordoned("k2") || mark("k2") != "rdmaform rollout" {
+		t.Errorf("after the resume with another reason: k2 cordoned %v, mark %q; want cordoned, the drain's mark", cordoned("k2"), mark("k2"))
+	}
+	if _, status, out = k8sDrain(t, l, k, map[string]any{"node": "k2", "state": "resumed"}); status != "CHANGED" || cordoned("k2") || mark("k2") != "" {
+		t.Errorf("resume of k2 with the drain's reason: %s, cordoned %v, mark %q; want CHANGED, schedulable, no mark\n%s", status, cordoned("k2"), mark("k2"), out)
+	}
+	// Someone else cordons k3: the drain finds nothing to remove and
+	// leaves it unmarked, the resume leaves it cordoned, in check mode too.
+	k.CreateNode(t, "k3", nil)
+	k.MustKubectl(t, "cordon", "k3")
+	if res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k3"}); status != "SUCCESS" || mark("k3") != "" {
+		t.Errorf("drain of k3 cordoned by someone else: %s, mark %q; want SUCCESS (changed=false), no mark\n%s", status, mark("k3"), out)
+	}
+	for _, flags := range [][]string{{"--check"}, nil} {
+		res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k3", "state": "resumed"}, flags...)
+		keptCordoned(t, fmt.Sprintf("resume %v of k3 cordoned by someone else", flags), res, status, out,
+			"node k3 stays cordoned: it has no rdmaform.io/drain-reason annotation, so rdmaform did not cordon it")
+		if !cordoned("k3") {
+			t.Errorf("resume %v of k3 cordoned by someone else uncordoned it", flags)
+		}
+	}
+
 	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "k9"})
 	fails("unknown node", res, status, out, " get node k9 -o json failed (exit 1): ", `nodes "k9" not found`)
 	res, status, out = k8sDrain(t, l, k, map[string]any{"node": "K_1"})
 	fails("bad name", res, status, out, "is not a Kubernetes node name")
+}
+
+// keptCordoned checks a resume that must leave a node cordoned because
+// rdmaform did not cordon it (no mark, or another reason's): changed
+// false, no command run, a warning and msg saying why.
+func keptCordoned(t *testing.T, what string, res map[string]any, status, out, wantMsg string) {
+	t.Helper()
+	if status != "SUCCESS" {
+		t.Errorf("%s: %s, want SUCCESS (changed=false)\n%s", what, status, out)
+	}
+	want(t, what, res, map[string]any{"changed": false, "cmd": []any{}, "after": "cordoned"})
+	if msg, _ := res["msg"].(string); !strings.Contains(msg, wantMsg) {
+		t.Errorf("%s: msg %q, want it to say %q", what, msg, wantMsg)
+	}
+	// ansible wraps a warning's lines at the terminal's width.
+	if w, _, _ := strings.Cut(wantMsg, ":"); !strings.Contains(out, "[WARNING]: "+w+":") {
+		t.Errorf("%s: no warning %q\n%s", what, w, out)
+	}
 }

@@ -21,8 +21,10 @@ description:
   - "C(backend=slurm) runs C(scontrol update nodename=NODE state=drain reason=REASON) and waits until Slurm reports the node DRAINED
     (no job left on it; DRAINING until then); C(state=resumed) runs C(scontrol update nodename=NODE state=resume).
     C(scontrol) finds the cluster as it always does (C(/etc/slurm/slurm.conf), or C(SLURM_CONF) in the task's environment)."
-  - "C(backend=kubernetes) runs C(kubectl drain NODE) (cordon, then evict or delete the node's pods, waiting up to C(timeout));
-    C(state=resumed) runs C(kubectl uncordon NODE)."
+  - "C(backend=kubernetes) cordons a schedulable node and puts the annotation C(rdmaform.io/drain-reason) (the C(reason)) on it
+    in one C(kubectl patch), then runs C(kubectl drain NODE) (evict or delete the node's pods, waiting up to C(timeout));
+    C(state=resumed) uncordons the node and removes the annotation in one C(kubectl patch). Each patch carries the
+    resourceVersion the module read, so a change made by someone else in between fails it."
   - Idempotent, a node already drained (Slurm DRAINED; Kubernetes cordoned with no pod left to evict) or already in service
     is left alone and reported with C(changed=false).
   - In check mode nothing is changed; C(changed) says whether a run would change the node.
@@ -48,8 +50,8 @@ options:
     choices: [drained, resumed]
   reason:
     description:
-      - Slurm's drain reason (C(scontrol show node) prints it). With C(state=resumed), the reason the node must have been
-        drained with to be resumed. Ignored by the kubernetes backend.
+      - Slurm's drain reason (C(scontrol show node) prints it); Kubernetes, the value of the node's annotation
+        C(rdmaform.io/drain-reason). With C(state=resumed), the reason the node must have been drained with to be resumed.
     type: str
     default: rdmaform rollout
   timeout:
@@ -118,6 +120,9 @@ notes:
     someone else drained (a hardware fault, another reason; or drained before the drain task, which then left it
     alone) stays drained, and the task returns C(changed=false) with a warning and C(msg) naming that reason.
     Give the same C(reason) to both tasks."
+  - "Kubernetes: C(state=resumed) uncordons only a node whose annotation C(rdmaform.io/drain-reason) is C(reason): a node
+    cordoned without it (by a person or another tool, or before the drain task, which then evicts its pods but does not
+    mark it) stays cordoned, and the task returns C(changed=false) with a warning and C(msg) saying why."
 '''
 
 EXAMPLES = r'''
@@ -202,6 +207,11 @@ BUSY_STATES = ('ALLOCATED', 'MIXED', 'COMPLETING')
 # (it would be taken for an option) and hold no space, "=" or ",".
 SLURM_NODE_RE = re.compile(r'^[A-Za-z0-9_.][A-Za-z0-9_.\-]*$')
 K8S_NODE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+
+# The annotation the kubernetes drain puts on a node it cordons, in the
+# same patch, holding the drain's reason: a resume uncordons only a node
+# that carries it with its own reason, and removes it in the same patch.
+K8S_MARK = 'rdmaform.io/drain-reason'
 
 
 class Runner(object):
@@ -365,13 +375,27 @@ def kubernetes(module):
         base += ['--context', p['context']]
 
     def read():
+        """The node's state (cordoned or schedulable), rdmaform's mark
+        on it (None when it has none) and its resourceVersion."""
         argv = base + ['get', 'node', node, '-o', 'json']
         rc, out, err = run(argv)
         try:
             obj = json.loads(out)
         except ValueError as e:
             module.fail_json(msg='%s %s: not JSON (%s)' % (run.tool, ' '.join(argv), e), cmd=[run.tool] + argv, stdout=out)
-        return 'cordoned' if (obj.get('spec') or {}).get('unschedulable') else 'schedulable'
+        meta = obj.get('metadata') or {}
+        state = 'cordoned' if (obj.get('spec') or {}).get('unschedulable') else 'schedulable'
+        return state, (meta.get('annotations') or {}).get(K8S_MARK), meta.get('resourceVersion')
+
+    def patch(unschedulable, mark, version):
+        """Cordon or uncordon the node and set or remove the mark in one
+        merge patch, which the API server applies only to the version
+        read (someone else's change in between fails it)."""
+        body = {'metadata': {'annotations': {K8S_MARK: mark}, 'resourceVersion': version},
+                'spec': {'unschedulable': unschedulable}}
+        argv = base + ['patch', 'node', node, '--type=merge', '-p', json.dumps(body, sort_keys=True)]
+        run(argv)
+        result['cmd'].append([run.tool] + argv)
 
     def pods():
         argv = base + ['get', 'pods', '--all-namespaces', '--field-selector', 'spec.nodeName=' + node, '-o', 'json']
@@ -382,7 +406,7 @@ def kubernetes(module):
             module.fail_json(msg='%s %s: not JSON (%s)' % (run.tool, ' '.join(argv), e), cmd=[run.tool] + argv, stdout=out)
         return k8s_blocking_pods(items, p['ignore_daemonsets'])
 
-    before = read()
+    before, mark, version = read()
     result = dict(changed=False, node=node, backend='kubernetes', before=before, cmd=[])
     result['diff'] = dict(before='%s: %s\n' % (node, before))
 
@@ -392,14 +416,24 @@ def kubernetes(module):
             result['after'] = before
             result['diff']['after'] = result['diff']['before']
             module.exit_json(**result)
+        if mark != p['reason']:
+            # Someone else cordoned the node (a person, another tool): it
+            # is theirs to uncordon.
+            result['after'] = before
+            result['diff']['after'] = result['diff']['before']
+            if mark is None:
+                why = 'it has no %s annotation, so rdmaform did not cordon it' % K8S_MARK
+            else:
+                why = 'its %s annotation is "%s", not "%s"' % (K8S_MARK, mark, p['reason'])
+            result['msg'] = 'node %s stays cordoned: %s; uncordon it with kubectl once that is dealt with' % (node, why)
+            module.warn(result['msg'])
+            module.exit_json(**result)
         result['changed'] = True
         result['diff']['after'] = '%s: schedulable\n' % node
         if module.check_mode:
             module.exit_json(**result)
-        argv = base + ['uncordon', node]
-        run(argv)
-        result['cmd'].append([run.tool] + argv)
-        result['after'] = read()
+        patch(None, None, version)
+        result['after'] = read()[0]
         module.exit_json(**result)
 
     left = pods()
@@ -412,6 +446,8 @@ def kubernetes(module):
     result['diff']['after'] = '%s: cordoned, %d pod(s) removed\n' % (node, len(left))
     if module.check_mode:
         module.exit_json(**result)
+    if before == 'schedulable':
+        patch(True, p['reason'], version)
     argv = base + ['drain', node, '--timeout=%ds' % p['timeout']]
     if p['ignore_daemonsets']:
         argv.append('--ignore-daemonsets')
@@ -426,11 +462,11 @@ def kubernetes(module):
     rc, out, err = run(argv, check=False)
     result['cmd'].append([run.tool] + argv)
     if rc != 0:
-        result['after'] = read()
+        result['after'] = read()[0]
         result['diff']['after'] = '%s: %s\n' % (node, result['after'])
         module.fail_json(msg='%s failed (exit %d): %s' % (' '.join([run.tool] + argv), rc, (err or out).strip()),
                          rc=rc, stdout=out, stderr=err, **result)
-    result['after'] = read()
+    result['after'] = read()[0]
     result['diff']['after'] = '%s: %s\n' % (node, result['after'])
     module.exit_json(**result)
 
