@@ -577,6 +577,11 @@ func (a *app) resetCard(ctx context.Context, h *host.Host, c *activateCard, wait
 // restoreVFs gives each PF its VFs back, with the settings they had.
 func (a *app) restoreVFs(ctx context.Context, h *host.Host, c *activateCard, saved []savedVFs) {
 	for _, s := range saved {
+		if !rdmaRegistered(h, s.pf) {
+			// No driver bound: sriov_numvfs refuses (ENOENT).
+			c.Result, c.Reason = "failed", joinReason(c.Reason, fmt.Sprintf("the %d VFs of %s are not restored: it did not come back", s.count, s.pf))
+			continue
+		}
 		if err := h.FS.WriteAttr(sriov.Dir(s.pf)+"/sriov_numvfs", []byte(strconv.Itoa(s.count))); err != nil {
 			c.Result, c.Reason = "failed", joinReason(c.Reason, fmt.Sprintf("restoring %d VFs of %s: %v", s.count, s.pf, err))
 			continue
@@ -663,7 +668,7 @@ func waitForCard(ctx context.Context, h *host.Host, c *activateCard, wait time.D
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("after the reset %s did not come back within %s", strings.Join(missing, ", "), wait)
+			return fmt.Errorf("after the reset %s did not come back within %s (--wait; a slow card needs a longer one); if the driver failed to probe the card (the kernel log says), a reboot probes it again, then rdmaform apply sets its runtime part", strings.Join(missing, "; "), wait)
 		}
 		t := time.NewTimer(200 * time.Millisecond)
 		select {
@@ -684,23 +689,40 @@ func waitForCard(ctx context.Context, h *host.Host, c *activateCard, wait time.D
 func cardMissing(_ context.Context, h *host.Host, c *activateCard) []string {
 	var missing []string
 	for _, pci := range sortedKeys(c.funcs) {
-		was := c.funcs[pci]
-		dir := "/sys/bus/pci/devices/" + pci
-		if es, err := h.FS.ReadDir(dir + "/infiniband"); err != nil || len(es) == 0 {
-			missing = append(missing, "the RDMA device of "+pci+" (was "+was.Name+")")
-			continue
-		}
-		want := 0
-		var names []string
-		for _, p := range was.Ports {
-			if len(p.Netdevs) > 0 {
-				want++
-				names = append(names, p.Netdevs...)
-			}
-		}
-		if es, _ := h.FS.ReadDir(dir + "/net"); len(es) < want {
-			missing = append(missing, fmt.Sprintf("the netdevs of %s (were %s)", pci, strings.Join(names, ", ")))
+		if m := functionMissing(h, pci, c.funcs[pci]); m != "" {
+			missing = append(missing, m)
 		}
 	}
 	return missing
+}
+
+// functionMissing says what of the PCI function's RDMA device and netdevs
+// (it had was before the reset) is not registered now, or "".
+func functionMissing(h *host.Host, pci string, was *inventory.Device) string {
+	dir := "/sys/bus/pci/devices/" + pci
+	want := 0
+	var names []string
+	for _, p := range was.Ports {
+		if len(p.Netdevs) > 0 {
+			want++
+			names = append(names, p.Netdevs...)
+		}
+	}
+	if !rdmaRegistered(h, pci) {
+		if len(names) == 0 {
+			return "the RDMA device of " + pci + " (was " + was.Name + ")"
+		}
+		return fmt.Sprintf("the RDMA device of %s (was %s) and its netdevs (were %s)", pci, was.Name, strings.Join(names, ", "))
+	}
+	if es, _ := h.FS.ReadDir(dir + "/net"); len(es) < want {
+		return fmt.Sprintf("the netdevs of %s (were %s)", pci, strings.Join(names, ", "))
+	}
+	return ""
+}
+
+// rdmaRegistered reports whether the PCI function has an RDMA device now
+// (its driver is bound and registered it).
+func rdmaRegistered(h *host.Host, pci string) bool {
+	es, err := h.FS.ReadDir("/sys/bus/pci/devices/" + pci + "/infiniband")
+	return err == nil && len(es) > 0
 }

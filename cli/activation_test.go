@@ -92,8 +92,8 @@ func TestPendingSaysHowToActivate(t *testing.T) {
 	}
 }
 
-// TestSimFaultResetLimits: sim fault --reset takes power-cycle and vfs
-// only, and no exit code or message.
+// TestSimFaultResetLimits: sim fault --reset takes power-cycle, vfs and
+// no-return only, and no exit code, message or hang.
 func TestSimFaultResetLimits(t *testing.T) {
 	h := filepath.Join(t.TempDir(), "host")
 	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
@@ -106,6 +106,8 @@ func TestSimFaultResetLimits(t *testing.T) {
 	}{
 		{[]string{"--reset", "vfs"}, 0, "added a fault"},
 		{[]string{"--reset", "power-cycle", "--match", "0000:3b:00.0", "--times", "1"}, 0, "added a fault"},
+		{[]string{"--reset", "no-return", "--match", "0000:3b:00.1"}, 0, "added a fault"},
+		{[]string{"--reset", "no-return", "--hang"}, 1, "a reset fault answers as the reset tool does"},
 		{[]string{"--reset", "reboot"}, 1, `unknown reset fault "reboot"`},
 		{[]string{"--reset", "vfs", "--exit", "2"}, 1, "a reset fault answers as the reset tool does"},
 		{[]string{"--reset", "vfs", "--tool", "mstfwreset"}, 1, "exactly one of"},

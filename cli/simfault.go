@@ -38,8 +38,12 @@ matching operation of every later command (or the next N with --times):
                  error --dbus-error and --message, or --hang
   --reset ANSWER the emulated mstfwreset/mlxfwreset on the card whose PCI
                  function --match names: power-cycle (no reset level: only
-                 a power cycle loads the firmware) or vfs (the reset is
-                 refused while the card has VFs)
+                 a power cycle loads the firmware), vfs (the reset is
+                 refused while the card has VFs) or no-return (the reset
+                 succeeds and loads the firmware, but the driver fails to
+                 probe the card again, as after a failed mlx5_core probe:
+                 its RDMA devices, netdevs and VFs stay absent until a
+                 sim reboot)
 
 Writes, netlink and systemd fail with --errno (EIO by default) and
 --message. --kill instead SIGKILLs the rdmaform process when the operation
@@ -81,7 +85,7 @@ finds. --clear removes every fault.`,
 	fl.StringVar(&f.Systemd, "systemd", "", "break the service manager call `CALL`")
 	fl.StringVar(&f.NM, "nm", "", "break the NetworkManager D-Bus call `CALL`")
 	fl.StringVar(&f.DBusError, "dbus-error", "", "D-Bus error `NAME` of a broken NetworkManager call (default org.freedesktop.NetworkManager.Failed)")
-	fl.StringVar(&f.Reset, "reset", "", "answer firmware resets with `ANSWER` (power-cycle or vfs)")
+	fl.StringVar(&f.Reset, "reset", "", "answer firmware resets with `ANSWER` (power-cycle, vfs or no-return)")
 	fl.StringVar(&f.Match, "match", "", "only operations matching `M` (tool arguments, write|mkdir, netdev or link, unit)")
 	fl.IntVar(&f.Exit, "exit", 0, "exit code of the broken tool run (default 1)")
 	fl.StringVar(&f.Errno, "errno", "", "errno of a broken write, netlink or systemd operation (default EIO)")

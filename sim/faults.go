@@ -28,8 +28,10 @@ import (
 //     NetworkManager's message, or hangs.
 //   - Reset: the emulated mstfwreset/mlxfwreset's answer for the card
 //     whose PCI function Match names (any, if empty): power-cycle (the
-//     MFRL register reports no reset level) or vfs (the reset is refused
-//     while the card has VFs); see fwreset.go.
+//     MFRL register reports no reset level), vfs (the reset is refused
+//     while the card has VFs) or no-return (the reset succeeds but the
+//     driver does not probe the card again: no RDMA device, no netdevs
+//     until a reboot); see fwreset.go.
 //
 // Each fails with Errno (EIO when empty) and Stderr as the kernel's or the
 // manager's message, or, with Kill, SIGKILLs the process running against

@@ -17,7 +17,10 @@ import (
 // host. The tool clears the card's VFs itself first, as 4.21's
 // MlnxDriverLinux does; a "vfs" reset fault makes that fail. A
 // "power-cycle" reset fault is firmware whose MFRL register reports no
-// level: only a power cycle loads its configuration.
+// level: only a power cycle loads its configuration. A "no-return" reset
+// fault is a reset that succeeds (the firmware is loaded) after which
+// the driver fails to probe the card's functions again: no RDMA device,
+// no netdevs, until a reboot.
 func fwresetTool(prog string) toolFunc {
 	return func(_ context.Context, s *Sim, args []string, stdin []byte) (string, string, int) {
 		c, usage, code := mlxemu.ParseResetArgs(prog, args)
@@ -88,7 +91,8 @@ func fwresetTool(prog string) toolFunc {
 		}
 		scopes := s.state.cardScopes(slot)
 		s.knowRendering()
-		s.state.resetCard(slot)
+		noReturn := s.takeLocked(faultReset, ResetNoReturn, a.BDF) != nil
+		s.state.resetCard(slot, noReturn)
 		s.state.sortAll()
 		s.rev++
 		s.renderDue = append(s.renderDue, scopes...)
@@ -114,10 +118,15 @@ const (
 	// ResetVFs: the card's VFs cannot be removed (in use), so the reset
 	// is refused while VFs exist.
 	ResetVFs = "vfs"
+	// ResetNoReturn: the reset succeeds and loads the firmware, but the
+	// driver fails to probe the card's functions after it (mlx5_core's
+	// probe failing after a firmware reset), so they register no RDMA
+	// device and no netdevs until a reboot probes them again.
+	ResetNoReturn = "no-return"
 )
 
 // ResetFaults are the reset faults.
-var ResetFaults = []string{ResetPowerCycle, ResetVFs}
+var ResetFaults = []string{ResetPowerCycle, ResetVFs, ResetNoReturn}
 
 // resetAdapter finds the adapter function a -d names: its PCI address
 // (with or without the domain) or, as mstflint resolves it through
@@ -157,8 +166,10 @@ func (st *State) cardVFs(slot string) int {
 // LINK_TYPE_Pn now says) and the driver restarts, so every function re-registers as after an
 // mlx4 port type change (reregister): netdevs made anew with the driver's
 // MTU and no addresses, rdma_cm defaults the kernel's. NetworkManager
-// activates its autoconnect profiles on the new netdevs again.
-func (st *State) resetCard(slot string) {
+// activates its autoconnect profiles on the new netdevs again. With
+// noReturn the driver does not probe the functions again: they move to
+// Unprobed, with no RDMA device and no netdevs.
+func (st *State) resetCard(slot string, noReturn bool) {
 	var card []*mlxemu.Adapter
 	for _, a := range st.Firmware {
 		if slotOf(a.BDF) == slot {
@@ -189,8 +200,23 @@ func (st *State) resetCard(slot string) {
 		st.reregister(d)
 	}
 	st.linkTypesOf(card)
+	if noReturn {
+		st.Devices = slices.DeleteFunc(st.Devices, func(d *Device) bool {
+			if d.PCI == "" || slotOf(d.PCI) != slot {
+				return false
+			}
+			st.Unprobed = append(st.Unprobed, d)
+			return true
+		})
+	}
 	st.reconcilePorts()
 	st.nmReattach(gone)
+}
+
+// unprobed reports whether the PCI function at pci has no driver bound
+// (Unprobed).
+func (st *State) unprobed(pci string) bool {
+	return slices.ContainsFunc(st.Unprobed, func(d *Device) bool { return d.PCI == pci })
 }
 
 // cardScopes are the parts of the tree a reset of the card in slot
@@ -258,5 +284,5 @@ func (s *Sim) knowRendering() {
 
 // resetFaultHelp names the reset faults for messages.
 func resetFaultHelp() string {
-	return fmt.Sprintf("%s (no reset level: only a power cycle helps) or %s (refused while VFs exist)", ResetPowerCycle, ResetVFs)
+	return fmt.Sprintf("%s (no reset level: only a power cycle helps), %s (refused while VFs exist) or %s (the card does not register again after the reset)", ResetPowerCycle, ResetVFs, ResetNoReturn)
 }

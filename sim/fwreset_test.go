@@ -3,8 +3,10 @@ package sim
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -173,6 +175,62 @@ func TestResetFaults(t *testing.T) {
 	})
 }
 
+// TestResetNoReturn: with a no-return fault the reset succeeds and loads
+// the firmware, but the card's functions do not register again: the PCI
+// functions are there with no RDMA device and no netdevs, sriov_numvfs
+// refuses as with no driver bound (ENOENT), and the tree is what a full
+// rendering writes. A reboot probes them again.
+func TestResetNoReturn(t *testing.T) {
+	s, h := resetHost(t)
+	if err := s.AddFault(Fault{Reset: ResetNoReturn, Match: "0000:3b:00.1", Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "3")
+	if code != 0 || !strings.HasSuffix(out, "-I- FW was loaded successfully.\n") {
+		t.Fatalf("reset exit %d:\n%s", code, out)
+	}
+	st := s.State()
+	if p := st.Firmware[0].Param("LINK_TYPE_P1"); p.Current != 2 {
+		t.Errorf("LINK_TYPE_P1 current %d after the reset, want 2 (the firmware was loaded)", p.Current)
+	}
+	for _, name := range []string{"mlx5_0", "mlx5_1"} {
+		if st.Device(name) != nil {
+			t.Errorf("%s registered after a no-return reset", name)
+		}
+	}
+	for _, name := range []string{"ib0", "ib1", "ens1f0np0"} {
+		if st.Netdev(name) != nil {
+			t.Errorf("netdev %s after a no-return reset", name)
+		}
+	}
+	for _, p := range []string{"/sys/class/infiniband/mlx5_0", "/sys/bus/pci/devices/0000:3b:00.0/infiniband", "/sys/bus/pci/devices/0000:3b:00.1/net"} {
+		if _, err := h.FS.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after a no-return reset: %v, want it gone", p, err)
+		}
+	}
+	if _, err := h.FS.Stat("/sys/bus/pci/devices/0000:3b:00.0/config"); err != nil {
+		t.Errorf("the PCI function is gone too: %v", err)
+	}
+	err := h.FS.WriteAttr("/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", []byte("2"))
+	if !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("sriov_numvfs with no driver: %v, want ENOENT", err)
+	}
+	full, err := Create(t.TempDir(), s.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sysTree(t, full.Dir), sysTree(t, s.Dir)); diff != "" {
+		t.Errorf("the tree after the reset differs from a full rendering (-full +reset):\n%s", diff)
+	}
+	if err := s.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	st = s.State()
+	if st.Device("mlx5_0") == nil || st.Device("mlx5_1") == nil || st.Netdev("ens1f0np0") == nil || st.Netdev("ib1") == nil || len(st.Unprobed) != 0 {
+		t.Errorf("after a reboot: devices %v, unprobed %v, want the card back with its netdevs", st.Devices, st.Unprobed)
+	}
+}
+
 // TestResetFaultValidate: a reset fault names a known answer and nothing
 // a tool fault has.
 func TestResetFaultValidate(t *testing.T) {
@@ -182,6 +240,8 @@ func TestResetFaultValidate(t *testing.T) {
 	}{
 		{Fault{Reset: ResetPowerCycle}, true},
 		{Fault{Reset: ResetVFs, Match: "0000:3b:00.0", Times: 1}, true},
+		{Fault{Reset: ResetNoReturn}, true},
+		{Fault{Reset: ResetNoReturn, Hang: true}, false},
 		{Fault{Reset: "reboot"}, false},
 		{Fault{Reset: ResetVFs, Exit: 1}, false},
 		{Fault{Reset: ResetVFs, Tool: "mstfwreset"}, false},
@@ -212,22 +272,13 @@ func TestResetLevel4Reboots(t *testing.T) {
 // link layer change with VFs and rdma_cm state, and for two cards reset
 // at once.
 func TestResetRendersWhatAFullRenderWould(t *testing.T) {
-	tree := func(dir string) map[string]string {
-		out := map[string]string{}
-		for p, v := range fstree.Snapshot(t, dir) {
-			if strings.HasPrefix(p, "sys/") || strings.HasPrefix(p, "proc/") {
-				out[p] = v
-			}
-		}
-		return out
-	}
 	check := func(t *testing.T, s *Sim) {
 		t.Helper()
 		full, err := Create(t.TempDir(), s.State())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(tree(full.Dir), tree(s.Dir)); diff != "" {
+		if diff := cmp.Diff(sysTree(t, full.Dir), sysTree(t, s.Dir)); diff != "" {
 			t.Errorf("the tree after the reset differs from a full rendering (-full +reset):\n%s", diff)
 		}
 	}
@@ -266,4 +317,16 @@ func TestResetRendersWhatAFullRenderWould(t *testing.T) {
 		wg.Wait()
 		check(t, s)
 	})
+}
+
+// sysTree is the simulated host's /sys and /proc, file by file.
+func sysTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for p, v := range fstree.Snapshot(t, dir) {
+		if strings.HasPrefix(p, "sys/") || strings.HasPrefix(p, "proc/") {
+			out[p] = v
+		}
+	}
+	return out
 }

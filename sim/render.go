@@ -335,6 +335,10 @@ func (s *State) render(root string) *tree {
 	for _, d := range s.Devices {
 		s.renderDevice(t, d)
 	}
+	for _, d := range s.Unprobed {
+		s.renderPCIFunction(t, d)
+		s.renderSRIOV(t, d)
+	}
 	for _, n := range s.Netdevs {
 		s.renderNetdev(t, n)
 	}
@@ -399,14 +403,7 @@ func (s *State) renderDevice(t *tree, d *Device) {
 	t.link("/sys/class/infiniband/"+d.Name, rel("/sys/class/infiniband/"+d.Name, dir))
 	if d.PCI != "" {
 		pd := pciDir(d.PCI)
-		t.file(pd+"/vendor", "0x15b3\n")
-		t.file(pd+"/device", d.PCIID+"\n")
-		t.file(pd+"/numa_node", fmt.Sprintf("%d\n", d.NUMANode))
-		t.file(pd+"/config", string(configSpace(d)))
-		t.link("/sys/bus/pci/devices/"+d.PCI, rel("/sys/bus/pci/devices/"+d.PCI, pd))
-		if d.PartNumber != "" {
-			t.file(pd+"/vpd", string(renderVPD(d.Product, d.PartNumber, d.Serial)))
-		}
+		s.renderPCIFunction(t, d)
 		t.link(dir+"/device", "../../../"+d.PCI)
 		if d.Driver == "mlx4" {
 			for _, p := range d.Ports {
@@ -437,6 +434,20 @@ func (s *State) renderDevice(t *tree, d *Device) {
 	}
 	if d.PCI != "" {
 		s.renderSRIOV(t, d)
+	}
+}
+
+// renderPCIFunction writes what the PCI core shows of an adapter
+// function, with or without a driver bound.
+func (s *State) renderPCIFunction(t *tree, d *Device) {
+	pd := pciDir(d.PCI)
+	t.file(pd+"/vendor", "0x15b3\n")
+	t.file(pd+"/device", d.PCIID+"\n")
+	t.file(pd+"/numa_node", fmt.Sprintf("%d\n", d.NUMANode))
+	t.file(pd+"/config", string(configSpace(d)))
+	t.link("/sys/bus/pci/devices/"+d.PCI, rel("/sys/bus/pci/devices/"+d.PCI, pd))
+	if d.PartNumber != "" {
+		t.file(pd+"/vpd", string(renderVPD(d.Product, d.PartNumber, d.Serial)))
 	}
 }
 

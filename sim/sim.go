@@ -343,6 +343,10 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 	}
 	return s.mutate(false, func(st *State) error {
 		st.Boot++
+		// The driver probes every adapter function at boot, those a
+		// firmware reset left without it too.
+		st.Devices = append(st.Devices, st.Unprobed...)
+		st.Unprobed = nil
 		st.RdmaCM = nil
 		st.CMGroups = nil
 		var keep []*Device

@@ -131,6 +131,10 @@ func (st *State) pfNetdev(d *Device) *Netdev {
 func (st *State) writeNumVFs(name, pci, data string) error {
 	d := st.DeviceByPCI(pci)
 	ok, total := st.sriovCap(pci)
+	if d == nil && ok && st.unprobed(pci) {
+		// sriov_numvfs_store: no driver bound to the PF.
+		return perr("write", name, syscall.ENOENT)
+	}
 	if d == nil || !ok {
 		return perr("open", name, syscall.ENOENT)
 	}

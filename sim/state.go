@@ -29,6 +29,12 @@ type State struct {
 	Tools []string `yaml:"tools"`
 
 	Devices []*Device `yaml:"devices,omitempty"`
+	// Unprobed are adapter functions whose driver failed to probe them
+	// after a firmware reset (a no-return reset fault): the PCI function
+	// is there (its config space, its SR-IOV attributes) with no driver,
+	// so no RDMA device, netdevs or VFs. A reboot probes them again.
+	Unprobed []*Device `yaml:"unprobed,omitempty"`
+
 	Netdevs []*Netdev `yaml:"netdevs,omitempty"`
 
 	// DefaultRoute names the netdev the default route leaves through (the
