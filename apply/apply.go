@@ -74,7 +74,7 @@ func Run(ctx context.Context, h *host.Host, p *plan.Plan, providers []plan.Provi
 	var out Outcome
 	var merr *multierror.Error
 	failed := map[plan.Address]bool{}
-	actx, stop := graceContext(ctx, o.Grace)
+	actx, stop := GraceContext(ctx, o.Grace)
 	defer stop()
 	actx = host.WithProgress(actx, progress) // a change may say how far it is
 	record := func(c *plan.Change, err error, took time.Duration) {
@@ -249,9 +249,10 @@ func runParallel(ctx context.Context, h *host.Host, pr plan.Provider, cs []*plan
 	return errs, took
 }
 
-// graceContext is the context a change runs with: the caller's ending
+// GraceContext is the context a change runs with: the caller's ending
 // reaches it only after grace, so that a command under way can finish.
-func graceContext(ctx context.Context, grace time.Duration) (context.Context, func()) {
+// Call stop when the change is done.
+func GraceContext(ctx context.Context, grace time.Duration) (context.Context, func()) {
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

@@ -87,6 +87,10 @@ type activateDoc struct {
 	Pending        []plan.Pending `json:"pending"`
 	Errors         []jsonError    `json:"errors"`
 	RebootRequired bool           `json:"reboot_required"`
+	// Interrupted: a signal (SIGINT, SIGTERM) stopped activate; the
+	// resets under way ran to their end, the runtime part was not applied
+	// again.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 type activateOptions struct {
@@ -118,15 +122,20 @@ firmware reports no reset level needs a power cycle (exit 1). VFs are set
 to 0 before the reset and restored after (count and settings). The card
 registers again: activate waits (--wait) for its RDMA devices and
 netdevs, applies the spec's runtime part again (-f SPEC), and verifies
-that the plan is empty. A card that only a reboot activates is left:
-exit 3.
+that the plan is empty; a card not back within --wait fails (exit 1),
+named with what did not come back. A card that only a reboot activates
+is left: exit 3. An interrupt (Ctrl-C, SIGTERM) does not stop a reset:
+the reset tool gets SIGTERM only after apply's grace period (a minute)
+and is never killed; activate waits for the card and its VFs, then
+stops without applying the runtime part (exit 130 or 143).
 
 --by reboot reboots through systemd (the boot unit and the staged ledger
 do the rest after the boot), only with --yes or a confirmed prompt.
 Without --by, the cheapest way every pending item allows.
 
 Exit 0: everything staged is current (and the plan empty); 1: an error,
-a refusal or a power cycle needed; 3: a reboot is still needed.`,
+a refusal or a power cycle needed; 3: a reboot is still needed; 130/143:
+interrupted by SIGINT/SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("confirm-timeout") {
@@ -392,6 +401,14 @@ func (a *app) activateByReset(ctx context.Context, h *host.Host, spec *schema.Sp
 		doc.Refused = refused
 		return a.activateDone(doc, "Nothing was changed:\n  "+strings.Join(refused, "\n  "), plan.ExitError)
 	}
+	if ctx.Err() != nil {
+		return a.activateInterrupted(ctx, doc, spec)
+	}
+	// An interrupt reaches a reset under way only after apply's grace
+	// period, as it reaches a firmware set (and then as SIGTERM, never
+	// SIGKILL): the reset ends, the card is waited for and its VFs come
+	// back, then activate stops.
+	rctx, stop := apply.GraceContext(ctx, apply.DefaultGrace)
 	var wg sync.WaitGroup
 	for i := range cards {
 		if cards[i].By != plan.ByFWReset {
@@ -400,10 +417,11 @@ func (a *app) activateByReset(ctx context.Context, h *host.Host, spec *schema.Sp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.resetCard(ctx, h, &cards[i], o.wait)
+			a.resetCard(rctx, h, &cards[i], o.wait)
 		}()
 	}
 	wg.Wait()
+	stop()
 	var msgs []string
 	left := false
 	for _, c := range cards {
@@ -420,6 +438,9 @@ func (a *app) activateByReset(ctx context.Context, h *host.Host, spec *schema.Sp
 		default:
 			msgs = append(msgs, fmt.Sprintf("%s: %s", c.Card, c.Reason))
 		}
+	}
+	if ctx.Err() != nil {
+		return a.activateInterrupted(ctx, doc, spec, msgs...)
 	}
 	// The cards registered again: the spec's runtime part, then the proof.
 	var after *plan.Plan
@@ -484,6 +505,48 @@ func (a *app) activateByReset(ctx context.Context, h *host.Host, spec *schema.Sp
 		msg += " The host matches the spec."
 	}
 	return a.activateDone(doc, msg, 0)
+}
+
+// activateInterrupted reports an activation a signal stopped (before
+// any reset, or after the resets under way ended): what was done, what
+// was not (the runtime part and the proof), exit 130 for SIGINT, 143 for
+// SIGTERM. msgs are the cards' failures.
+func (a *app) activateInterrupted(ctx context.Context, doc *activateDoc, spec *schema.Spec, msgs ...string) error {
+	code := 130
+	var se *SignalError
+	if errors.As(context.Cause(ctx), &se) {
+		code = se.ExitCode()
+	}
+	doc.Interrupted = true
+	var done []string
+	for _, c := range doc.Cards {
+		if c.Result == "reset" {
+			done = append(done, c.Card)
+		}
+	}
+	left := "checking that nothing is still staged (run rdmaform status)"
+	if spec != nil {
+		left = fmt.Sprintf("applying the spec's runtime part again and checking that the plan is empty (run rdmaform apply -f %s)", spec.Src.File)
+	}
+	did := "no card was reset"
+	if len(done) > 0 {
+		did = "reset " + strings.Join(done, ", ") + " (the firmware reset ran to its end, the card is back)"
+	}
+	doc.Errors = append(doc.Errors, jsonError{Message: "interrupted"})
+	for _, m := range msgs {
+		doc.Errors = append(doc.Errors, jsonError{Message: m})
+	}
+	if a.jsonOut() {
+		if err := a.writeJSON(doc); err != nil {
+			return err
+		}
+		return exitCode(code)
+	}
+	for _, m := range msgs {
+		fmt.Fprintln(a.env.Stdout, m)
+	}
+	fmt.Fprintf(a.env.Stdout, "\nInterrupted: %s; not done: %s.\n", did, left)
+	return &exitError{code: code, err: fmt.Errorf("activate interrupted: %s; not done: %s", did, left)}
 }
 
 func vfText(vfs map[string]int) string {

@@ -231,6 +231,63 @@ func TestResetNoReturn(t *testing.T) {
 	}
 }
 
+// TestResetUnderSIGTERM: a firmware reset whose context ends while it
+// runs: run plainly it is killed and nothing is reset; run gently
+// (host.Cmd.Gentle: SIGTERM, waited for) it stops at the signal early in
+// its run (mstfwreset's handler: "Signal 15 received, Exiting...", exit
+// 1, nothing reset) and runs to its end later in it (the firmware is
+// loaded).
+func TestResetUnderSIGTERM(t *testing.T) {
+	args := []string{"mstfwreset", "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"}
+	linkType := func(s *Sim) int64 { return s.State().Firmware[0].Param("LINK_TYPE_P1").Current }
+	slow := func(t *testing.T) (*Sim, *host.Host) {
+		s, h := resetHost(t)
+		if err := s.mutateSaved(func(st *State) error {
+			st.Latency = map[string]Duration{"mstfwreset reset": Duration(time.Second)}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return s, h
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, gentle := range []bool{false, true} {
+		s, h := slow(t)
+		_, err := h.Runner.Run(ended, host.Cmd{Args: args, Gentle: gentle})
+		var ee *host.ExitError
+		if !errors.As(err, &ee) || !errors.Is(ee.Err, host.ErrInterrupted) {
+			t.Fatalf("gentle %v, interrupted at the start: %v, want ErrInterrupted", gentle, err)
+		}
+		want := -1 // killed
+		if gentle {
+			want = 1
+			if string(ee.Stdout) != "\nSignal 15 received, Exiting...\n" {
+				t.Errorf("gentle, interrupted at the start: stdout %q", ee.Stdout)
+			}
+		}
+		if ee.Code != want || linkType(s) != 1 {
+			t.Errorf("gentle %v, interrupted at the start: exit %d (want %d), LINK_TYPE_P1 current %d (want 1: no reset)", gentle, ee.Code, want, linkType(s))
+		}
+	}
+	s, h := slow(t)
+	late, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(700*time.Millisecond, cancel)
+	if res, err := h.Runner.Run(late, host.Cmd{Args: args, Gentle: true}); err != nil || !strings.HasSuffix(string(res.Stdout), "-I- FW was loaded successfully.\n") || linkType(s) != 2 {
+		t.Errorf("gentle, interrupted late: %v %q, LINK_TYPE_P1 current %d, want the reset done (2)", err, res.Stdout, linkType(s))
+	}
+	st := s.State()
+	for _, tt := range []struct {
+		args []string
+		want time.Duration
+	}{{args, time.Second}, {[]string{"mstfwreset", "-d", "0000:3b:00.0", "query"}, 0}} {
+		if got := st.latencyOf(tt.args); got != tt.want {
+			t.Errorf("latency of %v: %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
+
 // TestResetFaultValidate: a reset fault names a known answer and nothing
 // a tool fault has.
 func TestResetFaultValidate(t *testing.T) {

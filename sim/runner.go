@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/sim/mlxemu"
 )
 
 // toolFunc emulates one program: it gets the arguments after the program
@@ -58,7 +60,7 @@ func (r *runner) Run(ctx context.Context, c host.Cmd) (host.Result, error) {
 	r.sim.lock()
 	r.sim.calls = append(r.sim.calls, c.String())
 	installed := r.sim.state.HasTool(name)
-	latency := time.Duration(r.sim.state.Latency[name])
+	latency := r.sim.state.latencyOf(c.Args)
 	fault := r.sim.takeLocked(faultTool, name, strings.Join(c.Args[1:], " "))
 	firmware := installed && (name == "mlxconfig" || name == "mstconfig" || name == "mstfwreset" || name == "mlxfwreset")
 	if firmware {
@@ -92,13 +94,30 @@ func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fau
 		<-ctx.Done()
 		return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.CtxErr(ctx)}
 	}
+	termed, aborted := false, ""
 	if latency > 0 {
+		start := time.Now()
 		t := time.NewTimer(latency)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			t.Stop()
-			return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.CtxErr(ctx)}
+			if !c.Gentle {
+				// Killed: the run ends here, having done nothing.
+				t.Stop()
+				return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.CtxErr(ctx)}
+			}
+			// A gentle command gets SIGTERM and is waited for (host.
+			// Cmd.Gentle). A firmware reset tool stops at it in the first
+			// half of its run (before it resets the PCI link: its signal
+			// handler undoes the reset request) and ignores it in the
+			// second; the other emulated tools run to their end.
+			termed = true
+			if stop := onSIGTERM[name]; stop != nil && time.Since(start) < latency/2 {
+				t.Stop()
+				aborted = stop()
+			} else {
+				<-t.C
+			}
 		}
 	}
 	var stdout, stderr string
@@ -108,6 +127,10 @@ func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fau
 		// Exits 0 having done nothing: the write did not stick.
 	case fault != nil:
 		stdout, stderr, code = fault.Stdout, fault.Stderr, fault.Exit
+	case aborted != "":
+		stdout, code = aborted, 1
+	case termed:
+		stdout, stderr, code = fn(context.WithoutCancel(ctx), r.sim, c.Args[1:], c.Stdin)
 	default:
 		stdout, stderr, code = fn(ctx, r.sim, c.Args[1:], c.Stdin)
 	}
@@ -125,9 +148,32 @@ func (r *runner) run(ctx context.Context, c host.Cmd, installed bool, fault *Fau
 		return res, &host.ExitError{Cmd: c, Code: -1, Stdout: res.Stdout, Stderr: res.Stderr, Err: host.CtxErr(ctx)}
 	}
 	if code != 0 {
-		return res, &host.ExitError{Cmd: c, Code: code, Stdout: res.Stdout, Stderr: res.Stderr}
+		ee := &host.ExitError{Cmd: c, Code: code, Stdout: res.Stdout, Stderr: res.Stderr}
+		if termed {
+			ee.Err = host.CtxErr(ctx) // as the real runner says why it stopped it
+		}
+		return res, ee
 	}
 	return res, nil
+}
+
+// onSIGTERM are the emulated tools that stop at SIGTERM early in a run,
+// and what they print then.
+var onSIGTERM = map[string]func() string{
+	"mstfwreset": func() string { return mlxemu.ResetSignalExit(int(syscall.SIGTERM)) },
+	"mlxfwreset": func() string { return mlxemu.ResetSignalExit(int(syscall.SIGTERM)) },
+}
+
+// latencyOf is how long a run of args takes: Latency["TOOL ARG"] when
+// ARG is one of its arguments (mlxfwreset reset: a reset takes longer
+// than a query), else Latency["TOOL"].
+func (st *State) latencyOf(args []string) time.Duration {
+	for _, a := range args[1:] {
+		if d, ok := st.Latency[args[0]+" "+a]; ok {
+			return time.Duration(d)
+		}
+	}
+	return time.Duration(st.Latency[args[0]])
 }
 
 // modprobe emulates kmod's modprobe for the modules the host has.

@@ -78,7 +78,8 @@ type State struct {
 	OpenSM *OpenSMState `yaml:"opensm,omitempty"`
 
 	// Latency per tool run (emulated tools sleep this long), e.g.
-	// mlxconfig: 1.4s.
+	// mlxconfig: 1.4s; "TOOL ARG" is the run time of the runs of TOOL
+	// with the argument ARG (mlxfwreset reset: 20s).
 	Latency map[string]Duration `yaml:"latency,omitempty"`
 	// Processes are running processes other than rdmaform (lldpad).
 	Processes []Process `yaml:"processes,omitempty"`

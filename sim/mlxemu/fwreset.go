@@ -165,6 +165,13 @@ func ResetVersion(prog string) string {
 // print("-E- %s." % str(e)) and exit status 1.
 func ResetError(msg string) string { return "-E- " + msg + ".\n" }
 
+// ResetSignalExit is how the tool ends on SIGINT or SIGTERM outside the
+// steps where it ignores them (mstflint's small_utils/mstfwreset.py,
+// commit b9d9e84: sigHndl resets the FSM register, so no reset happens,
+// prints this and exits with status 1; ignore_signals covers the PCI
+// reset and the mst restart).
+func ResetSignalExit(sig int) string { return fmt.Sprintf("\nSignal %d received, Exiting...\n", sig) }
+
 // ResetOpenError is isDevSupp's failure on a device it cannot open, as
 // captured (testdata/real/mstfwreset/open-device-query): the message of
 // mtcr's exception ends in a newline, so the '.' is a line of its own.

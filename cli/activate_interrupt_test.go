@@ -1,0 +1,145 @@
+package cli_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmaform/rdmaform/sim"
+)
+
+// TestSignalDuringActivate: a real rdmaform process runs activate --by
+// fw-reset on a card with two VFs whose firmware reset takes 3 s
+// (emulated), and gets SIGINT (text output) or SIGTERM (JSON) while the
+// reset is under way. The reset runs to its end (what was staged is
+// current after it), the card is waited for and its VFs come back, then
+// activate stops before applying the runtime part again: exit 130 or 143,
+// saying what it did and what is left. The host is consistent: the next
+// plan shows only the runtime part (the RoCE settings the reset put back
+// to the kernel's defaults), nothing staged; apply then converges and
+// the plan is empty.
+//
+// An interrupt reaches a command under way only after apply's grace
+// period (a minute); in the SIGTERM case the reset's own timeout
+// (RDMAFORM_COMMAND_TIMEOUT=2s) also ends while it runs, so the reset is
+// sent SIGTERM: it is waited for, never killed (host.Cmd.Gentle), and
+// still runs to its end.
+func TestSignalDuringActivate(t *testing.T) {
+	bin := buildRdmaform(t)
+	for _, tc := range []struct {
+		sig    syscall.Signal
+		output string
+		env    []string
+	}{{syscall.SIGINT, "text", nil}, {syscall.SIGTERM, "json", []string{"RDMAFORM_COMMAND_TIMEOUT=2s"}}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir, h := activateHost(t, func(st *sim.State) {
+				st.Latency = map[string]sim.Duration{"mlxfwreset reset": sim.Duration(3 * time.Second)}
+			})
+			spec := filepath.Join(dir, "roce.yaml")
+			writeActivateSpec(t, spec, ethSpec+`    ports:
+      - port: 1
+        link_layer: Ethernet
+        roce:
+          mode: v2
+          tos: 106
+`)
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+				t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+			}
+			cmd := exec.Command(bin, "--sim", h, "activate", "--by", "fw-reset", "-f", spec, "-o", tc.output)
+			cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), tc.env...)
+			var stdout strings.Builder
+			cmd.Stdout = &stdout
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var errLines []string
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				errLines = append(errLines, sc.Text())
+				if strings.HasPrefix(sc.Text(), "firmware reset 0000:3b:00: resetting (level 3)...") {
+					time.Sleep(300 * time.Millisecond) // the reset is under way
+					if err := cmd.Process.Signal(tc.sig); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err = cmd.Wait()
+			errs := strings.Join(errLines, "\n")
+			var ee *exec.ExitError
+			if want := 128 + int(tc.sig); !errors.As(err, &ee) || ee.ExitCode() != want {
+				t.Fatalf("activate: %v, want exit %d\nstdout:\n%s\nstderr:\n%s", err, want, stdout.String(), errs)
+			}
+			if !strings.Contains(errs, "firmware reset 0000:3b:00: ended after") {
+				t.Errorf("the reset did not end:\n%s", errs)
+			}
+			said := stdout.String()
+			if tc.output == "json" {
+				loadSchemas(t).check(t, "activate -o json", "activate", said)
+				var doc struct {
+					Cards []struct {
+						Result string
+						VFs    map[string]int `json:"vfs"`
+					} `json:"cards"`
+					Interrupted bool `json:"interrupted"`
+				}
+				if err := json.Unmarshal([]byte(said), &doc); err != nil {
+					t.Fatalf("%v\n%s", err, said)
+				}
+				if !doc.Interrupted || len(doc.Cards) != 1 || doc.Cards[0].Result != "reset" || doc.Cards[0].VFs["0000:3b:00.0"] != 2 {
+					t.Errorf("activate -o json: want interrupted, the card reset with its 2 VFs back:\n%s", said)
+				}
+			} else {
+				for _, w := range []string{
+					"0000:3b:00: firmware reset (level 3) done, the card is back (VFs restored: 0000:3b:00.0 2)",
+					"Interrupted: reset 0000:3b:00 (the firmware reset ran to its end, the card is back); not done: applying the spec's runtime part again and checking that the plan is empty (run rdmaform apply -f " + spec + ")",
+				} {
+					if !strings.Contains(said, w) {
+						t.Errorf("activate output: want %q in\n%s", w, said)
+					}
+				}
+				if strings.Contains(said, "Runtime settings applied again") {
+					t.Errorf("activate applied the runtime part after the interrupt:\n%s", said)
+				}
+			}
+			// The firmware is loaded: what was staged is current.
+			s, err := sim.Open(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range s.State().Firmware {
+				if p := a.Param("LINK_TYPE_P1"); p.Current != 2 || p.Next != 2 {
+					t.Errorf("%s LINK_TYPE_P1 current %d next %d after the interrupted activate, want 2 (ETH) in both", a.BDF, p.Current, p.Next)
+				}
+			}
+			if n := numVFs(t, h); n != "2" {
+				t.Errorf("sriov_numvfs %s after the interrupted activate, want 2 (restored)", n)
+			}
+			out, err := exec.Command(bin, "--sim", h, "plan", "-f", spec).CombinedOutput()
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "rdma_cm[mlx5_0/1]") || strings.Contains(string(out), "firmware[") || strings.Contains(string(out), "sriov[") {
+				t.Fatalf("plan after the interrupt: %v, want exit 2 with only the RoCE settings left\n%s", err, out)
+			}
+			if out, err := exec.Command(bin, "--sim", h, "activate", "-f", spec).CombinedOutput(); err != nil || !strings.Contains(string(out), "Nothing is staged") {
+				t.Errorf("activate after the interrupt: %v, want exit 0 with nothing staged\n%s", err, out)
+			}
+			if out, err := exec.Command(bin, "--sim", h, "apply", "--yes", "-f", spec).CombinedOutput(); err != nil {
+				t.Errorf("apply after the interrupt: %v\n%s", err, out)
+			}
+			if out, err := exec.Command(bin, "--sim", h, "plan", "-f", spec).CombinedOutput(); err != nil {
+				t.Errorf("plan after apply: %v, want exit 0\n%s", err, out)
+			}
+		})
+	}
+}
