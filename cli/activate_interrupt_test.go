@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"os"
@@ -56,36 +55,14 @@ func TestSignalDuringActivate(t *testing.T) {
 			}
 			cmd := exec.Command(bin, "--sim", h, "activate", "--by", "fw-reset", "-f", spec, "-o", tc.output)
 			cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), tc.env...)
-			var stdout strings.Builder
-			cmd.Stdout = &stdout
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var errLines []string
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				errLines = append(errLines, sc.Text())
-				if strings.HasPrefix(sc.Text(), "firmware reset 0000:3b:00: resetting (level 3)...") {
-					time.Sleep(300 * time.Millisecond) // the reset is under way
-					if err := cmd.Process.Signal(tc.sig); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			err = cmd.Wait()
-			errs := strings.Join(errLines, "\n")
+			said, errs, err := runSignalled(t, cmd, "firmware reset 0000:3b:00: resetting (level 3)...", tc.sig)
 			var ee *exec.ExitError
 			if want := 128 + int(tc.sig); !errors.As(err, &ee) || ee.ExitCode() != want {
-				t.Fatalf("activate: %v, want exit %d\nstdout:\n%s\nstderr:\n%s", err, want, stdout.String(), errs)
+				t.Fatalf("activate: %v, want exit %d\nstdout:\n%s\nstderr:\n%s", err, want, said, errs)
 			}
 			if !strings.Contains(errs, "firmware reset 0000:3b:00: ended after") {
 				t.Errorf("the reset did not end:\n%s", errs)
 			}
-			said := stdout.String()
 			if tc.output == "json" {
 				loadSchemas(t).check(t, "activate -o json", "activate", said)
 				var doc struct {

@@ -31,36 +31,15 @@ func TestSIGINTDuringApply(t *testing.T) {
 			}
 			cmd := exec.Command(bin, "--sim", h, "apply", "--yes", "-f", spec)
 			cmd.Env = append(os.Environ(), "NO_COLOR=1")
-			var stdout strings.Builder
-			cmd.Stdout = &stdout
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var errLines []string
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				errLines = append(errLines, sc.Text())
-				if strings.HasPrefix(sc.Text(), "firmware[0000:3b:00.0]: updating...") {
-					time.Sleep(200 * time.Millisecond) // the set is under way
-					if err := cmd.Process.Signal(sig); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			err = cmd.Wait()
+			stdout, errs, err := runSignalled(t, cmd, "firmware[0000:3b:00.0]: updating...", sig)
 			var ee *exec.ExitError
 			want := 128 + int(sig)
 			if !errors.As(err, &ee) || ee.ExitCode() != want {
-				t.Fatalf("apply: %v, want exit %d\nstdout:\n%s\nstderr:\n%s", err, want, stdout.String(), strings.Join(errLines, "\n"))
+				t.Fatalf("apply: %v, want exit %d\nstdout:\n%s\nstderr:\n%s", err, want, stdout, errs)
 			}
-			if !strings.Contains(stdout.String(), "Interrupted: applied firmware[0000:3b:00.0]; not applied: module[rdma_ucm].") {
-				t.Errorf("apply output:\n%s", stdout.String())
+			if !strings.Contains(stdout, "Interrupted: applied firmware[0000:3b:00.0]; not applied: module[rdma_ucm].") {
+				t.Errorf("apply output:\n%s", stdout)
 			}
-			errs := strings.Join(errLines, "\n")
 			if !strings.Contains(errs, "firmware[0000:3b:00.0]: updated") || strings.Contains(errs, "module[rdma_ucm]: creating") {
 				t.Errorf("want the set finished and the module not started:\n%s", errs)
 			}
@@ -73,4 +52,33 @@ func TestSIGINTDuringApply(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runSignalled runs cmd and sends it sig 200 ms after it printed a line
+// starting with at on stderr (the operation it names is under way); it
+// returns its stdout, its stderr and how it ended.
+func runSignalled(t *testing.T, cmd *exec.Cmd, at string, sig syscall.Signal) (stdout, stderr string, err error) {
+	t.Helper()
+	var out strings.Builder
+	cmd.Stdout = &out
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), at) {
+			time.Sleep(200 * time.Millisecond)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err = cmd.Wait()
+	return out.String(), strings.Join(lines, "\n"), err
 }
