@@ -109,6 +109,9 @@ type app struct {
 	quiet, verbose bool
 	// results is what plan and apply made, for RunResults.
 	results Results
+	// wrapHost, when set, wraps the host the global flags open (the
+	// kernel lab's RunWrapped).
+	wrapHost func(*host.Host) *host.Host
 }
 
 // Results is what a command run in this process made, for a caller that
@@ -140,13 +143,19 @@ func Run(args []string, env Env) int {
 // RunResults runs rdmaform as Run does, and returns what plan and apply
 // made as values as well.
 func RunResults(args []string, env Env) (int, *Results) {
+	return (&app{env: env}).run(args)
+}
+
+// run runs rdmaform with args for RunResults (and the kernel lab's
+// RunWrapped).
+func (a *app) run(args []string) (int, *Results) {
+	env := &a.env
 	if env.Ctx == nil {
 		env.Ctx = context.Background()
 	}
 	if env.Stdin == nil {
 		env.Stdin = strings.NewReader("")
 	}
-	a := &app{env: env}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(env.Stdin)
@@ -218,6 +227,9 @@ func (a *app) host() (*host.Host, error) {
 	max, err := host.TimeoutFromEnv(a.env.Environ)
 	if err != nil {
 		return nil, err
+	}
+	if a.wrapHost != nil {
+		h = a.wrapHost(h)
 	}
 	h.Runner = a.verboseRunner(host.CapTimeout(h.Runner, max))
 	h.NM = host.CapNM(h.NM, max)

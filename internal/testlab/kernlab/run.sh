@@ -128,6 +128,10 @@ mods+=(virtio_pci virtio_blk ext4)
 # virtio_net drives the multi-queue virtio-net device on a PCIe root port
 # (see boot_guest); no test sees it until one loads it.
 mods+=(virtio_net)
+# Kernel users of RDMA that activate refuses to reset under
+# (guest/rdma_users_test.go): NVMe over RDMA, host and target (null_blk
+# backs the target's namespace), and NFS over RDMA, server and client.
+mods+=(nvme_rdma nvmet_rdma null_blk rpcrdma nfsd nfsv4)
 mkdir -p "$r/lib/modules/$kver"
 for m in "${mods[@]}"; do
   deps=$(modprobe -d "$x" -S "$kver" --show-depends "$m" 2>&1) || die "module $m: $deps"
