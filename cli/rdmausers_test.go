@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -46,6 +48,34 @@ func TestKernelCMIDs(t *testing.T) {
 	for _, bad := range []string{"", "[]\n", "error: no such file\n", `[{"ifname":"mlx5_0","port":1,"pid":1,"comm":"rping"}]`} {
 		if got := kernelCMIDs([]byte(bad)); len(got) != 0 {
 			t.Errorf("kernelCMIDs(%q) = %q, want none", bad, got)
+		}
+	}
+}
+
+// TestKernelCMIDsRealCaptures: `rdma -j resource show cm_id` as the
+// kernel lab's 6.1 kernel and iproute2 6.1 print it with NVMe and NFS
+// over RDMA on an rxe link (testdata/real/rdma, see PROVENANCE.md): one
+// line per kernel user and device port, a listener bound to no address
+// without a port.
+func TestKernelCMIDsRealCaptures(t *testing.T) {
+	for name, want := range map[string][]string{
+		"cm_id-nvmet-listen": {"nvmet_rdma (NVMe over RDMA (target)) on rxeu/1 (rdma resource show cm_id)"},
+		"cm_id-nvme-connected": {
+			"nvmet_rdma (NVMe over RDMA (target)) on rxeu/1 (rdma resource show cm_id)",
+			"nvme_rdma (NVMe over RDMA (initiator)) on rxeu/1 (rdma resource show cm_id)",
+		},
+		"cm_id-nfs-mounted": {
+			"rpcrdma (NFS over RDMA) on rxeu (rdma resource show cm_id)",
+			"rpcrdma (NFS over RDMA) on rxeu/1 (rdma resource show cm_id)",
+		},
+		"cm_id-none": nil,
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "real", "rdma", name+".stdout"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kernelCMIDs(b); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %q\nwant %q", name, got, want)
 		}
 	}
 }

@@ -1,0 +1,1 @@
+["rdma","-j","resource","show","cm_id"]
