@@ -49,9 +49,10 @@ func rdmaUsers(t *testing.T) []string {
 }
 
 // usersRxe makes rxe device rxeu on a veth end with usersAddr, and
-// removes it when the test ends.
+// removes it (and unloads rdma_rxe) when the test ends.
 func usersRxe(t *testing.T) {
 	t.Helper()
+	leaveNoRxe(t, "rxeu")
 	run(t, "/sbin/modprobe", "rdma_rxe")
 	veth(t, "usa", "usb")
 	run(t, "/sbin/ip", "addr", "add", usersAddr+"/24", "dev", "usa")
@@ -59,12 +60,13 @@ func usersRxe(t *testing.T) {
 }
 
 // ensureConfigfs loads configfs (the module makes its mount point) and
-// mounts it unless it is mounted.
+// mounts it unless it is mounted, until the test ends.
 func ensureConfigfs(t *testing.T) {
 	t.Helper()
 	run(t, "/sbin/modprobe", "configfs")
 	if !strings.Contains(readFile(t, "/proc/mounts"), " /sys/kernel/config configfs ") {
 		run(t, "/bin/mount", "-t", "configfs", "none", "/sys/kernel/config")
+		t.Cleanup(func() { _, _ = tryRun("/bin/umount", "/sys/kernel/config") })
 	}
 }
 
@@ -111,6 +113,7 @@ func TestNVMeOverRDMAUsers(t *testing.T) {
 	// The target: a subsystem with a null_blk namespace, a port over RDMA
 	// on the rxe device's address, as nvmetcli writes them.
 	run(t, "/sbin/modprobe", "null_blk", "nr_devices=1")
+	t.Cleanup(func() { _, _ = tryRun("/sbin/modprobe", "-r", "null_blk") })
 	run(t, "/sbin/modprobe", "nvmet_rdma")
 	t.Cleanup(func() { nvmetTeardown(t) })
 	mkdir(t, nvmetSubsys)
@@ -322,26 +325,27 @@ func TestNFSOverRDMAUser(t *testing.T) {
 	if err := syscall.Unmount(nfsdFS, 0); err != nil {
 		t.Fatal(err)
 	}
-	rmmod(t, "nfsv4", "nfs", "nfsd", "rpcrdma")
+	rmmod(t, "nfsv4", "nfsd", "rpcrdma")
 	cmIDs(t)
 	if users := rdmaUsers(t); len(users) != 0 {
 		t.Errorf("RDMA users after the teardown: %q", users)
 	}
 }
 
-// rmmod unloads modules, asking again for up to 30 s while one is still
-// in use (the kernel releases RDMA queues and RPC transports from work
-// queues after a disconnect).
+// rmmod unloads modules and the ones they needed that nothing else uses
+// (modprobe -r: later guest tests want a guest that starts clean), asking
+// again for up to 30 s while one is still in use (the kernel releases
+// RDMA queues and RPC transports from work queues after a disconnect).
 func rmmod(t *testing.T, mods ...string) {
 	t.Helper()
 	for _, m := range mods {
 		for i := 0; ; i++ {
-			out, err := tryRun("/sbin/rmmod", m)
+			out, err := tryRun("/sbin/modprobe", "-r", m)
 			if err == nil {
 				break
 			}
 			if i == 60 {
-				t.Fatalf("rmmod %s: %v\n%s", m, err, out)
+				t.Fatalf("modprobe -r %s: %v\n%s", m, err, out)
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
