@@ -19,11 +19,13 @@ author:
 description:
   - Takes one node out of service through its scheduler and waits until no work is left on it, or puts it back into service.
   - "C(backend=slurm) runs C(scontrol update nodename=NODE state=drain reason=REASON) and waits until Slurm reports the node DRAINED
-    (no job left on it; DRAINING until then); C(state=resumed) runs C(scontrol update nodename=NODE state=resume).
+    (no job left on it; DRAINING until then); C(state=resumed) runs C(scontrol update nodename=NODE state=resume) for a node
+    whose drain reason is C(reason) only (see the notes).
     C(scontrol) finds the cluster as it always does (C(/etc/slurm/slurm.conf), or C(SLURM_CONF) in the task's environment)."
   - "C(backend=kubernetes) cordons a schedulable node and puts the annotation C(rdmaform.io/drain-reason) (the C(reason)) on it
     in one C(kubectl patch), then runs C(kubectl drain NODE) (evict or delete the node's pods, waiting up to C(timeout));
-    C(state=resumed) uncordons the node and removes the annotation in one C(kubectl patch). Each patch carries the
+    C(state=resumed) uncordons the node and removes the annotation in one C(kubectl patch), for a node whose annotation
+    holds C(reason) only (see the notes). Each patch carries the
     resourceVersion the module read, so a change made by someone else in between fails it."
   - Idempotent, a node already drained (Slurm DRAINED; Kubernetes cordoned with no pod left to evict) or already in service
     is left alone and reported with C(changed=false).
