@@ -31,7 +31,8 @@ devices:
 
 // RolloutFleet creates n simulated cx6-vpi-ib hosts under dir (host
 // names node0001...), each firmware reset taking reset (the activation
-// latency A), and returns the Ansible inventory (YAML) of them: local
+// latency A: the reset run of mlxfwreset or mstfwreset, not its query,
+// so that one activation takes A and not twice that), and returns the Ansible inventory (YAML) of them: local
 // connection, their rdmaform_sim, and a failure domain each, domains
 // leaves in all.
 func RolloutFleet(dir string, n, domains int, reset time.Duration) ([]byte, error) {
@@ -43,7 +44,7 @@ func RolloutFleet(dir string, n, domains int, reset time.Duration) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		st.Latency = map[string]sim.Duration{"mlxfwreset": sim.Duration(reset), "mstfwreset": sim.Duration(reset)}
+		st.Latency = map[string]sim.Duration{"mlxfwreset reset": sim.Duration(reset), "mstfwreset reset": sim.Duration(reset)}
 		hdir := filepath.Join(dir, name)
 		if _, err := sim.Create(hdir, st); err != nil {
 			return nil, err
