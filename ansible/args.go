@@ -25,6 +25,10 @@ const (
 	// Facts reads the host's RDMA devices (rdmaform facts) into the
 	// Ansible fact rdmaform. It needs no spec and changes nothing.
 	Facts
+	// Activated makes what the spec staged current by a firmware reset:
+	// rdmaform activate --by fw-reset (reset, wait, apply the runtime
+	// part again, verify that the plan is empty).
+	Activated
 )
 
 func (s State) String() string {
@@ -37,6 +41,8 @@ func (s State) String() string {
 		return "confirmed"
 	case Facts:
 		return "facts"
+	case Activated:
+		return "activated"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -53,7 +59,10 @@ type Args struct {
 	ConfirmTimeout time.Duration
 	// AllowFirmware lets an applied run stage firmware changes (next boot).
 	AllowFirmware bool
-	Root, Sim     string
+	// ActivateWait is how long a reset card may take to register again
+	// (rdmaform activate --wait); zero: activate's default.
+	ActivateWait time.Duration
+	Root, Sim    string
 	// CheckMode and Diff are Ansible's --check and --diff.
 	CheckMode bool
 	Diff      bool
@@ -61,7 +70,7 @@ type Args struct {
 
 // params are the module's own arguments; keys starting with "_ansible_"
 // are Ansible's and are read (check/diff mode) or ignored.
-var params = []string{"spec", "content", "state", "confirm_timeout", "allow_firmware", "root", "sim"}
+var params = []string{"spec", "content", "state", "confirm_timeout", "allow_firmware", "activate_wait", "root", "sim"}
 
 // ParseArgs reads the JSON arguments file Ansible writes. Values come
 // typed from a playbook (allow_firmware: true, confirm_timeout: 300) and
@@ -97,14 +106,18 @@ func ParseArgs(data []byte) (Args, error) {
 					a.State = Confirmed
 				case "facts":
 					a.State = Facts
+				case "activated":
+					a.State = Activated
 				default:
-					err = fmt.Errorf("must be applied, planned, confirmed or facts, not %q", s)
+					err = fmt.Errorf("must be applied, planned, confirmed, facts or activated, not %q", s)
 				}
 			}
 		case "confirm_timeout":
 			a.ConfirmTimeout, err = duration(v)
 		case "allow_firmware":
 			a.AllowFirmware, err = boolean(v)
+		case "activate_wait":
+			a.ActivateWait, err = duration(v)
 		case "root":
 			a.Root, err = str(v)
 		case "sim":

@@ -58,7 +58,7 @@ func TestParseArgs(t *testing.T) {
 		{name: "neither spec nor content", json: `{"state": "applied"}`, err: "give spec"},
 		{name: "both", json: `{"spec": "s", "content": "c"}`, err: "mutually exclusive"},
 		{name: "root and sim", json: `{"spec": "s", "root": "/a", "sim": "/b"}`, err: "root and sim are mutually exclusive"},
-		{name: "bad state", json: `{"spec": "s", "state": "present"}`, err: `state: must be applied, planned, confirmed or facts, not "present"`},
+		{name: "bad state", json: `{"spec": "s", "state": "present"}`, err: `state: must be applied, planned, confirmed, facts or activated, not "present"`},
 		{name: "bad bool", json: `{"spec": "s", "allow_firmware": "maybe"}`, err: `allow_firmware: must be a boolean`},
 		{name: "bool as 2", json: `{"spec": "s", "allow_firmware": 2}`, err: `allow_firmware: must be a boolean`},
 		{name: "bad duration", json: `{"spec": "s", "confirm_timeout": "soon"}`, err: `confirm_timeout: "soon" is not a duration`},

@@ -119,6 +119,8 @@ func Run(args []string, env cli.Env) Result {
 		return m.confirm()
 	case Facts:
 		return m.facts()
+	case Activated:
+		return m.activate()
 	}
 	return m.run()
 }
@@ -212,6 +214,52 @@ func (m *module) facts() Result {
 		Msg: fmt.Sprintf("%d RDMA %s", n, words.Plural(n, "device", "devices")), Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
 		AnsibleFacts: map[string]any{"rdmaform": r.Facts}, StderrLines: lines(stderr.String()),
 	}
+}
+
+// activate makes what the spec staged current by a firmware reset, as
+// one task per host: rdmaform activate --by fw-reset resets each card with
+// staged values, waits for it to register again, applies the spec's
+// runtime part again and exits 0 only when every staged value is current
+// and the plan is empty. A host with nothing staged is not touched
+// (changed false), nor is any host in check mode, which reports what is
+// staged.
+//
+// Equivalent to: rdmaform plan -f SPEC, then rdmaform activate --by
+// fw-reset -f SPEC -q [--wait D]
+func (m *module) activate() Result {
+	p, code, err := m.plan()
+	if err != nil {
+		return failed(code, err.Error())
+	}
+	res := Result{RC: code, Plan: p, Pending: p.Pending, Deferred: p.Deferred, RebootRequired: rebootRequired(p)}
+	if len(p.Pending) == 0 && len(p.Errors) == 0 {
+		res.Msg = "nothing staged: nothing to activate"
+		return res
+	}
+	if m.args.CheckMode {
+		res.Changed = len(p.Pending) > 0
+		res.Msg = fmt.Sprintf("would activate %d staged %s by a firmware reset", len(p.Pending), words.Plural(len(p.Pending), "value", "values"))
+		return res
+	}
+	extra := []string{"--by", plan.ByFWReset, "-q"}
+	if m.args.ActivateWait > 0 {
+		extra = append(extra, "--wait", m.args.ActivateWait.String())
+	}
+	out := m.rdmaform("activate", extra...)
+	res = Result{RC: out.code, Changed: true, Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
+		StdoutLines: lines(out.stdout), StderrLines: lines(out.stderr)}
+	if out.code != plan.ExitOK {
+		// What activate said: its refusal, the card that did not come
+		// back, the value that did not take.
+		res.Failed = true
+		res.Msg = joinNonEmpty(strings.TrimSpace(out.stderr), strings.TrimSpace(out.stdout))
+		if res.Msg == "" {
+			res.Msg = fmt.Sprintf("rdmaform activate exited %d", out.code)
+		}
+		return res
+	}
+	res.Msg = fmt.Sprintf("activated %d staged %s", len(p.Pending), words.Plural(len(p.Pending), "value", "values"))
+	return res
 }
 
 func (m *module) run() Result {

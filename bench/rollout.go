@@ -93,8 +93,9 @@ func InstallCollection(src, dst, module string) error {
 // SerialPlaybook is the plain `serial:` playbook that does what the
 // rollout role does, batch after batch of pct% of the hosts: plan (the
 // fleet summary's part, in check mode too), stage, and activate by
-// firmware reset. check: only the plan and a line per host.
-func SerialPlaybook(pct int, cli string) []byte {
+// firmware reset with the module's state activated, as the role does.
+// check: only the plan and a line per host.
+func SerialPlaybook(pct int) []byte {
 	return []byte(fmt.Sprintf(`- name: RDMA rollout with serial
   hosts: rdma
   gather_facts: false
@@ -120,11 +121,12 @@ func SerialPlaybook(pct int, cli string) []byte {
         sim: "{{ rdmaform_sim }}"
       when: not ansible_check_mode
     - name: Activate
-      ansible.builtin.command:
-        argv: [%q, --sim, "{{ rdmaform_sim }}", activate, --by, fw-reset, -f, "-", -q]
-        stdin: "{{ spec }}"
+      rdmaform.rdma.rdmaform:
+        content: "{{ spec }}"
+        state: activated
+        sim: "{{ rdmaform_sim }}"
       when: not ansible_check_mode
-`, pct, cli))
+`, pct))
 }
 
 // RolloutPlaybook runs the role rdmaform.rdma.rollout on the hosts.

@@ -68,7 +68,7 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_LOCALHOST_WARNING=0",
 		"ANSIBLE_INVENTORY_UNPARSED_WARNING=0", "ANSIBLE_PYTHON_INTERPRETER=auto_silent",
 	}
-	plays := map[string][]byte{"role.yml": bench.RolloutPlaybook(), "serial.yml": bench.SerialPlaybook(pct, r.opts.rdmaform)}
+	plays := map[string][]byte{"role.yml": bench.RolloutPlaybook(), "serial.yml": bench.SerialPlaybook(pct)}
 	for name, data := range plays {
 		if err := benchlab.WriteFile(filepath.Join(dir, name), data); err != nil {
 			return err
@@ -171,8 +171,8 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 		secs = append(secs, strconv.FormatFloat(s, 'f', 1, 64)+" s")
 	}
 	sec.notes = append(sec.notes,
-		fmt.Sprintf("Each play: `ansible-playbook -f %d` (forks: a wave's hosts at once), local connection, the module through its action plugin, `rdmaform --sim DIR activate --by fw-reset -f - -q` per host as a command task; every host of both fleets plans empty afterwards. Load: /proc/loadavg's 1-minute figure before and after each run, on %d CPUs shared with other work.", min(perWave, 500), runtime.NumCPU()),
-		"The role: phase 1 plans everywhere and prints the fleet summary, phase 2 stages everywhere, phase 3 runs `rdmaform waves` once and then, wave after wave, one include on every host (the others sit out), the activate task on the wave's hosts at once and one run-once task that closes the wave; no drain hook and no probes here. Stage is from the play's start to the first wave (its report's waves_started); the bound is the issue's: 1.2 × waves × A + the stage phase. Per wave: "+strings.Join(secs, ", ")+".",
+		fmt.Sprintf("Each play: `ansible-playbook -f %d` (forks: a wave's hosts at once), local connection, the module through its action plugin (plan, stage, and the activation: its state activated, `rdmaform activate --by fw-reset` in the module); every host of both fleets plans empty afterwards. Load: /proc/loadavg's 1-minute figure before and after each run, on %d CPUs shared with other work.", min(perWave, 500), runtime.NumCPU()),
+		"The role: phase 1 plans everywhere and prints the fleet summary, phase 2 stages everywhere, phase 3 runs `rdmaform waves` once and then, wave after wave, two tasks: the activate task (the wave's hosts at once; the others skip it) and one run-once task that closes the wave; no drain hook and no probes here. Stage is from the play's start to the first wave (its report's waves_started); the bound is the issue's: 1.2 × waves × A + the stage phase. Per wave: "+strings.Join(secs, ", ")+".",
 		"serial: each batch plans, stages and activates its hosts; the summary of phase 1 there is one line per host, batch after batch (no fleet-wide view before the first change).")
 	return nil
 }

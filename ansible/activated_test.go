@@ -1,0 +1,77 @@
+package ansible_test
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
+)
+
+// TestActivated: state activated makes what the spec staged current by a
+// firmware reset, one task: in check mode it reports what is staged and
+// changes nothing; then it resets the card, and the host plans empty; a
+// host with nothing staged is not touched; a card only a power cycle
+// activates fails with activate's reason, staged values left as they
+// were; a wait activate refuses fails naming it.
+func TestActivated(t *testing.T) {
+	spec, err := filepath.Abs("../examples/ib-to-eth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged := func(t *testing.T) string {
+		t.Helper()
+		dir := newSim(t, "cx6-vpi-ib")
+		if res := module(t, map[string]any{"spec": spec, "sim": dir, "allow_firmware": true}); res.Failed || !res.RebootRequired {
+			t.Fatalf("staging: failed=%v reboot=%v: %s", res.Failed, res.RebootRequired, res.Msg)
+		}
+		return dir
+	}
+	activated := func(dir string, more map[string]any) map[string]any {
+		args := map[string]any{"spec": spec, "sim": dir, "state": "activated", "activate_wait": 30}
+		for k, v := range more {
+			args[k] = v
+		}
+		return args
+	}
+
+	dir := staged(t)
+	before := fstree.Snapshot(t, dir)
+	if res := module(t, activated(dir, map[string]any{"_ansible_check_mode": true})); res.Failed || !res.Changed || len(res.Pending) != 1 || !strings.Contains(res.Msg, "would activate 1 staged value") {
+		t.Errorf("check mode: failed=%v changed=%v pending=%v: %s", res.Failed, res.Changed, res.Pending, res.Msg)
+	}
+	if diff := cmp.Diff(before, fstree.Snapshot(t, dir)); diff != "" {
+		t.Fatalf("check mode changed the host (-before +after):\n%s", diff)
+	}
+	if res := module(t, activated(dir, nil)); res.Failed || !res.Changed || res.RC != 0 || len(res.Pending) != 0 || res.RebootRequired {
+		t.Fatalf("activated: failed=%v changed=%v rc=%d pending=%v reboot=%v: %s", res.Failed, res.Changed, res.RC, res.Pending, res.RebootRequired, res.Msg)
+	}
+	if res := module(t, map[string]any{"spec": spec, "sim": dir, "state": "planned"}); res.Changed || res.RC != 0 {
+		t.Errorf("plan after activating: changed=%v rc=%d: %s", res.Changed, res.RC, res.Msg)
+	}
+	after := fstree.Snapshot(t, dir)
+	if res := module(t, activated(dir, nil)); res.Failed || res.Changed || res.Msg != "nothing staged: nothing to activate" {
+		t.Errorf("again: failed=%v changed=%v: %s", res.Failed, res.Changed, res.Msg)
+	}
+	if diff := cmp.Diff(after, fstree.Snapshot(t, dir)); diff != "" {
+		t.Errorf("activating with nothing staged changed the host (-before +after):\n%s", diff)
+	}
+
+	dir = staged(t)
+	if code := cli.Run([]string{"sim", "fault", dir, "--reset", "power-cycle", "--match", "0000:3b:00.0"}, cli.Env{Stdout: io.Discard, Stderr: io.Discard}); code != 0 {
+		t.Fatalf("sim fault: exit %d", code)
+	}
+	if res := module(t, activated(dir, nil)); !res.Failed || res.RC != 1 || !strings.Contains(res.Msg, "only a power cycle activates") {
+		t.Errorf("power cycle only: failed=%v rc=%d: %s", res.Failed, res.RC, res.Msg)
+	}
+	if res := module(t, map[string]any{"spec": spec, "sim": dir, "state": "planned"}); !res.RebootRequired || len(res.Pending) != 1 {
+		t.Errorf("after the refusal: pending %v, want the staged value still pending", res.Pending)
+	}
+	if res := module(t, activated(dir, map[string]any{"activate_wait": "2h"})); !res.Failed || !strings.Contains(res.Msg, "--wait 2h0m0s: between") {
+		t.Errorf("activate_wait 2h: failed=%v: %s", res.Failed, res.Msg)
+	}
+}
