@@ -268,7 +268,7 @@ type udevRule struct {
 	name  string // NAME= for a netdev, rdma_rename's NAME_FIXED for a device
 }
 
-var udevKeyRE = regexp.MustCompile(`([A-Z]+(?:\{[a-z_]+\})?)(==|=)"([^"]*)"`)
+var udevKeyRE = regexp.MustCompile(`([A-Z]+(?:\{[A-Za-z_]+\})?)(==|=)"([^"]*)"`)
 
 // udevRules reads /etc/udev/rules.d/*.rules for the two forms rdmaform
 // writes: SUBSYSTEM=="net" ... NAME="X" and SUBSYSTEM=="infiniband" ...
@@ -352,6 +352,21 @@ func (r udevRule) matchNetdev(st *State, nd *Netdev) bool {
 			if isChild(nd) {
 				got = "0"
 			}
+		case "ENV{DEVTYPE}":
+			got = devType(nd)
+		case "DRIVERS":
+			// udev searches the devpath upwards for a driver: a virtual
+			// netdev (a P_Key child, a VLAN, veth; the simulator renders its
+			// virtio NIC without a device, though a real one has virtio_net)
+			// has no device above it; an adapter's netdev and a VF's have
+			// their PCI function's driver. The simulator's rules use the
+			// pattern "?*" only: any driver.
+			if v != "?*" {
+				return false
+			}
+			if st.netdevDir(nd) != "/sys/devices/virtual/net/"+nd.Name {
+				got = v
+			}
 		default:
 			return false
 		}
@@ -360,6 +375,17 @@ func (r udevRule) matchNetdev(st *State, nd *Netdev) bool {
 		}
 	}
 	return true
+}
+
+// devType is the DEVTYPE the kernel gives a netdev in its uevent: the
+// drivers that set one (SET_NETDEV_DEVTYPE: 8021q's "vlan", the bridge's
+// "bridge", bonding's "bond"); none for a NIC, veth, IPoIB or macvlan.
+func devType(nd *Netdev) string {
+	switch nd.Kind {
+	case "vlan", "bridge", "bond":
+		return nd.Kind
+	}
+	return ""
 }
 
 func (r udevRule) matchDevice(d *Device) bool {

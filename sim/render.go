@@ -607,6 +607,11 @@ func (s *State) renderNetdev(t *tree, n *Netdev) {
 	t.file(dir+"/operstate", oper+"\n")
 	t.file(dir+"/mtu", fmt.Sprintf("%d\n", n.MTU))
 	t.file(dir+"/address", n.MAC+"\n")
+	uevent := "INTERFACE=" + n.Name + "\n"
+	if dt := devType(n); dt != "" {
+		uevent = "DEVTYPE=" + dt + "\n" + uevent // as a bridge's reads: DEVTYPE first
+	}
+	t.file(dir+"/uevent", uevent)
 	carrier := "0"
 	if n.Up {
 		carrier = "1"

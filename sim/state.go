@@ -169,7 +169,7 @@ type Port struct {
 // Netdev is a network interface.
 type Netdev struct {
 	Name string `yaml:"name"`
-	Kind string `yaml:"kind"` // ether, ipoib, veth, virtio
+	Kind string `yaml:"kind"` // ether, ipoib, veth, virtio; vlan, bridge, bond (DEVTYPE)
 	// KernelName is the kernel's name of a renamed netdev (see Device).
 	KernelName string   `yaml:"kernel_name,omitempty"`
 	MTU        int      `yaml:"mtu"`

@@ -77,3 +77,61 @@ func slicesWithout(l []*Netdev, x *Netdev) []*Netdev {
 	}
 	return out
 }
+
+// TestUdevNamesRuleByMACLeavesVLANs: a VLAN has its parent's MAC, so a
+// rule by MAC alone (rdmaform's for an rxe device's netdev, before it
+// named the DEVTYPE) matches whichever of the two udev sees first. The
+// simulator renders the VLAN's uevent with DEVTYPE=vlan, as 8021q sets
+// it (a bridge's reads DEVTYPE=bridge, then INTERFACE, on the real
+// kernel), and its matcher reads ENV{DEVTYPE} and DRIVERS: the rule with
+// the parent's DEVTYPE renames the parent, not the VLAN seen first; the
+// rule of a netdev with a driver (DRIVERS=="?*") renames no virtual one.
+func TestUdevNamesRuleByMACLeavesVLANs(t *testing.T) {
+	st, err := NewState("vm-soft", "node1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := st.Netdev("enp1s0")
+	vlan := &Netdev{Name: "enp1s0.100", Kind: "vlan", MTU: parent.MTU, Up: true, MAC: parent.MAC}
+	st.Netdevs = append([]*Netdev{vlan}, st.Netdevs...)
+	dir := t.TempDir()
+	s, err := Create(dir, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"enp1s0.100": "DEVTYPE=vlan\nINTERFACE=enp1s0.100\n", "enp1s0": "INTERFACE=enp1s0\n"} {
+		if b, err := os.ReadFile(filepath.Join(dir, "sys/class/net", name, "uevent")); err != nil || string(b) != want {
+			t.Errorf("%s's uevent: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	read := func(rule string) udevRule {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, "etc/udev/rules.d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules"), []byte(rule+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rs := s.udevRules()
+		if len(rs) != 1 {
+			t.Fatalf("rules read: %d, want 1", len(rs))
+		}
+		return rs[0]
+	}
+	macOnly := read(`ACTION=="add", SUBSYSTEM=="net", ATTR{address}=="52:54:00:12:34:56", ATTR{type}=="1", NAME="soft0"`)
+	if !macOnly.matchNetdev(st, vlan) {
+		t.Error("a rule by MAC alone does not match the VLAN (the simulator would hide what it did)")
+	}
+	r := read(`ACTION=="add", SUBSYSTEM=="net", ATTR{address}=="52:54:00:12:34:56", ATTR{type}=="1", ENV{DEVTYPE}=="", NAME="soft0"`)
+	if r.matchNetdev(st, vlan) || !r.matchNetdev(st, parent) {
+		t.Errorf("the rule with the parent's DEVTYPE: VLAN %v, parent %v; want false, true", r.matchNetdev(st, vlan), r.matchNetdev(st, parent))
+	}
+	r.apply(st)
+	if vlan.Name != "enp1s0.100" || parent.Name != "soft0" {
+		t.Errorf("after the rule: VLAN %s, parent %s; want enp1s0.100, soft0", vlan.Name, parent.Name)
+	}
+	drivers := read(`ACTION=="add", SUBSYSTEM=="net", DRIVERS=="?*", ATTR{address}=="52:54:00:12:34:56", ATTR{type}=="1", ENV{DEVTYPE}=="", NAME="soft1"`)
+	if drivers.matchNetdev(st, vlan) || drivers.matchNetdev(st, parent) {
+		t.Error("a rule with DRIVERS matches a netdev the simulator renders virtual")
+	}
+}

@@ -7,7 +7,7 @@
 // The rules, rendered from the spec alone and sorted by device:
 //
 //	ACTION=="add", SUBSYSTEM=="net", KERNELS=="PCI", ATTR{type}=="T", ATTR{dev_port}=="N", NAME="NEW"
-//	ACTION=="add", SUBSYSTEM=="net", ATTR{address}=="MAC", ATTR{type}=="1", NAME="NEW"   (no PCI: rxe's netdev)
+//	ACTION=="add", SUBSYSTEM=="net", [DRIVERS=="?*", ]ATTR{address}=="MAC", ATTR{type}=="1", ENV{DEVTYPE}=="T", NAME="NEW"   (no PCI: rxe's netdev)
 //	ACTION=="add", SUBSYSTEM=="infiniband", KERNELS=="PCI", PROGRAM="rdma_rename %k NAME_FIXED NEW"
 //
 // rdma_rename is rdma-core's udev helper (its NAME_FIXED policy renames
@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +86,12 @@ type Netdev struct {
 	Type    string // ARPHRD: 1 Ethernet, 32 InfiniBand
 	DevPort string
 	Up      bool
+	// DevType is the kernel's DEVTYPE of the netdev (its uevent): vlan,
+	// bond, bridge; "" for a NIC, veth or macvlan.
+	DevType string
+	// Driver: a driver is bound to the netdev's parent device (a NIC,
+	// virtio); a virtual netdev has no parent device.
+	Driver bool
 }
 
 // Observe implements plan.TypedProvider: each named device's netdevs
@@ -127,15 +134,7 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 			names = []string{d.Parent}
 		}
 		for _, n := range names {
-			nd := Netdev{Name: n}
-			nd.Type, _ = host.ReadAttr(h.FS, path.Join("/sys/class/net", n, "type"))
-			nd.DevPort, _ = host.ReadAttr(h.FS, path.Join("/sys/class/net", n, "dev_port"))
-			if l, err := h.Net.LinkByName(n); err == nil {
-				nd.Up, nd.MAC = l.AdminUp, l.HWAddr
-			} else {
-				nd.MAC, _ = host.ReadAttr(h.FS, path.Join("/sys/class/net", n, "address"))
-			}
-			obs.Netdevs[i] = append(obs.Netdevs[i], nd)
+			obs.Netdevs[i] = append(obs.Netdevs[i], readNetdev(h, n))
 		}
 	}
 	b, err := h.FS.ReadFile(RulesFile)
@@ -152,6 +151,34 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	}
 	return obs, nil
 }
+
+// readNetdev is what the rules need of a netdev.
+//
+// Equivalent to: cat /sys/class/net/N/{type,dev_port,address,uevent}; ls /sys/class/net/N/device/driver; ip link show N
+func readNetdev(h *host.Host, n string) Netdev {
+	dir := path.Join("/sys/class/net", n)
+	nd := Netdev{Name: n}
+	nd.Type, _ = host.ReadAttr(h.FS, path.Join(dir, "type"))
+	nd.DevPort, _ = host.ReadAttr(h.FS, path.Join(dir, "dev_port"))
+	if l, err := h.Net.LinkByName(n); err == nil {
+		nd.Up, nd.MAC = l.AdminUp, l.HWAddr
+	} else {
+		nd.MAC, _ = host.ReadAttr(h.FS, path.Join(dir, "address"))
+	}
+	if b, err := h.FS.ReadFile(path.Join(dir, "uevent")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "DEVTYPE="); ok && devTypeRE.MatchString(v) {
+				nd.DevType = v
+			}
+		}
+	}
+	nd.Driver = host.Exists(h.FS, path.Join(dir, "device", "driver"))
+	return nd
+}
+
+// devTypeRE is a DEVTYPE a rule may name (the kernel's are words: vlan,
+// bond, bridge, wlan).
+var devTypeRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
 
 // own is the netdev a device's names.netdev names: its one netdev, not
 // counting IPoIB P_Key children (NAME.8001); ok false with the candidates
@@ -190,7 +217,18 @@ func netdevRule(pci string, nd Netdev, name string) rule {
 		}
 		return rule{pci + " net", fmt.Sprintf(`ACTION=="add", SUBSYSTEM=="net", KERNELS=="%s", ATTR{type}=="%s", ATTR{dev_port}=="%s", NAME="%s"`, pci, t, port, name)}
 	}
-	return rule{nd.MAC + " net", fmt.Sprintf(`ACTION=="add", SUBSYSTEM=="net", ATTR{address}=="%s", ATTR{type}=="1", NAME="%s"`, nd.MAC, name)}
+	// By MAC (rxe's netdev): a VLAN, bridge, bond or macvlan on the
+	// netdev may have its MAC too, and a MAC alone would rename the first
+	// of them udev sees (the parent of an rxe on a VLAN, at every boot).
+	// A netdev with a driver is matched only where DRIVERS finds one above
+	// it, which no virtual netdev has (70-persistent-net.rules' form); a
+	// virtual one by its own DEVTYPE, which leaves out VLANs, bridges and
+	// bonds but not a macvlan or ipvlan given its MAC (they have none).
+	drivers := ""
+	if nd.Driver {
+		drivers = `DRIVERS=="?*", `
+	}
+	return rule{nd.MAC + " net", fmt.Sprintf(`ACTION=="add", SUBSYSTEM=="net", %sATTR{address}=="%s", ATTR{type}=="1", ENV{DEVTYPE}=="%s", NAME="%s"`, drivers, nd.MAC, nd.DevType, name)}
 }
 
 func rdmaRule(pci, name string) rule {

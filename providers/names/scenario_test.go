@@ -346,3 +346,42 @@ subnet_manager:
 	code, out = rf(t, "--sim", s.Dir, "plan", "-f", spec)
 	want(t, code, 0, out, "No changes")
 }
+
+// TestRxeOnVLANRuleLeavesTheParent: an rxe device on a VLAN (which has
+// its parent's MAC) has its netdev renamed; the rule by MAC names the
+// VLAN's DEVTYPE, so at the reboot, where udev sees the parent's add
+// event first, the parent keeps its name and the VLAN gets the spec's;
+// with the rxe link made again (none outlives a boot) the plan is empty. A rule by MAC alone renamed the parent, the
+// first netdev with that MAC, and left the VLAN with the kernel's name.
+func TestRxeOnVLANRuleLeavesTheParent(t *testing.T) {
+	s, _ := simtest.New(t, "vm-soft", 0, func(st *sim.State) {
+		parent := st.Netdev("enp1s0")
+		st.Netdevs = append(st.Netdevs, &sim.Netdev{Name: "enp1s0.100", Kind: "vlan", MTU: parent.MTU, Up: true, MAC: parent.MAC})
+	})
+	dir := s.Dir
+	withRdmaRename(t, dir)
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, "version: 1\nrxe:\n  - {name: rxe0, netdev: enp1s0.100, state: present}\n"))
+	want(t, code, 0, out)
+	guid := state(t, dir).Device("rxe0").NodeGUID
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - node_guid: "+guid+"\n    names: {netdev: vlan100rxe}\n")
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	rules, err := os.ReadFile(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules"))
+	if err != nil || !strings.Contains(string(rules), `ENV{DEVTYPE}=="vlan", NAME="vlan100rxe"`) {
+		t.Fatalf("rules (%v):\n%s", err, rules)
+	}
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	if err := s.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	st := state(t, dir)
+	if st.Netdev("enp1s0") == nil || st.Netdev("vlan100rxe") == nil || st.Netdev("vlan100rxe").Kind != "vlan" {
+		t.Fatalf("after the reboot: enp1s0 %+v, vlan100rxe %+v; want the parent as it was and the VLAN renamed", st.Netdev("enp1s0"), st.Netdev("vlan100rxe"))
+	}
+	// An rxe link does not outlive a boot: made again on the VLAN's name.
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, "version: 1\nrxe:\n  - {name: rxe0, netdev: vlan100rxe, state: present}\n"))
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+}

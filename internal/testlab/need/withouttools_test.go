@@ -23,6 +23,7 @@ var labTests = []struct {
 	{"NetworkManager", "providers/ipoib", "TestRealWithoutNetworkManager"},
 	{"NetworkManager", "providers/ipoib/nmcli", "TestRealNmcliOutputs"},
 	{"systemd-analyze", "providers/bootunit", "TestUnitFileVerifies"},
+	{"udevadm", "providers/names", "TestUdevRuleByMACMatchesOnlyTheNetdev"},
 	{"ansible-playbook", "ansible", "TestAnsible"},
 	{"ping", "cli", "TestProbeAndAuditProbes"},
 	{"pgrep", "cli", "TestEveryRollbackPathRestoresTheSame"},
