@@ -128,18 +128,11 @@ func TestShowSubnetManagerPort(t *testing.T) {
 	const src = "version: 1\nsubnet_manager:\n  priority: 5\n  port: {device: mlx5_1, port: 1}\n"
 	for _, layout := range []string{"debian", "rhel", "rhel-no-launcher"} {
 		t.Run(layout, func(t *testing.T) {
-			dir := simtest.Dir(t, "cx6-vpi-ib", func(st *sim.State) {
+			s, h := simtest.New(t, "cx6-vpi-ib", 0, func(st *sim.State) {
 				st.OpenSM = &sim.OpenSMState{Layout: strings.TrimSuffix(layout, "-no-launcher"), NoLauncher: strings.HasSuffix(layout, "-no-launcher")}
 				st.Tools = append(st.Tools, "sminfo")
 			})
-			s, err := sim.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := s.Host()
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir := s.Dir
 			if err := h.Systemd.Start(context.Background(), "opensm.service"); err != nil {
 				t.Fatal(err)
 			}
