@@ -121,3 +121,26 @@ func TestActivateCardDoesNotReturn(t *testing.T) {
 		})
 	}
 }
+
+// TestActivateWaitsForALateCard: the card registers again a second after
+// the reset (a late reset fault: the driver's probe is slow); activate
+// waits for it (--wait 1m), restores the VFs and the runtime part, and
+// the plan is empty.
+func TestActivateWaitsForALateCard(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	spec := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "sim", "fault", h, "--reset", "late", "--delay", "1s"); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := runCLI(t, "--sim", h, "activate", "-f", spec, "--wait", "1m")
+	if code != 0 || !strings.Contains(out, "0000:3b:00: firmware reset (level 3) done, the card is back (VFs restored: 0000:3b:00.0 2)") {
+		t.Fatalf("activate: exit %d, want 0 with the card back\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 || numVFs(t, h) != "2" {
+		t.Errorf("plan after activate: exit %d, want 0 (VFs %s)\n%s%s", code, numVFs(t, h), out, errs)
+	}
+}

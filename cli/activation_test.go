@@ -92,8 +92,9 @@ func TestPendingSaysHowToActivate(t *testing.T) {
 	}
 }
 
-// TestSimFaultResetLimits: sim fault --reset takes power-cycle, vfs and
-// no-return only, and no exit code, message or hang.
+// TestSimFaultResetLimits: sim fault --reset takes power-cycle, vfs,
+// no-return and late only, and no exit code, message or hang; --delay
+// (above 0) goes with late and only with it.
 func TestSimFaultResetLimits(t *testing.T) {
 	h := filepath.Join(t.TempDir(), "host")
 	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
@@ -108,6 +109,10 @@ func TestSimFaultResetLimits(t *testing.T) {
 		{[]string{"--reset", "power-cycle", "--match", "0000:3b:00.0", "--times", "1"}, 0, "added a fault"},
 		{[]string{"--reset", "no-return", "--match", "0000:3b:00.1"}, 0, "added a fault"},
 		{[]string{"--reset", "no-return", "--hang"}, 1, "a reset fault answers as the reset tool does"},
+		{[]string{"--reset", "late", "--delay", "1ns"}, 0, "added a fault"},
+		{[]string{"--reset", "late", "--delay", "0s"}, 1, "a late reset fault, and only it, has a delay (above 0)"},
+		{[]string{"--reset", "late"}, 1, "a late reset fault, and only it, has a delay (above 0)"},
+		{[]string{"--reset", "no-return", "--delay", "1s"}, 1, "a late reset fault, and only it, has a delay (above 0)"},
 		{[]string{"--reset", "reboot"}, 1, `unknown reset fault "reboot"`},
 		{[]string{"--reset", "vfs", "--exit", "2"}, 1, "a reset fault answers as the reset tool does"},
 		{[]string{"--reset", "vfs", "--tool", "mstfwreset"}, 1, "exactly one of"},

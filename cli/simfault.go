@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,8 +18,9 @@ func (a *app) simFaultCmd() *cobra.Command {
 	var f sim.Fault
 	var message string
 	var clear bool
+	var delay time.Duration
 	cmd := &cobra.Command{
-		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL|--nm CALL|--reset ANSWER) [--match M] [--exit N|--errno E|--hang|--kill|--drop] [--message M] [--times N]",
+		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL|--nm CALL|--reset ANSWER [--delay D]) [--match M] [--exit N|--errno E|--hang|--kill|--drop] [--message M] [--times N]",
 		Short: "Make an operation of a simulated host fail, hang, not stick or kill rdmaform",
 		Long: `Store a fault in the simulated host's sim.yaml. It breaks the first
 matching operation of every later command (or the next N with --times):
@@ -39,11 +41,12 @@ matching operation of every later command (or the next N with --times):
   --reset ANSWER the emulated mstfwreset/mlxfwreset on the card whose PCI
                  function --match names: power-cycle (no reset level: only
                  a power cycle loads the firmware), vfs (the reset is
-                 refused while the card has VFs) or no-return (the reset
+                 refused while the card has VFs), no-return (the reset
                  succeeds and loads the firmware, but the driver fails to
                  probe the card again, as after a failed mlx5_core probe:
                  its RDMA devices, netdevs and VFs stay absent until a
-                 sim reboot)
+                 sim reboot) or late with --delay D (the same, until the
+                 driver's probe succeeds D after the reset: a slow card)
 
 Writes, netlink and systemd fail with --errno (EIO by default) and
 --message. --kill instead SIGKILLs the rdmaform process when the operation
@@ -68,6 +71,7 @@ finds. --clear removes every fault.`,
 			if message != "" {
 				f.Stderr = message + "\n"
 			}
+			f.Delay = sim.Duration(delay)
 			if f.Tool != "" && f.Exit == 0 && !f.Hang && !f.Kill && !f.Drop {
 				f.Exit = 1
 			}
@@ -85,7 +89,8 @@ finds. --clear removes every fault.`,
 	fl.StringVar(&f.Systemd, "systemd", "", "break the service manager call `CALL`")
 	fl.StringVar(&f.NM, "nm", "", "break the NetworkManager D-Bus call `CALL`")
 	fl.StringVar(&f.DBusError, "dbus-error", "", "D-Bus error `NAME` of a broken NetworkManager call (default org.freedesktop.NetworkManager.Failed)")
-	fl.StringVar(&f.Reset, "reset", "", "answer firmware resets with `ANSWER` (power-cycle, vfs or no-return)")
+	fl.StringVar(&f.Reset, "reset", "", "answer firmware resets with `ANSWER` (power-cycle, vfs, no-return or late)")
+	fl.DurationVar(&delay, "delay", 0, "how long after a late reset the card registers again (`D`, above 0)")
 	fl.StringVar(&f.Match, "match", "", "only operations matching `M` (tool arguments, write|mkdir, netdev or link, unit)")
 	fl.IntVar(&f.Exit, "exit", 0, "exit code of the broken tool run (default 1)")
 	fl.StringVar(&f.Errno, "errno", "", "errno of a broken write, netlink or systemd operation (default EIO)")

@@ -31,7 +31,8 @@ import (
 //     MFRL register reports no reset level), vfs (the reset is refused
 //     while the card has VFs) or no-return (the reset succeeds but the
 //     driver does not probe the card again: no RDMA device, no netdevs
-//     until a reboot); see fwreset.go.
+//     until a reboot) or late (the same until Delay has passed); see
+//     fwreset.go.
 //
 // Each fails with Errno (EIO when empty) and Stderr as the kernel's or the
 // manager's message, or, with Kill, SIGKILLs the process running against
@@ -137,6 +138,9 @@ func (f *Fault) Validate() error {
 	}
 	if f.DBusError != "" && f.NM == "" {
 		return fmt.Errorf("a D-Bus error name is for a NetworkManager call")
+	}
+	if (f.Reset == ResetLate) != (f.Delay > 0) {
+		return fmt.Errorf("a late reset fault, and only it, has a delay (above 0): how long the card takes to register again")
 	}
 	if f.Reset != "" {
 		if !slices.Contains(ResetFaults, f.Reset) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rdmaform/rdmaform/sim/mlxemu"
 )
@@ -92,7 +93,20 @@ func fwresetTool(prog string) toolFunc {
 		scopes := s.state.cardScopes(slot)
 		s.knowRendering()
 		noReturn := s.takeLocked(faultReset, ResetNoReturn, a.BDF) != nil
-		s.state.resetCard(slot, noReturn)
+		var late *Fault
+		if !noReturn {
+			late = s.takeLocked(faultReset, ResetLate, a.BDF)
+		}
+		s.state.resetCard(slot, noReturn || late != nil)
+		if late != nil {
+			at := time.Now().Add(time.Duration(late.Delay))
+			for _, d := range s.state.Unprobed {
+				if slotOf(d.PCI) == slot {
+					d.ProbeAt = at
+				}
+			}
+			s.probeLater(at)
+		}
 		s.state.sortAll()
 		s.rev++
 		s.renderDue = append(s.renderDue, scopes...)
@@ -123,10 +137,13 @@ const (
 	// probe failing after a firmware reset), so they register no RDMA
 	// device and no netdevs until a reboot probes them again.
 	ResetNoReturn = "no-return"
+	// ResetLate: as no-return, but the driver registers the card again
+	// Fault.Delay after the reset (a slow probe).
+	ResetLate = "late"
 )
 
 // ResetFaults are the reset faults.
-var ResetFaults = []string{ResetPowerCycle, ResetVFs, ResetNoReturn}
+var ResetFaults = []string{ResetPowerCycle, ResetVFs, ResetNoReturn, ResetLate}
 
 // resetAdapter finds the adapter function a -d names: its PCI address
 // (with or without the domain) or, as mstflint resolves it through
@@ -213,6 +230,46 @@ func (st *State) resetCard(slot string, noReturn bool) {
 	st.nmReattach(gone)
 }
 
+// probeLater makes the driver probe the Unprobed functions whose time
+// has come, at at, in this process (Open does it in the next ones).
+// Callers hold mu.
+func (s *Sim) probeLater(at time.Time) {
+	time.AfterFunc(time.Until(at), func() {
+		_ = s.mutate(false, func(st *State) error {
+			st.probeDue(time.Now())
+			return nil
+		})
+	})
+}
+
+// probeDue registers again the Unprobed functions due at now, as the
+// driver's probe does (reconcilePorts makes their netdevs anew), and
+// reports whether there were any.
+func (st *State) probeDue(now time.Time) bool {
+	gone := map[string]bool{}
+	st.Unprobed = slices.DeleteFunc(st.Unprobed, func(d *Device) bool {
+		if d.ProbeAt.IsZero() || now.Before(d.ProbeAt) {
+			return false
+		}
+		d.ProbeAt = time.Time{}
+		st.Devices = append(st.Devices, d)
+		for _, p := range d.Ports {
+			for _, n := range []string{p.NetdevEth, p.NetdevIB} {
+				if n != "" {
+					gone[n] = true
+				}
+			}
+		}
+		return true
+	})
+	if len(gone) == 0 {
+		return false
+	}
+	st.reconcilePorts()
+	st.nmReattach(gone)
+	return true
+}
+
 // unprobed reports whether the PCI function at pci has no driver bound
 // (Unprobed).
 func (st *State) unprobed(pci string) bool {
@@ -284,5 +341,5 @@ func (s *Sim) knowRendering() {
 
 // resetFaultHelp names the reset faults for messages.
 func resetFaultHelp() string {
-	return fmt.Sprintf("%s (no reset level: only a power cycle helps), %s (refused while VFs exist) or %s (the card does not register again after the reset)", ResetPowerCycle, ResetVFs, ResetNoReturn)
+	return fmt.Sprintf("%s (no reset level: only a power cycle helps), %s (refused while VFs exist), %s (the card does not register again after the reset) or %s (it registers again after --delay)", ResetPowerCycle, ResetVFs, ResetNoReturn, ResetLate)
 }

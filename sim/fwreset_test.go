@@ -288,6 +288,51 @@ func TestResetUnderSIGTERM(t *testing.T) {
 	}
 }
 
+// TestResetLate: with a late fault the card is unprobed after the reset
+// until its delay has passed; a process that opens the host after that
+// finds it registered again, with its netdevs.
+func TestResetLate(t *testing.T) {
+	s, _ := resetHost(t)
+	if err := s.AddFault(Fault{Reset: ResetLate, Delay: Duration(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runReset(t, s, "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"); code != 0 {
+		t.Fatalf("reset exit %d:\n%s", code, out)
+	}
+	again, err := Open(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := again.State()
+	if st.Device("mlx5_0") != nil || len(st.Unprobed) != 2 {
+		t.Fatalf("within the delay: devices %v, unprobed %v, want the card unprobed", st.Devices, st.Unprobed)
+	}
+	// The delay passes (the state says when the probe is due).
+	if err := again.mutateSaved(func(st *State) error {
+		for _, d := range st.Unprobed {
+			d.ProbeAt = time.Now().Add(-time.Second)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	again, err = Open(s.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = again.State()
+	if st.Device("mlx5_0") == nil || st.Device("mlx5_1") == nil || st.Netdev("ens1f0np0") == nil || st.Netdev("ib1") == nil || len(st.Unprobed) != 0 {
+		t.Errorf("after the delay: devices %v, unprobed %v, want the card back with its netdevs", st.Devices, st.Unprobed)
+	}
+	h, err := again.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.FS.Stat("/sys/class/infiniband/mlx5_0"); err != nil {
+		t.Errorf("mlx5_0 not rendered after the delay: %v", err)
+	}
+}
+
 // TestResetFaultValidate: a reset fault names a known answer and nothing
 // a tool fault has.
 func TestResetFaultValidate(t *testing.T) {
@@ -299,6 +344,9 @@ func TestResetFaultValidate(t *testing.T) {
 		{Fault{Reset: ResetVFs, Match: "0000:3b:00.0", Times: 1}, true},
 		{Fault{Reset: ResetNoReturn}, true},
 		{Fault{Reset: ResetNoReturn, Hang: true}, false},
+		{Fault{Reset: ResetLate, Delay: Duration(time.Nanosecond)}, true},
+		{Fault{Reset: ResetLate}, false},
+		{Fault{Reset: ResetNoReturn, Delay: Duration(time.Second)}, false},
 		{Fault{Reset: "reboot"}, false},
 		{Fault{Reset: ResetVFs, Exit: 1}, false},
 		{Fault{Reset: ResetVFs, Tool: "mstfwreset"}, false},

@@ -75,6 +75,22 @@ func Open(dir string) (*Sim, error) {
 			return nil, err
 		}
 	}
+	// Functions a late reset left unprobed: those due register now, the
+	// others when their time comes.
+	if s.state.probeDue(time.Now()) {
+		s.state.sortAll()
+		if err := s.save(); err != nil {
+			return nil, err
+		}
+		if err := s.state.renderAll(abs); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range s.state.Unprobed {
+		if !d.ProbeAt.IsZero() {
+			s.probeLater(d.ProbeAt)
+		}
+	}
 	return s, nil
 }
 

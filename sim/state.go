@@ -141,6 +141,9 @@ type Device struct {
 	// KernelName is the name the kernel gave the device, once it was
 	// renamed: a reboot gives it back before udev's rules run.
 	KernelName string `yaml:"kernel_name,omitempty"`
+	// ProbeAt is when the driver probes an Unprobed function again (a
+	// late reset fault); zero: only a reboot does.
+	ProbeAt time.Time `yaml:"probe_at,omitempty"`
 }
 
 // Port is one port of a device.
@@ -238,6 +241,8 @@ type Fault struct {
 	// Reset is a firmware reset fault (ResetFaults) of the card whose
 	// function Match names (any, if empty).
 	Reset string `yaml:"reset,omitempty"`
+	// Delay is how long after a late reset the card registers again.
+	Delay Duration `yaml:"delay,omitempty"`
 	// Errno fails a write, netlink or systemd operation (EIO if empty).
 	Errno  string `yaml:"errno,omitempty"`
 	Kill   bool   `yaml:"kill,omitempty"`
