@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,12 +11,11 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/session"
 )
 
-// nowEnv names the environment variable that sets the audit's clock
-// (RFC 3339 or YYYY-MM-DD), so tests and replays do not depend on the
-// wall clock.
-const nowEnv = "RDMAFORM_NOW"
+// nowEnv names the environment variable that sets the audit's clock.
+const nowEnv = session.NowEnv
 
 func (a *app) auditCmd() *cobra.Command {
 	var file, format, reportFile, waiverFile string
@@ -140,23 +138,9 @@ that could not be read); 2 drift, a failed health check or a finding;
 	return cmd
 }
 
-// now is the time of an audit: RDMAFORM_NOW when set, else the clock.
-func (a *app) now() (time.Time, error) {
-	for _, kv := range a.env.Environ {
-		v, ok := strings.CutPrefix(kv, nowEnv+"=")
-		if !ok || v == "" {
-			continue
-		}
-		if t, err := time.Parse(time.RFC3339, v); err == nil {
-			return t, nil
-		}
-		if t, err := time.Parse("2006-01-02", v); err == nil {
-			return t, nil
-		}
-		return time.Time{}, fmt.Errorf("%s=%q is neither RFC 3339 nor YYYY-MM-DD", nowEnv, v)
-	}
-	return time.Now(), nil
-}
+// now is the time of an audit: RDMAFORM_NOW when set, else the clock
+// (session.Now).
+func (a *app) now() (time.Time, error) { return session.Now(a.env.Environ) }
 
 func contains(xs []string, s string) bool {
 	for _, x := range xs {

@@ -16,11 +16,12 @@ import (
 	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/session"
 )
 
 // ConfirmFile exists while an apply --confirm-timeout waits for
 // `rdmaform confirm`; confirm removes it (rooted under --root/--sim).
-const ConfirmFile = "/run/rdmaform/confirm-pending"
+const ConfirmFile = session.ConfirmFile
 
 // awaitConfirm waits for `rdmaform confirm` until the deadline armed
 // before the first change; without it, every change of this apply is
@@ -29,10 +30,10 @@ const ConfirmFile = "/run/rdmaform/confirm-pending"
 func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome, timeout time.Duration, failed bool) error {
 	if len(out.Done) == 0 {
 		_ = h.FS.Remove(ConfirmFile)
-		if j, err := readJournal(h); err == nil {
+		if j, err := session.ReadJournal(h); err == nil {
 			a.endArmed(context.WithoutCancel(ctx), j, true)
 		}
-		disarm(h)
+		session.Disarm(h)
 		return nil
 	}
 	if !failed {
@@ -41,9 +42,9 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		// asked (the watcher reads its deadline there), and NetworkManager's
 		// checkpoint is moved to the same deadline.
 		deadline := time.Now().Add(timeout)
-		if j, err := readJournal(h); err == nil {
+		if j, err := session.ReadJournal(h); err == nil {
 			j.Deadline, j.Asked = deadline.UTC(), true
-			if err := j.write(h); err != nil {
+			if err := j.Write(h); err != nil {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("recording the pending confirmation: %w", err)}
 			}
 			a.adjustCheckpoint(ctx, j.NMCheckpoint, timeout)
@@ -78,7 +79,7 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 		_ = h.FS.Remove(ConfirmFile)
 		fmt.Fprintln(a.msgs(), "The apply failed: reverting what it changed.")
 	}
-	if j, err := readJournal(h); err == nil {
+	if j, err := session.ReadJournal(h); err == nil {
 		a.endArmed(context.WithoutCancel(ctx), j, false)
 	}
 	progress, stop := a.progress()
@@ -88,13 +89,13 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 	if rev.Err != nil {
 		// The journal stays for 'rdmaform rollback' (or the watcher) to
 		// retry, and status names what is left.
-		if j, err := readJournal(h); err == nil {
-			return &exitError{code: plan.ExitError, err: keepUnfinished(h, j, "the apply itself", rev.Applied, append(append([]plan.Address{}, rev.Failed...), rev.Skipped...), rev.Err, a.hint("rollback"))}
+		if j, err := session.ReadJournal(h); err == nil {
+			return &exitError{code: plan.ExitError, err: session.KeepUnfinished(h, j, "the apply itself", rev.Applied, append(append([]plan.Address{}, rev.Failed...), rev.Skipped...), rev.Err, a.hint("rollback"))}
 		}
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("revert incomplete:\n%v", rev.Err)}
 	}
 	_ = h.FS.WriteFile(RolledBackFile, []byte(fmt.Sprintf("rolled back at %s by the apply itself: %s\n", time.Now().UTC().Format(time.RFC3339), plan.JoinAddrs(rev.Applied, ", "))), 0o644)
-	disarm(h)
+	session.Disarm(h)
 	if failed {
 		return nil
 	}
@@ -115,7 +116,7 @@ func (a *app) decidedElsewhere(h *host.Host) (string, bool) {
 		if err == nil && note != "" {
 			return strings.TrimSpace(note), true
 		}
-		if _, err := readJournal(h); errors.Is(err, fs.ErrNotExist) {
+		if _, err := session.ReadJournal(h); errors.Is(err, fs.ErrNotExist) {
 			// The journal went: confirmed, unless the note was written
 			// between the two reads.
 			if note, err := host.ReadAttr(h.FS, RolledBackFile); err == nil && note != "" {
@@ -170,10 +171,10 @@ you have checked you can still reach the host.
 			// goes first: an apply that sees the confirm file gone and the
 			// journal still there takes it for a rollback.
 			if _, err := h.FS.Stat(ConfirmFile); err == nil {
-				if j, err := readJournal(h); err == nil {
+				if j, err := session.ReadJournal(h); err == nil {
 					a.endArmed(cmd.Context(), j, true)
 				}
-				disarm(h)
+				session.Disarm(h)
 			}
 			if err := h.FS.Remove(ConfirmFile); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -184,7 +185,7 @@ you have checked you can still reach the host.
 				}
 				return &exitError{code: plan.ExitError, err: err}
 			}
-			disarm(h)
+			session.Disarm(h)
 			fmt.Fprintln(a.msgs(), "Confirmed.")
 			return nil
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/session"
 )
 
 func (a *app) build(ctx context.Context, h *host.Host, spec *schema.Spec) (*plan.Result, error) {
@@ -160,25 +161,7 @@ difference, and nothing changes.
 			if err != nil {
 				return err
 			}
-			// An apply waiting for confirmation holds the lock until it
-			// is confirmed or reverted: refused at once, not after the
-			// lock timeout (checked again under the lock).
-			if err := a.refuseWhileWaiting(h); err != nil {
-				return err
-			}
-			unlock, err := h.LockWaiting(cmd.Context(), lockTimeout, "rdmaform apply -f "+file, func(holder string) {
-				if holder == "" {
-					holder = "by a process that has not recorded itself yet"
-				} else {
-					holder = "by " + holder
-				}
-				fmt.Fprintf(a.info(), "rdmaform: waiting up to %s for the host's apply lock (%s), held %s\n", lockTimeout, host.LockFile, holder)
-			})
-			if err != nil {
-				return &exitError{code: plan.ExitError, err: err}
-			}
-			defer unlock()
-			return a.apply(cmd.Context(), h, spec, applyOptions{yes: yes || isPlan, only: filter, saved: saved,
+			return a.apply(cmd.Context(), h, spec, applyOptions{yes: yes || isPlan, only: filter, saved: saved, lockTimeout: lockTimeout, owner: "rdmaform apply -f " + file,
 				confirmTimeout: confirmTimeout, allowFirmware: allowFirmware, allowMgmt: allowMgmt})
 		},
 	}
@@ -207,6 +190,10 @@ type applyOptions struct {
 	allowMgmt      bool
 	// only is the activation --only keeps; nil keeps all.
 	only *plan.Activation
+	// lockTimeout is how long to wait for the host's apply lock; owner is
+	// the command line the lock records.
+	lockTimeout time.Duration
+	owner       string
 }
 
 // onlyFilter parses --only.
@@ -239,17 +226,8 @@ func (a *app) buildFiltered(ctx context.Context, h *host.Host, spec *schema.Spec
 	return res, nil
 }
 
-// buildOnly plans and, with --only, makes the plan a partial one of that
-// activation (plan.Restrict: the other changes are its LeftOut).
-func (a *app) buildOnly(ctx context.Context, h *host.Host, spec *schema.Spec, only *plan.Activation) (*plan.Result, error) {
-	res, err := a.build(ctx, h, spec)
-	if err != nil || only == nil {
-		return res, err
-	}
-	res.Plan.Restrict(*only)
-	return res, nil
-}
-
+// apply applies spec through session.Apply with the command's prompts,
+// progress and rendering.
 func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o applyOptions) error {
 	var doc *applyDoc
 	// The live progress of the changes ends before apply's summary.
@@ -257,22 +235,17 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	var stopOnce sync.Once
 	stop := func() { stopOnce.Do(stopProgress) }
 	defer stop()
-	build := func(ctx context.Context) (*plan.Result, error) { return a.buildOnly(ctx, h, spec, o.only) }
-	first := true
-	r, err := apply.Converge(ctx, h, apply.ConvergeOptions{
-		Build: func(ctx context.Context) (*plan.Result, error) {
-			res, err := build(ctx)
-			if err == nil && first && o.saved != nil {
-				if err := o.saved.Check(h, res); err != nil {
-					return nil, &exitError{code: plan.ExitError, err: err}
-				}
-			}
-			first = false
-			return res, err
+	res, err := session.Apply(ctx, h, session.ApplyOptions{
+		Spec: spec, Saved: o.saved, Only: o.only,
+		LockTimeout: o.lockTimeout, LockOwner: o.owner,
+		LockWaiting: func(holder string) { fmt.Fprintln(a.info(), session.Waiting(o.lockTimeout, holder)) },
+		Guard:       apply.GuardOptions{ConfirmMode: o.confirmTimeout > 0, AllowFirmware: o.allowFirmware, AllowMgmt: o.allowMgmt, Environ: a.env.Environ},
+		Progress:    progress,
+		Hint:        a.hint,
+		Warn: func(err error) {
+			stop()
+			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
 		},
-		Providers: providers.All(),
-		Guard:     apply.GuardOptions{ConfirmMode: o.confirmTimeout > 0, AllowFirmware: o.allowFirmware, AllowMgmt: o.allowMgmt, Environ: a.env.Environ},
-		Progress:  progress,
 		Hooks: apply.Hooks{
 			Planned: func(p *plan.Plan) error {
 				doc = &applyDoc{FormatVersion: FormatVersion, Plan: p, Applied: []plan.Address{}, Failed: []plan.Address{}, Skipped: []plan.Address{},
@@ -284,7 +257,6 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 				}
 				return plan.WriteText(a.env.Stdout, p, plan.TextOptions{Color: a.color()})
 			},
-			Ready: func(*plan.Plan) error { return a.refuseWhileWaiting(h) },
 			Confirm: func(*plan.Plan) error {
 				if o.yes {
 					return nil
@@ -302,16 +274,8 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			},
 			Applied: func(r *apply.Report) error {
 				stop()
-				a.syncRebootMarker(h, r.After)
 				if !a.jsonOut() {
-					out := r.Outcome
-					fmt.Fprintf(a.env.Stdout, "\nApply: %d applied, %d failed, %d skipped.\n", len(out.Applied), len(out.Failed), len(out.Skipped))
-					for _, pe := range r.After.Pending {
-						fmt.Fprintf(a.env.Stdout, "  ! %s\n", pe.Text())
-					}
-					for _, d := range r.After.Deferred {
-						fmt.Fprintf(a.env.Stdout, "  ? %s %s\n", d.Address, d.Reason)
-					}
+					session.WriteSummary(a.env.Stdout, r)
 				}
 				return nil
 			},
@@ -323,35 +287,35 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 			},
 		},
 	})
-	if r != nil {
-		a.results.Plan, a.results.Report = r.Before, r
+	if res != nil {
+		a.results.Plan, a.results.Report = res.Report.Before, res.Report
 	}
-	var ge *apply.GuardError
-	if errors.As(err, &ge) {
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		// Refused (busy host, lock, guard, saved plan), or the host
+		// could not be planned: exit 1 with the message.
 		return &exitError{code: plan.ExitError, err: err}
 	}
 	if err != nil {
 		return err
 	}
+	r := res.Report
 	p := r.Before
 	if !r.Ran {
 		if a.quiet && o.yes && !a.jsonOut() {
 			fmt.Fprintln(a.env.Stdout, plan.SummaryLine(p))
 		}
-		if len(p.Errors) == 0 {
-			a.syncRebootMarker(h, p)
-		}
 		if a.jsonOut() {
 			doc.Errors = findingErrors(p.Errors)
 			doc.Pending, doc.Deferred = nonNil(p.Pending), nonNilD(p.Deferred)
-			doc.RebootRequired = p.ExitCode() == plan.ExitReboot
+			doc.RebootRequired = res.RebootRequired()
 			if err := a.writeJSON(doc); err != nil {
 				return err
 			}
 		}
 		// A partial plan (--only) with nothing to do in its scope says
 		// what it leaves out in its summary and exits 2 for it.
-		return exitCode(p.ExitCode())
+		return exitCode(res.ExitCode())
 	}
 	out := r.Outcome
 	if out.Interrupted {
@@ -359,12 +323,9 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		return a.interrupted(ctx, p, out)
 	}
 	after, msgs := r.After, r.Errors
-	var left bool
-	if o.only != nil && len(msgs) == 0 {
-		var err error
-		if left, err = a.leftOutside(context.WithoutCancel(ctx), h, spec, *o.only, p); err != nil {
-			return err
-		}
+	if res.LeftOut {
+		n := len(p.LeftOut)
+		fmt.Fprintf(a.msgs(), "Applied only %s changes; left for an apply without --only: %d %s (%s).\n", *o.only, n, words.Plural(n, "change", "changes"), plan.LeftOutText(p.LeftOut))
 	}
 	if a.jsonOut() {
 		doc.Applied, doc.Failed, doc.Skipped = append(doc.Applied, out.Applied...), append(doc.Failed, out.Failed...), append(doc.Skipped, out.Skipped...)
@@ -372,33 +333,19 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 		for _, m := range msgs {
 			doc.Errors = append(doc.Errors, jsonError{Message: m})
 		}
-		doc.RebootRequired = len(after.Pending) > 0 || len(after.Deferred) > 0
+		doc.RebootRequired = res.RebootRequired()
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
-		switch {
-		case len(msgs) > 0:
-			return exitCode(plan.ExitError)
-		case left:
-			return exitCode(plan.ExitChanges)
-		case doc.RebootRequired:
-			return exitCode(plan.ExitReboot)
-		}
-		return nil
+		return exitCode(res.ExitCode())
 	}
 	if len(msgs) > 0 {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("apply failed:\n%s", strings.Join(msgs, "\n"))}
 	}
-	if len(after.Pending) > 0 || len(after.Deferred) > 0 {
+	if res.RebootRequired() {
 		fmt.Fprintln(a.env.Stdout, "Reboot required to finish.")
-		if !left {
-			return exitCode(plan.ExitReboot)
-		}
 	}
-	if left {
-		return exitCode(plan.ExitChanges)
-	}
-	return nil
+	return exitCode(res.ExitCode())
 }
 
 // askFirst asks the operator before cmd changes the host. A prompt needs
@@ -449,25 +396,6 @@ func (a *app) interrupted(ctx context.Context, p *plan.Plan, out apply.Outcome) 
 	}
 	fmt.Fprintf(a.env.Stdout, "\nInterrupted: applied %s; not applied: %s.\n", none(out.Applied), none(append(append([]plan.Address{}, out.Failed...), out.Skipped...)))
 	return &exitError{code: code, err: fmt.Errorf("interrupted: %d applied, %d not applied; run plan to see what is left", len(out.Applied), len(out.Failed)+len(out.Skipped))}
-}
-
-// leftOutside: after apply --only, the changes the filter left out are
-// still work to do: it plans the whole spec again, records them in p's
-// LeftOut (for -o json), names them by activation and tells whether
-// there are any (apply then exits 2, as plan would).
-func (a *app) leftOutside(ctx context.Context, h *host.Host, spec *schema.Spec, only plan.Activation, p *plan.Plan) (bool, error) {
-	full, err := a.build(ctx, h, spec)
-	if err != nil {
-		return false, err
-	}
-	full.Plan.Restrict(only)
-	p.LeftOut = full.Plan.LeftOut
-	if len(p.LeftOut) == 0 {
-		return false, nil
-	}
-	n := len(p.LeftOut)
-	fmt.Fprintf(a.msgs(), "Applied only %s changes; left for an apply without --only: %d %s (%s).\n", only, n, words.Plural(n, "change", "changes"), plan.LeftOutText(p.LeftOut))
-	return true, nil
 }
 
 // syncRebootMarker keeps rdmaform's entry in /run/reboot-required true to
@@ -555,10 +483,11 @@ func checkOutFile(flag, name string) error {
 }
 
 // refuseWhileWaiting refuses an apply while another one waits for
-// confirmation on this host.
+// confirmation on this host, or a rollback journal is left
+// (session.CheckFree).
 func (a *app) refuseWhileWaiting(h *host.Host) error {
-	if pending, err := host.ReadAttr(h.FS, ConfirmFile); err == nil {
-		return &exitError{code: plan.ExitError, err: fmt.Errorf("an apply is waiting for confirmation on this host (%s): run '%s' or '%s' first; nothing was changed", pending, a.hint("confirm"), a.hint("rollback"))}
+	if err := session.CheckFree(h, a.hint); err != nil {
+		return &exitError{code: plan.ExitError, err: err}
 	}
-	return a.refuseWithJournal(h)
+	return nil
 }

@@ -31,120 +31,18 @@ import (
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
 	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/session"
 )
 
-// The rollback that survives rdmaform: apply --confirm-timeout writes a
-// journal before its first change (the host's state before it, as a spec,
-// and the resources the plan touches) and starts a watcher, a copy of
-// rdmaform in a session of its own. If nobody confirms by the deadline,
-// the watcher converges the touched resources back to that state, even
-// when the apply was killed (SIGKILL, OOM) or its SSH session dropped.
+// The journal's files, as the session package names them (the rollback
+// that survives rdmaform: see session.JournalFile).
 const (
-	// JournalFile is the undo journal (mode 0600).
-	JournalFile = "/run/rdmaform/rollback.json"
-	// RolledBackFile says when and what a rollback put back, for a
-	// confirm that comes too late.
-	RolledBackFile = "/run/rdmaform/rolled-back"
-	// BootJournalFile is the journal's copy that outlives a reboot: the
-	// boot unit rolls back an apply nobody confirmed before it
-	// (rollback --after-boot).
-	BootJournalFile = "/var/lib/rdmaform/unconfirmed.json"
+	JournalFile     = session.JournalFile
+	RolledBackFile  = session.RolledBackFile
+	BootJournalFile = session.BootJournalFile
 	// watcherLog is where the watcher writes.
 	watcherLog = "/run/rdmaform/rollback.log"
 )
-
-// journal is the undo journal.
-type journal struct {
-	// PID is the apply that armed it.
-	PID int `json:"pid"`
-	// Deadline is when the confirmation is due. Armed before the first
-	// change as the confirm timeout from then; once the changes are made
-	// and the operator is asked (Asked), the timeout from the question.
-	// Until the apply asks, the watcher leaves a living apply alone,
-	// however long it takes, and rolls back a dead one at once: nobody
-	// can confirm an apply that never asked.
-	Deadline time.Time `json:"deadline"`
-	Asked    bool      `json:"asked,omitempty"`
-	// Addresses are the resources the plan touches; the rollback makes
-	// no other change.
-	Addresses []string `json:"addresses"`
-	// Spec is the host's state before the apply, as a spec (show's
-	// capture, plus absent entries for what the plan creates).
-	Spec string `json:"spec"`
-	// NMCheckpoint is NetworkManager's own checkpoint (its D-Bus path),
-	// when the plan changes NetworkManager profiles: the daemon rolls
-	// active connections back at the deadline by itself, and deletes the
-	// profiles the apply added; the journal's spec covers inactive ones.
-	NMCheckpoint string `json:"nm_checkpoint,omitempty"`
-	// Systemd is the service manager holding the rollback timer
-	// (rollbackUnit.timer): "system", or the D-Bus address of a manager's
-	// private socket; "" when a detached watcher holds the deadline.
-	Systemd string `json:"systemd,omitempty"`
-	// Files are the files the plan's changes write, as they were before
-	// the apply (journalfiles.go): the rollback puts each back byte for
-	// byte, or removes it when there was none.
-	Files []journalFile `json:"files,omitempty"`
-	// BootSpec is the boot unit's spec copy before the apply, in a
-	// journal written before Files held it ("" when there was none).
-	BootSpec *string `json:"boot_spec,omitempty"`
-	// Loaded are the modules the apply loads: the rollback unloads them
-	// (as the apply's own revert does), after everything else; a
-	// rollback that failed part-way keeps those it did not unload.
-	Loaded []string `json:"loaded,omitempty"`
-	// Unfinished is set by a rollback that failed part-way: the journal
-	// stays (both copies) so that the next 'rdmaform rollback' retries,
-	// and status names what is left.
-	Unfinished *unfinished `json:"unfinished,omitempty"`
-}
-
-// unfinished is what a rollback that failed part-way left to undo.
-type unfinished struct {
-	At time.Time `json:"at"`
-	By string    `json:"by"`
-	// Failed are the resources not put back (failed, or skipped because
-	// an undo they depend on failed).
-	Failed []string `json:"failed"`
-	Error  string   `json:"error"`
-}
-
-// write stores the journal and its copy that outlives a reboot.
-func (j *journal) write(h *host.Host) error {
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
-		return fmt.Errorf("writing the rollback journal: %w", err)
-	}
-	if err := h.FS.WriteFile(BootJournalFile, b, 0o600); err != nil {
-		return fmt.Errorf("writing the rollback journal's copy for a reboot: %w", err)
-	}
-	return nil
-}
-
-// keepUnfinished records a rollback that failed part-way in the journal,
-// which stays, and writes the note a confirm or the waiting apply reads.
-// It returns the error to report.
-func keepUnfinished(h *host.Host, j *journal, who string, done []plan.Address, failed []plan.Address, cause error, retry string) error {
-	now := time.Now().UTC()
-	u := &unfinished{At: now, By: who, Failed: []string{}, Error: cause.Error()}
-	for _, a := range failed {
-		u.Failed = append(u.Failed, a.String())
-	}
-	j.Unfinished = u
-	werr := j.write(h)
-	put := "nothing"
-	if len(done) > 0 {
-		put = plan.JoinAddrs(done, ", ")
-	}
-	still := strings.Join(u.Failed, ", ")
-	if still == "" {
-		still = "see the errors"
-	}
-	note := fmt.Sprintf("partly rolled back at %s by %s: put back %s; still to undo: %s (the journal is kept: run '%s' to retry)\n", now.Format(time.RFC3339), who, put, still, retry)
-	_ = h.FS.WriteFile(RolledBackFile, []byte(note), 0o644)
-	return errors.Join(fmt.Errorf("rollback incomplete (still to undo: %s; run '%s' to retry):\n%v", still, retry, cause), werr)
-}
 
 // watcherGrace is how long after the deadline the watcher lets an apply
 // that is still alive decide (it reverts, or a confirm just came).
@@ -173,7 +71,7 @@ func (a *app) rollbackManager() (*host.SystemdBus, string) {
 }
 
 // journalManager is the manager a journal's timer is held by.
-func journalManager(j *journal) *host.SystemdBus {
+func journalManager(j *session.Journal) *host.SystemdBus {
 	switch j.Systemd {
 	case "":
 		return nil
@@ -302,11 +200,11 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			journalName(before, ch)
 		}
 	}
-	files, err := recordFiles(h, p)
+	files, err := session.RecordFiles(h, p)
 	if err != nil {
 		return err
 	}
-	if used[(&bootunit.Provider{}).Name()] && before.Persistence == "" && !slices.ContainsFunc(files, func(f journalFile) bool { return f.Path == bootunit.UnitPath && f.Exists }) {
+	if used[(&bootunit.Provider{}).Name()] && before.Persistence == "" && !slices.ContainsFunc(files, func(f session.FileState) bool { return f.Path == bootunit.UnitPath && f.Exists }) {
 		// No boot unit before: the rollback removes it as persistence:
 		// none does (disabled, its files gone, the manager reloaded).
 		before.Persistence = "none"
@@ -315,7 +213,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	if err != nil {
 		return err
 	}
-	j := journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text), Loaded: loaded, Files: files}
+	j := session.Journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text), Loaded: loaded, Files: files}
 	// A refused apply leaves nothing armed: no journal (a later rollback
 	// would take it for its own and undo an unrelated change), no
 	// checkpoint, no timer.
@@ -324,7 +222,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		if err != nil {
 			a.endArmed(context.WithoutCancel(ctx), &j, true)
 			if written {
-				disarm(h)
+				session.Disarm(h)
 			}
 		}
 	}()
@@ -345,7 +243,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		mgr, j.Systemd = a.rollbackManager()
 	}
 	written = true
-	if err := j.write(h); err != nil {
+	if err := j.Write(h); err != nil {
 		return err
 	}
 	_ = h.FS.Remove(RolledBackFile)
@@ -368,7 +266,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		}
 		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: no systemd rollback timer (%v); a detached watcher holds the deadline\n", err)
 		j.Systemd = ""
-		if err := j.write(h); err != nil {
+		if err := j.Write(h); err != nil {
 			return err
 		}
 	}
@@ -444,7 +342,7 @@ func (a *app) adjustCheckpoint(ctx context.Context, cp string, d time.Duration) 
 // endArmed ends what a journal armed outside rdmaform: NetworkManager's
 // checkpoint is committed (keep) or rolled back, and the rollback timer
 // is stopped. Failures are warnings: the journal's removal is what counts.
-func (a *app) endArmed(ctx context.Context, j *journal, keep bool) {
+func (a *app) endArmed(ctx context.Context, j *session.Journal, keep bool) {
 	a.endCheckpoint(ctx, j.NMCheckpoint, keep)
 	if mgr := journalManager(j); mgr != nil {
 		defer mgr.Close()
@@ -544,49 +442,10 @@ func journalName(before *schema.Spec, ch *plan.Change) {
 	}
 }
 
-func readJournal(h *host.Host) (*journal, error) { return readJournalFile(h, JournalFile) }
-
-func readJournalFile(h *host.Host, name string) (*journal, error) {
-	b, err := h.FS.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	j := &journal{}
-	if err := json.Unmarshal(b, j); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return j, nil
-}
-
-// refuseWithJournal refuses an apply while a rollback journal is left
-// that nobody waits on: a rollback that failed part-way, or an apply
-// killed before its confirmation whose rollback is due. A later rollback
-// of that journal would undo what this apply changes.
-func (a *app) refuseWithJournal(h *host.Host) error {
-	j, err := readJournal(h)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return &exitError{code: plan.ExitError, err: err}
-	case j.Unfinished != nil:
-		return &exitError{code: plan.ExitError, err: fmt.Errorf("a rollback failed part-way (%s, by %s; still to undo: %s): run '%s' to finish it, or '%s' to keep the host as it is; nothing was changed",
-			j.Unfinished.At.Format(time.RFC3339), j.Unfinished.By, strings.Join(j.Unfinished.Failed, ", "), a.hint("rollback"), a.hint("rollback", "--abandon"))}
-	}
-	return &exitError{code: plan.ExitError, err: fmt.Errorf("the apply of pid %d was not confirmed and its rollback is due at %s: run '%s' first, or wait for it; nothing was changed",
-		j.PID, j.Deadline.Format(time.RFC3339), a.hint("rollback"))}
-}
-
-// disarm drops the journal: the changes are kept, or already reverted.
-func disarm(h *host.Host) {
-	_ = h.FS.Remove(BootJournalFile)
-	_ = h.FS.Remove(JournalFile)
-}
-
 // rollbackJournal converges the journal's resources to their recorded
 // state, records what it did, and drops the journal. It is a plain apply
 // of the before-state: nothing arms a rollback of the rollback.
-func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who string) error {
+func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *session.Journal, who string) error {
 	spec, rep := schema.Parse("rollback journal", []byte(j.Spec))
 	if len(rep) > 0 {
 		return fmt.Errorf("the rollback journal does not read back: %v", rep)
@@ -639,7 +498,7 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 	}
 	// The files last: what the convergence wrote for the before-state
 	// (an equivalent file, where there was none) becomes what was there.
-	restored, fileFailed, ferr := restoreFiles(h, j.Files)
+	restored, fileFailed, ferr := session.RestoreFiles(h, j.Files)
 	out.Err = errors.Join(out.Err, ferr)
 	a.afterRestore(ctx, h, restored)
 	if out.Err != nil {
@@ -654,14 +513,14 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *journal, who
 				failed = append(failed, a)
 			}
 		}
-		return keepUnfinished(h, j, who, out.Applied, failed, out.Err, a.hint("rollback"))
+		return session.KeepUnfinished(h, j, who, out.Applied, failed, out.Err, a.hint("rollback"))
 	}
 	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, plan.JoinAddrs(out.Applied, ", "))
 	if len(out.Applied) == 0 {
 		note = fmt.Sprintf("rolled back at %s by %s: nothing needed putting back\n", time.Now().UTC().Format(time.RFC3339), who)
 	}
 	_ = h.FS.WriteFile(RolledBackFile, []byte(note), 0o644)
-	disarm(h)
+	session.Disarm(h)
 	fmt.Fprint(a.msgs(), strings.Replace(note, "rolled back", "Rolled back", 1))
 	return nil
 }
@@ -712,7 +571,7 @@ rollback failed, or --abandon was not confirmed.`,
 			if yes {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("--yes goes with --abandon: a rollback does not ask")}
 			}
-			j, err := readJournal(h)
+			j, err := session.ReadJournal(h)
 			if errors.Is(err, fs.ErrNotExist) {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing to roll back: no apply waits for confirmation on this host")}
 			}
@@ -751,10 +610,10 @@ rollback failed, or --abandon was not confirmed.`,
 // confirm file, so a waiting apply reads it as confirmed. It asks first
 // unless yes.
 func (a *app) abandonJournal(ctx context.Context, h *host.Host, yes bool) error {
-	j, err := readJournal(h)
+	j, err := session.ReadJournal(h)
 	if errors.Is(err, fs.ErrNotExist) {
 		// After a reboot only the copy the boot unit would roll back.
-		j, err = readJournalFile(h, BootJournalFile)
+		j, err = session.ReadJournalFile(h, BootJournalFile)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing to abandon: no rollback journal on this host")}
@@ -773,7 +632,7 @@ func (a *app) abandonJournal(ctx context.Context, h *host.Host, yes bool) error 
 		}
 	}
 	a.endArmed(context.WithoutCancel(ctx), j, true)
-	disarm(h)
+	session.Disarm(h)
 	if err := h.FS.Remove(ConfirmFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return &exitError{code: plan.ExitError, err: err}
 	}
@@ -798,7 +657,7 @@ func (a *app) watch(ctx context.Context) error {
 		if err != nil {
 			return &exitError{code: plan.ExitError, err: err}
 		}
-		j := &journal{}
+		j := &session.Journal{}
 		if err := json.Unmarshal(b, j); err != nil {
 			return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", JournalFile, err)}
 		}
@@ -843,7 +702,7 @@ func (a *app) watch(ctx context.Context) error {
 	}
 }
 
-func (a *app) rollbackOrFail(j *journal, who string) error {
+func (a *app) rollbackOrFail(j *session.Journal, who string) error {
 	h, err := a.host()
 	if err != nil {
 		return &exitError{code: plan.ExitError, err: err}
@@ -876,7 +735,7 @@ func (a *app) rollbackAfterBoot(ctx context.Context, h *host.Host) error {
 	if err != nil {
 		return &exitError{code: plan.ExitError, err: err}
 	}
-	j := &journal{}
+	j := &session.Journal{}
 	if err := json.Unmarshal(b, j); err != nil {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", BootJournalFile, err)}
 	}

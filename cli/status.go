@@ -19,6 +19,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/session"
 )
 
 func (a *app) statusCmd() *cobra.Command {
@@ -108,14 +109,14 @@ type statusDoc struct {
 	RebootRequired bool `json:"reboot_required"`
 	// UnfinishedRollback is a rollback that failed part-way: what it
 	// left to undo (its journal stays for 'rdmaform rollback' to retry).
-	UnfinishedRollback *unfinished `json:"unfinished_rollback,omitempty"`
+	UnfinishedRollback *session.Unfinished `json:"unfinished_rollback,omitempty"`
 }
 
 // unfinishedRollback is what a rollback that failed part-way left, from
 // its journal (the live one, else its copy that outlived a reboot).
-func unfinishedRollback(h *host.Host) *unfinished {
+func unfinishedRollback(h *host.Host) *session.Unfinished {
 	for _, f := range []string{JournalFile, BootJournalFile} {
-		if j, err := readJournalFile(h, f); err == nil {
+		if j, err := session.ReadJournalFile(h, f); err == nil {
 			return j.Unfinished
 		}
 	}
@@ -255,7 +256,7 @@ func (it stagedItem) line(bootID string) string {
 	return "    " + what + ": waits for a reboot"
 }
 
-func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *unfinished) (err error) {
+func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfinished) (err error) {
 	pending := st.pending
 	if a.jsonOut() {
 		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits(), UnfinishedRollback: u,
