@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/api/v1alpha1"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // rebootWait is how long an agent that started a reboot of its own node
@@ -25,7 +26,7 @@ const rebootWait = 10 * time.Minute
 // that it took (the plan is empty, nothing pending), uncordons and
 // releases. A failure keeps the slot, marked: the line stops. It returns
 // the plan that describes the host now.
-func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState, cfg *v1alpha1.RDMAHostConfig, spec []byte, p *plan.Plan) (*plan.Plan, error) {
+func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState, cfg *v1alpha1.RDMAHostConfig, specText []byte, spec *schema.Spec, p *plan.Plan) (*plan.Plan, error) {
 	gen := cfg.Generation
 	held, err := r.slots.Held(ctx, cfg.Name)
 	if err != nil {
@@ -114,7 +115,7 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 	if err := r.slots.Annotate(ctx, held, map[string]string{AnnotationPhase: phaseActivating}); err != nil {
 		return nil, err
 	}
-	a := r.rdmaform(ctx, spec, "activate", "-f", "-", "--by", string(way), "--yes")
+	a := r.rdmaform(ctx, specText, "activate", "-f", "-", "--by", string(way), "--yes")
 	st.Status.LastApply = &v1alpha1.ApplyResult{Action: "activate", Time: metav1.NewTime(r.opts.Now()), ExitCode: a.code}
 	if a.code != plan.ExitOK {
 		st.Status.LastApply.Message = a.message()
@@ -128,12 +129,11 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 		return p, nil
 	}
 	// Did it take? The plan is empty and nothing is pending.
-	x := r.rdmaform(ctx, spec, "plan", "-f", "-", "-o", "json")
-	if x.res == nil || x.res.Plan == nil {
+	after, err := r.plan(ctx, spec)
+	if err != nil {
 		r.opts.Metrics.activated(false)
-		return p, r.fail(ctx, st, gen, held, "planning after the activation: "+x.message())
+		return p, r.fail(ctx, st, gen, held, "planning after the activation: "+err.Error())
 	}
-	after := x.res.Plan
 	if len(after.Changes) > 0 || len(after.Pending) > 0 || len(after.Errors) > 0 {
 		r.opts.Metrics.activated(false)
 		return after, r.fail(ctx, st, gen, held, fmt.Sprintf("after the activation (%s) the plan is not empty: %d changes, %d pending (%s), %d errors", way, len(after.Changes), len(after.Pending), pendingList(after), len(after.Errors)))

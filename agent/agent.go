@@ -26,6 +26,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/api/v1alpha1"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // Options configure an agent.
@@ -201,7 +202,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 	st.Status.Config = cfg.Name
 	cond(st, gen, v1alpha1.ConditionConfigConflict, false, "OneConfig", "selected by "+cfg.Name)
 
-	spec, rep, err := specYAML(cfg)
+	specText, spec, rep, err := specYAML(cfg)
 	if err == nil && len(rep) > 0 {
 		err = rep
 	}
@@ -215,33 +216,32 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 		return interval, r.write(ctx, st)
 	}
 
-	x := r.rdmaform(ctx, spec, "plan", "-f", "-", "-o", "json")
-	if x.res == nil || x.res.Plan == nil {
-		return interval, r.degraded(ctx, st, gen, "PlanFailed", x.message())
+	p, err := r.plan(ctx, spec)
+	if err != nil {
+		return interval, r.degraded(ctx, st, gen, "PlanFailed", err.Error())
 	}
-	p := x.res.Plan
 	if cfg.Spec.Policy.Mode == v1alpha1.ModeApply && len(p.Errors) == 0 && len(p.Changes) > 0 {
 		cond(st, gen, v1alpha1.ConditionProgressing, true, "Applying", fmt.Sprintf("applying %d changes", len(p.Changes)))
 		fill(st, p, r.opts.Now())
 		if err := r.write(ctx, st); err != nil {
 			return 0, err
 		}
-		a := r.rdmaform(ctx, spec, "apply", "--yes", "-f", "-", "-o", "json")
+		a := r.apply(ctx, spec)
 		res := &v1alpha1.ApplyResult{Action: "apply", Time: metav1.NewTime(r.opts.Now()), ExitCode: a.code}
-		if a.res != nil && a.res.Report != nil && a.res.Report.Ran {
-			res.Applied = len(a.res.Report.Before.Changes)
+		if a.report != nil && a.report.Ran {
+			res.Applied = len(a.report.Before.Changes)
 		}
 		if a.code == plan.ExitError {
-			res.Message = a.message()
+			res.Message = a.msg
 		}
 		st.Status.LastApply = res
 		if a.code == plan.ExitError {
 			return interval, r.degraded(ctx, st, gen, "ApplyFailed", res.Message)
 		}
-		if a.res != nil && a.res.Report != nil && a.res.Report.After != nil {
-			p = a.res.Report.After
-		} else if x = r.rdmaform(ctx, spec, "plan", "-f", "-", "-o", "json"); x.res != nil && x.res.Plan != nil {
-			p = x.res.Plan
+		if a.report != nil && a.report.After != nil {
+			p = a.report.After
+		} else if again, err := r.plan(ctx, spec); err == nil {
+			p = again
 		}
 	}
 	if len(p.Errors) > 0 {
@@ -253,7 +253,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 		return interval, r.degraded(ctx, st, gen, "PlanErrors", strings.Join(msgs, "\n"))
 	}
 	cond(st, gen, v1alpha1.ConditionDegraded, false, "Planned", "")
-	p, err = r.activation(ctx, st, cfg, spec, p)
+	p, err = r.activation(ctx, st, cfg, specText, spec, p)
 	if err != nil {
 		return 0, err
 	}
@@ -315,15 +315,11 @@ func fill(st *v1alpha1.RDMAHostState, p *plan.Plan, now time.Time) {
 	st.Status.LastPlanTime = &t
 }
 
-// audit runs rdmaform audit -o prometheus for /metrics.
-func (r *Reconciler) audit(ctx context.Context, spec []byte) {
+// audit audits the host against the spec (rdmaform audit -o
+// prometheus) for /metrics.
+func (r *Reconciler) audit(ctx context.Context, spec *schema.Spec) {
 	if r.opts.Metrics == nil {
 		return
 	}
-	x := r.rdmaform(ctx, spec, "audit", "-f", "-", "-o", "prometheus")
-	if x.code == plan.ExitError && len(x.stdout) == 0 {
-		r.opts.Metrics.setAudit(nil)
-		return
-	}
-	r.opts.Metrics.setAudit(x.stdout)
+	r.opts.Metrics.setAudit(r.auditMetrics(ctx, spec))
 }
