@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,15 +19,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
-	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/modules"
-	"github.com/rdmaform/rdmaform/providers/names"
-	"github.com/rdmaform/rdmaform/providers/netdev"
-	"github.com/rdmaform/rdmaform/providers/rdmacm"
-	"github.com/rdmaform/rdmaform/providers/rdmanetns"
-	"github.com/rdmaform/rdmaform/providers/rxe"
-	"github.com/rdmaform/rdmaform/providers/services"
-	"github.com/rdmaform/rdmaform/providers/sriov"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/session"
 )
@@ -103,124 +93,26 @@ func (a *app) rollbackEnv() []string {
 	return env
 }
 
-// armRollback records the before-state and starts the watcher. It runs
-// before the first change; an error refuses the apply.
+// armRollback records the before-state (session.NewJournal), takes
+// NetworkManager's checkpoint, writes the journal and starts the watcher
+// (or the systemd timer). It runs before the first change; an error
+// refuses the apply.
 func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Plan, deadline time.Time) (err error) {
-	// Only the providers the plan uses are captured: an untouched part
-	// (a firmware tool that cannot read an adapter, say) must not block.
+	j, err := session.NewJournal(ctx, h, spec, p, deadline)
+	if err != nil {
+		return err
+	}
 	used := map[string]bool{}
 	for _, ch := range p.Changes {
 		used[ch.Provider] = true
 	}
-	var prov []plan.Provider
-	for _, pr := range providers.All() {
-		if used[pr.Name()] {
-			prov = append(prov, pr)
-		}
-	}
-	// Every interface and unit the plan touches is recorded, also one
-	// that show would not capture (no RDMA device's interface, yet).
-	var o plan.CaptureOptions
-	// A netdev the plan renames is recorded under the name it has now.
-	oldName, oldRDMA := map[string]string{}, map[string]string{}
-	for _, ch := range p.Changes {
-		if old, name, rdma, ok := names.Renamed(ch); ok && rdma {
-			oldRDMA[name] = old
-		} else if ok {
-			oldName[name] = old
-		}
-	}
-	for _, ch := range p.Changes {
-		switch ch.Address.Kind {
-		case netdev.Kind:
-			n := ch.Address.Key
-			if old, ok := oldName[n]; ok {
-				n = old
-			}
-			o.Netdevs = append(o.Netdevs, n)
-		case services.Kind:
-			o.Units = append(o.Units, ch.Address.Key)
-		}
-	}
-	// rdma_cm's values are read through configfs, which show never
-	// mounts, and exist only while rdma_cm is loaded: configfs loaded and
-	// mounted and rdma_cm loaded now (the apply does it for its rdma_cm
-	// changes anyway), the journal records the values the rollback puts
-	// back (the kernel's, where rdma_cm was not loaded).
-	if used[rdmacm.New().Name()] && !h.Offline() && h.Kernel != nil {
-		if err := rdmacm.Ensure(ctx, h); err != nil {
-			return fmt.Errorf("loading rdma_cm to record its values for the rollback: %w", err)
-		}
-	}
-	c, err := plan.Capture(ctx, h, prov, o)
-	if err != nil {
-		return fmt.Errorf("recording the state before the apply for its rollback: %w", err)
-	}
-	before := c.Spec
-	var addrs []string
-	for _, ch := range p.Changes {
-		addrs = append(addrs, ch.Address.String())
-		if alias, ok := beforeRename(ch.Address, oldName, oldRDMA); ok {
-			// The rollback plans it under the name it had.
-			addrs = append(addrs, alias)
-		}
-		if ch.Action != plan.Create {
-			continue
-		}
-		// What the apply creates, the rollback removes.
-		switch name := ch.Address.Key; ch.Address.Kind {
-		case rxe.Kind:
-			before.Rxe = append(before.Rxe, schema.Rxe{Name: name, State: "absent"})
-		case ipoib.Kind:
-			for _, ic := range spec.IPoIB {
-				if ic.Name == name {
-					before.IPoIB = append(before.IPoIB, schema.IPoIB{Name: name, Parent: ic.Parent, PKey: ic.PKey, Membership: ic.Membership, State: "absent"})
-				}
-			}
-		}
-	}
-	var loaded []string
-	for _, ch := range p.Changes {
-		switch ch.Address.Kind {
-		case modules.Kind:
-			// A module change that creates loads the module.
-			if ch.Action == plan.Create {
-				loaded = append(loaded, ch.Address.Key)
-			}
-		case sriov.Kind:
-			// show leaves out a PF with no VFs: the rollback needs its 0.
-			noVFs(before, ch)
-		case rdmanetns.Kind:
-			// show leaves out the default mode: the rollback needs it.
-			if mode, ok := rdmanetns.JournalBefore(ch); ok && (before.Rdma == nil || ch.Address == rdmanetns.RuntimeAddress) {
-				before.Rdma = &schema.RdmaSystem{NetnsMode: mode}
-			}
-		case names.KindRDMA, names.KindNetdev:
-			// show captures no names: the rollback renames back.
-			journalName(before, ch)
-		}
-	}
-	files, err := session.RecordFiles(h, p)
-	if err != nil {
-		return err
-	}
-	if used[(&bootunit.Provider{}).Name()] && before.Persistence == "" && !slices.ContainsFunc(files, func(f session.FileState) bool { return f.Path == bootunit.UnitPath && f.Exists }) {
-		// No boot unit before: the rollback removes it as persistence:
-		// none does (disabled, its files gone, the manager reloaded).
-		before.Persistence = "none"
-	}
-	text, err := schema.Marshal(before)
-	if err != nil {
-		return err
-	}
-	j := session.Journal{PID: os.Getpid(), Deadline: deadline.UTC(), Addresses: addrs, Spec: string(text), Loaded: loaded, Files: files}
 	// A refused apply leaves nothing armed: no journal (a later rollback
 	// would take it for its own and undo an unrelated change), no
 	// checkpoint, no timer.
 	written := false
 	defer func() {
 		if err != nil {
-			a.endArmed(context.WithoutCancel(ctx), &j, true)
+			a.endArmed(context.WithoutCancel(ctx), j, true)
 			if written {
 				session.Disarm(h)
 			}
@@ -277,28 +169,6 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	fmt.Fprintf(a.info(), "rdmaform: rollback armed (watcher pid %d): without '%s' by %s, the changes are rolled back even if this process dies\n",
 		pid, a.hint("confirm"), j.Deadline.Local().Format(time.TimeOnly))
 	return nil
-}
-
-// noVFs records in before the VF count of a PF the SR-IOV change ch
-// touches, when show left the PF's sriov out (no VFs enabled): 0, and
-// the driver autoprobe the change replaces.
-func noVFs(before *schema.Spec, ch *plan.Change) {
-	i := slices.IndexFunc(before.Devices, func(d schema.Device) bool { return d.PCI == ch.Address.Key })
-	if i < 0 {
-		before.Devices = append(before.Devices, schema.Device{PCI: ch.Address.Key})
-		i = len(before.Devices) - 1
-	}
-	d := &before.Devices[i]
-	if d.SRIOV != nil {
-		return
-	}
-	zero := 0
-	d.SRIOV = &schema.SRIOV{NumVFs: &zero}
-	for _, at := range ch.Attributes {
-		if b, err := strconv.ParseBool(at.Before); at.Name == "drivers_autoprobe" && err == nil {
-			d.SRIOV.DriversAutoprobe = &b
-		}
-	}
 }
 
 // createCheckpoint asks NetworkManager for a checkpoint that it rolls
@@ -399,47 +269,6 @@ func (a *app) realPath(p string) string {
 		return filepath.Join(a.absDir(a.rootDir), p)
 	}
 	return p
-}
-
-// beforeRename is a change's address under the names the host had
-// before the apply renamed its netdev (interface[NAME], ethtool[NAME]) or
-// RDMA device (rxe[NAME], qos[DEV/N], rdma_cm[DEV/N]); ok false when
-// neither is renamed.
-func beforeRename(a plan.Address, oldName, oldRDMA map[string]string) (string, bool) {
-	if old, ok := oldName[a.Key]; ok {
-		return plan.Addr(a.Kind, old).String(), true
-	}
-	if old, ok := oldRDMA[a.Key]; ok { // rxe[NAME]
-		return plan.Addr(a.Kind, old).String(), true
-	}
-	dev, port, ok := strings.Cut(a.Key, "/")
-	if old, renamed := oldRDMA[dev]; ok && renamed {
-		return plan.Addr(a.Kind, old+"/"+port).String(), true
-	}
-	return "", false
-}
-
-// journalName gives the captured device a rename replaced its old name,
-// so that the rollback renames it back.
-func journalName(before *schema.Spec, ch *plan.Change) {
-	key, rdma, old, ok := names.JournalBefore(ch)
-	if !ok {
-		return
-	}
-	for i := range before.Devices {
-		d := &before.Devices[i]
-		if d.PCI != key || key == "" {
-			continue
-		}
-		if d.Names == nil {
-			d.Names = &schema.Names{}
-		}
-		if rdma {
-			d.Names.RDMA = old
-		} else {
-			d.Names.Netdev = old
-		}
-	}
 }
 
 // rollbackJournal converges the journal's resources to their recorded

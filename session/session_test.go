@@ -152,3 +152,46 @@ func TestOpenRefusesTwoTargets(t *testing.T) {
 		t.Fatal("opened a simulated host and a root at once")
 	}
 }
+
+// TestNewJournalRecordsTheStateBefore: the journal of an apply that loads
+// a module and sets rdma_cm's values holds the resources it touches, the
+// module it loads (the rollback unloads it), the modules-load.d file as
+// it was (none), and a spec of the state before that, applied, undoes
+// the apply: the plan of the first spec wants its changes again.
+func TestNewJournalRecordsTheStateBefore(t *testing.T) {
+	ctx := context.Background()
+	h := open(t)
+	sp := spec(t, "version: 1\nmodules: [rdma_ucm]\ndevices:\n  - name: mlx5_1\n    ports:\n      - port: 1\n        roce: {mode: v2, tos: 106}\n")
+	p, err := session.Plan(ctx, h, sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+	j, err := session.NewJournal(ctx, h, sp, p.Plan, deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j.Deadline.Equal(deadline) || len(j.Addresses) != len(p.Plan.Changes) || len(j.Loaded) != 1 || j.Loaded[0] != "rdma_ucm" {
+		t.Errorf("deadline %s, addresses %v, loaded %v; want %s, the plan's %d, [rdma_ucm]", j.Deadline, j.Addresses, j.Loaded, deadline, len(p.Plan.Changes))
+	}
+	var conf *session.FileState
+	for i := range j.Files {
+		if j.Files[i].Path == "/etc/modules-load.d/rdmaform.conf" {
+			conf = &j.Files[i]
+		}
+	}
+	if conf == nil || conf.Exists {
+		t.Errorf("files %+v: want modules-load.d's file recorded as absent", j.Files)
+	}
+	if _, err := session.Apply(ctx, h, session.ApplyOptions{Spec: sp}); err != nil {
+		t.Fatal(err)
+	}
+	before := spec(t, j.Spec)
+	if _, err := session.Apply(ctx, h, session.ApplyOptions{Spec: before}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := session.Plan(ctx, h, sp, nil)
+	if err != nil || len(again.Plan.Changes) == 0 {
+		t.Fatalf("after applying the journal's spec the first spec plans %v (%v); want its changes again", again, err)
+	}
+}
