@@ -93,7 +93,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 				}
 				ws, rep := audit.LoadWaivers(waiverFile, data)
 				if len(rep) > 0 {
-					return &exitError{code: plan.ExitError, err: &findingsError{name: waiverFile, rep: rep}}
+					return &exitError{code: plan.ExitError, err: &findingsError{Name: waiverFile, Report: rep}}
 				}
 				waivers = ws
 			}

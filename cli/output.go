@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/session"
 )
 
 // One output convention for every command that reports: -o/--output
@@ -120,14 +120,7 @@ func (a *app) writeJSON(v any) error {
 }
 
 // findingsError is a spec (or waiver file) with positioned findings.
-type findingsError struct {
-	name string
-	rep  schema.Report
-}
-
-func (e *findingsError) Error() string {
-	return fmt.Sprintf("%s: %d %s", e.name, len(e.rep), words.Plural(len(e.rep), "error", "errors"))
-}
+type findingsError = session.FindingsError
 
 // errorDoc is what -o json prints when a command fails before it has a
 // document of its own: {"format_version": 1, "errors": [...]}.
@@ -138,13 +131,7 @@ type errorDoc struct {
 
 // jsonError is one error; file, line, col and path are there when the
 // error has a position in a file.
-type jsonError struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Col     int    `json:"col,omitempty"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-}
+type jsonError = session.JSONError
 
 func findingErrors(rep schema.Report) []jsonError {
 	out := make([]jsonError, 0, len(rep))
@@ -162,7 +149,7 @@ func (a *app) reportError(w io.Writer, err error) {
 	if a.jsonOut() && !a.wroteDoc {
 		doc := errorDoc{FormatVersion: FormatVersion}
 		if errors.As(err, &fe) {
-			doc.Errors = findingErrors(fe.rep)
+			doc.Errors = findingErrors(fe.Report)
 		} else {
 			doc.Errors = []jsonError{{Message: err.Error()}}
 		}
@@ -171,7 +158,7 @@ func (a *app) reportError(w io.Writer, err error) {
 		return
 	}
 	if errors.As(err, &fe) {
-		for _, f := range fe.rep {
+		for _, f := range fe.Report {
 			fmt.Fprintln(w, f.String())
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
-	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/session"
 )
@@ -396,14 +395,6 @@ func (a *app) interrupted(ctx context.Context, p *plan.Plan, out apply.Outcome) 
 	}
 	fmt.Fprintf(a.env.Stdout, "\nInterrupted: applied %s; not applied: %s.\n", none(out.Applied), none(append(append([]plan.Address{}, out.Failed...), out.Skipped...)))
 	return &exitError{code: code, err: fmt.Errorf("interrupted: %d applied, %d not applied; run plan to see what is left", len(out.Applied), len(out.Failed)+len(out.Skipped))}
-}
-
-// syncRebootMarker keeps rdmaform's entry in /run/reboot-required true to
-// the plan apply ended with; a failure to write it is a warning.
-func (a *app) syncRebootMarker(h *host.Host, p *plan.Plan) {
-	if err := firmware.SyncRebootMarker(h, p); err != nil {
-		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
-	}
 }
 
 // applyDoc is `apply -o json`: the plan made before acting, what was

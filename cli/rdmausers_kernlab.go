@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/session"
 )
 
 // The real-kernel lab's doors into the CLI (internal/testlab/kernlab/guest),
@@ -13,8 +14,9 @@ import (
 // check of the kernel's RDMA users without a ConnectX card with something
 // staged, and the QEMU guest has none.
 
-// RDMAUsers is rdmaUsers, the check activate --by fw-reset refuses with.
-func RDMAUsers(ctx context.Context, h *host.Host) []string { return rdmaUsers(ctx, h) }
+// RDMAUsers is session.RDMAUsers, the check activate --by fw-reset
+// refuses with.
+func RDMAUsers(ctx context.Context, h *host.Host) []string { return session.RDMAUsers(ctx, h) }
 
 // RunWrapped runs rdmaform as Run does, with wrap applied to the host the
 // global flags open (a simulated card, say, on a host whose RDMA users

@@ -32,7 +32,7 @@ func (a *app) loadSpec(file string) (*schema.Spec, error) {
 func (a *app) parseSpec(name string, data []byte) (*schema.Spec, error) {
 	spec, rep := schema.Parse(name, data)
 	if len(rep) > 0 {
-		return nil, &exitError{code: plan.ExitError, err: &findingsError{name: name, rep: rep}}
+		return nil, &exitError{code: plan.ExitError, err: &findingsError{Name: name, Report: rep}}
 	}
 	return spec, nil
 }

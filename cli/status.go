@@ -61,7 +61,7 @@ needed (an entry of this boot that cannot be read back waits for one).`,
 				}
 				for _, f := range res.Plan.Errors {
 					if !res.Plan.ActivationFailed(f) {
-						return &exitError{code: plan.ExitError, err: &findingsError{name: spec.Src.File, rep: res.Plan.Errors}}
+						return &exitError{code: plan.ExitError, err: &findingsError{Name: spec.Src.File, Report: res.Plan.Errors}}
 					}
 					st.failed = append(st.failed, f)
 				}

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 )
 
-// rdmaUsers names the kernel users of RDMA that a firmware reset would
+// RDMAUsers names the kernel users of RDMA that a firmware reset would
 // break, each with where it was found, sorted:
 //   - the modules of rdmaConsumers holding the RDMA core
 //     (/sys/module/ib_core/holders);
@@ -30,7 +30,7 @@ import (
 //     skipped (the other sources still count).
 //
 // Equivalent to: ls /sys/module/ib_core/holders; cat /proc/mounts /sys/class/nvme/*/transport; rdma -j resource show cm_id
-func rdmaUsers(ctx context.Context, h *host.Host) []string {
+func RDMAUsers(ctx context.Context, h *host.Host) []string {
 	var out []string
 	if es, err := h.FS.ReadDir("/sys/module/ib_core/holders"); err == nil {
 		for _, e := range es {
