@@ -26,7 +26,7 @@ const rebootWait = 10 * time.Minute
 // that it took (the plan is empty, nothing pending), uncordons and
 // releases. A failure keeps the slot, marked: the line stops. It returns
 // the plan that describes the host now.
-func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState, cfg *v1alpha1.RDMAHostConfig, specText []byte, spec *schema.Spec, p *plan.Plan) (*plan.Plan, error) {
+func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState, cfg *v1alpha1.RDMAHostConfig, spec *schema.Spec, p *plan.Plan) (*plan.Plan, error) {
 	gen := cfg.Generation
 	held, err := r.slots.Held(ctx, cfg.Name)
 	if err != nil {
@@ -115,12 +115,12 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 	if err := r.slots.Annotate(ctx, held, map[string]string{AnnotationPhase: phaseActivating}); err != nil {
 		return nil, err
 	}
-	a := r.rdmaform(ctx, specText, "activate", "-f", "-", "--by", string(way), "--yes")
+	a := r.activate(ctx, spec, string(way))
 	st.Status.LastApply = &v1alpha1.ApplyResult{Action: "activate", Time: metav1.NewTime(r.opts.Now()), ExitCode: a.code}
 	if a.code != plan.ExitOK {
-		st.Status.LastApply.Message = a.message()
+		st.Status.LastApply.Message = a.msg
 		r.opts.Metrics.activated(false)
-		return p, r.fail(ctx, st, gen, held, fmt.Sprintf("rdmaform activate --by %s exited %d:\n%s", way, a.code, a.message()))
+		return p, r.fail(ctx, st, gen, held, fmt.Sprintf("rdmaform activate --by %s exited %d:\n%s", way, a.code, a.msg))
 	}
 	if way == v1alpha1.ActivationReboot && !slices.Contains(r.opts.HostArgs, "--sim") {
 		// A real reboot stops this process; after the boot the agent

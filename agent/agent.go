@@ -1,8 +1,8 @@
 // Package agent is rdmaform-agent: rdmaform on a Kubernetes node. It finds
 // the RDMAHostConfig whose nodeSelector selects its Node, plans the
-// config's hostSpec against the host with the CLI's own code (rdmaform
-// plan, apply, activate and audit, run in process through cli.RunResults:
-// the same lock, journal and verification), writes the node's
+// config's hostSpec against the host with rdmaform's own code (plan,
+// apply, activate and audit, run in process through the session package:
+// the same lock and verification as the CLI), writes the node's
 // RDMAHostState, applies in apply mode, and activates staged firmware one
 // slot at a time (slots.go). It plans again when a config changes, when
 // its Node's labels change, when a slot is freed, and every interval.
@@ -202,7 +202,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 	st.Status.Config = cfg.Name
 	cond(st, gen, v1alpha1.ConditionConfigConflict, false, "OneConfig", "selected by "+cfg.Name)
 
-	specText, spec, rep, err := specYAML(cfg)
+	_, spec, rep, err := specYAML(cfg)
 	if err == nil && len(rep) > 0 {
 		err = rep
 	}
@@ -253,7 +253,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 		return interval, r.degraded(ctx, st, gen, "PlanErrors", strings.Join(msgs, "\n"))
 	}
 	cond(st, gen, v1alpha1.ConditionDegraded, false, "Planned", "")
-	p, err = r.activation(ctx, st, cfg, specText, spec, p)
+	p, err = r.activation(ctx, st, cfg, spec, p)
 	if err != nil {
 		return 0, err
 	}

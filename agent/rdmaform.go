@@ -3,15 +3,16 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/rdmaform/rdmaform/api/v1alpha1"
 	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/audit"
-	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
@@ -19,11 +20,10 @@ import (
 	"github.com/rdmaform/rdmaform/session"
 )
 
-// The agent runs rdmaform's own plan, apply and audit in process through
-// the session package (the same lock, refusal while an apply waits for
-// its confirmation, verification by planning again as rdmaform apply),
-// never a second flow; activate is still the CLI's command, run in
-// process (cli.RunResults) with the spec on stdin.
+// The agent runs rdmaform's own plan, apply, activate and audit in
+// process through the session package (the same lock, refusal while an
+// apply waits for its confirmation, verification by planning again as
+// rdmaform apply and activate), never a second flow.
 
 // target is the host the agent works on, from its HostArgs (--sim DIR,
 // --root DIR or none).
@@ -144,34 +144,50 @@ func message(parts ...string) string {
 	return strings.Join(lines, "\n")
 }
 
-// run is rdmaform activate in process (cli.RunResults), the spec on
-// stdin (-f -).
-type run struct {
-	code   int
-	stdout []byte
-	stderr string
+// activated is what an activation did: its exit code (rdmaform
+// activate's) and, when it was not 0, what it said.
+type activated struct {
+	code int
+	msg  string
 }
 
-func (r *Reconciler) rdmaform(ctx context.Context, spec []byte, args ...string) run {
-	var out, errb bytes.Buffer
-	argv := append(append([]string{}, r.opts.HostArgs...), args...)
-	code, _ := cli.RunResults(argv, cli.Env{Stdin: bytes.NewReader(spec), Stdout: &out, Stderr: &errb, Environ: r.opts.Environ, Ctx: ctx})
-	return run{code: code, stdout: out.Bytes(), stderr: errb.String()}
+// activate activates what is staged by way, as rdmaform activate -f SPEC
+// --by WAY --yes does (session.Activate): its text and warnings are the
+// message of a failure.
+func (r *Reconciler) activate(ctx context.Context, spec *schema.Spec, way string) activated {
+	h, err := r.open()
+	if err != nil {
+		return activated{code: plan.ExitError, msg: err.Error()}
+	}
+	var out, warn bytes.Buffer
+	res, err := session.Activate(ctx, h, session.ActivateOptions{
+		Spec: spec, By: way, Yes: true, Wait: DefaultActivateWait,
+		LockTimeout: session.DefaultLockTimeout, Out: &out, Warn: &warn, Info: &warn, Environ: r.opts.Environ,
+	})
+	a := activated{}
+	switch {
+	case err != nil:
+		a.code = plan.ExitError
+		var ee *session.ExitError
+		if errors.As(err, &ee) {
+			a.code = ee.Code
+		}
+		a.msg = message(out.String(), warn.String(), "rdmaform: "+err.Error())
+	default:
+		a.code = res.Code
+		if a.code != plan.ExitOK {
+			a.msg = message(out.String(), warn.String())
+		}
+	}
+	if a.code != plan.ExitOK && a.msg == "" {
+		a.msg = fmt.Sprintf("rdmaform activate exited %d", a.code)
+	}
+	return a
 }
 
-// message is what a failed run said, for a condition: its stderr's
-// lines, and its stdout's unless it printed JSON (the last ones when
-// long).
-func (x run) message() string {
-	s := strings.TrimSpace(x.stderr)
-	if out := strings.TrimSpace(string(x.stdout)); out != "" && !strings.HasPrefix(out, "{") && !strings.HasPrefix(out, "#") {
-		s = strings.TrimSpace(out + "\n" + s)
-	}
-	if s == "" {
-		return fmt.Sprintf("rdmaform exited %d", x.code)
-	}
-	return message(s)
-}
+// DefaultActivateWait is how long a reset card may take to register
+// again (rdmaform activate --wait's default).
+const DefaultActivateWait = 2 * time.Minute
 
 // specSource names a config's hostSpec in findings, as a file would be
 // named: rdmahostconfig/NAME/spec.hostSpec:LINE:COL: error: $.PATH: ...

@@ -35,6 +35,33 @@ func TestCLILinksNoKubernetes(t *testing.T) {
 	}
 }
 
+// TestAgentLinksNoCLI: the agent plans, applies, activates and audits
+// through the session package, never through the CLI's cobra commands
+// (cli.RunResults and an argv): it links no package of cli/, while the
+// rdmaform program does (the check sees one).
+func TestAgentLinksNoCLI(t *testing.T) {
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	const cli = "github.com/rdmaform/rdmaform/cli"
+	links := func(pkg string) bool {
+		out, err := exec.Command(goTool, "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if p == cli || strings.HasPrefix(p, cli+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	if links("github.com/rdmaform/rdmaform/cmd/rdmaform-agent") {
+		t.Errorf("cmd/rdmaform-agent links %s", cli)
+	}
+	if !links("github.com/rdmaform/rdmaform/cmd/rdmaform") {
+		t.Errorf("cmd/rdmaform links no %s: the check above cannot see it", cli)
+	}
+}
+
 // TestFlags: what the command refuses before it talks to an API server,
 // and where it gets its configuration.
 func TestFlags(t *testing.T) {
