@@ -2,18 +2,23 @@
 // the binary to the target, runs it with the path of a JSON arguments
 // file and reads one JSON object from its stdout.
 //
-// The module drives rdmaform in-process through cli.RunResults, exactly
-// as an operator runs it, and takes what it made as values: "plan" for the
-// plan, "apply --yes" for apply.Converge's report (the plan it acted on,
-// what was applied, the plan made after), with confirm_timeout "apply
-// --yes --confirm-timeout D" in a background process of its own (see
-// confirm.go), "confirm" for state confirmed. So the module is rdmaform
-// apply, with its guard, verification by re-planning and exit codes, and
-// never a second apply flow that could drift from it; no JSON is parsed.
+// The module plans and applies through the session package, the code of
+// rdmaform plan and apply (the host's lock, the refusal while an apply
+// waits for its confirmation, the guard, verification by planning again,
+// the exit codes), and takes what they made as values: the plan,
+// apply.Converge's report (the plan it acted on, what was applied, the
+// plan made after). With confirm_timeout it runs rdmaform's own "apply
+// --yes --confirm-timeout D" in process (cli.RunResults) in a background
+// process of its own (see confirm.go), whose rollback watcher runs the
+// module's copy as rdmaform; "confirm", "facts" and state activated's
+// "activate" are rdmaform's commands run so too. So the module is never a
+// second apply flow that could drift from rdmaform apply; no JSON is
+// parsed.
 package ansible
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +26,13 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+	"github.com/rdmaform/rdmaform/session"
 	"github.com/rdmaform/rdmaform/version"
 )
 
@@ -134,25 +142,28 @@ type module struct {
 	env  cli.Env
 }
 
-// output is one in-process rdmaform run.
+// output is one apply: its exit code, what it printed, what it did.
 type output struct {
 	code           int
 	stdout, stderr string
-	res            *cli.Results
+	res            *session.Result
 }
 
-// rdmaform runs the CLI in-process on the spec the arguments name, and
-// returns what it printed and what it made (the plan, apply's report).
+// rdmaform runs an rdmaform command in process on the spec the arguments
+// name (state activated: rdmaform activate) and returns what it printed.
+func (m *module) rdmaform(cmd string, extra ...string) output {
+	var stdout, stderr bytes.Buffer
+	code, _ := m.rdmaformTo(&stdout, &stderr, cmd, extra...)
+	return output{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// rdmaformTo runs the CLI in-process on the spec the arguments name,
+// writing to stdout and stderr as it goes (the background apply of
+// confirm_timeout: rdmaform apply --confirm-timeout, with its rollback
+// watcher).
 //
 // Equivalent to: rdmaform [--sim DIR|--root DIR] CMD -f SPEC ARGS...
 // (or -f - with the content on stdin).
-func (m *module) rdmaform(cmd string, extra ...string) output {
-	var stdout, stderr bytes.Buffer
-	code, res := m.rdmaformTo(&stdout, &stderr, cmd, extra...)
-	return output{code: code, stdout: stdout.String(), stderr: stderr.String(), res: res}
-}
-
-// rdmaformTo is rdmaform writing to stdout and stderr as it goes.
 func (m *module) rdmaformTo(stdout, stderr io.Writer, cmd string, extra ...string) (int, *cli.Results) {
 	argv := append(m.hostArgs(), cmd)
 	var stdin *strings.Reader
@@ -179,20 +190,126 @@ func (m *module) hostArgs() []string {
 	return nil
 }
 
-// plan runs rdmaform plan and takes the plan it made. A plan with
-// findings (exit 1) is returned with them; a failure before any plan (a
-// bad spec, a host that cannot be read) returns what rdmaform said:
-// positioned findings, one a line.
-func (m *module) plan() (*plan.Plan, int, error) {
-	out := m.rdmaform("plan")
-	if out.res == nil || out.res.Plan == nil {
-		msg := strings.TrimSpace(out.stderr)
-		if msg == "" {
-			msg = fmt.Sprintf("rdmaform plan exited %d without a plan", out.code)
+// spec reads and checks the spec the arguments name (the file, or the
+// content as "<stdin>", as rdmaform -f - names it); findings come back
+// one a line, each with its position.
+func (m *module) spec() (*schema.Spec, error) {
+	name, data := "<stdin>", []byte(m.args.Content)
+	if m.args.Spec != "" {
+		b, err := host.ReadLocalFile(m.args.Spec, nil)
+		if err != nil {
+			return nil, fmt.Errorf("reading spec: %w", err)
 		}
-		return nil, out.code, errors.New(msg)
+		name, data = m.args.Spec, b
 	}
-	return out.res.Plan, out.code, nil
+	spec, rep := schema.Parse(name, data)
+	if len(rep) > 0 {
+		ls := make([]string, 0, len(rep)+1)
+		for _, f := range rep {
+			ls = append(ls, f.String())
+		}
+		ls = append(ls, fmt.Sprintf("%s: %d %s", name, len(rep), words.Plural(len(rep), "error", "errors")))
+		return nil, errors.New(strings.Join(ls, "\n"))
+	}
+	return spec, nil
+}
+
+// open opens the host the arguments name (session.Open).
+func (m *module) open() (*host.Host, error) {
+	h, _, err := session.Open(session.Target{Sim: m.args.Sim, Root: m.args.Root}, m.env.Environ)
+	return h, err
+}
+
+// plan plans the spec on the host (session.Plan) and returns the plan
+// with rdmaform plan's exit code. A plan with findings (exit 1) is
+// returned with them; a failure before any plan (a bad spec, a host that
+// cannot be read) returns the error: positioned findings, one a line.
+//
+// Equivalent to: rdmaform [--sim DIR|--root DIR] plan -f SPEC
+func (m *module) plan() (*plan.Plan, int, error) {
+	spec, err := m.spec()
+	if err != nil {
+		return nil, plan.ExitError, err
+	}
+	h, err := m.open()
+	if err != nil {
+		return nil, plan.ExitError, err
+	}
+	res, err := session.Plan(m.ctx(), h, spec, nil)
+	if err != nil {
+		return nil, plan.ExitError, err
+	}
+	return res.Plan, res.Plan.ExitCode(), nil
+}
+
+// ctx is the run's context.
+func (m *module) ctx() context.Context {
+	if m.env.Ctx == nil {
+		return context.Background()
+	}
+	return m.env.Ctx
+}
+
+// apply applies the spec (session.Apply, as rdmaform apply --yes) and
+// returns its exit code, what it printed (the plan, the progress lines,
+// the summary, the errors) and its result (nil when it made no plan).
+//
+// Equivalent to: rdmaform [--sim DIR|--root DIR] apply --yes -f SPEC
+func (m *module) apply() output {
+	var stdout, stderr strings.Builder
+	fail := func(err error) output {
+		fmt.Fprintf(&stderr, "rdmaform: %v\n", err)
+		return output{code: plan.ExitError, stdout: stdout.String(), stderr: stderr.String()}
+	}
+	spec, err := m.spec()
+	if err != nil {
+		return fail(err)
+	}
+	h, err := m.open()
+	if err != nil {
+		return fail(err)
+	}
+	res, err := session.Apply(m.ctx(), h, session.ApplyOptions{
+		Spec: spec, LockTimeout: session.DefaultLockTimeout, LockOwner: "rdmaform module apply",
+		LockWaiting: func(holder string) { fmt.Fprintln(&stderr, session.Waiting(session.DefaultLockTimeout, holder)) },
+		Guard:       apply.GuardOptions{Environ: m.env.Environ}, Progress: &stderr, Hint: m.hint,
+		Warn: func(err error) { fmt.Fprintf(&stderr, "rdmaform: warning: %v\n", err) },
+		Hooks: apply.Hooks{
+			Planned: func(p *plan.Plan) error { return plan.WriteText(&stdout, p, plan.TextOptions{}) },
+			Applied: func(r *apply.Report) error { session.WriteSummary(&stdout, r); return nil },
+		},
+	})
+	out := output{res: res}
+	switch {
+	case err != nil:
+		out = fail(err)
+		out.res = res
+		return out
+	case res.Report.Outcome.Interrupted:
+		// As rdmaform apply: 130 for SIGINT, 143 for SIGTERM.
+		out.code = 130
+		var se *cli.SignalError
+		if errors.As(context.Cause(m.ctx()), &se) {
+			out.code = se.ExitCode()
+		}
+		fmt.Fprintf(&stderr, "rdmaform: interrupted: %d applied, %d not applied; run plan to see what is left\n", len(res.Report.Outcome.Applied), len(res.Report.Outcome.Failed)+len(res.Report.Outcome.Skipped))
+	case len(res.Report.Errors) > 0:
+		out.code = plan.ExitError
+		fmt.Fprintf(&stderr, "rdmaform: apply failed:\n%s\n", strings.Join(res.Report.Errors, "\n"))
+	default:
+		out.code = res.ExitCode()
+		if res.Report.Ran && res.RebootRequired() {
+			fmt.Fprintln(&stdout, "Reboot required to finish.")
+		}
+	}
+	out.stdout, out.stderr = stdout.String(), stderr.String()
+	return out
+}
+
+// hint names a follow-up rdmaform command in messages, with the host's
+// flags.
+func (m *module) hint(args ...string) string {
+	return session.DefaultHint(append(m.hostArgs(), args...)...)
 }
 
 // facts runs rdmaform facts and returns the document it made as the
@@ -293,15 +410,15 @@ func (m *module) run() Result {
 		return m.applyInBackground(p, res)
 	}
 
-	out := m.rdmaform("apply", "--yes")
+	out := m.apply()
 	res.RC = out.code
 	res.StdoutLines, res.StderrLines = lines(out.stdout), lines(out.stderr)
 	// The plan apply made after its changes (apply.Converge's report);
 	// planned again here only when apply stopped before it had one.
 	var after *plan.Plan
 	var perr error
-	if r := out.res.Report; r != nil && r.After != nil {
-		after = r.After
+	if out.res != nil && out.res.Report.After != nil {
+		after = out.res.Report.After
 	} else {
 		after, _, perr = m.plan()
 	}
