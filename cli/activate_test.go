@@ -72,12 +72,7 @@ func numVFs(t *testing.T, h string) string {
 // are back afterwards, the port runs Ethernet, the plan is empty, exit 0,
 // and the JSON document says so.
 func TestActivateFWResetWithVFs(t *testing.T) {
-	dir, h := activateHost(t, nil)
-	spec := filepath.Join(dir, "eth.yaml")
-	writeActivateSpec(t, spec, ethSpec)
-	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
-		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
-	}
+	dir, h, spec := stagedEthHost(t)
 	if n := numVFs(t, h); n != "2" {
 		t.Fatalf("sriov_numvfs %s before activate, want 2", n)
 	}
@@ -164,12 +159,7 @@ func TestActivateRestoresVFSettings(t *testing.T) {
 // still pending, the VFs are there); --force resets; then the plan is
 // empty.
 func TestActivateRefusedForHolder(t *testing.T) {
-	dir, h := activateHost(t, nil)
-	spec := filepath.Join(dir, "eth.yaml")
-	writeActivateSpec(t, spec, ethSpec)
-	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
-		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
-	}
+	_, h, spec := stagedEthHost(t)
 	if code, out, errs := runCLI(t, "sim", "tool", h, "--", "modprobe", "nvme_rdma"); code != 0 {
 		t.Fatalf("modprobe: %s%s", out, errs)
 	}
@@ -194,12 +184,7 @@ func TestActivateRefusedForHolder(t *testing.T) {
 // power-cycled into firmware that resets), activate activates; then the
 // plan is empty.
 func TestActivatePowerCycle(t *testing.T) {
-	dir, h := activateHost(t, nil)
-	spec := filepath.Join(dir, "eth.yaml")
-	writeActivateSpec(t, spec, ethSpec)
-	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
-		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
-	}
+	dir, h, spec := stagedEthHost(t)
 	if code, _, errs := runCLI(t, "sim", "fault", h, "--reset", "power-cycle"); code != 0 {
 		t.Fatal(errs)
 	}
@@ -544,4 +529,17 @@ func TestActivateRefusedForRDMAUsers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stagedEthHost is an activateHost with ethSpec (eth.yaml in dir) applied:
+// LINK_TYPE_P1=ETH staged for the next activation (apply exit 3).
+func stagedEthHost(t *testing.T) (dir, h, spec string) {
+	t.Helper()
+	dir, h = activateHost(t, nil)
+	spec = filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, spec, ethSpec)
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	return dir, h, spec
 }

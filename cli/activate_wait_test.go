@@ -46,12 +46,7 @@ func ledgerParams(t *testing.T, h string) []string {
 func TestActivateCardDoesNotReturn(t *testing.T) {
 	for _, out := range []string{"text", "json"} {
 		t.Run(out, func(t *testing.T) {
-			dir, h := activateHost(t, nil)
-			spec := filepath.Join(dir, "eth.yaml")
-			writeActivateSpec(t, spec, ethSpec)
-			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
-				t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
-			}
+			_, h, spec := stagedEthHost(t)
 			staged := ledgerParams(t, h)
 			if len(staged) == 0 {
 				t.Fatal("apply staged nothing in the ledger")
@@ -127,12 +122,7 @@ func TestActivateCardDoesNotReturn(t *testing.T) {
 // waits for it (--wait 1m), restores the VFs and the runtime part, and
 // the plan is empty.
 func TestActivateWaitsForALateCard(t *testing.T) {
-	dir, h := activateHost(t, nil)
-	spec := filepath.Join(dir, "eth.yaml")
-	writeActivateSpec(t, spec, ethSpec)
-	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
-		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
-	}
+	_, h, spec := stagedEthHost(t)
 	if code, _, errs := runCLI(t, "sim", "fault", h, "--reset", "late", "--delay", "1s"); code != 0 {
 		t.Fatal(errs)
 	}
