@@ -41,6 +41,8 @@ type cluster struct {
 	lab *kubelab.Lab
 	cfg *rest.Config
 	c   client.WithWatch
+	// metricsAddress is the agents' --metrics-address ("0": none).
+	metricsAddress string
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -112,7 +114,11 @@ func (k *cluster) startWith(m *agent.Metrics, nodes ...node) {
 		done := make(chan error, 1)
 		o := agent.Options{NodeName: n.name, Namespace: ns, HostArgs: []string{"--sim", n.dir}, Interval: 3 * time.Second, Metrics: m}
 		cfg, _ := k.lab.AsUser(k.t, "agent-"+n.name, k.lab.Token(k.t, ns, "rdmaform-agent", n.name))
-		go func() { done <- agent.Run(ctx, cfg, o, "0") }()
+		addr := k.metricsAddress
+		if addr == "" {
+			addr = "0"
+		}
+		go func() { done <- agent.Run(ctx, cfg, o, addr) }()
 		k.t.Cleanup(func() {
 			cancel()
 			if err := <-done; err != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -170,6 +172,9 @@ func TestAuditModeAndMetrics(t *testing.T) {
 	before := readSim(t, nodes[0])
 	cfg := k.config("audit", "rail", "audit", modulesSpec, policy(v1alpha1.ModeAudit, v1alpha1.ActivationNone, 1))
 	m := agent.NewMetrics()
+	// The agent's own listener (--metrics-address) on a loopback port,
+	// scraped over HTTP as Prometheus would.
+	k.metricsAddress = freeLoopback(t)
 	k.startWith(m, nodes...)
 	st := k.waitState(nodes[0].name, condIs(v1alpha1.ConditionInSync, metav1.ConditionFalse, "Drift", cfg.Generation))
 	if st.Status.Plan.Add != 1 || strings.Join(st.Status.Drift, ",") != "module[rdma_ucm]" || st.Status.LastApply != nil {
@@ -181,9 +186,7 @@ func TestAuditModeAndMetrics(t *testing.T) {
 	// The audit runs after the state is written: wait for its series.
 	var body string
 	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		rec := httptest.NewRecorder()
-		m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-		if body = rec.Body.String(); strings.Contains(body, "rdmaform_drift{") {
+		if body = scrape(t, "http://"+k.metricsAddress+"/metrics"); strings.Contains(body, "rdmaform_drift{") {
 			break
 		}
 	}
@@ -246,4 +249,56 @@ func series(f *dto.MetricFamily) string {
 func textParser() *expfmt.TextParser {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	return &p
+}
+
+// freeLoopback is a loopback TCP address no one listens on now.
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// scrape GETs url and returns the body of a 200 answer ("" otherwise).
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a test's loopback scrape
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
+}
+
+// TestMetricsAddressTaken: an agent whose --metrics-address is already
+// taken does not start; its error names the metrics listener.
+func TestMetricsAddressTaken(t *testing.T) {
+	k := newCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	n := k.nodes("taken", 1, func(int) map[string]string { return map[string]string{"rail": "taken"} })[0]
+	cfg, _ := k.lab.AsUser(t, "agent-"+n.name, k.lab.Token(t, ns, "rdmaform-agent", n.name))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	o := agent.Options{NodeName: n.name, Namespace: ns, HostArgs: []string{"--sim", n.dir}, Interval: time.Minute, Metrics: agent.NewMetrics()}
+	err = agent.Run(ctx, cfg, o, ln.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "metrics:") || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Errorf("agent.Run on a taken metrics address: %v, want a metrics error naming %s", err, ln.Addr())
+	}
+	if ctx.Err() != nil {
+		t.Errorf("agent.Run ran until its context ended instead of refusing the address")
+	}
 }
