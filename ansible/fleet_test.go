@@ -454,6 +454,7 @@ func TestRolloutLimits(t *testing.T) {
 				"rdmaform_rollout_drain_command has 65 arguments: want 1 to 64", "rdmaform_rollout_undrain_command has 65 arguments: want 1 to 64",
 				"rdmaform_rollout_drain_reason has 257 characters: want 1 to 256"}},
 		{"above percent", map[string]any{"rdmaform_rollout_max_unavailable": "101%"}, []string{"rdmaform_rollout_max_unavailable 101%: a percentage is 1% to 100%"}},
+		{"relative report", map[string]any{"rdmaform_rollout_report": "report.json"}, []string{"rdmaform_rollout_report report.json: want an absolute path on the controller"}},
 		{"not a number", map[string]any{"rdmaform_rollout_max_unavailable": "ten"}, []string{"rdmaform_rollout_max_unavailable ten: want N hosts (1 to 100000) or P% (1% to 100%)"}},
 		{"argument_specs", map[string]any{"rdmaform_rollout_drain": "ssh", "rdmaform_rollout_activation": "power-cycle", "rdmaform_rollout_probe_peers": "many"},
 			[]string{"rdmaform_rollout_drain", "ssh", "rdmaform_rollout_activation", "power-cycle", "rdmaform_rollout_probe_peers"}},
