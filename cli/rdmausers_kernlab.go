@@ -2,21 +2,13 @@
 
 package cli
 
-import (
-	"context"
+import "github.com/rdmaform/rdmaform/host"
 
-	"github.com/rdmaform/rdmaform/host"
-	"github.com/rdmaform/rdmaform/session"
-)
-
-// The real-kernel lab's doors into the CLI (internal/testlab/kernlab/guest),
+// The real-kernel lab's door into the CLI (internal/testlab/kernlab/guest),
 // only in builds with the kernlab tag: no rdmaform command reaches the
 // check of the kernel's RDMA users without a ConnectX card with something
-// staged, and the QEMU guest has none.
-
-// RDMAUsers is session.RDMAUsers, the check activate --by fw-reset
-// refuses with.
-func RDMAUsers(ctx context.Context, h *host.Host) []string { return session.RDMAUsers(ctx, h) }
+// staged, and the QEMU guest has none (its check of the kernel's RDMA
+// users calls session.RDMAUsers directly).
 
 // RunWrapped runs rdmaform as Run does, with wrap applied to the host the
 // global flags open (a simulated card, say, on a host whose RDMA users

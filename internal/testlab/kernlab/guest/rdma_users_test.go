@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmaform/rdmaform/cli"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/session"
 )
 
 // Kernel users of RDMA that a firmware reset would break, made for real
@@ -23,8 +23,8 @@ import (
 // through configfs and /dev/nvme-fabrics, as nvmetcli and nvme-cli do),
 // and an NFS mount over RDMA of the guest's own knfsd (see
 // TestNFSOverRDMAUser). rdmaform's check (the one activate --by fw-reset
-// refuses with, cli.RDMAUsers in kernlab builds: no rdmaform command
-// reaches it without a ConnectX card) must name each, from the real
+// refuses with, session.RDMAUsers: no rdmaform command reaches it
+// without a ConnectX card) must name each, from the real
 // sysfs, configfs, /proc/mounts and `rdma resource`, and nothing once
 // they are gone.
 
@@ -43,7 +43,7 @@ func rdmaUsers(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	users := cli.RDMAUsers(context.Background(), h)
+	users := session.RDMAUsers(context.Background(), h)
 	t.Logf("rdmaform's RDMA users:\n  %s", strings.Join(users, "\n  "))
 	return users
 }
