@@ -529,6 +529,84 @@ func TestRolloutCountOnly(t *testing.T) {
 	}
 }
 
+// TestRolloutWavePlay runs the role's entry points in plays of the
+// user's own on six simulated hosts, 2 a wave. The role alone (one play)
+// stages and cuts the waves, says that the waves play runs them, and
+// activates nothing. A waves play whose batches are not the waves
+// (serial: 1) fails at its first task, before any host is activated:
+// every host is still staged. The plays as the example has them (serial:
+// the waves' sizes) then activate every host, and the report play on
+// localhost lists them done.
+func TestRolloutWavePlay(t *testing.T) {
+	f := newFleet(t, 6, 0, nil)
+	report := filepath.Join(f.l.dir, "report.json")
+	// The spec is a template: each host's address.
+	vars := map[string]any{"rdmaform_rollout_spec": fleetSpec, "rdmaform_rollout_command": f.cli, "rdmaform_rollout_max_unavailable": "2",
+		"rdmaform_rollout_report": report}
+	run := func(playbook string) (string, int) {
+		t.Helper()
+		path := filepath.Join(f.l.dir, "play.yml")
+		if err := os.WriteFile(path, []byte(playbook), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("ansible-playbook", "-i", filepath.Join(f.l.dir, "inventory.yml"), "-f", "6", path, "-e", string(b))
+		cmd.Env = f.l.env
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	staged := func() {
+		t.Helper()
+		for _, h := range f.names {
+			rdmaform(t, 3, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h)) // staged, not activated
+		}
+	}
+	const role = "- hosts: rdma\n  gather_facts: false\n  roles:\n    - rdmaform.rdma.rollout\n"
+	out, code := run(role)
+	if code != 0 || !strings.Contains(out, "in 3 waves") || !strings.Contains(out, "the waves play runs them") {
+		t.Fatalf("the role alone: exit %d, want 0 and the waves with where they run\n%s", code, out)
+	}
+	staged()
+
+	waves := func(serial string) string {
+		return role + `- hosts: "{{ hostvars.localhost.rdmaform_rollout_wave_hosts | default([]) }}"
+  gather_facts: false
+  serial: ` + serial + `
+  tasks:
+    - ansible.builtin.import_role: {name: rdmaform.rdma.rollout, tasks_from: wave}
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.import_role: {name: rdmaform.rdma.rollout, tasks_from: report}
+`
+	}
+	out, code = run(waves("1"))
+	if code == 0 || !strings.Contains(out, "is not a wave: run the entry point wave on the hosts hostvars.localhost.rdmaform_rollout_wave_hosts") {
+		t.Fatalf("serial: 1: exit %d, want a failure saying the batch is not a wave\n%s", code, out)
+	}
+	staged()
+
+	out, code = run(waves(`"{{ hostvars.localhost.rdmaform_rollout_serial | default(1) }}"`))
+	if code != 0 || !strings.Contains(out, "rdmaform rollout: 6 done, 0 failed, 0 untouched (still staged), 0 with nothing to activate; all 3 waves done") {
+		t.Fatalf("the waves' serial: exit %d, want 0 and every host done\n%s", code, out)
+	}
+	if r := f.report(t, report); len(r.Done) != 6 || r.Waves != 3 {
+		t.Errorf("report: %+v, want 6 hosts done in 3 waves", r)
+	}
+	for _, h := range f.names {
+		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
+	}
+}
+
 // TestRolloutSlurm runs the rollout with the slurm drain preset (the
 // module rdmaform.rdma.drain) against a real slurmctld and three slurmd
 // (the Slurm lab), one simulated host per Slurm node, a wave each. The

@@ -129,18 +129,40 @@ func SerialPlaybook(pct int) []byte {
 `, pct))
 }
 
-// RolloutPlaybook runs the role rdmaform.rdma.rollout on the hosts.
+// RolloutPlaybook runs the role rdmaform.rdma.rollout on the hosts as
+// examples/ansible/fleet-rollout.yml does, without its drain hooks and
+// probes: its three entry points in three plays (phases 1 and 2 and
+// the waves; the waves, a serial batch each; the report).
 func RolloutPlaybook() []byte {
 	return []byte(`- name: RDMA rollout with the role
   hosts: rdma
   gather_facts: false
+  vars: &rollout
+    rdmaform_rollout_spec: "{{ lookup('ansible.builtin.file', rdma_spec_file) }}"
+    rdmaform_rollout_command: "{{ rdma_command }}"
+    rdmaform_rollout_max_unavailable: "{{ rdma_max_unavailable }}"
+    rdmaform_rollout_max_per_domain: "{{ rdma_max_per_domain | int }}"
+    rdmaform_rollout_report: "{{ rdma_report }}"
   roles:
-    - role: rdmaform.rdma.rollout
-      vars:
-        rdmaform_rollout_spec: "{{ lookup('ansible.builtin.file', rdma_spec_file) }}"
-        rdmaform_rollout_command: "{{ rdma_command }}"
-        rdmaform_rollout_max_unavailable: "{{ rdma_max_unavailable }}"
-        rdmaform_rollout_max_per_domain: "{{ rdma_max_per_domain | int }}"
-        rdmaform_rollout_report: "{{ rdma_report }}"
+    - rdmaform.rdma.rollout
+
+- name: RDMA rollout with the role, the waves
+  hosts: "{{ hostvars.localhost.rdmaform_rollout_wave_hosts | default([]) }}"
+  gather_facts: false
+  serial: "{{ hostvars.localhost.rdmaform_rollout_serial | default(1) }}"
+  vars: *rollout
+  tasks:
+    - ansible.builtin.import_role:
+        name: rdmaform.rdma.rollout
+        tasks_from: wave
+
+- name: RDMA rollout with the role, the report
+  hosts: localhost
+  gather_facts: false
+  vars: *rollout
+  tasks:
+    - ansible.builtin.import_role:
+        name: rdmaform.rdma.rollout
+        tasks_from: report
 `)
 }
