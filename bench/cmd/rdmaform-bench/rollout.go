@@ -68,7 +68,13 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_LOCALHOST_WARNING=0",
 		"ANSIBLE_INVENTORY_UNPARSED_WARNING=0", "ANSIBLE_PYTHON_INTERPRETER=auto_silent",
 	}
-	plays := map[string][]byte{"role.yml": bench.RolloutPlaybook(), "serial.yml": bench.SerialPlaybook(pct)}
+	// The role runs as examples/ansible/fleet-rollout.yml has it (three
+	// plays), without its probes.
+	example, err := benchlab.ReadFile(filepath.Join("examples", "ansible", "fleet-rollout.yml"))
+	if err != nil {
+		return err
+	}
+	plays := map[string][]byte{"role.yml": example, "serial.yml": bench.SerialPlaybook(pct)}
 	for name, data := range plays {
 		if err := benchlab.WriteFile(filepath.Join(dir, name), data); err != nil {
 			return err
@@ -92,6 +98,7 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 		extra, _ := json.Marshal(map[string]any{
 			"rdma_spec_file": spec, "rdma_command": r.opts.rdmaform, "rdma_report": report,
 			"rdma_max_unavailable": strconv.Itoa(pct) + "%", "rdma_max_per_domain": perDomain,
+			"rdma_become": false, "rdma_probe_interface": "",
 		})
 		argv := []string{"ansible-playbook", "-i", invs[who], "-f", strconv.Itoa(min(perWave, 500)), filepath.Join(dir, who+".yml"), "-e", string(extra)}
 		if check {
@@ -172,7 +179,7 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 	}
 	sec.notes = append(sec.notes,
 		fmt.Sprintf("Each play: `ansible-playbook -f %d` (forks: a wave's hosts at once), local connection, the module through its action plugin (plan, stage, and the activation: its state activated, `rdmaform activate --by fw-reset` in the module); every host of both fleets plans empty afterwards. Load: /proc/loadavg's 1-minute figure before and after each run, on %d CPUs shared with other work.", min(perWave, 500), runtime.NumCPU()),
-		"The role: three plays, as examples/ansible/fleet-rollout.yml (without its probes): phase 1 plans everywhere and prints the fleet summary, phase 2 stages everywhere, phase 3 runs `rdmaform waves` once; then the waves play, on the waves' hosts with serial: the waves' sizes, runs a batch a wave: the activate task on the wave's hosts at once, and two run-once tasks (the batch is the wave; close the wave); no drain hook and no probes here; then the report play on localhost. Stage is from the first play's start to the cut into waves (its report's waves_started); the bound is the issue's: 1.2 × waves × A + the stage phase. Per wave: "+strings.Join(secs, ", ")+".",
+		"The role: examples/ansible/fleet-rollout.yml, three plays (without its probes: rdma_probe_interface=\"\"): phase 1 plans everywhere and prints the fleet summary, phase 2 stages everywhere, phase 3 runs `rdmaform waves` once; then the waves play, on the waves' hosts with serial: the waves' sizes, runs a batch a wave: the activate task on the wave's hosts at once, and two run-once tasks (the batch is the wave; close the wave); no drain hook and no probes here; then the report play on localhost. Stage is from the first play's start to the cut into waves (its report's waves_started); the bound is the issue's: 1.2 × waves × A + the stage phase. Per wave: "+strings.Join(secs, ", ")+".",
 		"serial: each batch plans, stages and activates its hosts; the summary of phase 1 there is one line per host, batch after batch (no fleet-wide view before the first change).")
 	return nil
 }
