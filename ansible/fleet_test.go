@@ -477,7 +477,8 @@ func TestRolloutLimits(t *testing.T) {
 // exists (a drain that cannot finish): that host fails at the drain gate,
 // unreset and still staged, the line stops; once the marker is gone the
 // play runs again and retries it with the hosts left, and every host
-// plans empty.
+// plans empty. The first run probes peers on ib1, the second none: the
+// example's rdma_probe_interface="" turns its probes off.
 func TestRolloutCountOnly(t *testing.T) {
 	f := newFleet(t, 6, 0, nil)
 	report := filepath.Join(f.l.dir, "report.json")
@@ -507,14 +508,22 @@ func TestRolloutCountOnly(t *testing.T) {
 	for _, h := range append([]string{f.names[1]}, r.Untouched...) {
 		rdmaform(t, 3, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h)) // not reset: still staged
 	}
+	const probes = "TASK [rdmaform.rdma.rollout : Phase 3 | probes]"
+	if !strings.Contains(out, probes) {
+		t.Errorf("first run: no probes (rdma_probe_interface=ib1)\n%s", out)
+	}
 	retry := append([]string{f.names[1]}, r.Untouched...)
 	sort.Strings(retry)
 	if err := os.Remove(marker); err != nil {
 		t.Fatal(err)
 	}
+	extra["rdma_probe_interface"] = ""
 	out, code = f.play(t, 4, extra)
 	if code != 0 {
 		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, probes) {
+		t.Errorf("second run: probes with rdma_probe_interface=\"\"\n%s", out)
 	}
 	r = f.report(t, report)
 	sort.Strings(r.Done)

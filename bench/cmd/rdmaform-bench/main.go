@@ -98,7 +98,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.IntVar(&o.rolloutHosts, "rollout-hosts", 1000, "simulated hosts of the rollout part (the role rdmaform.rdma.rollout against a serial: playbook)")
 	fs.DurationVar(&o.activation, "activation-latency", 2*time.Minute, "the rollout part's activation latency A: the run time of each host's firmware reset")
-	fs.IntVar(&o.rolloutPercent, "rollout-percent", 25, "the rollout part's hosts per wave (and serial: batch), percent")
+	fs.IntVar(&o.rolloutPercent, "rollout-percent", 20, "the rollout part's hosts per wave (and serial: batch), percent (forks: a wave's hosts; each fork of a 1,000-host play holds about 90 MB)")
 	fs.StringVar(&o.module, "ansible-module", "build/ansible/library/rdmaform", "the Ansible module binary (make ansible) for the rollout part")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {
