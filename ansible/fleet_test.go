@@ -120,11 +120,18 @@ func (f *fleet) play(t *testing.T, forks int, extra map[string]any, flags ...str
 	for k, v := range extra {
 		vars[k] = v
 	}
+	return f.playbook(t, "../examples/ansible/fleet-rollout.yml", vars, append([]string{"-f", strconv.Itoa(forks)}, flags...)...)
+}
+
+// playbook runs ansible-playbook on the fleet's inventory with the extra
+// variables (a JSON document) and returns its output and exit code.
+func (f *fleet) playbook(t *testing.T, path string, vars map[string]any, flags ...string) (string, int) {
+	t.Helper()
 	b, err := json.Marshal(vars)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-i", filepath.Join(f.l.dir, "inventory.yml"), "-f", strconv.Itoa(forks), "../examples/ansible/fleet-rollout.yml", "-e", string(b)}, flags...)
+	args := append([]string{"-i", filepath.Join(f.l.dir, "inventory.yml"), path, "-e", string(b)}, flags...)
 	argv := append(append(append([]string{}, f.prefix...), "ansible-playbook"), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = f.l.env
@@ -381,20 +388,7 @@ func TestRolloutLimits(t *testing.T) {
 	run := func(vars map[string]any) (string, int) {
 		t.Helper()
 		vars["rdmaform_rollout_spec"] = strings.ReplaceAll(fleetSpec, "{{ rdmaform_probe_address }}", f.addr[f.names[0]])
-		b, err := json.Marshal(vars)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("ansible-playbook", "-i", filepath.Join(f.l.dir, "inventory.yml"), playbook, "--check", "-e", string(b))
-		cmd.Env = f.l.env
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), code
+		return f.playbook(t, playbook, vars, "--check")
 	}
 	probes := func(n int) []map[string]any {
 		ps := []map[string]any{}
@@ -558,20 +552,7 @@ func TestRolloutWavePlay(t *testing.T) {
 		if err := os.WriteFile(path, []byte(playbook), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		b, err := json.Marshal(vars)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("ansible-playbook", "-i", filepath.Join(f.l.dir, "inventory.yml"), "-f", "6", path, "-e", string(b))
-		cmd.Env = f.l.env
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), code
+		return f.playbook(t, path, vars, "-f", "6")
 	}
 	staged := func() {
 		t.Helper()
