@@ -82,12 +82,26 @@ func Main(args []string, env cli.Env) int {
 	if len(args) == 1 && args[0] == BackgroundArg {
 		return Background(env)
 	}
+	if len(args) == 1 && args[0] == StdinArg {
+		// The action plugin's module cache runs the cached binary with
+		// its arguments on standard input (plugins/action/rdmaform.py).
+		data, err := host.ReadLocalFile("-", env.Stdin)
+		return emit(runWith(data, err, env), env)
+	}
 	if len(args) > 0 && args[0] == CLIArg {
 		// The background apply's rollback watcher (or timer) runs the
 		// module's installed copy as rdmaform.
 		return cli.Run(args[1:], env)
 	}
-	res := Run(args, env)
+	return emit(Run(args, env), env)
+}
+
+// StdinArg, as the only argument, makes the module read its arguments
+// (the JSON of an arguments file) on standard input.
+const StdinArg = "--rdmaform-ansible-args-stdin"
+
+// emit prints the result as Ansible reads it and returns the exit code.
+func emit(res Result, env cli.Env) int {
 	b, err := encode(res)
 	if err != nil {
 		b, _ = encode(Result{Failed: true, RC: plan.ExitError, Msg: fmt.Sprintf("rdmaform module: encoding the result: %v", err)})
@@ -114,8 +128,16 @@ func Run(args []string, env cli.Env) Result {
 		return failed(plan.ExitError, "usage: rdmaform ARGS_FILE (Ansible runs this binary with the path of a JSON arguments file)")
 	}
 	data, err := host.ReadLocalFile(args[0], nil)
+	return runWith(data, err, env)
+}
+
+// runWith runs the module with the arguments data, read with err.
+func runWith(data []byte, err error, env cli.Env) Result {
 	if err != nil {
 		return failed(plan.ExitError, fmt.Sprintf("reading module arguments: %v", err))
+	}
+	if len(data) > host.MaxLocalFile {
+		return failed(plan.ExitError, fmt.Sprintf("module arguments: more than %d bytes", host.MaxLocalFile))
 	}
 	a, err := ParseArgs(data)
 	if err != nil {

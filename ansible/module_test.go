@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/ansible"
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/fstree"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/sim"
@@ -263,6 +264,61 @@ func TestArgsFile(t *testing.T) {
 		var res ansible.Result
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Failed || res.Msg == "" {
 			t.Errorf("%v: %v, %+v; want a failed result with a message", args, err, res)
+		}
+	}
+}
+
+// TestArgsStdin: with StdinArg the module reads its arguments on standard
+// input (the action plugin's module cache runs it so) and does what it
+// does with the same arguments in a file; at most host.MaxLocalFile
+// bytes, in a file as on standard input.
+func TestArgsStdin(t *testing.T) {
+	dir := newSim(t, "cx5-roce")
+	args, err := json.Marshal(map[string]any{"content": roceSpec, "sim": dir, "state": "planned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(argv []string, stdin []byte) (ansible.Result, int) {
+		var out bytes.Buffer
+		code := ansible.Main(argv, cli.Env{Stdin: bytes.NewReader(stdin), Stdout: &out, Environ: []string{"PATH=" + os.Getenv("PATH")}})
+		var res ansible.Result
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("%v: stdout is not one JSON object: %v\n%s", argv, err, out.String())
+		}
+		return res, code
+	}
+	fromFile := module(t, map[string]any{"content": roceSpec, "sim": dir, "state": "planned"})
+	fromStdin, code := run([]string{ansible.StdinArg}, args)
+	if code != 0 || fromStdin.Failed || fromStdin.RC != 2 {
+		t.Fatalf("arguments on stdin: exit %d, failed=%v rc=%d: %s", code, fromStdin.Failed, fromStdin.RC, fromStdin.Msg)
+	}
+	if diff := cmp.Diff(addresses(fromFile), addresses(fromStdin)); diff != "" {
+		t.Errorf("the plan from stdin's arguments differs from the file's (-file +stdin):\n%s", diff)
+	}
+
+	// The same arguments padded with spaces (still one JSON object) to
+	// the limit, and one byte past it.
+	pad := func(n int) []byte {
+		return append(append([]byte{}, args...), bytes.Repeat([]byte(" "), n-len(args))...)
+	}
+	for _, c := range []struct {
+		size int
+		ok   bool
+	}{{host.MaxLocalFile, true}, {host.MaxLocalFile + 1, false}} {
+		data := pad(c.size)
+		f := filepath.Join(t.TempDir(), "args")
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, argv := range [][]string{{ansible.StdinArg}, {f}} {
+			res, code := run(argv, data)
+			tooBig := strings.Contains(res.Msg, "module arguments: more than 16777216 bytes")
+			if c.ok && (code != 0 || res.Failed || res.RC != 2) {
+				t.Errorf("%d bytes, %v: exit %d, failed=%v rc=%d (%s); want the plan", c.size, argv[0], code, res.Failed, res.RC, res.Msg)
+			}
+			if !c.ok && (code != 1 || !res.Failed || !tooBig) {
+				t.Errorf("%d bytes, %v: exit %d, failed=%v, msg %q; want failed: more than 16777216 bytes", c.size, argv[0], code, res.Failed, res.Msg)
+			}
 		}
 	}
 }
