@@ -132,12 +132,12 @@ collection: ## the Ansible collection tarball dist/rdmaform-rdma-VERSION.tar.gz 
 	ansible-galaxy collection build ansible --output-path dist --force
 
 collection-test: collection bin/rdmaform ## install the tarball in build/collections, ansible-doc it, run ansible/tests/localhost.yml on a simulated host
-	rm -rf build/collections build/collection-sim
+	rm -rf build/collections build/collection-sim build/module-cache
 	ansible-galaxy collection install dist/rdmaform-rdma-*.tar.gz -p build/collections --force
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ansible-doc rdmaform.rdma.rdmaform | grep -q 'allow_firmware'
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ansible-doc rdmaform.rdma.drain | grep -q 'delete_emptydir_data'
 	bin/rdmaform sim new build/collection-sim --profile cx5-roce
-	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ANSIBLE_LOCALHOST_WARNING=0 \
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ANSIBLE_LOCALHOST_WARNING=0 RDMAFORM_MODULE_CACHE=$(CURDIR)/build/module-cache \
 	  ansible-playbook -i localhost, ansible/tests/localhost.yml -e sim=$(CURDIR)/build/collection-sim
 
 # ansible-test sanity's tests that run offline; the others (ansible-doc,

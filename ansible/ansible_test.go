@@ -56,6 +56,9 @@ func newLab(t *testing.T) *lab {
 		"ANSIBLE_LOCALHOST_WARNING=0",
 		"ANSIBLE_INVENTORY_UNPARSED_WARNING=0",
 		"ANSIBLE_PYTHON_INTERPRETER=auto_silent",
+		// The action plugin's module cache, on "hosts" that are this
+		// machine: in the test's directory, not /var/cache.
+		"RDMAFORM_MODULE_CACHE=" + filepath.Join(dir, "module-cache"),
 	}
 	return l
 }

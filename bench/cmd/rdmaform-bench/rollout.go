@@ -67,6 +67,9 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 		"ANSIBLE_LOCAL_TEMP=" + filepath.Join(dir, "tmp"), "ANSIBLE_REMOTE_TEMP=" + filepath.Join(dir, "tmp"),
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_LOCALHOST_WARNING=0",
 		"ANSIBLE_INVENTORY_UNPARSED_WARNING=0", "ANSIBLE_PYTHON_INTERPRETER=auto_silent",
+		// The action plugin's module cache: the simulated hosts are this
+		// machine, and share one (each real host has its own).
+		"RDMAFORM_MODULE_CACHE=" + filepath.Join(dir, "module-cache"),
 	}
 	// The role runs as examples/ansible/fleet-rollout.yml has it (three
 	// plays), without its probes.
