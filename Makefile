@@ -136,6 +136,7 @@ collection-test: collection bin/rdmaform ## install the tarball in build/collect
 	ansible-galaxy collection install dist/rdmaform-rdma-*.tar.gz -p build/collections --force
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ansible-doc rdmaform.rdma.rdmaform | grep -q 'allow_firmware'
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ansible-doc rdmaform.rdma.drain | grep -q 'delete_emptydir_data'
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ansible-doc -t strategy rdmaform.rdma.fleet | grep -q 'gc.freeze'
 	bin/rdmaform sim new build/collection-sim --profile cx5-roce
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/build/collections ANSIBLE_LOCALHOST_WARNING=0 RDMAFORM_MODULE_CACHE=$(CURDIR)/build/module-cache \
 	  ansible-playbook -i localhost, ansible/tests/localhost.yml -e sim=$(CURDIR)/build/collection-sim

@@ -21,7 +21,7 @@ import (
 func (l *lab) installCollection(t *testing.T) {
 	t.Helper()
 	root := filepath.Join(l.dir, "collections", "ansible_collections", "rdmaform", "rdma")
-	files := []string{"galaxy.yml", "meta/runtime.yml", "plugins/action/rdmaform.py", "plugins/modules/rdmaform.py", "plugins/modules/drain.py"}
+	files := []string{"galaxy.yml", "meta/runtime.yml", "plugins/action/rdmaform.py", "plugins/strategy/fleet.py", "plugins/modules/rdmaform.py", "plugins/modules/drain.py"}
 	if err := filepath.WalkDir("roles", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			files = append(files, p)
