@@ -27,7 +27,8 @@ SHA-256, and runs it from there:
   name), and the other builds in the directory are removed;
 - the directory and the file must be owned by the user the module runs
   as and writable by no one else, or the plugin does not use them (a
-  file someone else could replace would run as root);
+  file someone else could replace would run as root); the directories
+  above it are not checked (the default's are root's);
 - where the cache cannot be used (the user cannot create the directory,
   an async task, a connection that cannot pipe, a non-POSIX shell), the
   task runs as Ansible runs any binary module, copying it.
