@@ -194,12 +194,16 @@ class ActionModule(ActionBase):
             self._transfer_data(args_file, json.dumps(args))
             self._fixup_perms2([tmpdir, args_file], self._get_remote_user(), execute=False)
 
+        # The task's environment is exported, then the shell itself execs
+        # the module: env(1) would run a binary the kernel refuses (another
+        # architecture) as a shell script, where sh says "Exec format error".
         env = self._compute_environment_string()
-        run = (SAFE + 'd=%s; f=%s; if [ -f "$f" ] && safe "$d" && safe "$f"; then exec env %s "$f" %s; fi; '
+        export = "export %s; " % env if env.strip() else ""
+        run = (SAFE + 'd=%s; f=%s; if [ -f "$f" ] && safe "$d" && safe "$f"; then %sexec "$f" %s; fi; '
                'mkdir -p "$d" 2>/dev/null || { echo %s cannot create the directory; exit 0; }; '
                'safe "$d" || { echo %s the directory is not owned by uid $(id -u) or others may write it; exit 0; }; '
                'echo %s'
-               % (shlex.quote(cache), shlex.quote(cached), env, shlex.quote(args_file) if args_file else STDIN_ARG,
+               % (shlex.quote(cache), shlex.quote(cached), export, shlex.quote(args_file) if args_file else STDIN_ARG,
                   shlex.quote(REFUSED), shlex.quote(REFUSED), shlex.quote(MISS)))
         in_data = None if args_file else json.dumps(args).encode("ascii")
         res = self._low_level_execute_command(run, sudoable=True, in_data=in_data)
