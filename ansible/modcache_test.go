@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ const cachePlay = `- hosts: localhost
 // copy left a day ago. A cached file someone else may write, or a
 // directory others may write, is not used: the first is replaced, the
 // second makes the plugin copy the module per task as Ansible does,
-// with a warning. "" turns the cache off; a relative path is an error.
+// with a warning; so does a directory that cannot be made. "" turns the cache off; a relative path is an error.
 // With become by su (Ansible does not pipe a module's input there) the
 // arguments go in a file.
 func TestModuleCache(t *testing.T) {
@@ -114,7 +115,7 @@ func TestModuleCache(t *testing.T) {
 			t.Fatalf("the module was copied %d times, want once:\n%s", n, out)
 		}
 		isBuild(t)
-		if got, want := entries(t), []string{".rdmaform-new.2", filepath.Base(cached)}; !equal(got, want) {
+		if got, want := entries(t), []string{".rdmaform-new.2", filepath.Base(cached)}; !slices.Equal(got, want) {
 			t.Errorf("cache %v, want %v", got, want)
 		}
 		if n, out := run(t, cachePlay); n != 0 {
@@ -175,6 +176,22 @@ func TestModuleCache(t *testing.T) {
 		}
 	})
 
+	t.Run("a directory that cannot be made is not used", func(t *testing.T) {
+		file := filepath.Join(l.dir, "not-a-directory")
+		if err := os.WriteFile(file, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		under := filepath.Join(file, "cache")
+		n, out := run(t, cachePlay, "-e", "rdmaform_module_cache="+under)
+		if n != 2 {
+			t.Errorf("the module was copied %d times, want once a task (2):\n%s", n, out)
+		}
+		warn := "the module cache " + under + " is not used on this host: cannot create the directory"
+		if strings.Count(strings.Join(strings.Fields(out), ""), strings.Join(strings.Fields(warn), "")) != 2 {
+			t.Errorf("want the warning %q for each task:\n%s", warn, out)
+		}
+	})
+
 	t.Run("off", func(t *testing.T) {
 		if n, out := run(t, cachePlay, "-e", `{"rdmaform_module_cache": ""}`); n != 2 {
 			t.Errorf("without the cache the module was copied %d times, want once a task (2):\n%s", n, out)
@@ -199,5 +216,3 @@ func TestModuleCache(t *testing.T) {
 		}
 	})
 }
-
-func equal(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }

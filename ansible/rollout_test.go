@@ -3,7 +3,6 @@ package ansible_test
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,47 +10,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmaform/rdmaform/bench"
 	"github.com/rdmaform/rdmaform/cli"
 )
 
 // installCollection lays the collection out under the lab's
-// ANSIBLE_COLLECTIONS_PATH as ansible-galaxy installs it: the action
-// plugin, the module's name file, the module built for this machine as
-// rdmaform_<arch>, meta/runtime.yml and the roles.
+// ANSIBLE_COLLECTIONS_PATH as ansible-galaxy installs it, with the
+// module built for this machine: the bench's bench.InstallCollection.
 func (l *lab) installCollection(t *testing.T) {
 	t.Helper()
-	root := filepath.Join(l.dir, "collections", "ansible_collections", "rdmaform", "rdma")
-	files := []string{"galaxy.yml", "meta/runtime.yml", "plugins/action/rdmaform.py", "plugins/strategy/fleet.py", "plugins/modules/rdmaform.py", "plugins/modules/drain.py"}
-	if err := filepath.WalkDir("roles", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(root, f)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
-	if arch == "" {
+	if _, ok := map[string]bool{"amd64": true, "arm64": true}[runtime.GOARCH]; !ok {
 		t.Skipf("the collection has no build for %s", runtime.GOARCH)
 	}
-	data, err := os.ReadFile(filepath.Join(l.library, "rdmaform"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "plugins", "modules", "rdmaform_"+arch), data, 0o755); err != nil {
+	if err := bench.InstallCollection(".", filepath.Join(l.dir, "collections"), filepath.Join(l.library, "rdmaform")); err != nil {
 		t.Fatal(err)
 	}
 }

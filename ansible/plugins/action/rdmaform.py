@@ -78,9 +78,12 @@ STDIN_ARG = "--rdmaform-ansible-args-stdin"
 MISS = "rdmaform-module-cache: miss"
 REFUSED = "rdmaform-module-cache: refused:"
 
-# safe DIR_OR_FILE: owned by the effective user, and neither group nor
-# others may write it (ls -ld's mode: the 6th and 9th characters).
-SAFE = ('safe() { [ -O "$1" ] || return 1; case $(ls -ld "$1") in ?????w*|????????w*) return 1;; esac; }; ')
+# Shell functions for the cached run and the install: safe DIR_OR_FILE,
+# owned by the effective user and writable by neither group nor others
+# (ls -ld's mode: the 6th and 9th characters); unsafe_dir, which says
+# why the directory is refused.
+SAFE = ('safe() { [ -O "$1" ] || return 1; case $(ls -ld "$1") in ?????w*|????????w*) return 1;; esac; }; '
+        'unsafe_dir() { echo %s the directory is not owned by uid $(id -u) or others may write it; }; ' % shlex.quote(REFUSED))
 
 
 def sha256_of(path):
@@ -201,10 +204,10 @@ class ActionModule(ActionBase):
         export = "export %s; " % env if env.strip() else ""
         run = (SAFE + 'd=%s; f=%s; if [ -f "$f" ] && safe "$d" && safe "$f"; then %sexec "$f" %s; fi; '
                'mkdir -p "$d" 2>/dev/null || { echo %s cannot create the directory; exit 0; }; '
-               'safe "$d" || { echo %s the directory is not owned by uid $(id -u) or others may write it; exit 0; }; '
+               'safe "$d" || { unsafe_dir; exit 0; }; '
                'echo %s'
                % (shlex.quote(cache), shlex.quote(cached), export, shlex.quote(args_file) if args_file else STDIN_ARG,
-                  shlex.quote(REFUSED), shlex.quote(REFUSED), shlex.quote(MISS)))
+                  shlex.quote(REFUSED), shlex.quote(MISS)))
         in_data = None if args_file else json.dumps(args).encode("ascii")
         res = self._low_level_execute_command(run, sudoable=True, in_data=in_data)
         why = self._refused(res)
@@ -248,14 +251,14 @@ class ActionModule(ActionBase):
         self._transfer_file(local, staged)
         self._fixup_perms2([tmpdir, staged], self._get_remote_user())
         install = (SAFE + 'set -e; umask 022; d=%s; f=%s; t="$d/.rdmaform-%s.$$"; '
-                   'safe "$d" || { echo %s the directory is not owned by uid $(id -u) or others may write it; exit 0; }; '
+                   'safe "$d" || { unsafe_dir; exit 0; }; '
                    'command -v sha256sum >/dev/null || { echo %s sha256sum is not installed; exit 0; }; '
                    'cp %s "$t"; chmod 0755 "$t"; '
                    'echo "%s  $t" | sha256sum -c >/dev/null 2>&1 || { rm -f "$t"; echo %s the copy does not match its SHA-256; exit 0; }; '
                    'mv -f "$t" "$f"; '
                    'for o in "$d"/rdmaform-*; do [ "$o" = "$f" ] || rm -f "$o"; done; '
                    'find "$d" -name ".rdmaform-*" -mtime +0 -exec rm -f {} + 2>/dev/null || true'
-                   % (shlex.quote(cache), shlex.quote(cached), digest, shlex.quote(REFUSED), shlex.quote(REFUSED),
+                   % (shlex.quote(cache), shlex.quote(cached), digest, shlex.quote(REFUSED),
                       shlex.quote(staged), digest, shlex.quote(REFUSED)))
         res = self._low_level_execute_command(install, sudoable=True)
         # The staged copy goes with the task's temporary directory
