@@ -95,6 +95,22 @@ func TestModuleCache(t *testing.T) {
 		}
 	}
 
+	// notUsed runs the play with the cache directory dir, which the
+	// plugin must refuse for why: the module copied for each task, and a
+	// warning for each.
+	notUsed := func(t *testing.T, dir, why string) {
+		t.Helper()
+		n, out := run(t, cachePlay, "-e", "rdmaform_module_cache="+dir)
+		if n != 2 {
+			t.Errorf("the module was copied %d times, want once a task (2):\n%s", n, out)
+		}
+		warn := "the module cache " + dir + " is not used on this host: " + why
+		// Ansible folds a warning's lines, in the path too.
+		if strings.Count(strings.Join(strings.Fields(out), ""), strings.Join(strings.Fields(warn), "")) != 2 {
+			t.Errorf("want the warning %q for each task:\n%s", warn, out)
+		}
+	}
+
 	t.Run("copied once", func(t *testing.T) {
 		// Another build, a temporary file of a copy killed two days ago
 		// and one of a copy under way.
@@ -162,15 +178,7 @@ func TestModuleCache(t *testing.T) {
 		if err := os.Chmod(open, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		n, out := run(t, cachePlay, "-e", "rdmaform_module_cache="+open)
-		if n != 2 {
-			t.Errorf("the module was copied %d times, want once a task (2):\n%s", n, out)
-		}
-		warn := "the module cache " + open + " is not used on this host: the directory is not owned by uid"
-		// Ansible folds a warning's lines, in the path too.
-		if strings.Count(strings.Join(strings.Fields(out), ""), strings.Join(strings.Fields(warn), "")) != 2 {
-			t.Errorf("want the warning %q for each task:\n%s", warn, out)
-		}
+		notUsed(t, open, "the directory is not owned by uid")
 		if es, err := os.ReadDir(open); err != nil || len(es) != 0 {
 			t.Errorf("%s: %v %v, want it left empty", open, es, err)
 		}
@@ -181,15 +189,7 @@ func TestModuleCache(t *testing.T) {
 		if err := os.WriteFile(file, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		under := filepath.Join(file, "cache")
-		n, out := run(t, cachePlay, "-e", "rdmaform_module_cache="+under)
-		if n != 2 {
-			t.Errorf("the module was copied %d times, want once a task (2):\n%s", n, out)
-		}
-		warn := "the module cache " + under + " is not used on this host: cannot create the directory"
-		if strings.Count(strings.Join(strings.Fields(out), ""), strings.Join(strings.Fields(warn), "")) != 2 {
-			t.Errorf("want the warning %q for each task:\n%s", warn, out)
-		}
+		notUsed(t, filepath.Join(file, "cache"), "cannot create the directory")
 	})
 
 	t.Run("off", func(t *testing.T) {
