@@ -35,7 +35,7 @@ build: ## static bin/linux_{amd64,arm64}/rdmaform, bin/rdmaform for this machine
 	cp bin/linux_$(NATIVE)/rdmaform $(BIN)
 
 docs: ## man pages, shell completions and the boot unit in build/ (from the command tree)
-	$(GO) run ./cmd/rdmaform-docs -man build/man -completions build/completions -unit build/rdmaform.service -binary $(SBINDIR)/rdmaform
+	$(GO) run ./cmd/rdmaform-docs -man build/man -completions build/completions -unit build/rdmaform.service -binary $(SBINDIR)/rdmaform -version $(VERSION)
 
 DOCFILES := README.md CHANGELOG.md LICENSE
 # The examples the README uses: specs, the simulated hosts and the Ansible
@@ -69,7 +69,7 @@ $(NFPM):
 
 package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (rdmaform and rdmaform-agent in /usr/sbin)
 	rm -rf dist build/pkg && mkdir -p dist
-	$(GO) run ./cmd/rdmaform-docs -man build/pkg/man -completions build/pkg/completions -unit build/pkg/rdmaform.service -binary /usr/sbin/rdmaform
+	$(GO) run ./cmd/rdmaform-docs -man build/pkg/man -completions build/pkg/completions -unit build/pkg/rdmaform.service -binary /usr/sbin/rdmaform -version $(VERSION)
 	$(foreach a,$(ARCHES),$(call gobuild,$(a),/usr/sbin,build/pkg/rdmaform,./cmd/rdmaform) && \
 	  $(call gobuild,$(a),/usr/sbin,build/pkg/rdmaform-agent,./cmd/rdmaform-agent) && \
 	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p deb -t dist/ && \

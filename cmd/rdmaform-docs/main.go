@@ -2,7 +2,11 @@
 // per command, from the cobra command tree) and its bash, zsh and fish
 // completions, for `make install` and `make package`:
 //
-//	rdmaform-docs -man DIR -completions DIR -unit FILE -binary /usr/sbin/rdmaform
+//	rdmaform-docs -man DIR -completions DIR -unit FILE -binary /usr/sbin/rdmaform -version 0.1.0
+//
+// Each command has its page (rdmaform-plan.8, titled RDMAFORM-PLAN), and
+// rdmaform-agent has rdmaform-agent.8; -version is the release the pages'
+// footer names (make passes its VERSION; go run records none).
 //
 // -unit writes the boot unit for the installed binary, as vendor unit
 // (/usr/lib/systemd/system): the same service `persistence: boot-unit`
@@ -23,6 +27,7 @@ import (
 	"github.com/spf13/cobra/doc"
 
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/internal/docgen"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/version"
 )
@@ -32,6 +37,7 @@ func main() {
 	comp := flag.String("completions", "", "write rdmaform.bash, _rdmaform (zsh) and rdmaform.fish to `DIR`")
 	unitFile := flag.String("unit", "", "write the boot unit to `FILE`")
 	binary := flag.String("binary", bootunit.DefaultBinary, "the installed rdmaform the unit runs (`PATH`)")
+	ver := flag.String("version", version.Get().Version, "the release the manual pages name (`VERSION`)")
 	flag.Parse()
 	if *unitFile != "" {
 		if err := writeUnit(*unitFile, *binary); err != nil {
@@ -42,7 +48,7 @@ func main() {
 			return
 		}
 	}
-	if err := run(*man, *comp); err != nil {
+	if err := run(*man, *comp, *ver); err != nil {
 		fmt.Fprintln(os.Stderr, "rdmaform-docs:", err)
 		os.Exit(1)
 	}
@@ -67,7 +73,7 @@ func writeUnit(file, binary string) error {
 	return os.WriteFile(file, u, 0o644)
 }
 
-func run(man, comp string) error {
+func run(man, comp, ver string) error {
 	if man == "" && comp == "" {
 		return fmt.Errorf("nothing to do: give -man DIR and/or -completions DIR")
 	}
@@ -77,9 +83,13 @@ func run(man, comp string) error {
 		if err := os.MkdirAll(man, 0o755); err != nil {
 			return err
 		}
-		hdr := &doc.GenManHeader{Title: "RDMAFORM", Section: "8", Source: "rdmaform " + version.Get().Version, Manual: "rdmaform manual"}
+		// No Title: each page gets its command's (RDMAFORM-PLAN).
+		hdr := &doc.GenManHeader{Section: "8", Source: "rdmaform " + ver, Manual: "rdmaform manual"}
 		if err := doc.GenManTree(root, hdr, man); err != nil {
 			return fmt.Errorf("manual pages: %w", err)
+		}
+		if err := doc.GenManTree(docgen.AgentCommand(), hdr, man); err != nil {
+			return fmt.Errorf("manual page of rdmaform-agent: %w", err)
 		}
 	}
 	if comp != "" {
