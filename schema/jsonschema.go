@@ -43,8 +43,19 @@ var requiredKeys = map[reflect.Type][]string{
 // shape is; the rules that need code (name safety, address formats,
 // duplicates, ownership, cross-field checks) stay in Validate, which
 // rdmaform validate runs with positions.
+//
+// Every field must say what it is (a doc tag): JSONSchema fails naming
+// the fields that do not, so the published schema and the reference
+// generated from it (docs/reference/spec.md) describe every key.
 func JSONSchema() ([]byte, error) {
-	root := typeSchema(reflect.TypeOf(Spec{}))
+	return jsonSchemaOf(reflect.TypeOf(Spec{}))
+}
+
+func jsonSchemaOf(t reflect.Type) ([]byte, error) {
+	if missing := undocumented(t, "$", map[reflect.Type]bool{}); len(missing) > 0 {
+		return nil, fmt.Errorf("schema: %d field(s) without a doc tag: %s", len(missing), strings.Join(missing, ", "))
+	}
+	root := typeSchema(t)
 	root = append(obj{
 		{"$schema", "http://json-schema.org/draft-07/schema#"},
 		{"$id", SchemaID},
@@ -59,6 +70,32 @@ func JSONSchema() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// undocumented lists the fields of t and of the types under it that have
+// no doc tag, as "$.path (Type.Field)".
+func undocumented(t reflect.Type, path string, seen map[reflect.Type]bool) []string {
+	switch {
+	case t == paramsType || t == dscpMapType || t == pkeyType:
+		return nil
+	case t.Kind() == reflect.Pointer:
+		return undocumented(t.Elem(), path, seen)
+	case t.Kind() == reflect.Slice:
+		return undocumented(t.Elem(), path+"[]", seen)
+	case t.Kind() != reflect.Struct || seen[t]:
+		return nil
+	}
+	seen[t] = true
+	var out []string
+	for _, fi := range fieldsOf(t) {
+		f := t.Field(fi.index)
+		p := path + "." + fi.key
+		if strings.TrimSpace(f.Tag.Get("doc")) == "" {
+			out = append(out, fmt.Sprintf("%s (%s.%s)", p, t.Name(), f.Name))
+		}
+		out = append(out, undocumented(f.Type, p, seen)...)
+	}
+	return out
 }
 
 // kv is one member of an ordered JSON object.
@@ -183,7 +220,29 @@ func fieldSchema(f reflect.StructField) obj {
 	if pat := f.Tag.Get("pattern"); pat != "" {
 		s = append(s, kv{"pattern", pat})
 	}
+	if def, ok := f.Tag.Lookup("default"); ok {
+		s = append(s, kv{"default", defaultValue(f.Type, def)})
+	}
 	return s
+}
+
+// defaultValue is a default tag as the JSON value of the field's type:
+// a number for an int, a boolean for a bool, else the text.
+func defaultValue(t reflect.Type, def string) any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int:
+		if n, err := strconv.Atoi(def); err == nil {
+			return n
+		}
+	case reflect.Bool:
+		if b, err := strconv.ParseBool(def); err == nil {
+			return b
+		}
+	}
+	return def
 }
 
 // nullable lets an optional key be given as null: the loader reads

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -426,4 +427,101 @@ func TestJSONSchemaCoversEveryKey(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeOf(Spec{}), doc, "$")
+}
+
+// TestJSONSchemaNeedsDocs: the generator refuses a type with a field
+// that does not say what it is, and names the field by its path and its
+// Go name (nested ones too).
+func TestJSONSchemaNeedsDocs(t *testing.T) {
+	type inner struct {
+		Said  string `yaml:"said" doc:"documented"`
+		Quiet int    `yaml:"quiet,omitempty"`
+	}
+	type outer struct {
+		Name   string  `yaml:"name" doc:"a name"`
+		Bare   *bool   `yaml:"bare,omitempty"`
+		Blank  string  `yaml:"blank,omitempty" doc:" "`
+		Inners []inner `yaml:"inners,omitempty" doc:"a list"`
+		Hidden string  `yaml:"-"`
+	}
+	_, err := jsonSchemaOf(reflect.TypeOf(outer{}))
+	if err == nil {
+		t.Fatal("no error for three fields without a doc tag")
+	}
+	for _, want := range []string{"3 field(s)", "$.bare (outer.Bare)", "$.blank (outer.Blank)", "$.inners[].quiet (inner.Quiet)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	for _, quiet := range []string{"$.name", "said", "Hidden"} {
+		if strings.Contains(err.Error(), quiet) {
+			t.Errorf("error %q names %s, which is documented or not a key", err, quiet)
+		}
+	}
+	type documented struct {
+		Name string `yaml:"name" doc:"a name"`
+	}
+	if _, err := jsonSchemaOf(reflect.TypeOf(documented{})); err != nil {
+		t.Errorf("a documented type: %v", err)
+	}
+}
+
+// TestDefaultTags: every default tag is a value its field accepts (in its
+// enum, within min and max), and the probes' defaults are the constants
+// the probes use.
+func TestDefaultTags(t *testing.T) {
+	n := 0
+	var walk func(rt reflect.Type, path string, seen map[reflect.Type]bool)
+	walk = func(rt reflect.Type, path string, seen map[reflect.Type]bool) {
+		for rt.Kind() == reflect.Pointer || (rt.Kind() == reflect.Slice && rt != paramsType && rt != dscpMapType) {
+			rt = rt.Elem()
+		}
+		if rt.Kind() != reflect.Struct || rt == pkeyType || seen[rt] {
+			return
+		}
+		seen[rt] = true
+		for _, fi := range fieldsOf(rt) {
+			f := rt.Field(fi.index)
+			p := path + "." + fi.key
+			walk(f.Type, p, seen)
+			def, ok := f.Tag.Lookup("default")
+			if !ok {
+				continue
+			}
+			n++
+			if enum := f.Tag.Get("enum"); enum != "" && !contains(strings.Split(enum, ","), def) {
+				t.Errorf("%s: default %q is not one of %s", p, def, enum)
+			}
+			if lo, err := strconv.Atoi(f.Tag.Get("min")); err == nil {
+				v, err := strconv.Atoi(def)
+				if err != nil || v < lo {
+					t.Errorf("%s: default %q is below the minimum %d", p, def, lo)
+				}
+			}
+			if hi, err := strconv.Atoi(f.Tag.Get("max")); err == nil {
+				v, err := strconv.Atoi(def)
+				if err != nil || v > hi {
+					t.Errorf("%s: default %q is above the maximum %d", p, def, hi)
+				}
+			}
+			switch {
+			case fi.key == "count" && strings.HasPrefix(p, "$.probes[]."):
+				if def != strconv.Itoa(DefaultProbeCount) {
+					t.Errorf("%s: default %s, the probes use %d", p, def, DefaultProbeCount)
+				}
+			case fi.key == "timeout" && strings.HasPrefix(p, "$.probes[]."):
+				if def != DefaultProbeTimeout {
+					t.Errorf("%s: default %s, the probes use %s", p, def, DefaultProbeTimeout)
+				}
+			case p == "$.probes[].rdma_cm.port":
+				if def != strconv.Itoa(DefaultRdmaCMPort) {
+					t.Errorf("%s: default %s, the probes use %d", p, def, DefaultRdmaCMPort)
+				}
+			}
+		}
+	}
+	walk(reflect.TypeOf(Spec{}), "$", map[reflect.Type]bool{})
+	if n < 10 {
+		t.Errorf("only %d default tags", n)
+	}
 }

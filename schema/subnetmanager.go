@@ -18,7 +18,7 @@ type SubnetManager struct {
 	Options    *SMOptions  `yaml:"options,omitempty" doc:"opensm.conf keys rdmaform manages (an allow-list); each is updated on SIGHUP or needs a restart, as opensm's option table says"`
 	// Fabric names the fabric for rdmaform lint; hosts with the same
 	// fabric share one subnet.
-	Fabric string `yaml:"fabric,omitempty" doc:"lint-only: the fabric this subnet manager serves (default: default); rdmaform lint checks each fabric's managers and partitions together"`
+	Fabric string `yaml:"fabric,omitempty" default:"default" doc:"lint-only: the fabric this subnet manager serves (default: default); rdmaform lint checks each fabric's managers and partitions together"`
 }
 
 // SMPort is the port opensm binds to.
@@ -34,7 +34,7 @@ type Partition struct {
 	// IPoIB makes opensm create the partition's IPoIB broadcast group;
 	// true or {rate, mtu, sl}.
 	IPoIB             *PartitionIPoIB   `yaml:"ipoib,omitempty" doc:"true, or {rate, mtu, sl}: opensm creates the partition's IPoIB broadcast group"`
-	DefaultMembership string            `yaml:"default_membership,omitempty" enum:"full,limited,both" doc:"membership of members that give none (opensm's defmember; default limited); both needs options.allow_both_pkeys"`
+	DefaultMembership string            `yaml:"default_membership,omitempty" enum:"full,limited,both" default:"limited" doc:"membership of members that give none (opensm's defmember; default limited); both needs options.allow_both_pkeys"`
 	Members           []PartitionMember `yaml:"members,omitempty" doc:"member ports; none: the partition has no member"`
 }
 

@@ -21,7 +21,7 @@ type Spec struct {
 	Interfaces  []Interface `yaml:"interfaces,omitempty" doc:"plain netlink settings for netdevs NetworkManager does not own"`
 	Modules     []string    `yaml:"modules,omitempty" doc:"kernel modules loaded now and listed in /etc/modules-load.d/rdmaform.conf"`
 	Services    []Service   `yaml:"services,omitempty" doc:"systemd unit states"`
-	Persistence string      `yaml:"persistence,omitempty" enum:"none,boot-unit" doc:"none | boot-unit: re-apply volatile settings at boot"`
+	Persistence string      `yaml:"persistence,omitempty" enum:"none,boot-unit" default:"none" doc:"none | boot-unit: re-apply volatile settings at boot"`
 	Probes      []Probe     `yaml:"probes,omitempty" doc:"connectivity checks (rdmaform probe, audit --probes); they never change the host"`
 	// SubnetManager is the opensm side of the fabric: its priority and
 	// the partitions it programs into every port's P_Key table.
@@ -36,7 +36,7 @@ type Spec struct {
 // HostSpec names the host the spec is for.
 type HostSpec struct {
 	Hostname string `yaml:"hostname,omitempty" doc:"expected hostname; audits report a mismatch"`
-	Role     string `yaml:"role,omitempty" enum:"client,server,peer" doc:"lint-only: whether this host opens RDMA CM connections (client), accepts them (server) or both (peer, the default)"`
+	Role     string `yaml:"role,omitempty" enum:"client,server,peer" default:"peer" doc:"lint-only: whether this host opens RDMA CM connections (client), accepts them (server) or both (peer, the default)"`
 }
 
 // Device is one RDMA adapter.
@@ -53,7 +53,7 @@ type Device struct {
 	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
 	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
 	PCIe     *PCIe     `yaml:"pcie,omitempty" doc:"runtime PCI Express settings of this PCI function (its config space); set again by the boot unit"`
-	Ports    []Port    `yaml:"ports,omitempty"`
+	Ports    []Port    `yaml:"ports,omitempty" doc:"settings of the adapter's ports, each by its number"`
 	// Names renames the device and its netdev, now and at every boot.
 	Names *Names `yaml:"names,omitempty" doc:"names for this PCI function's RDMA device and netdev, set now (rdma dev set, ip link set) and at boot (udev rules in /etc/udev/rules.d/59-rdmaform-names.rules); the device is selected by pci or node_guid, or by match with rail templates ({rail})"`
 }
@@ -64,7 +64,7 @@ type Names struct {
 	Netdev string `yaml:"netdev,omitempty" doc:"netdev name, 1-15 bytes (IFNAMSIZ 16 with NUL); the netdev is taken down to be renamed and brought back up; on a device with match, a rail template: {rail} is the function's rail number"`
 	// FirstRail is the rail number of the first function a match selects
 	// (functions ordered by NUMA node, then PCI address).
-	FirstRail *int `yaml:"first_rail,omitempty" min:"0" max:"999" doc:"with match: the rail number of the first function the match selects, the functions ordered by NUMA node, then PCI address (default 0)"`
+	FirstRail *int `yaml:"first_rail,omitempty" min:"0" max:"999" default:"0" doc:"with match: the rail number of the first function the match selects, the functions ordered by NUMA node, then PCI address (default 0)"`
 }
 
 // RdmaSystem is the RDMA subsystem's own settings.
@@ -131,7 +131,7 @@ func (d *Device) Selector() (kind, value string) {
 
 // Firmware is the mlxconfig side of an adapter.
 type Firmware struct {
-	Tool   string `yaml:"tool,omitempty" enum:"auto,mlxconfig,mstconfig" doc:"auto picks what is installed"`
+	Tool   string `yaml:"tool,omitempty" enum:"auto,mlxconfig,mstconfig" default:"auto" doc:"auto picks what is installed"`
 	Params Params `yaml:"params,omitempty" doc:"mlxconfig parameters: symbolic (IB, ETH, true) or numeric values"`
 	// Version and MinVersion are checked against the running firmware
 	// (the RDMA device's fw_ver); with Image, a Version mismatch is burned.
@@ -242,12 +242,12 @@ type IPoIB struct {
 	Parent string `yaml:"parent" doc:"IPoIB netdev, e.g. ib0"`
 	PKey   *PKey  `yaml:"pkey,omitempty" doc:"P_Key (0x8002 or 32770): a child interface parent.8002"`
 	// Membership acknowledges a limited-membership P_Key (0x0001-0x7fff).
-	Membership string  `yaml:"membership,omitempty" enum:"full,limited" doc:"P_Key membership: full (default) or limited (pkey 0x0001-0x7fff; a limited member talks only to full members)"`
+	Membership string  `yaml:"membership,omitempty" enum:"full,limited" default:"full" doc:"P_Key membership: full (default) or limited (pkey 0x0001-0x7fff; a limited member talks only to full members)"`
 	Mode       string  `yaml:"mode,omitempty" enum:"datagram,connected" doc:"transport mode"`
 	MTU        *int    `yaml:"mtu,omitempty" min:"1" max:"65520" doc:"datagram <= IB MTU - 4; connected <= 65520"`
-	IPv4       *IPConf `yaml:"ipv4,omitempty"`
-	IPv6       *IPConf `yaml:"ipv6,omitempty"`
-	State      string  `yaml:"state,omitempty" enum:"up,down,absent" doc:"up (default), down or absent"`
+	IPv4       *IPConf `yaml:"ipv4,omitempty" doc:"the connection's IPv4 settings (ipv4.*): static addresses make the method manual, none disables IPv4"`
+	IPv6       *IPConf `yaml:"ipv6,omitempty" doc:"the connection's IPv6 settings (ipv6.*): static addresses make the method manual, none disables IPv6"`
+	State      string  `yaml:"state,omitempty" enum:"up,down,absent" default:"up" doc:"up (default), down or absent"`
 	// Autoconnect overrides the default that state implies.
 	Autoconnect *bool `yaml:"autoconnect,omitempty" doc:"connection.autoconnect; default yes with state up, no with state down (show writes it when a profile differs)"`
 }
@@ -293,23 +293,23 @@ func (c *IPoIB) Partition() int {
 // IPConf is an IPv4 or IPv6 configuration.
 type IPConf struct {
 	Addresses []string `yaml:"addresses,omitempty" doc:"addresses with prefix length"`
-	Gateway   string   `yaml:"gateway,omitempty"`
-	DNS       []string `yaml:"dns,omitempty"`
+	Gateway   string   `yaml:"gateway,omitempty" doc:"default gateway (ipv4.gateway, ipv6.gateway)"`
+	DNS       []string `yaml:"dns,omitempty" doc:"DNS server addresses (ipv4.dns, ipv6.dns)"`
 }
 
 // Rxe is one Soft-RoCE link.
 type Rxe struct {
 	Name   string `yaml:"name" doc:"RDMA link name, e.g. rxe0"`
 	Netdev string `yaml:"netdev,omitempty" doc:"Ethernet netdev it runs on (not needed with state: absent)"`
-	State  string `yaml:"state,omitempty" enum:"present,absent" doc:"present (default) or absent"`
+	State  string `yaml:"state,omitempty" enum:"present,absent" default:"present" doc:"present (default) or absent"`
 }
 
 // Interface is a netdev configured through netlink.
 type Interface struct {
-	Name string `yaml:"name"`
+	Name string `yaml:"name" doc:"netdev name, e.g. ens3f0np0"`
 	// State is the administrative state.
-	State string `yaml:"state,omitempty" enum:"up,down"`
-	MTU   *int   `yaml:"mtu,omitempty" min:"68" max:"65535"`
+	State string `yaml:"state,omitempty" enum:"up,down" doc:"administrative state (ip link set up, down); absent: left alone"`
+	MTU   *int   `yaml:"mtu,omitempty" min:"68" max:"65535" doc:"MTU in bytes (ip link set mtu)"`
 	// Addresses is the full set of static global addresses; nil leaves
 	// addresses alone, an empty list removes every static one.
 	Addresses []string `yaml:"addresses" doc:"the full set of static global addresses (CIDR); [] removes them all"`
@@ -339,8 +339,8 @@ type Channels struct {
 // Service is a systemd unit's desired state.
 type Service struct {
 	Name    string `yaml:"name" doc:"unit name; .service is added when no suffix is given"`
-	Enabled *bool  `yaml:"enabled,omitempty"`
-	Active  *bool  `yaml:"active,omitempty"`
+	Enabled *bool  `yaml:"enabled,omitempty" doc:"started at boot (systemctl enable, disable); absent: left alone"`
+	Active  *bool  `yaml:"active,omitempty" doc:"running now (systemctl start, stop); absent: left alone"`
 }
 
 // Probe is one connectivity check: a name and exactly one kind.
@@ -366,35 +366,35 @@ const (
 type PingProbe struct {
 	To        string `yaml:"to" doc:"peer IP address"`
 	Interface string `yaml:"interface,omitempty" doc:"send through this netdev (ping -I)"`
-	Count     *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"requests, 1-100 (default 3); every one must be answered"`
-	Timeout   string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+	Count     *int   `yaml:"count,omitempty" min:"1" max:"100" default:"3" doc:"requests, 1-100 (default 3); every one must be answered"`
+	Timeout   string `yaml:"timeout,omitempty" default:"5s" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
 }
 
 // RdmaCMProbe connects through RDMA CM and ping-pongs a small buffer.
 type RdmaCMProbe struct {
 	To      string `yaml:"to" doc:"peer IP address (the peer's RDMA CM listens there)"`
-	Port    *int   `yaml:"port,omitempty" min:"1" max:"65535" doc:"RDMA CM port, default 7174 (rping's)"`
+	Port    *int   `yaml:"port,omitempty" min:"1" max:"65535" default:"7174" doc:"RDMA CM port, default 7174 (rping's)"`
 	Device  string `yaml:"device,omitempty" doc:"local RDMA device expected to carry the traffic; checked before the probe runs"`
-	Count   *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"ping-pongs, 1-100 (default 3)"`
-	Timeout string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+	Count   *int   `yaml:"count,omitempty" min:"1" max:"100" default:"3" doc:"ping-pongs, 1-100 (default 3)"`
+	Timeout string `yaml:"timeout,omitempty" default:"5s" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
 }
 
 // VerbsProbe runs an RC ping-pong through the verbs API.
 type VerbsProbe struct {
 	To       string `yaml:"to" doc:"peer IP address (out-of-band exchange over TCP)"`
 	Device   string `yaml:"device" doc:"local RDMA device"`
-	Port     *int   `yaml:"port,omitempty" min:"1" max:"255" doc:"port of the local device, default 1"`
+	Port     *int   `yaml:"port,omitempty" min:"1" max:"255" default:"1" doc:"port of the local device, default 1"`
 	GIDIndex *int   `yaml:"gid_index,omitempty" min:"0" max:"65535" doc:"local GID index (RoCE needs one; default: the RoCE v2 GID of the port's IPv4 address)"`
-	Count    *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"round trips, 1-100 (default 3)"`
-	Timeout  string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+	Count    *int   `yaml:"count,omitempty" min:"1" max:"100" default:"3" doc:"round trips, 1-100 (default 3)"`
+	Timeout  string `yaml:"timeout,omitempty" default:"5s" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
 }
 
 // IBProbe pings a port through InfiniBand management datagrams.
 type IBProbe struct {
 	Device  string `yaml:"device" doc:"local InfiniBand device"`
-	Port    *int   `yaml:"port,omitempty" min:"1" max:"255" doc:"local port, default 1"`
+	Port    *int   `yaml:"port,omitempty" min:"1" max:"255" default:"1" doc:"local port, default 1"`
 	ToLID   *int   `yaml:"to_lid,omitempty" min:"1" max:"49151" doc:"peer port LID (unicast, 1-0xbfff)"`
 	ToGUID  string `yaml:"to_guid,omitempty" doc:"peer port GUID, e.g. 0x0002c903000e0b72"`
-	Count   *int   `yaml:"count,omitempty" min:"1" max:"100" doc:"pings, 1-100 (default 3)"`
-	Timeout string `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+	Count   *int   `yaml:"count,omitempty" min:"1" max:"100" default:"3" doc:"pings, 1-100 (default 3)"`
+	Timeout string `yaml:"timeout,omitempty" default:"5s" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
 }

@@ -50,6 +50,10 @@ func convert(n map[string]any, path string) (*apiextensionsv1.JSONSchemaProps, e
 		v := n[k]
 		switch k {
 		case "$schema", "$id", "title", "propertyNames":
+		case "default":
+			// Documentation only: in a CRD the API server would write
+			// the default into every stored hostSpec; rdmaform's own
+			// loader gives a key that is not there its default.
 		case "description":
 			s.Description = v.(string)
 		case "type":
