@@ -126,12 +126,9 @@ type Results struct {
 	Facts *FactsDoc
 }
 
-const exitCodesHelp = `Exit codes (every command):
-  0  the host matches the spec, nothing pending
-  1  error (bad spec, failed change, tool failure)
-  2  changes needed (plan, audit) or drift found
-  3  nothing to do now, but a reboot is needed (firmware staged for next
-     boot) or part of the spec can only be planned after one`
+// exitCodesHelp ends the help of the root command and of the commands
+// that act on a spec: plan.ExitCodes.
+var exitCodesHelp = exitCodesText()
 
 // Run runs rdmaform with args (without the program name) and returns the
 // exit code.

@@ -386,6 +386,21 @@ const (
 	ExitReboot  = 3 // nothing to do now, but a reboot is needed
 )
 
+// ExitMeaning is what one exit code says.
+type ExitMeaning struct {
+	Code    int
+	Meaning string
+}
+
+// ExitCodes say what ExitOK, ExitError, ExitChanges and ExitReboot mean:
+// the CLI's help and docs/reference/exit-codes.md are made from them.
+var ExitCodes = []ExitMeaning{
+	{ExitOK, "the host matches the spec, nothing pending"},
+	{ExitError, "error: bad spec, a failed change, a tool failure"},
+	{ExitChanges, "changes needed (plan, audit) or drift found"},
+	{ExitReboot, "nothing to do now, but a reboot is needed (firmware staged for next boot) or part of the spec can only be planned after one"},
+}
+
 // ExitCode is the plan's exit code: 1 with findings, 2 with changes, 3 with
 // only pending or deferred items, 0 when the host matches.
 func (p *Plan) ExitCode() int {
