@@ -197,35 +197,60 @@ func JUnit(r *Report) ([]byte, error) {
 	return append(append([]byte(xml.Header), b...), '\n'), nil
 }
 
+// Metric is one Prometheus metric family rdmaform writes: the audit's
+// (MetricFamilies) and the agent's. docs/reference/metrics.md is made
+// from these tables; the renderers write HELP and TYPE from them.
+type Metric struct {
+	Name string
+	Type string // gauge or counter
+	Help string
+	// Labels of every series, in the order they are written.
+	Labels []string
+	// When says when the family is written; "" is always.
+	When string
+}
+
+// Header is the family's HELP and TYPE lines.
+func (m Metric) Header() string {
+	return fmt.Sprintf("# HELP %s %s\n# TYPE %s %s\n", m.Name, m.Help, m.Name, m.Type)
+}
+
+// The audit's families (audit -o prometheus, and the agent's /metrics).
+var (
+	MetricBuildInfo        = Metric{Name: "rdmaform_build_info", Type: "gauge", Help: "The rdmaform that wrote this file.", Labels: []string{"version", "commit"}}
+	MetricDrift            = Metric{Name: "rdmaform_drift", Type: "gauge", Help: "Whether plan would change the resource to match the golden spec (1) or not (0); waived drift is 0.", Labels: []string{"resource"}}
+	MetricPendingReboot    = Metric{Name: "rdmaform_pending_reboot", Type: "gauge", Help: "Whether the resource waits for a reboot to match the golden spec (1) or not (0); waived is 0.", Labels: []string{"resource"}}
+	MetricHealth           = Metric{Name: "rdmaform_health", Type: "gauge", Help: "Whether a health check fails (0) or not (1): a waived failure and a check that holds after the pending reboot are 1.", Labels: []string{"resource", "check"}}
+	MetricWaived           = Metric{Name: "rdmaform_waived", Type: "gauge", Help: "Checks a current waiver covers (1).", Labels: []string{"resource", "check"}}
+	MetricActivationFailed = Metric{Name: "rdmaform_activation_failed", Type: "gauge", Help: "Firmware values rdmaform staged that a reboot did not make current (1): power-cycle, or reset the firmware.", Labels: []string{"resource", "parameter"}}
+	MetricProbeSuccess     = Metric{Name: "rdmaform_probe_success", Type: "gauge", Help: "Whether a connectivity probe of the spec passed (1) or failed (0).", Labels: []string{"name", "kind", "target"}, When: "audit --probes, with a spec that has probes; a probe that could not run has no series (it is an audit error)"}
+	MetricProbeRTT         = Metric{Name: "rdmaform_probe_rtt_seconds", Type: "gauge", Help: "Average round trip of a passed probe, in seconds.", Labels: []string{"name", "kind", "target"}, When: "audit --probes, with a spec that has probes; passed probes only"}
+	MetricAuditErrors      = Metric{Name: "rdmaform_audit_errors", Type: "gauge", Help: "Parts of the host the audit could not read (a failed tool or service)."}
+	MetricLastRun          = Metric{Name: "rdmaform_last_run_timestamp_seconds", Type: "gauge", Help: "When the audit ran, in seconds since the epoch."}
+	MetricAuditTimestamp   = Metric{Name: "rdmaform_audit_timestamp_seconds", Type: "gauge", Help: "When the audit ran (the first name of rdmaform_last_run_timestamp_seconds)."}
+)
+
+// MetricFamilies are the families Prometheus writes, in its order.
+var MetricFamilies = []Metric{MetricBuildInfo, MetricDrift, MetricPendingReboot, MetricHealth, MetricWaived, MetricActivationFailed,
+	MetricProbeSuccess, MetricProbeRTT, MetricAuditErrors, MetricLastRun, MetricAuditTimestamp}
+
 // Prometheus renders the report in the Prometheus text exposition format,
-// for node_exporter's textfile collector. Gauges show the effective
-// status: a waived failure counts as passing (alerts stay quiet for known
-// exceptions) and is listed in rdmaform_waived.
+// for node_exporter's textfile collector (MetricFamilies). Gauges show
+// the effective status: a waived failure counts as passing (alerts stay
+// quiet for known exceptions) and is listed in rdmaform_waived.
 //
 // Drift, pending reboots and failures are separate gauges: a health check
 // that waits for a reboot (a link layer that staged firmware changes) is
 // 1 in rdmaform_pending_reboot and does not read as failing health.
-//
-//	rdmaform_build_info{version,commit}   1; which rdmaform wrote the file
-//	rdmaform_drift{resource}              1 when plan would change the resource
-//	rdmaform_pending_reboot{resource}     1 when the resource waits for a reboot
-//	rdmaform_health{resource,check}       0 when the check fails, else 1
-//	rdmaform_waived{resource,check}       1 for each waived check
-//	rdmaform_activation_failed{resource,parameter}  1 for each staged firmware value a reboot did not activate
-//	rdmaform_probe_success{name,kind,target}      1 when the probe passed (audit --probes)
-//	rdmaform_probe_rtt_seconds{name,kind,target}  a passed probe's average round trip
-//	rdmaform_audit_errors                 parts of the host that could not be audited
-//	rdmaform_last_run_timestamp_seconds   when the audit ran
-//	rdmaform_audit_timestamp_seconds      the same (its first name, kept for existing alerts)
 func Prometheus(r *Report) string {
 	type family struct {
-		name, help string
-		lines      []string
+		Metric
+		lines []string
 	}
-	drift := &family{name: "rdmaform_drift", help: "Whether plan would change the resource to match the golden spec (1) or not (0); waived drift is 0."}
-	pending := &family{name: "rdmaform_pending_reboot", help: "Whether the resource waits for a reboot to match the golden spec (1) or not (0); waived is 0."}
-	health := &family{name: "rdmaform_health", help: "Whether a health check fails (0) or not (1): a waived failure and a check that holds after the pending reboot are 1."}
-	waived := &family{name: "rdmaform_waived", help: "Checks a current waiver covers (1)."}
+	drift := &family{Metric: MetricDrift}
+	pending := &family{Metric: MetricPendingReboot}
+	health := &family{Metric: MetricHealth}
+	waived := &family{Metric: MetricWaived}
 	bad := func(c Result) int {
 		if c.Status == Fail || c.Status == Pending {
 			return 1
@@ -269,15 +294,16 @@ func Prometheus(r *Report) string {
 			waived.lines = append(waived.lines, fmt.Sprintf("rdmaform_waived{%s} 1", rc))
 		}
 	}
-	activation := &family{name: "rdmaform_activation_failed", help: "Firmware values rdmaform staged that a reboot did not make current (1): power-cycle, or reset the firmware."}
+	activation := &family{Metric: MetricActivationFailed}
 	for _, af := range r.ActivationFailures {
 		activation.lines = append(activation.lines, fmt.Sprintf("rdmaform_activation_failed{resource=\"%s\",parameter=\"%s\"} 1", escapeLabel(af.Address.String()), escapeLabel(af.Attribute)))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# HELP rdmaform_build_info The rdmaform that wrote this file.\n# TYPE rdmaform_build_info gauge\nrdmaform_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+	b.WriteString(MetricBuildInfo.Header())
+	fmt.Fprintf(&b, "rdmaform_build_info{version=\"%s\",commit=\"%s\"} 1\n",
 		escapeLabel(r.Rdmaform.Version), escapeLabel(r.Rdmaform.Commit))
 	for _, f := range []*family{drift, pending, health, waived, activation} {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
+		b.WriteString(f.Header())
 		sort.Strings(f.lines)
 		for _, l := range f.lines {
 			b.WriteString(l + "\n")
@@ -285,22 +311,22 @@ func Prometheus(r *Report) string {
 	}
 	if len(r.Probes) > 0 {
 		// Probes that could not run are audit errors, not failures.
-		b.WriteString("# HELP rdmaform_probe_success Whether a connectivity probe of the spec passed (1) or failed (0).\n# TYPE rdmaform_probe_success gauge\n")
+		b.WriteString(MetricProbeSuccess.Header())
 		for _, p := range r.Probes {
 			if p.Outcome != probe.OutcomeError {
 				fmt.Fprintf(&b, "rdmaform_probe_success{name=\"%s\",kind=\"%s\",target=\"%s\"} %d\n", escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), map[bool]int{true: 1}[p.Passed])
 			}
 		}
-		b.WriteString("# HELP rdmaform_probe_rtt_seconds Average round trip of a passed probe, in seconds.\n# TYPE rdmaform_probe_rtt_seconds gauge\n")
+		b.WriteString(MetricProbeRTT.Header())
 		for _, p := range r.Probes {
 			if p.Passed {
 				fmt.Fprintf(&b, "rdmaform_probe_rtt_seconds{name=\"%s\",kind=\"%s\",target=\"%s\"} %g\n", escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), p.RTTms/1000)
 			}
 		}
 	}
-	fmt.Fprintf(&b, "# HELP rdmaform_audit_errors Parts of the host the audit could not read (a failed tool or service).\n# TYPE rdmaform_audit_errors gauge\nrdmaform_audit_errors %d\n", len(r.Errors))
-	fmt.Fprintf(&b, "# HELP rdmaform_last_run_timestamp_seconds When the audit ran, in seconds since the epoch.\n# TYPE rdmaform_last_run_timestamp_seconds gauge\nrdmaform_last_run_timestamp_seconds %d\n", r.Time.Unix())
-	fmt.Fprintf(&b, "# HELP rdmaform_audit_timestamp_seconds When the audit ran (the first name of rdmaform_last_run_timestamp_seconds).\n# TYPE rdmaform_audit_timestamp_seconds gauge\nrdmaform_audit_timestamp_seconds %d\n", r.Time.Unix())
+	fmt.Fprintf(&b, "%srdmaform_audit_errors %d\n", MetricAuditErrors.Header(), len(r.Errors))
+	fmt.Fprintf(&b, "%srdmaform_last_run_timestamp_seconds %d\n", MetricLastRun.Header(), r.Time.Unix())
+	fmt.Fprintf(&b, "%srdmaform_audit_timestamp_seconds %d\n", MetricAuditTimestamp.Header(), r.Time.Unix())
 	return b.String()
 }
 
