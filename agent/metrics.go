@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/version"
 )
 
@@ -65,6 +66,19 @@ func (m *Metrics) activated(ok bool) {
 	m.activations[ok]++
 }
 
+// The agent's own families, after the audit's (audit.MetricFamilies).
+var (
+	MetricBuildInfo     = audit.Metric{Name: "rdmaform_agent_build_info", Type: "gauge", Help: "The rdmaform-agent serving these metrics.", Labels: []string{"version", "commit", "goversion"}}
+	MetricReconciles    = audit.Metric{Name: "rdmaform_agent_reconciles_total", Type: "counter", Help: "Reconciles of the node by result.", Labels: []string{"result"}, When: "result is success or error"}
+	MetricSlotsTaken    = audit.Metric{Name: "rdmaform_agent_activation_slots_taken_total", Type: "counter", Help: "Activation slots the node took."}
+	MetricActivations   = audit.Metric{Name: "rdmaform_agent_activations_total", Type: "counter", Help: "Activations by result.", Labels: []string{"result"}, When: "result is success or failure"}
+	MetricLastReconcile = audit.Metric{Name: "rdmaform_agent_last_reconcile_timestamp_seconds", Type: "gauge", Help: "When the node was last reconciled.", When: "after the first reconcile"}
+)
+
+// MetricFamilies are the agent's own families, in the order /metrics
+// writes them after the last audit's.
+var MetricFamilies = []audit.Metric{MetricBuildInfo, MetricReconciles, MetricSlotsTaken, MetricActivations, MetricLastReconcile}
+
 // ServeHTTP writes the Prometheus text exposition.
 func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	m.mu.Lock()
@@ -72,11 +86,11 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(m.audit)
 	v := version.Get()
-	fmt.Fprintf(w, "# HELP rdmaform_agent_build_info The rdmaform-agent serving these metrics.\n# TYPE rdmaform_agent_build_info gauge\nrdmaform_agent_build_info{version=%q,commit=%q,goversion=%q} 1\n", v.Version, v.Commit, v.Go)
-	fmt.Fprintf(w, "# HELP rdmaform_agent_reconciles_total Reconciles of the node by result.\n# TYPE rdmaform_agent_reconciles_total counter\nrdmaform_agent_reconciles_total{result=\"success\"} %d\nrdmaform_agent_reconciles_total{result=\"error\"} %d\n", m.ok, m.failed)
-	fmt.Fprintf(w, "# HELP rdmaform_agent_activation_slots_taken_total Activation slots the node took.\n# TYPE rdmaform_agent_activation_slots_taken_total counter\nrdmaform_agent_activation_slots_taken_total %d\n", m.slots)
-	fmt.Fprintf(w, "# HELP rdmaform_agent_activations_total Activations by result.\n# TYPE rdmaform_agent_activations_total counter\nrdmaform_agent_activations_total{result=\"success\"} %d\nrdmaform_agent_activations_total{result=\"failure\"} %d\n", m.activations[true], m.activations[false])
+	fmt.Fprintf(w, "%srdmaform_agent_build_info{version=%q,commit=%q,goversion=%q} 1\n", MetricBuildInfo.Header(), v.Version, v.Commit, v.Go)
+	fmt.Fprintf(w, "%srdmaform_agent_reconciles_total{result=\"success\"} %d\nrdmaform_agent_reconciles_total{result=\"error\"} %d\n", MetricReconciles.Header(), m.ok, m.failed)
+	fmt.Fprintf(w, "%srdmaform_agent_activation_slots_taken_total %d\n", MetricSlotsTaken.Header(), m.slots)
+	fmt.Fprintf(w, "%srdmaform_agent_activations_total{result=\"success\"} %d\nrdmaform_agent_activations_total{result=\"failure\"} %d\n", MetricActivations.Header(), m.activations[true], m.activations[false])
 	if !m.last.IsZero() {
-		fmt.Fprintf(w, "# HELP rdmaform_agent_last_reconcile_timestamp_seconds When the node was last reconciled.\n# TYPE rdmaform_agent_last_reconcile_timestamp_seconds gauge\nrdmaform_agent_last_reconcile_timestamp_seconds %d\n", m.last.Unix())
+		fmt.Fprintf(w, "%srdmaform_agent_last_reconcile_timestamp_seconds %d\n", MetricLastReconcile.Header(), m.last.Unix())
 	}
 }
