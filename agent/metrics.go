@@ -69,10 +69,10 @@ func (m *Metrics) activated(ok bool) {
 // The agent's own families, after the audit's (audit.MetricFamilies).
 var (
 	MetricBuildInfo     = audit.Metric{Name: "rdmaform_agent_build_info", Type: "gauge", Help: "The rdmaform-agent serving these metrics.", Labels: []string{"version", "commit", "goversion"}}
-	MetricReconciles    = audit.Metric{Name: "rdmaform_agent_reconciles_total", Type: "counter", Help: "Reconciles of the node by result.", Labels: []string{"result"}, When: "result is success or error"}
+	MetricReconciles    = audit.Metric{Name: "rdmaform_agent_reconciles_total", Type: "counter", Help: "Reconciles of the node by result.", Labels: []string{"result"}, Note: "result: success or error"}
 	MetricSlotsTaken    = audit.Metric{Name: "rdmaform_agent_activation_slots_taken_total", Type: "counter", Help: "Activation slots the node took."}
-	MetricActivations   = audit.Metric{Name: "rdmaform_agent_activations_total", Type: "counter", Help: "Activations by result.", Labels: []string{"result"}, When: "result is success or failure"}
-	MetricLastReconcile = audit.Metric{Name: "rdmaform_agent_last_reconcile_timestamp_seconds", Type: "gauge", Help: "When the node was last reconciled.", When: "after the first reconcile"}
+	MetricActivations   = audit.Metric{Name: "rdmaform_agent_activations_total", Type: "counter", Help: "Activations by result.", Labels: []string{"result"}, Note: "result: success or failure"}
+	MetricLastReconcile = audit.Metric{Name: "rdmaform_agent_last_reconcile_timestamp_seconds", Type: "gauge", Help: "When the node was last reconciled.", Note: "only after the first reconcile"}
 )
 
 // MetricFamilies are the agent's own families, in the order /metrics

@@ -206,8 +206,9 @@ type Metric struct {
 	Help string
 	// Labels of every series, in the order they are written.
 	Labels []string
-	// When says when the family is written; "" is always.
-	When string
+	// Note says what the reference should add: when the family is
+	// written, if not always, or what its labels hold.
+	Note string
 }
 
 // Header is the family's HELP and TYPE lines.
@@ -223,8 +224,8 @@ var (
 	MetricHealth           = Metric{Name: "rdmaform_health", Type: "gauge", Help: "Whether a health check fails (0) or not (1): a waived failure and a check that holds after the pending reboot are 1.", Labels: []string{"resource", "check"}}
 	MetricWaived           = Metric{Name: "rdmaform_waived", Type: "gauge", Help: "Checks a current waiver covers (1).", Labels: []string{"resource", "check"}}
 	MetricActivationFailed = Metric{Name: "rdmaform_activation_failed", Type: "gauge", Help: "Firmware values rdmaform staged that a reboot did not make current (1): power-cycle, or reset the firmware.", Labels: []string{"resource", "parameter"}}
-	MetricProbeSuccess     = Metric{Name: "rdmaform_probe_success", Type: "gauge", Help: "Whether a connectivity probe of the spec passed (1) or failed (0).", Labels: []string{"name", "kind", "target"}, When: "audit --probes, with a spec that has probes; a probe that could not run has no series (it is an audit error)"}
-	MetricProbeRTT         = Metric{Name: "rdmaform_probe_rtt_seconds", Type: "gauge", Help: "Average round trip of a passed probe, in seconds.", Labels: []string{"name", "kind", "target"}, When: "audit --probes, with a spec that has probes; passed probes only"}
+	MetricProbeSuccess     = Metric{Name: "rdmaform_probe_success", Type: "gauge", Help: "Whether a connectivity probe of the spec passed (1) or failed (0).", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has probes; a probe that could not run has no series (it is an audit error)"}
+	MetricProbeRTT         = Metric{Name: "rdmaform_probe_rtt_seconds", Type: "gauge", Help: "Average round trip of a passed probe, in seconds.", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has probes; passed probes only"}
 	MetricAuditErrors      = Metric{Name: "rdmaform_audit_errors", Type: "gauge", Help: "Parts of the host the audit could not read (a failed tool or service)."}
 	MetricLastRun          = Metric{Name: "rdmaform_last_run_timestamp_seconds", Type: "gauge", Help: "When the audit ran, in seconds since the epoch."}
 	MetricAuditTimestamp   = Metric{Name: "rdmaform_audit_timestamp_seconds", Type: "gauge", Help: "When the audit ran (the first name of rdmaform_last_run_timestamp_seconds)."}

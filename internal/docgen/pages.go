@@ -22,6 +22,8 @@ func Pages(repo string) ([]Page, error) {
 	}{
 		{"spec.md", SpecPage},
 		{"commands.md", CommandsPage},
+		{"exit-codes.md", ExitCodesPage},
+		{"metrics.md", MetricsPage},
 	}
 	var out []Page
 	for _, g := range gens {
