@@ -34,8 +34,8 @@ build: ## static bin/linux_{amd64,arm64}/rdmaform, bin/rdmaform for this machine
 	$(foreach a,$(ARCHES),$(call gobuild,$(a),$(SBINDIR),bin/linux_$(a)/rdmaform,./cmd/rdmaform) &&) true
 	cp bin/linux_$(NATIVE)/rdmaform $(BIN)
 
-docs: ## man pages, shell completions and the boot unit in build/ (from the command tree)
-	$(GO) run ./cmd/rdmaform-docs -man build/man -completions build/completions -unit build/rdmaform.service -binary $(SBINDIR)/rdmaform -version $(VERSION)
+docs: ## docs/reference (spec, commands, JSON, exit codes, metrics: from the code; TestReferenceCurrent checks them), and man pages, completions and the boot unit in build/
+	$(GO) run ./cmd/rdmaform-docs -reference docs/reference -man build/man -completions build/completions -unit build/rdmaform.service -binary $(SBINDIR)/rdmaform -version $(VERSION)
 
 DOCFILES := README.md CHANGELOG.md LICENSE
 # The examples the README uses: specs, the simulated hosts and the Ansible

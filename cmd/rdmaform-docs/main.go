@@ -12,6 +12,11 @@
 // (/usr/lib/systemd/system): the same service `persistence: boot-unit`
 // installs and enables in /etc/systemd/system, where it takes precedence.
 //
+// -reference DIR writes the generated references (docs/reference: the
+// spec, the commands, the JSON documents, the exit codes, the metrics;
+// internal/docgen); run in the repository's root, whose
+// docs/reference/json.md gives that page's prose and docs/json its schemas.
+//
 // Pages carry SOURCE_DATE_EPOCH's date when it is set, so packages built
 // twice from one commit are identical.
 package main
@@ -37,8 +42,18 @@ func main() {
 	comp := flag.String("completions", "", "write rdmaform.bash, _rdmaform (zsh) and rdmaform.fish to `DIR`")
 	unitFile := flag.String("unit", "", "write the boot unit to `FILE`")
 	binary := flag.String("binary", bootunit.DefaultBinary, "the installed rdmaform the unit runs (`PATH`)")
+	ref := flag.String("reference", "", "write the generated references to `DIR` (docs/reference)")
 	ver := flag.String("version", version.Get().Version, "the release the manual pages name (`VERSION`)")
 	flag.Parse()
+	if *ref != "" {
+		if err := writeReference(*ref); err != nil {
+			fmt.Fprintln(os.Stderr, "rdmaform-docs:", err)
+			os.Exit(1)
+		}
+		if *man == "" && *comp == "" && *unitFile == "" {
+			return
+		}
+	}
 	if *unitFile != "" {
 		if err := writeUnit(*unitFile, *binary); err != nil {
 			fmt.Fprintln(os.Stderr, "rdmaform-docs:", err)
@@ -71,6 +86,16 @@ func writeUnit(file, binary string) error {
 		return err
 	}
 	return os.WriteFile(file, u, 0o644)
+}
+
+// writeReference writes docs/reference's generated pages into dir, run
+// from the repository's root (make docs).
+func writeReference(dir string) error {
+	pages, err := docgen.Pages(".")
+	if err != nil {
+		return err
+	}
+	return docgen.Write(dir, pages)
 }
 
 func run(man, comp, ver string) error {

@@ -124,16 +124,19 @@ func limits(n *node) []string {
 		out = append(out, "at most "+hi.literal())
 	}
 	if m := n.get("minLength"); m != nil {
-		out = append(out, "at least "+m.literal()+" characters")
+		out = append(out, atLeast(m, "characters"))
 	}
 	if m := n.get("maxLength"); m != nil {
 		out = append(out, "at most "+m.literal()+" characters")
 	}
 	if m := n.get("minItems"); m != nil {
-		out = append(out, "at least "+m.literal()+" items")
+		out = append(out, atLeast(m, "items"))
 	}
 	if m := n.get("maxItems"); m != nil {
 		out = append(out, "at most "+m.literal()+" items")
+	}
+	if f := n.str("format"); f != "" {
+		out = append(out, "format "+f)
 	}
 	if p := n.str("pattern"); p != "" {
 		out = append(out, "matches "+code(p))
@@ -164,6 +167,14 @@ func limits(n *node) []string {
 		}
 	}
 	return out
+}
+
+// atLeast says a minimum length: "not empty" for 1.
+func atLeast(m *node, what string) string {
+	if m.literal() == "1" {
+		return "not empty"
+	}
+	return "at least " + m.literal() + " " + what
 }
 
 // altName names an alternative of anyOf by its type.

@@ -24,6 +24,7 @@ func Pages(repo string) ([]Page, error) {
 		{"commands.md", CommandsPage},
 		{"exit-codes.md", ExitCodesPage},
 		{"metrics.md", MetricsPage},
+		{"json.md", func() ([]byte, error) { return JSONPage(repo) }},
 	}
 	var out []Page
 	for _, g := range gens {
