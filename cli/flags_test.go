@@ -35,7 +35,7 @@ func commandsWithOutput(t *testing.T) [][]string {
 // TestJSONFlagErrors: with -o json, an error cobra finds before the
 // command runs (an unknown flag, a bad flag value, an extra argument, -o
 // after the bad flag) is the JSON errors document on stdout too, for
-// every command that takes -o, with exit 1 (docs/json.md).
+// every command that takes -o, with exit 1 (docs/reference/json.md).
 func TestJSONFlagErrors(t *testing.T) {
 	s := loadSchemas(t)
 	for _, path := range commandsWithOutput(t) {

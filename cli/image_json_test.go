@@ -10,7 +10,7 @@ import (
 )
 
 // TestImageBurnJSON: a firmware burn in plan and apply JSON, and the burned
-// image pending until a reboot, match the output schema and docs/json.md:
+// image pending until a reboot, match the output schema and docs/reference/json.md:
 // a change of firmware_image[PCI] (next-boot; version and image), then a
 // pending item with attribute version.
 func TestImageBurnJSON(t *testing.T) {

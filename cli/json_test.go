@@ -14,7 +14,7 @@ import (
 )
 
 // The JSON Schemas every -o json document is checked against: one file of
-// definitions for rdmaform's own documents (docs/json.md describes them)
+// definitions for rdmaform's own documents (docs/reference/json.md describes them)
 // and the spec's schema for show -o json, which prints a spec.
 const (
 	outputSchemaFile = "../docs/json/output.schema.json"

@@ -9,7 +9,7 @@ import (
 	"github.com/rdmaform/rdmaform/internal/words"
 )
 
-// planDoc is the part of `rdmaform plan -o json` (docs/json.md) that
+// planDoc is the part of `rdmaform plan -o json` (docs/reference/json.md) that
 // tells whether a host waits for something.
 type planDoc struct {
 	FormatVersion      *int              `json:"format_version"`
