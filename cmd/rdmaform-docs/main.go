@@ -91,11 +91,27 @@ func writeUnit(file, binary string) error {
 // writeReference writes docs/reference's generated pages into dir, run
 // from the repository's root (make docs).
 func writeReference(dir string) error {
-	pages, err := docgen.Pages(".")
+	var src docgen.Sources
+	var err error
+	if src.JSONPage, err = os.ReadFile(docgen.JSONPageFile); err != nil {
+		return err
+	}
+	if src.OutputSchema, err = os.ReadFile(docgen.OutputSchemaFile); err != nil {
+		return err
+	}
+	pages, err := docgen.Pages(src)
 	if err != nil {
 		return err
 	}
-	return docgen.Write(dir, pages)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, p := range pages {
+		if err := os.WriteFile(filepath.Join(dir, p.Name), p.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func run(man, comp, ver string) error {

@@ -2,46 +2,28 @@ package docgen
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 )
-
-// OutputSchema is the JSON Schema of rdmaform's -o json documents, from
-// the repository's root.
-const OutputSchema = "docs/json/output.schema.json"
-
-// JSONPage is docs/reference/json.md: the committed page, whose prose is
-// written by hand, with each generated part (between BEGIN GENERATED and
-// END GENERATED comments) made again from the output schema. A part
-// names a definition ($defs) of the schema, or "shapes": every
-// definition no other part shows.
-func JSONPage(repo string) ([]byte, error) {
-	page, err := os.ReadFile(filepath.Join(repo, "docs", "reference", "json.md"))
-	if err != nil {
-		return nil, err
-	}
-	js, err := os.ReadFile(filepath.Join(repo, OutputSchema))
-	if err != nil {
-		return nil, err
-	}
-	return jsonPage(page, js)
-}
 
 var (
 	beginRE = regexp.MustCompile(`^<!-- BEGIN GENERATED: schema (\S+)\b.* -->$`)
 	endRE   = regexp.MustCompile(`^<!-- END GENERATED -->$`)
 )
 
+// jsonPage is docs/reference/json.md: the committed page, whose prose is
+// written by hand, with each generated part (between BEGIN GENERATED and
+// END GENERATED comments) made again from the output schema js. A part
+// names a definition ($defs) of the schema, or "shapes": every
+// definition no other part shows.
 func jsonPage(page, js []byte) ([]byte, error) {
 	root, err := parseJSON(js)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", OutputSchema, err)
+		return nil, fmt.Errorf("%s: %w", OutputSchemaFile, err)
 	}
 	defs := root.get("$defs")
 	if defs == nil || len(defs.keys) == 0 {
-		return nil, fmt.Errorf("%s has no $defs", OutputSchema)
+		return nil, fmt.Errorf("%s has no $defs", OutputSchemaFile)
 	}
 	// First pass: the parts and which definitions they show.
 	type part struct {
@@ -74,7 +56,7 @@ func jsonPage(page, js []byte) ([]byte, error) {
 		}
 		if p.name != "shapes" {
 			if defs.get(p.name) == nil {
-				return nil, fmt.Errorf("json.md:%d: %s has no definition %q", i+1, OutputSchema, p.name)
+				return nil, fmt.Errorf("json.md:%d: %s has no definition %q", i+1, OutputSchemaFile, p.name)
 			}
 			if shown[p.name] {
 				return nil, fmt.Errorf("json.md:%d: definition %q is shown twice", i+1, p.name)

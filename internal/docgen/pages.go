@@ -1,10 +1,6 @@
 package docgen
 
-import (
-	"fmt"
-	"os"
-	"path/filepath"
-)
+import "fmt"
 
 // Page is one generated page of docs/reference.
 type Page struct {
@@ -12,10 +8,21 @@ type Page struct {
 	Data []byte
 }
 
-// Pages generates every page of docs/reference. repo is the repository's
-// root: json.md's prose is read from the committed page there, and its
-// schemas from docs/json.
-func Pages(repo string) ([]Page, error) {
+// Sources are the files, besides the code, that pages are made from: the
+// committed docs/reference/json.md (its prose) and OutputSchema.
+type Sources struct {
+	JSONPage     []byte
+	OutputSchema []byte
+}
+
+// Files are the Sources' paths in the repository.
+const (
+	JSONPageFile     = "docs/reference/json.md"
+	OutputSchemaFile = "docs/json/output.schema.json"
+)
+
+// Pages generates every page of docs/reference.
+func Pages(src Sources) ([]Page, error) {
 	gens := []struct {
 		name string
 		gen  func() ([]byte, error)
@@ -24,7 +31,7 @@ func Pages(repo string) ([]Page, error) {
 		{"commands.md", CommandsPage},
 		{"exit-codes.md", ExitCodesPage},
 		{"metrics.md", MetricsPage},
-		{"json.md", func() ([]byte, error) { return JSONPage(repo) }},
+		{"json.md", func() ([]byte, error) { return jsonPage(src.JSONPage, src.OutputSchema) }},
 	}
 	var out []Page
 	for _, g := range gens {
@@ -35,17 +42,4 @@ func Pages(repo string) ([]Page, error) {
 		out = append(out, Page{Name: g.name, Data: data})
 	}
 	return out, nil
-}
-
-// Write writes the pages into dir.
-func Write(dir string, pages []Page) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, p := range pages {
-		if err := os.WriteFile(filepath.Join(dir, p.Name), p.Data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
