@@ -62,3 +62,27 @@ func TestMakeHelpListsEveryTarget(t *testing.T) {
 		t.Errorf("make help lists %d targets, the Makefile declares %d .PHONY:\n%s", len(listed), len(targets), out)
 	}
 }
+
+// TestMakeDocsWritesReference: make docs writes docs/reference; make
+// install (which CI runs before make test) does not, or
+// TestReferenceCurrent would compare the pages with themselves there.
+func TestMakeDocsWritesReference(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	dryRun := func(target string) string {
+		out, err := exec.Command("make", "-n", "-C", "../..", target, "NFPM=/bin/true").CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s: %v\n%s", target, err, out)
+		}
+		return string(out)
+	}
+	if out := dryRun("docs"); !strings.Contains(out, "./cmd/rdmaform-docs -reference docs/reference") {
+		t.Errorf("make docs does not run rdmaform-docs -reference docs/reference:\n%s", out)
+	}
+	for _, target := range []string{"install", "package"} {
+		if out := dryRun(target); strings.Contains(out, "-reference") {
+			t.Errorf("make %s rewrites docs/reference:\n%s", target, out)
+		}
+	}
+}
