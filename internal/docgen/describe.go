@@ -169,10 +169,14 @@ func limits(n *node) []string {
 	return out
 }
 
-// atLeast says a minimum length: "not empty" for 1.
+// atLeast says a minimum length: "not empty" for a string of 1, "at
+// least 1 item" for a list.
 func atLeast(m *node, what string) string {
-	if m.literal() == "1" {
+	switch {
+	case m.literal() == "1" && what == "characters":
 		return "not empty"
+	case m.literal() == "1":
+		return "at least 1 item"
 	}
 	return "at least " + m.literal() + " " + what
 }

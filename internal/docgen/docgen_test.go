@@ -144,8 +144,10 @@ func TestJSONPageParts(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Prose.\n\n" + begin("doc") + "\n<a id=\"json-doc\"></a>\n",
-		"| `a` | [`shape`](#json-shape) | yes |  |  |\n",
-		"| `b[].c` | string |  | one of `x`, `y` |  |\n",
+		// No field of doc has a description: no such column.
+		"| field | type | required | values |\n",
+		"| `a` | [`shape`](#json-shape) | yes |  |\n",
+		"| `b[].c` | string |  | one of `x`, `y` |\n",
 		"\n" + end + "\n\nMore prose.\n",
 		"### `shape`\n\n<a id=\"json-shape\"></a>\n",
 		"| `n` | integer |  | at least 0 | a count |\n",

@@ -128,9 +128,11 @@ func writeDef(b *strings.Builder, d describer, name string, n *node) {
 		b.WriteString(".\n\n")
 		return
 	}
-	b.WriteString("| field | type | required | values | description |\n| --- | --- | --- | --- | --- |\n")
-	var rows func(prefix string, n *node)
-	rows = func(prefix string, n *node) {
+	type row struct{ field, typ, req, values, desc string }
+	var rows []row
+	described := false
+	var collect func(prefix string, n *node)
+	collect = func(prefix string, n *node) {
 		props := n.get("properties")
 		required := map[string]bool{}
 		for _, r := range n.strs("required") {
@@ -140,19 +142,33 @@ func writeDef(b *strings.Builder, d describer, name string, n *node) {
 			p := props.members[k]
 			field := prefix + k
 			d.object = func(*node) string { return "object" }
-			req := ""
+			r := row{field: code(field), typ: cell(d.typ(p)), values: cell(strings.Join(limits(p), "; ")), desc: cell(p.str("description"))}
 			if required[k] {
-				req = "yes"
+				r.req = "yes"
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", code(field), cell(d.typ(p)), req, cell(strings.Join(limits(p), "; ")), cell(p.str("description")))
+			described = described || r.desc != ""
+			rows = append(rows, r)
 			switch it := p.get("items"); {
 			case p.get("properties") != nil:
-				rows(field+".", p)
+				collect(field+".", p)
 			case it != nil && it.get("properties") != nil:
-				rows(field+"[].", it)
+				collect(field+"[].", it)
 			}
 		}
 	}
-	rows("", n)
+	collect("", n)
+	// The description column only when a field has one.
+	if described {
+		b.WriteString("| field | type | required | values | description |\n| --- | --- | --- | --- | --- |\n")
+	} else {
+		b.WriteString("| field | type | required | values |\n| --- | --- | --- | --- |\n")
+	}
+	for _, r := range rows {
+		if described {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", r.field, r.typ, r.req, r.values, r.desc)
+		} else {
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", r.field, r.typ, r.req, r.values)
+		}
+	}
 	b.WriteString("\n")
 }
