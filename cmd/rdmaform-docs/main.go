@@ -1,6 +1,7 @@
 // Command rdmaform-docs writes rdmaform's manual pages (section 8, one
 // per command, from the cobra command tree) and its bash, zsh and fish
-// completions, for `make install` and `make package`:
+// completions, for `make install` and `make package`, and the generated
+// references in docs/reference for `make docs`:
 //
 //	rdmaform-docs -man DIR -completions DIR -unit FILE -binary /usr/sbin/rdmaform -version 0.1.0
 //
