@@ -3,6 +3,7 @@ package docgen
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,5 +163,46 @@ func TestJSONPageParts(t *testing.T) {
 	again, err := jsonPage(got, js)
 	if err != nil || string(again) != string(got) {
 		t.Errorf("a second run changes the page (err %v):\n%s", err, again)
+	}
+}
+
+// TestReferenceLinks: every link of a generated page to a page of
+// docs/reference, or to an anchor, finds its page and its <a id>.
+func TestReferenceLinks(t *testing.T) {
+	pages, err := Pages(sources(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]map[string]bool{}
+	idRE := regexp.MustCompile(`<a id="([^"]+)"></a>`)
+	for _, p := range pages {
+		ids[p.Name] = map[string]bool{}
+		for _, m := range idRE.FindAllStringSubmatch(string(p.Data), -1) {
+			if ids[p.Name][m[1]] {
+				t.Errorf("%s: id %q twice", p.Name, m[1])
+			}
+			ids[p.Name][m[1]] = true
+		}
+	}
+	linkRE := regexp.MustCompile(`\]\(([a-z-]*\.md)?(?:#([^)]+))?\)`)
+	n := 0
+	for _, p := range pages {
+		for _, m := range linkRE.FindAllStringSubmatch(string(p.Data), -1) {
+			target, id := m[1], m[2]
+			if target == "" {
+				target = p.Name
+			}
+			n++
+			page, ok := ids[target]
+			switch {
+			case !ok:
+				t.Errorf("%s links to %s, which make docs does not write", p.Name, target)
+			case id != "" && !page[id]:
+				t.Errorf("%s links to %s#%s, which has no such anchor", p.Name, target, id)
+			}
+		}
+	}
+	if n < 50 {
+		t.Errorf("only %d links checked", n)
 	}
 }
