@@ -243,7 +243,7 @@ type IPoIB struct {
 	PKey   *PKey  `yaml:"pkey,omitempty" doc:"P_Key (0x8002 or 32770): a child interface parent.8002"`
 	// Membership acknowledges a limited-membership P_Key (0x0001-0x7fff).
 	Membership string  `yaml:"membership,omitempty" enum:"full,limited" default:"full" doc:"P_Key membership: full (default) or limited (pkey 0x0001-0x7fff; a limited member talks only to full members)"`
-	Mode       string  `yaml:"mode,omitempty" enum:"datagram,connected" doc:"transport mode"`
+	Mode       string  `yaml:"mode,omitempty" enum:"datagram,connected" default:"datagram" doc:"transport mode"`
 	MTU        *int    `yaml:"mtu,omitempty" min:"1" max:"65520" doc:"datagram <= IB MTU - 4; connected <= 65520"`
 	IPv4       *IPConf `yaml:"ipv4,omitempty" doc:"the connection's IPv4 settings (ipv4.*): static addresses make the method manual, none disables IPv4"`
 	IPv6       *IPConf `yaml:"ipv6,omitempty" doc:"the connection's IPv6 settings (ipv6.*): static addresses make the method manual, none disables IPv6"`
