@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestArchitectureNamesEveryPackage: docs/architecture.md names every
+// TestArchitectureNamesEveryPackage: docs/architecture/overview.md names every
 // provider package and every package under sim/ (as `name` in the
 // providers' list, or by its path).
 func TestArchitectureNamesEveryPackage(t *testing.T) {
-	doc, err := os.ReadFile("../docs/architecture.md")
+	doc, err := os.ReadFile("../docs/architecture/overview.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 			}
 			full := parent + "/" + e.Name()
 			if !strings.Contains(string(doc), "`"+full+"`") && !(parent == "providers" && strings.Contains(string(doc), "`"+e.Name()+"`")) {
-				t.Errorf("docs/architecture.md does not name %s", full)
+				t.Errorf("docs/architecture/overview.md does not name %s", full)
 			}
 		}
 	}
