@@ -32,29 +32,30 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	}
 }
 
-// TestREADMECommandTable: the README's table of commands has a row for
-// every command and names each flag of audit.
-func TestREADMECommandTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestReferenceCommandTable: the table of commands at a glance
+// (docs/reference/README.md) has a row for every command and names each
+// flag of audit.
+func TestReferenceCommandTable(t *testing.T) {
+	readme, err := os.ReadFile("../docs/reference/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(readme)
-	start := strings.Index(s, "## Commands and exit codes")
+	start := strings.Index(s, "## Commands at a glance")
 	if start < 0 {
-		t.Fatal("README has no 'Commands and exit codes' section")
+		t.Fatal("docs/reference/README.md has no 'Commands at a glance' section")
 	}
 	table := s[start:]
 	sep := strings.Index(table, "| --- |")
 	table = table[:sep+strings.Index(table[sep:], "\n\n")]
-	for _, cmd := range []string{"validate", "plan", "apply", "show-plan", "confirm", "rollback", "show", "status", "activate", "audit", "lint", "probe", "version", "sim"} {
+	for _, cmd := range []string{"validate", "plan", "apply", "show-plan", "confirm", "rollback", "show", "status", "facts", "activate", "audit", "lint", "waves", "probe", "version", "sim"} {
 		if !strings.Contains(table, "| `rdmaform "+cmd+" ") && !strings.Contains(table, "| `rdmaform "+cmd+"`") {
-			t.Errorf("the README's command table has no row for %s", cmd)
+			t.Errorf("the command table has no row for %s", cmd)
 		}
 	}
 	for _, flag := range []string{"--report-file", "--waivers", "--probes"} {
 		if !strings.Contains(table, flag) {
-			t.Errorf("the README's command table does not give audit's %s", flag)
+			t.Errorf("the command table does not give audit's %s", flag)
 		}
 	}
 }
