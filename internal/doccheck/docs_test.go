@@ -263,8 +263,9 @@ func withoutHeader(text string) string {
 // TestYAMLBlocks: every YAML block of README.md and docs/ is of a known
 // kind and parses; a spec (whole, or a fragment made of top-level keys)
 // passes rdmaform validate; a spec names the simulated host it is planned
-// on (TestSpecExamples plans it); a block with file=PATH is that file
-// after its header comment; waivers load as audit's waiver file.
+// on (TestSpecExamples plans it); an RDMAHostConfig's hostSpec passes
+// rdmaform validate; a block with file=PATH is that file after its
+// header comment; waivers load as audit's waiver file.
 func TestYAMLBlocks(t *testing.T) {
 	bin := binary(t)
 	n := 0
@@ -306,6 +307,16 @@ func TestYAMLBlocks(t *testing.T) {
 				}
 				if top {
 					spec = "version: 1\n" + b.Text
+				}
+			case kindK8s:
+				// An RDMAHostConfig's hostSpec is a spec.
+				m, _ := doc.(map[string]any)
+				if sp, ok := m["spec"].(map[string]any); ok && m["kind"] == "RDMAHostConfig" {
+					hs, err := yaml.Marshal(sp["hostSpec"])
+					if err != nil || sp["hostSpec"] == nil {
+						t.Fatalf("an RDMAHostConfig without a hostSpec: %v", err)
+					}
+					spec = string(hs)
 				}
 			case kindWaivers:
 				if _, rep := audit.LoadWaivers(b.String(), []byte(b.Text)); len(rep) > 0 {
