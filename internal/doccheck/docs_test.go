@@ -688,3 +688,32 @@ func writeFile(t *testing.T, name, text string) {
 		t.Fatal(err)
 	}
 }
+
+// maxREADMELines bounds the landing page (issue 43: about 250 lines).
+const maxREADMELines = 250
+
+// TestREADMEIsALandingPage: README.md is at most maxREADMELines lines, its
+// first block gives the two commands (the demo and the tests), and the
+// test command is the one .ci/run ends with.
+func TestREADMEIsALandingPage(t *testing.T) {
+	text := read(t, "README.md")
+	if n := strings.Count(text, "\n"); n > maxREADMELines {
+		t.Errorf("README.md has %d lines, more than %d: move the detail into docs/", n, maxREADMELines)
+	}
+	bs, err := Blocks(text)
+	if err != nil || len(bs) == 0 {
+		t.Fatalf("README.md has no code block: %v", err)
+	}
+	var cmds []string
+	for _, l := range strings.Split(strings.TrimSpace(bs[0].Text), "\n") {
+		cmd, _, _ := strings.Cut(l, "#")
+		cmds = append(cmds, strings.TrimSpace(cmd))
+	}
+	if strings.Join(cmds, "\n") != "make demo\nmake test" {
+		t.Errorf("README.md's first block is not the two commands make demo and make test:\n%s", bs[0].Text)
+	}
+	ci := strings.Split(strings.TrimSpace(read(t, ".ci/run")), "\n")
+	if last := ci[len(ci)-1]; last != "make test" {
+		t.Errorf(".ci/run ends with %q, not README.md's test command make test", last)
+	}
+}
