@@ -43,8 +43,10 @@ manpages: ## man pages (rdmaform's commands and rdmaform-agent), shell completio
 	$(GO) run ./cmd/rdmaform-docs -man build/man -completions build/completions -unit build/rdmaform.service -binary $(SBINDIR)/rdmaform -version $(VERSION)
 
 DOCFILES := README.md CHANGELOG.md LICENSE
-# The examples the README uses: specs, the simulated hosts and the Ansible
-# inventory and playbooks, installed with their paths under examples/.
+# The documentation README.md links to, and the examples it uses (specs,
+# the simulated hosts, the Ansible inventory and playbooks), installed
+# with their paths under docs/ and examples/.
+DOCS     := $(shell find docs -type f)
 EXAMPLES := $(wildcard examples/*.yaml examples/hosts/*/sim.yaml examples/ansible/*)
 
 install: build manpages ## install under DESTDIR/PREFIX: binary, man pages, completions, boot unit, examples
@@ -57,7 +59,7 @@ install: build manpages ## install under DESTDIR/PREFIX: binary, man pages, comp
 	install -D -m 0644 build/rdmaform.service $(DESTDIR)$(PREFIX)/lib/systemd/system/rdmaform.service
 	install -d $(DESTDIR)$(PREFIX)/share/doc/rdmaform/examples
 	install -m 0644 $(DOCFILES) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/
-	$(foreach f,$(EXAMPLES),install -D -m 0644 $(f) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/$(f) &&) true
+	$(foreach f,$(DOCS) $(EXAMPLES),install -D -m 0644 $(f) $(DESTDIR)$(PREFIX)/share/doc/rdmaform/$(f) &&) true
 
 uninstall: ## remove what make install installed (same DESTDIR/PREFIX)
 	rm -f $(DESTDIR)$(SBINDIR)/rdmaform $(DESTDIR)$(MANDIR)/man8/rdmaform.8 $(DESTDIR)$(MANDIR)/man8/rdmaform-*.8 \
@@ -182,7 +184,7 @@ bench: build ansible ## performance comparisons side by side, one table (plan ro
 
 .PHONY: manifests agent
 
-agent: ## static bin/linux_{amd64,arm64}/rdmaform-agent, the Kubernetes node agent (README, Running on Kubernetes)
+agent: ## static bin/linux_{amd64,arm64}/rdmaform-agent, the Kubernetes node agent (docs/guides/kubernetes.md)
 	$(foreach a,$(ARCHES),$(call gobuild,$(a),$(SBINDIR),bin/linux_$(a)/rdmaform-agent,./cmd/rdmaform-agent) &&) true
 
 manifests: ## regenerate deploy/kubernetes/crds and api/v1alpha1's deep copies (internal/crdgen; TestManifestsCurrent checks them)

@@ -14,7 +14,7 @@ import (
 )
 
 // The API server the tests run on: kubelab's real kube-apiserver and
-// etcd, one pair for the package, with the manifests installed as README
+// etcd, one pair for the package, with the manifests installed as docs/guides/kubernetes.md
 // says (kubectl apply -f deploy/kubernetes/crds/, then
 // deploy/kubernetes/: the namespace, the agent's RBAC, its own-node
 // admission policy and the DaemonSet, which nothing runs here).

@@ -7,15 +7,16 @@ import (
 	"testing"
 )
 
-// TestArchitectureNamesEveryPackage: docs/architecture.md names every
-// provider package and every package under sim/ (as `name` in the
-// providers' list, or by its path).
+// TestArchitectureNamesEveryPackage: docs/architecture/overview.md names every
+// provider package and every package under sim/ and internal/ (as `name`
+// in the providers' list, or by its path, with or without a trailing
+// slash).
 func TestArchitectureNamesEveryPackage(t *testing.T) {
-	doc, err := os.ReadFile("../docs/architecture.md")
+	doc, err := os.ReadFile("../docs/architecture/overview.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, parent := range []string{"providers", "sim"} {
+	for _, parent := range []string{"providers", "sim", "internal"} {
 		entries, err := os.ReadDir(filepath.Join("..", parent))
 		if err != nil {
 			t.Fatal(err)
@@ -25,36 +26,38 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 				continue
 			}
 			full := parent + "/" + e.Name()
-			if !strings.Contains(string(doc), "`"+full+"`") && !(parent == "providers" && strings.Contains(string(doc), "`"+e.Name()+"`")) {
-				t.Errorf("docs/architecture.md does not name %s", full)
+			named := strings.Contains(string(doc), "`"+full+"`") || strings.Contains(string(doc), "`"+full+"/`")
+			if !named && !(parent == "providers" && strings.Contains(string(doc), "`"+e.Name()+"`")) {
+				t.Errorf("docs/architecture/overview.md does not name %s", full)
 			}
 		}
 	}
 }
 
-// TestREADMECommandTable: the README's table of commands has a row for
-// every command and names each flag of audit.
-func TestREADMECommandTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestReferenceCommandTable: the table of commands at a glance
+// (docs/reference/README.md) has a row for every command and names each
+// flag of audit.
+func TestReferenceCommandTable(t *testing.T) {
+	readme, err := os.ReadFile("../docs/reference/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(readme)
-	start := strings.Index(s, "## Commands and exit codes")
+	start := strings.Index(s, "## Commands at a glance")
 	if start < 0 {
-		t.Fatal("README has no 'Commands and exit codes' section")
+		t.Fatal("docs/reference/README.md has no 'Commands at a glance' section")
 	}
 	table := s[start:]
 	sep := strings.Index(table, "| --- |")
 	table = table[:sep+strings.Index(table[sep:], "\n\n")]
-	for _, cmd := range []string{"validate", "plan", "apply", "show-plan", "confirm", "rollback", "show", "status", "activate", "audit", "lint", "probe", "version", "sim"} {
+	for _, cmd := range []string{"validate", "plan", "apply", "show-plan", "confirm", "rollback", "show", "status", "facts", "activate", "audit", "lint", "waves", "probe", "version", "sim"} {
 		if !strings.Contains(table, "| `rdmaform "+cmd+" ") && !strings.Contains(table, "| `rdmaform "+cmd+"`") {
-			t.Errorf("the README's command table has no row for %s", cmd)
+			t.Errorf("the command table has no row for %s", cmd)
 		}
 	}
 	for _, flag := range []string{"--report-file", "--waivers", "--probes"} {
 		if !strings.Contains(table, flag) {
-			t.Errorf("the README's command table does not give audit's %s", flag)
+			t.Errorf("the command table does not give audit's %s", flag)
 		}
 	}
 }

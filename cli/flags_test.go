@@ -68,7 +68,7 @@ func TestJSONFlagErrors(t *testing.T) {
 }
 
 // TestVerboseIsV: -v means --verbose wherever it exists and nothing else;
-// the version is --version (README: -v/--verbose).
+// the version is --version (docs/reference/README.md: -v/--verbose).
 func TestVerboseIsV(t *testing.T) {
 	var walk func(c *cobra.Command)
 	seen := 0

@@ -10,8 +10,9 @@ import (
 )
 
 // TestLosslessRoCEOnCX6Dx: the simulated host examples/hosts/cx6dx-ofed is
-// a ConnectX-6 Dx (PCI id 0x101d, as its sysfs says), and the README's
-// lossless RoCE settings plan and apply on it: examples/lossless-roce.yaml
+// a ConnectX-6 Dx (PCI id 0x101d, as its sysfs says), and the
+// lossless RoCE settings of docs/guides/lossless-roce.md plan and apply
+// on it: examples/lossless-roce.yaml
 // with the CNP marking and the firmware's DCBX willingness under
 // firmware: params (CNP_DSCP_P1, CNP_802P_PRIO_P1, DCBX_WILLING_P1), which
 // the host used to refuse as unknown parameters. After the reboot the

@@ -33,7 +33,7 @@ func runCLIEnv(t *testing.T, env []string, args ...string) (int, string, string)
 	return code, out.String(), errb.String()
 }
 
-// TestProbeExampleValidates: the README's two-host example spec.
+// TestProbeExampleValidates: the two-host example spec of docs/guides/audits-and-probes.md.
 func TestProbeExampleValidates(t *testing.T) {
 	if code, out, errs := runCLI(t, "validate", "--no-param-db", "-f", "../examples/ansible/probes.yaml"); code != 0 {
 		t.Errorf("examples/ansible/probes.yaml: exit %d\n%s%s", code, out, errs)

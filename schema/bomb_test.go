@@ -16,7 +16,7 @@ func TestExpansionLimitCauseFirst(t *testing.T) {
 		return []byte("version: 1\nmodules: [" + strings.Repeat("m, ", values-3) + "]\n")
 	}
 	if maxNodes != 1048576 {
-		t.Fatalf("maxNodes is %d, the README says 1048576", maxNodes)
+		t.Fatalf("maxNodes is %d, the docs say 1048576", maxNodes)
 	}
 	// The boundary, on a small limit (a million values take seconds to
 	// parse on a loaded machine).

@@ -10,7 +10,7 @@ import (
 )
 
 // SchemaID is where the published JSON Schema lives; editors fetch it by
-// this address (README, "Editor support").
+// this address (docs/getting-started/writing-a-spec.md, "Editor support").
 const SchemaID = "https://raw.githubusercontent.com/rdmaform/rdmaform/main/schema/rdmaform.schema.json"
 
 // pkeyTextPattern is the string form of a P_Key the schema accepts: hex

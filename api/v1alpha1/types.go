@@ -146,7 +146,7 @@ const (
 	ConditionActivationRequired = "ActivationRequired"
 	// ConditionActivationFailed: an activation did not take; the node keeps
 	// its slot and no other node of the config takes one until a person
-	// acts (README, "Running on Kubernetes").
+	// acts (docs/guides/kubernetes.md).
 	ConditionActivationFailed = "ActivationFailed"
 	// ConditionDegraded: the agent could not plan or apply (a bad spec, a
 	// failed change, a host that cannot be read).

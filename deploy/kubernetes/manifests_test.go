@@ -48,7 +48,7 @@ var (
 )
 
 // applied is the package's lab with deploy/kubernetes applied the way
-// the README says: the CRDs, then the directory.
+// docs/guides/kubernetes.md says: the CRDs, then the directory.
 func applied(t *testing.T) *kubelab.Lab {
 	t.Helper()
 	l := lab.Get(t)

@@ -161,11 +161,11 @@ func bootUnit(t *testing.T, dir string) {
 	}
 }
 
-// TestREADMEHostKnobs: the README's "NIC rings, channels" section holds
-// examples/host-knobs.yaml as it is (TestExamples converges the file on
-// its simulated host).
-func TestREADMEHostKnobs(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestDocsHostKnobs: the "NIC rings, channels" section of
+// docs/guides/host-knobs.md holds examples/host-knobs.yaml as it is
+// (TestExamples converges the file on its simulated host).
+func TestDocsHostKnobs(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guides/host-knobs.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +174,6 @@ func TestREADMEHostKnobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "```yaml\n"+string(ex)+"```\n") {
-		t.Errorf("README does not hold examples/host-knobs.yaml as it is")
+		t.Errorf("docs/guides/host-knobs.md does not hold examples/host-knobs.yaml as it is")
 	}
 }

@@ -107,17 +107,18 @@ func TestFirmwareVersionOfSoftRoCE(t *testing.T) {
 		sd, "plan", "-f", withVersion)
 }
 
-// TestREADMEFirmwareVersion plans the spec of README's firmware version
-// paragraph on the simulated host it names and expects the error it shows.
-func TestREADMEFirmwareVersion(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestDocsFirmwareVersion plans the spec of the firmware version
+// paragraph of docs/guides/firmware.md on the simulated host it names
+// and expects the error it shows.
+func TestDocsFirmwareVersion(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guides/firmware.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(readme)
 	i := strings.Index(text, "\nFirmware versions: ")
 	if i < 0 {
-		t.Fatal("README has no paragraph \"Firmware versions:\"")
+		t.Fatal("docs/guides/firmware.md has no paragraph \"Firmware versions:\"")
 	}
 	text = text[i:]
 	y := strings.Index(text, "```yaml\n")
@@ -127,11 +128,11 @@ func TestREADMEFirmwareVersion(t *testing.T) {
 	block := text[y+len("```yaml\n"):]
 	block = block[:strings.Index(block, "```")]
 	rest := text[y+len("```yaml\n")+len(block)+len("```\n"):]
-	e := strings.Index(rest, "```\n")
+	e := strings.Index(rest, "```text\n")
 	if e < 0 {
 		t.Fatal("the paragraph shows no error")
 	}
-	want := strings.TrimSpace(rest[e+len("```\n"):][:strings.Index(rest[e+len("```\n"):], "```")])
+	want := strings.TrimSpace(rest[e+len("```text\n"):][:strings.Index(rest[e+len("```text\n"):], "```")])
 
 	dir := t.TempDir()
 	hostDir := filepath.Join(dir, "host")

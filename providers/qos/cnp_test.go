@@ -174,11 +174,11 @@ func bootUnit(t *testing.T, dir string) {
 	}
 }
 
-// TestREADMECNP: the README's qos.cnp line plans the CNP change it says on
+// TestDocsCNP: the qos.cnp line of docs/guides/lossless-roce.md plans the CNP change it says on
 // the simulated cx6dx-ofed host, apply makes the next plan empty, and lint
 // has nothing to say about it (priority 3 is in pfc).
-func TestREADMECNP(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestDocsCNP(t *testing.T) {
+	b, err := os.ReadFile("../../docs/guides/lossless-roce.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestREADMECNP(t *testing.T) {
 		}
 	}
 	if qos == "" {
-		t.Fatal("README has no qos.cnp example line")
+		t.Fatal("docs/guides/lossless-roce.md has no qos.cnp example line")
 	}
 	dir := simtest.Dir(t, "cx6dx-ofed", nil)
 	spec := qosSpec(t, ofed, qos)

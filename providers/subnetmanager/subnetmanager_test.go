@@ -217,17 +217,18 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-// TestREADMEExample: the README's subnet_manager example is a valid spec
-// and renders the partitions.conf the README shows.
-func TestREADMEExample(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestDocsExample: the subnet_manager example of
+// docs/guides/subnet-manager.md is a valid spec and renders the
+// partitions.conf the page shows.
+func TestDocsExample(t *testing.T) {
+	b, err := os.ReadFile("../../docs/guides/subnet-manager.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	block := func(marker string) string {
-		_, rest, ok := strings.Cut(string(b), "<!-- README example: "+marker+" (TestREADMEExample) -->\n")
+		_, rest, ok := strings.Cut(string(b), "<!-- example: "+marker+" (TestDocsExample) -->\n")
 		if !ok {
-			t.Fatalf("README has no example %q", marker)
+			t.Fatalf("docs/guides/subnet-manager.md has no example %q", marker)
 		}
 		_, rest, _ = strings.Cut(rest, "\n") // the fence
 		body, _, _ := strings.Cut(rest, "```")
@@ -235,18 +236,18 @@ func TestREADMEExample(t *testing.T) {
 	}
 	spec := parse(t, block("subnet_manager"))
 	if got, want := string(RenderPartitions(spec.SubnetManager)), block("partitions.conf"); got != want {
-		t.Errorf("README's partitions.conf is not what rdmaform writes (-want +got):\n%s", cmp.Diff(want, got))
+		t.Errorf("the page's partitions.conf is not what rdmaform writes (-want +got):\n%s", cmp.Diff(want, got))
 	}
 }
 
 // TestCaptureRoundTrip: show's section from the files rdmaform wrote
 // gives back a spec that renders the same files.
 func TestCaptureRoundTrip(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/guides/subnet-manager.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(b), "<!-- README example: subnet_manager (TestREADMEExample) -->\n```yaml\n")
+	_, rest, _ := strings.Cut(string(b), "<!-- example: subnet_manager (TestDocsExample) -->\n```yaml\n")
 	src, _, _ := strings.Cut(rest, "```")
 	spec := parse(t, src)
 	parts := RenderPartitions(spec.SubnetManager)

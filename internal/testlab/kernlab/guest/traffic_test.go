@@ -20,7 +20,7 @@ import (
 // RDMA_CM_EVENT_UNREACHABLE, error -110). Forcing the traffic across the
 // pair with policy routing was tried too: the server's rdma_cm rejects the
 // connection (RDMA_CM_EVENT_REJECTED, consumer defined). See
-// docs/testing.md.
+// docs/architecture/testing-labs.md.
 func TestTwoDevicesTalk(t *testing.T) {
 	veth(t, "tva", "tvb")
 	t.Cleanup(func() {
@@ -84,7 +84,7 @@ interfaces:
 	// ibv_rc_pingpong between the two was tried as well: with both
 	// addresses local to one namespace, the server cannot resolve the
 	// client's GID to a neighbour ("Failed to modify QP to RTR"); rping's
-	// RDMA CM resolves it. See docs/testing.md.
+	// RDMA CM resolves it. See docs/architecture/testing-labs.md.
 	// Whether the kernel carried it over the pair or looped it back
 	// inside the host (both addresses are local): said, not judged.
 	t.Logf("tva sent %d packets during the exchange", counter(t, "tva", "tx_packets")-before)

@@ -9,16 +9,16 @@ import (
 	"github.com/rdmaform/rdmaform/sim"
 )
 
-// TestREADMEExample: the README's names example plans, applies and ends
+// TestDocsNamesExample: the names example of docs/guides/host-knobs.md plans, applies and ends
 // with an empty plan on a ConnectX-5 host.
-func TestREADMEExample(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestDocsNamesExample(t *testing.T) {
+	b, err := os.ReadFile("../../docs/guides/host-knobs.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(b), "<!-- README example: names (TestREADMEExample) -->\n```yaml\n")
+	_, rest, ok := strings.Cut(string(b), "<!-- example: names (TestDocsNamesExample) -->\n```yaml\n")
 	if !ok {
-		t.Fatal("README has no names example")
+		t.Fatal("docs/guides/host-knobs.md has no names example")
 	}
 	body, _, _ := strings.Cut(rest, "```")
 	dir := newHost(t, nil)
@@ -34,20 +34,20 @@ func TestREADMEExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := s.State(); st.RdmaNetnsMode != "exclusive" || st.Device("rail1") == nil || st.Netdev("rail0eth") == nil {
-		t.Fatalf("state after the README's apply: mode %q, rail1 %v, rail0eth %v", st.RdmaNetnsMode, st.Device("rail1"), st.Netdev("rail0eth"))
+		t.Fatalf("state after the example's apply: mode %q, rail1 %v, rail0eth %v", st.RdmaNetnsMode, st.Device("rail1"), st.Netdev("rail0eth"))
 	}
 }
 
-// TestREADMERailTemplate: the README's rail template names the six
+// TestDocsRailTemplate: the rail template of docs/guides/host-knobs.md names the six
 // functions of a three-card GPU node; apply, then plan is empty.
-func TestREADMERailTemplate(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestDocsRailTemplate(t *testing.T) {
+	b, err := os.ReadFile("../../docs/guides/host-knobs.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(b), "<!-- README example: rail template (TestREADMERailTemplate) -->\n  ```yaml\n")
+	_, rest, ok := strings.Cut(string(b), "<!-- example: rail template (TestDocsRailTemplate) -->\n  ```yaml\n")
 	if !ok {
-		t.Fatal("README has no rail template example")
+		t.Fatal("docs/guides/host-knobs.md has no rail template example")
 	}
 	body, _, _ := strings.Cut(rest, "```")
 	body = strings.ReplaceAll(body, "\n  ", "\n")

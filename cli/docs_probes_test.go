@@ -10,27 +10,29 @@ import (
 	"github.com/rdmaform/rdmaform/cli"
 )
 
-// TestREADMEProbeExamples runs the console block of README's "Proving a
-// fabric" section on simulated hosts: every command exits 0 and prints
+// TestDocsProbeExamples runs the console block of docs/guides/audits-and-probes.md's
+// "Proving a fabric: probes" section on simulated hosts: every command exits 0 and prints
 // the lines shown ("..." stands for lines left out; round trips, which
 // rdma_cm measures by the clock, are compared as "N ms").
-func TestREADMEProbeExamples(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+func TestDocsProbeExamples(t *testing.T) {
+	readme, err := os.ReadFile("../docs/guides/audits-and-probes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(readme)
 	i := strings.Index(text, "\n## Proving a fabric: probes\n")
 	if i < 0 {
-		t.Fatal("README has no section \"Proving a fabric: probes\"")
+		t.Fatal("docs/guides/audits-and-probes.md has no section \"Proving a fabric: probes\"")
 	}
 	section := text[i:]
-	section = section[:strings.Index(section[1:], "\n## ")+1]
-	start := strings.Index(section, "```console\n")
+	if end := strings.Index(section[1:], "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	start := strings.Index(section, "```console run\n")
 	if start < 0 {
 		t.Fatal("the probes section has no console block")
 	}
-	block := section[start+len("```console\n"):]
+	block := section[start+len("```console run\n"):]
 	block = block[:strings.Index(block, "```")]
 
 	tmp := t.TempDir()
