@@ -79,18 +79,6 @@ func allBlocks(t *testing.T) []docBlock {
 	return out
 }
 
-// generated are the pages of docs/reference/ that make docs writes from
-// the code. A link to one of them may point at a file that this branch
-// does not have yet; when the file is there, its anchors are checked.
-// TEMPORARY: remove once the generated pages are merged.
-var generated = map[string]bool{
-	"docs/reference/spec.md":       true,
-	"docs/reference/commands.md":   true,
-	"docs/reference/json.md":       true,
-	"docs/reference/exit-codes.md": true,
-	"docs/reference/metrics.md":    true,
-}
-
 // checkLinks returns what is wrong with the links of the Markdown file
 // rel (relative to dir): a target file or directory that does not exist,
 // a target outside dir, or an anchor its Markdown target lacks.
@@ -117,9 +105,6 @@ func checkLinks(dir, rel, text string, exists func(string) (bool, bool), anchors
 		}
 		ok, isDir := exists(path)
 		if !ok {
-			if generated[path] {
-				continue
-			}
 			bad = append(bad, where+": no such file "+path)
 			continue
 		}
@@ -167,13 +152,13 @@ func TestLinks(t *testing.T) {
 
 // TestCheckLinksFindsBrokenOnes: the checker reports a missing file, a
 // missing anchor, a link out of the repository and an absolute path, and
-// passes good links, an anchor of a repeated heading, a heading with code
-// and a missing generated page.
+// passes good links, an anchor of a repeated heading and a heading with
+// code.
 func TestCheckLinksFindsBrokenOnes(t *testing.T) {
 	files := map[string]string{
 		"README.md": "# rdmaform\n\n" +
 			"[ok](docs/a.md) [ok](docs/a.md#the-plan-rdmaform-plan) [ok](docs/a.md#notes-1) [ok](#rdmaform) [dir](docs/)\n" +
-			"[gen](docs/reference/spec.md) `[not a link](nowhere.md)`\n" +
+			"`[not a link](nowhere.md)`\n" +
 			"[missing](docs/b.md)\n[anchor](docs/a.md#nope)\n[out](../x.md)\n[abs](/docs/a.md)\n" +
 			"```\n[in code](nowhere.md)\n```\n",
 		"docs/a.md": "# A\n\n## The plan: `rdmaform plan`\n\n## Notes\n\n## Notes\n\n```sh\n# not a heading\n```\n",
