@@ -108,7 +108,7 @@ func TestKilledTestLeavesNothing(t *testing.T) {
 			}
 			if rec == nil {
 				<-exited
-				if m := regexp.MustCompile(`--- SKIP: .*\n\s+(.*)`).FindStringSubmatch(log.String()); m != nil {
+				if m := regexp.MustCompile(regexp.QuoteMeta(need.Marker) + `(.*)`).FindStringSubmatch(log.String()); m != nil {
 					need.Skip(t, "a lab is missing: %s", m[1])
 				}
 				t.Fatalf("the labs did not start: %v\n%s", err, log.String())
