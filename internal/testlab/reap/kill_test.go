@@ -44,6 +44,8 @@ type record struct {
 	Cgroups []string `json:"cgroups"`
 	Netns   []string `json:"netns"`
 	Dirs    []string `json:"dirs"`
+	// Complete: every lab started (the test holds them all).
+	Complete bool `json:"complete"`
 }
 
 // TestKilledTestLeavesNothing runs a test binary that starts every lab
@@ -84,9 +86,11 @@ func TestKilledTestLeavesNothing(t *testing.T) {
 			out := filepath.Join(tmp, how+".json")
 			args := []string{"-test.run=^TestKilledTestLeavesNothing$", "-test.v"}
 			if how == "timeout" {
-				// Long enough for the labs to start (three times what
-				// they took under SIGKILL), short enough to come soon.
-				args = append(args, "-test.timeout="+(3*took+30*time.Second).Round(time.Second).String())
+				// Long enough for the labs to start (twice what they
+				// took under SIGKILL, and 30 s), short enough to come
+				// soon. Should it come while they start, what started
+				// by then is checked.
+				args = append(args, "-test.timeout="+(2*took+30*time.Second).Round(time.Second).String())
 			} else {
 				args = append(args, "-test.timeout=30m")
 			}
@@ -99,26 +103,38 @@ func TestKilledTestLeavesNothing(t *testing.T) {
 			if err := reap.Start(cmd); err != nil {
 				t.Fatal(err)
 			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			rec, err := waitRecord(out, exited, 10*time.Minute)
-			if how == "SIGKILL" && rec != nil {
+			done := make(chan struct{})
+			var exitErr error
+			go func() { exitErr = cmd.Wait(); close(done) }()
+			rec := waitRecord(out, done, 10*time.Minute)
+			if how == "SIGKILL" && rec != nil && rec.Complete {
 				took = time.Since(start)
 				_ = cmd.Process.Kill()
 			}
-			if rec == nil {
-				<-exited
-				if m := regexp.MustCompile(regexp.QuoteMeta(need.Marker) + `(.*)`).FindStringSubmatch(log.String()); m != nil {
-					need.Skip(t, "a lab is missing: %s", m[1])
-				}
-				t.Fatalf("the labs did not start: %v\n%s", err, log.String())
+			select {
+			case <-done:
+			case <-time.After(10 * time.Minute):
+				_ = cmd.Process.Kill()
+				<-done
 			}
-			t.Cleanup(func() { removeLeft(t, rec) })
-			if err := <-exited; how == "SIGKILL" && !strings.Contains(fmt.Sprint(err), "signal: killed") {
-				t.Errorf("the held test ended with %v, not by SIGKILL", err)
+			if how == "timeout" {
+				rec = readRecord(out)
 			}
-			if how == "timeout" && !strings.Contains(log.String(), "panic: test timed out after") {
-				t.Errorf("the held test did not end by its -timeout:\n%s", log.String())
+			if rec != nil {
+				t.Cleanup(func() { removeLeft(t, rec) })
+			}
+			if m := regexp.MustCompile(regexp.QuoteMeta(need.Marker) + `(.*)`).FindStringSubmatch(log.String()); m != nil {
+				need.Skip(t, "a lab is missing: %s", m[1])
+			}
+			switch {
+			case rec == nil || (how == "SIGKILL" && !rec.Complete):
+				t.Fatalf("the labs did not start (%v):\n%s", exitErr, log.String())
+			case how == "SIGKILL" && !strings.Contains(fmt.Sprint(exitErr), "signal: killed"):
+				t.Errorf("the held test ended with %v, not by SIGKILL", exitErr)
+			case how == "timeout" && !strings.Contains(log.String(), "panic: test timed out after"):
+				t.Errorf("the held test did not end by its -timeout (%v):\n%s", exitErr, log.String())
+			case !rec.Complete:
+				t.Logf("the -timeout came while the labs started: what had started is checked")
 			}
 			if left := waitGone(rec, time.Minute); len(left) > 0 {
 				t.Fatalf("left behind after the test binary was ended (%s):\n  %s", how, strings.Join(left, "\n  "))
@@ -128,30 +144,52 @@ func TestKilledTestLeavesNothing(t *testing.T) {
 	}
 }
 
-// waitRecord waits for the held test's record, until it exits or the
-// timeout passes.
-func waitRecord(path string, exited <-chan error, timeout time.Duration) (*record, error) {
+// readRecord is the record the held test wrote last, nil if none.
+func readRecord(path string) *record {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var r record
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	return &r
+}
+
+// waitRecord waits for the held test's complete record; if the test
+// exits first, or the timeout passes, it returns the last one written.
+func waitRecord(path string, exited <-chan struct{}, timeout time.Duration) *record {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			var r record
-			if err := json.Unmarshal(b, &r); err != nil {
-				return nil, err
-			}
-			return &r, nil
+		if r := readRecord(path); r != nil && r.Complete {
+			return r
 		}
 		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("the held test exited: %v", err)
+		case <-exited:
+			return readRecord(path)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return nil, fmt.Errorf("no record within %s", timeout)
+	return readRecord(path)
 }
 
-// hold is the killed test: it starts the labs, records them, and waits.
+// hold is the killed test: it starts the labs, records each as it
+// starts, and waits.
 func hold(t *testing.T, out string) {
 	var r record
+	save := func() {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out+".tmp", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(out+".tmp", out); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seen := map[int]bool{}
 	add := func(what string, pid int) {
 		if p, ok := procOf(what, pid); ok && !seen[pid] {
@@ -164,17 +202,21 @@ func hold(t *testing.T, out string) {
 	add("smlab ibsim", f.SimPID())
 	sm := f.StartOpenSM(t, smlab.HCAs[0])
 	add("smlab opensm", sm.Process.Pid)
+	save()
 
 	sd := systemdlab.Start(t)
+	// The first lab that hands the guardian something starts it.
+	add("the guardian", reap.GuardianPID())
+	r.Cgroups = sd.Cgroups()
+	r.Dirs = append(r.Dirs, sd.Dir)
+	add("systemdlab manager", sd.PID)
+	save()
 	sd.AddUnit(t, "rdmaform-held.service", "[Service]\nExecStart=/bin/sleep 3600\n")
 	// A daemon that forks away from what the manager started: nothing
 	// but its cgroup ties it to the manager.
 	sd.AddUnit(t, "rdmaform-forked.service", "[Service]\nType=forking\nExecStart=/bin/sh -c '/bin/sleep 3600 & exit 0'\n")
 	sd.StartUnit(t, "rdmaform-held.service")
 	sd.StartUnit(t, "rdmaform-forked.service")
-	r.Cgroups = sd.Cgroups()
-	r.Dirs = append(r.Dirs, sd.Dir)
-	add("systemdlab manager", sd.PID)
 	for _, cg := range r.Cgroups {
 		pids, err := reap.CgroupPIDs(cg)
 		if err != nil {
@@ -184,6 +226,7 @@ func hold(t *testing.T, out string) {
 			add("systemdlab cgroup "+filepath.Base(cg), pid)
 		}
 	}
+	save()
 
 	nm := nmlab.Start(t)
 	for what, pid := range nm.PIDs() {
@@ -193,6 +236,7 @@ func hold(t *testing.T, out string) {
 	if strings.HasPrefix(filepath.Base(nm.Dir()), "rdmaform-") {
 		r.Dirs = append(r.Dirs, nm.Dir())
 	}
+	save()
 
 	sl := slurmlab.Start(t, 1)
 	sl.Submit(t, sl.Nodes[0], 3600)
@@ -205,17 +249,8 @@ func hold(t *testing.T, out string) {
 		}
 	}
 
-	add("the guardian", reap.GuardianPID())
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out+".tmp", b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(out+".tmp", out); err != nil {
-		t.Fatal(err)
-	}
+	r.Complete = true
+	save()
 	t.Logf("holding %d processes; waiting to be killed", len(r.Procs))
 	time.Sleep(time.Hour)
 }
