@@ -24,8 +24,8 @@
 //     nothing to do.
 //
 // The guardian only ever touches names a lab made: cgroups under
-// /sys/fs/cgroup, namespaces and directories whose names begin with
-// "rdmaform-"; it kills only the processes of those cgroups.
+// /sys/fs/cgroup, namespaces and directories of $TMPDIR whose names begin
+// with "rdmaform-"; it kills only the processes of those cgroups.
 package reap
 
 import (
@@ -104,8 +104,8 @@ const (
 	Cgroup Kind = "cgroup"
 	// Netns is a named network namespace (ip netns) "rdmaform-...".
 	Netns Kind = "netns"
-	// Dir is a directory "rdmaform-..." (an absolute path), removed with
-	// everything in it.
+	// Dir is a directory "rdmaform-..." of $TMPDIR (os.MkdirTemp's),
+	// removed with everything in it.
 	Dir Kind = "dir"
 )
 
@@ -113,6 +113,9 @@ var netnsName = regexp.MustCompile(`^rdmaform-[A-Za-z0-9_.-]+$`)
 
 // check says why the guardian must not take name as a thing of kind.
 func check(kind Kind, name string) error {
+	if strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("reap: %s %q: a control character", kind, name)
+	}
 	switch kind {
 	case Cgroup:
 		if !filepath.IsAbs(name) || filepath.Clean(name) != name || !strings.HasPrefix(name, "/sys/fs/cgroup/") || !strings.HasPrefix(filepath.Base(name), "rdmaform-") {
@@ -123,8 +126,8 @@ func check(kind Kind, name string) error {
 			return fmt.Errorf("reap: network namespace %q: want rdmaform-[A-Za-z0-9_.-]+", name)
 		}
 	case Dir:
-		if !filepath.IsAbs(name) || filepath.Clean(name) != name || !strings.HasPrefix(filepath.Base(name), "rdmaform-") {
-			return fmt.Errorf("reap: directory %q: want an absolute path to rdmaform-*", name)
+		if !filepath.IsAbs(name) || filepath.Clean(name) != name || !strings.HasPrefix(filepath.Base(name), "rdmaform-") || filepath.Dir(name) != filepath.Clean(os.TempDir()) {
+			return fmt.Errorf("reap: directory %q: want %s/rdmaform-*", name, filepath.Clean(os.TempDir()))
 		}
 	default:
 		return fmt.Errorf("reap: unknown kind %q", kind)
@@ -190,7 +193,7 @@ func startGuardian() (*os.File, int, error) {
 	}
 	defer r.Close()
 	cmd := exec.Command(self)
-	cmd.Env = []string{guardEnv + "=1", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	cmd.Env = []string{guardEnv + "=1", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "TMPDIR=" + os.TempDir()}
 	cmd.Stdin = r
 	cmd.Dir = "/"
 	// A process group of its own: a Ctrl-C at the terminal reaches the
