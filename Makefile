@@ -78,9 +78,9 @@ package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (rdmaform and rdm
 
 # go test's -timeout for make test and make fleet-test: how long one
 # package's test binary may run before go test ends it. The longest
-# package of make test (ansible) takes about 10 minutes on an idle
-# two-core machine and twice that with both cores busy; raise it on a
-# slower machine (make test TEST_TIMEOUT=90m).
+# package of make test (ansible) ran 12 minutes on two cores at a load
+# average near 20; raise it on a slower machine (make test
+# TEST_TIMEOUT=90m).
 TEST_TIMEOUT ?= 45m
 # How many simulated hosts make fleet-test rolls out to (make test's
 # TestRolloutWaves has 16).
