@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/netns"
 	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
 	"github.com/rdmaform/rdmaform/internal/testlab/reap"
 	"github.com/rdmaform/rdmaform/internal/testlab/slurmlab"
@@ -51,7 +52,8 @@ type record struct {
 // TestKilledTestLeavesNothing runs a test binary that starts every lab
 // whose daemons could outlive it (smlab: ibsim and opensm; systemdlab: a
 // systemd --user with a service that runs and one that forks away from
-// its starter; nmlab: dbus-daemon and NetworkManager; slurmlab: munged,
+// its starter; netns: a named network namespace; nmlab: dbus-daemon
+// and NetworkManager in another; slurmlab: munged,
 // slurmctld, a slurmd and a job on it), records their PIDs, cgroups,
 // namespaces and directories, and ends it without its cleanups: by
 // SIGKILL, and by its own -timeout (the testing package's panic). Every
@@ -226,6 +228,10 @@ func hold(t *testing.T, out string) {
 			add("systemdlab cgroup "+filepath.Base(cg), pid)
 		}
 	}
+	save()
+
+	nl := netns.New(t)
+	r.Netns = append(r.Netns, nl.Name)
 	save()
 
 	nm := nmlab.Start(t)
