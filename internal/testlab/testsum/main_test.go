@@ -35,7 +35,9 @@ var elapsed = regexp.MustCompile(`\d+\.\d+s`)
 func TestSummary(t *testing.T) {
 	// The samples' lab skips must stay skips.
 	t.Setenv(need.RequireEnv, "")
-	pkgs := []string{"./testdata/fails", "./testdata/passes"}
+	// One package at a time: go test -json gives each package's lines as
+	// it ends, go test alone in the order of the command line.
+	pkgs := []string{"-p=1", "./testdata/fails", "./testdata/passes"}
 	got, code := goTest(t, append([]string{"test", "-json", "-count=1"}, pkgs...)...)
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append([]string{"test", "-count=1"}, pkgs...)...)
 	plain, err := cmd.CombinedOutput()
@@ -96,5 +98,24 @@ func TestSummaryCannotRun(t *testing.T) {
 	}
 	if code := run(nil, &out, &errs); code != 2 {
 		t.Errorf("no command: exit %d, want 2", code)
+	}
+}
+
+// TestSummaryBuildFails: a package that does not compile has the
+// compiler's error printed and go test's FAIL line for it; the other
+// package's ok line is there too.
+func TestSummaryBuildFails(t *testing.T) {
+	got, code := goTest(t, "test", "-json", "-count=1", "./testdata/broken", "./testdata/passes")
+	for _, want := range []string{
+		"testdata/broken/broken_test.go:8:6: declared and not used: unused\n",
+		"FAIL\tgithub.com/rdmaform/rdmaform/internal/testlab/testsum/testdata/broken [build failed]\n",
+		"ok  \tgithub.com/rdmaform/rdmaform/internal/testlab/testsum/testdata/passes\t",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the output lacks %q:\n%s", want, got)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
 	}
 }
