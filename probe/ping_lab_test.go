@@ -3,12 +3,12 @@ package probe
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/internal/testlab/netns"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -140,8 +140,5 @@ probes:
 
 func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if os.Getenv(netns.RequireEnv) == "1" {
-		t.Fatalf(format+" ("+netns.RequireEnv+"=1)", args...)
-	}
-	t.Skipf(format, args...)
+	need.Skip(t, format, args...)
 }

@@ -1,10 +1,14 @@
 package session
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/rdmaform/rdmaform/host"
 )
 
 // TestNFSOverRDMA: /proc/mounts lines as the kernel writes them
@@ -25,6 +29,70 @@ func TestNFSOverRDMA(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("nfsOverRDMA:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestUnescapeMount: /proc/mounts' escapes are a backslash and three
+// octal digits (fs/proc_namespace.c mangle: seq_escape with " \t\n\\"),
+// at the end of a path too; a backslash with fewer than three characters
+// after it, or digits that are not octal, stays as it is.
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/mnt/a\040b`:   "/mnt/a b",
+		`/mnt/a\040`:    "/mnt/a ",
+		`\011/mnt`:      "\t/mnt",
+		`/mnt/a\134`:    `/mnt/a\`,
+		`/mnt/a\04`:     `/mnt/a\04`,
+		`/mnt/a\0`:      `/mnt/a\0`,
+		`/mnt/a\`:       `/mnt/a\`,
+		`/mnt/a\089`:    `/mnt/a\089`,
+		`/mnt/a\040\04`: `/mnt/a \04`,
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// noRDMATool is a host's runner where iproute2's rdma is not installed.
+type noRDMATool struct{}
+
+func (noRDMATool) Run(_ context.Context, c host.Cmd) (host.Result, error) {
+	return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: errors.New("executable file not found in $PATH")}
+}
+
+// TestRDMAUsersNVMeTargetPorts: an NVMe target port over RDMA
+// (configfs: /sys/kernel/config/nvmet/ports/ID/addr_trtype, "rdma\n" as
+// drivers/nvme/target/configfs.c nvmet_addr_trtype_show prints it) is a
+// user of RDMA; a port over TCP is not, nor a port without the file. A
+// controller over RDMA (/sys/class/nvme) is found beside it.
+func TestRDMAUsersNVMeTargetPorts(t *testing.T) {
+	root := t.TempDir()
+	for f, v := range map[string]string{
+		"sys/kernel/config/nvmet/ports/1/addr_trtype": "rdma\n",
+		"sys/kernel/config/nvmet/ports/2/addr_trtype": "tcp\n",
+		"sys/kernel/config/nvmet/ports/3/addr_traddr": "10.0.0.1\n",
+		"sys/class/nvme/nvme0/transport":              "rdma\n",
+	} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys, err := host.NewRootFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := RDMAUsers(context.Background(), &host.Host{FS: fsys, Runner: noRDMATool{}})
+	want := []string{
+		"NVMe over RDMA controller nvme0 (/sys/class/nvme/nvme0/transport: rdma)",
+		"NVMe over RDMA target port 1 (/sys/kernel/config/nvmet/ports/1/addr_trtype: rdma)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("RDMAUsers:\n got %q\nwant %q", got, want)
 	}
 }
 

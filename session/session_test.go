@@ -10,6 +10,7 @@ import (
 	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/session"
 	"github.com/rdmaform/rdmaform/sim/simtest"
@@ -146,10 +147,82 @@ func TestApplyOnlyRuntimeLeavesTheRest(t *testing.T) {
 	}
 }
 
-// TestOpenRefusesTwoTargets: a simulated host and a root at once.
+// TestOpenRefusesTwoTargets: a simulated host and a root at once are
+// refused, naming both, though each opens alone (so the refusal, not a
+// bad path, is what fails).
 func TestOpenRefusesTwoTargets(t *testing.T) {
-	if _, _, err := session.Open(session.Target{Sim: "a", Root: "b"}, nil); err == nil {
-		t.Fatal("opened a simulated host and a root at once")
+	simDir, root := simtest.Dir(t, "cx5-roce", nil), t.TempDir()
+	for _, one := range []session.Target{{Sim: simDir}, {Root: root}} {
+		if _, _, err := session.Open(one, nil); err != nil {
+			t.Fatalf("Open(%+v) alone: %v", one, err)
+		}
+	}
+	h, s, err := session.Open(session.Target{Sim: simDir, Root: root}, nil)
+	want := "a simulated host (" + simDir + ") and a root (" + root + "): give one"
+	if err == nil || err.Error() != want || h != nil || s != nil {
+		t.Fatalf("Open(both): a host %t, a sim %t, error %v; want neither and %q", h != nil, s != nil, err, want)
+	}
+}
+
+// TestApplyChecksAgainUnderTheLock: an apply that waited for the lock
+// checks the host again once it holds it. Here the apply that held the
+// lock left one waiting for its confirmation (ConfirmFile) as it let go:
+// the waiting apply refuses with a *BusyError, and nothing changes.
+func TestApplyChecksAgainUnderTheLock(t *testing.T) {
+	ctx := context.Background()
+	h, sp := open(t), spec(t, modulesSpec)
+	unlock, err := h.Lock(ctx, time.Second, "the other apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := false
+	res, err := session.Apply(ctx, h, session.ApplyOptions{Spec: sp, LockTimeout: time.Minute, LockOwner: "this apply",
+		LockWaiting: func(string) {
+			// The other apply, done, waits for its confirmation and
+			// lets go of the lock.
+			waited = true
+			if err := h.FS.WriteFile(session.ConfirmFile, []byte("pid 42"), 0o600); err != nil {
+				t.Error(err)
+			}
+			unlock()
+		}})
+	var be *session.BusyError
+	if !waited || !errors.As(err, &be) || !strings.Contains(err.Error(), "an apply is waiting for confirmation on this host (pid 42)") {
+		t.Fatalf("waited %v; got %v (%T), result %+v; want a *BusyError for pid 42's confirmation", waited, err, err, res)
+	}
+	if res != nil && res.Report.Ran {
+		t.Error("the apply ran")
+	}
+	if p, err := session.Plan(ctx, h, sp, nil); err != nil || p.Plan.Empty() {
+		t.Errorf("the host changed: %v", err)
+	}
+}
+
+// TestApplyWithPlanErrorsKeepsTheRebootMarker: firmware staged by an
+// apply is in the reboot marker; an apply of a spec whose plan fails
+// (a device the host has not) changes nothing, the marker too, though
+// its plan lists nothing pending.
+func TestApplyWithPlanErrorsKeepsTheRebootMarker(t *testing.T) {
+	ctx := context.Background()
+	h, _, err := session.Open(session.Target{Sim: simtest.Dir(t, "cx6-vpi-ib", nil)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged, err := session.Apply(ctx, h, session.ApplyOptions{Spec: spec(t, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params:\n        LINK_TYPE_P1: ETH\n")})
+	if err != nil || staged.ExitCode() != plan.ExitReboot {
+		t.Fatalf("staging: %v, exit %+v", err, staged)
+	}
+	marker := func() bool { _, err := h.FS.Stat(firmware.RebootRequired); return err == nil }
+	if !marker() {
+		t.Fatalf("no %s after staging", firmware.RebootRequired)
+	}
+	bad := spec(t, "version: 1\ndevices:\n  - name: mlx5_9\n    ports:\n      - port: 1\n        roce: {mode: v2}\n")
+	res, err := session.Apply(ctx, h, session.ApplyOptions{Spec: bad})
+	if err != nil || res.Report.Ran || len(res.Report.Before.Errors) == 0 || res.ExitCode() != plan.ExitError {
+		t.Fatalf("apply of a failing plan: %v, %+v; want no run, exit 1", err, res)
+	}
+	if !marker() {
+		t.Errorf("an apply whose plan failed removed %s; firmware is still staged", firmware.RebootRequired)
 	}
 }
 

@@ -15,7 +15,12 @@ import (
 // RequireEnv turns every skip of this package into a failure.
 const RequireEnv = "RDMAFORM_REQUIRE_LAB"
 
-// Skip skips the test with the reason, or fails it under
+// Marker begins the message of every skip Skip makes, so a summary of a
+// test run can tell a lab skip (a real component is missing) from other
+// skips: make test's (internal/testlab/testsum) counts them.
+const Marker = "lab skip: "
+
+// Skip skips the test with the reason (after Marker), or fails it under
 // RDMAFORM_REQUIRE_LAB=1.
 func Skip(t testing.TB, format string, args ...any) {
 	t.Helper()
@@ -23,7 +28,7 @@ func Skip(t testing.TB, format string, args ...any) {
 	if os.Getenv(RequireEnv) == "1" {
 		t.Fatalf("%s (and %s=1)", msg, RequireEnv)
 	}
-	t.Skip(msg)
+	t.Skip(Marker + msg)
 }
 
 // File skips (or, under RDMAFORM_REQUIRE_LAB=1, fails) the test unless

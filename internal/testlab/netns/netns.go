@@ -33,6 +33,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/reap"
 )
 
 // RequireEnv turns a skip into a failure, for machines that must run the
@@ -60,7 +61,8 @@ type Lab struct {
 	// Root is the directory the host's FS maps "/" to.
 	Root string
 
-	ns netns.NsHandle
+	ns      netns.NsHandle
+	release func() // the guardian's hold on the namespace
 }
 
 // skip skips the test, or fails it when the lab is required.
@@ -82,6 +84,12 @@ func New(t testing.TB) *Lab {
 		skip(t, "cannot create network namespace %s: %v", name, err)
 	}
 	l := &Lab{Name: name, ns: ns}
+	// A test binary killed before its cleanup leaves the namespace to
+	// the guardian.
+	if l.release, err = reap.Guard(reap.Netns, name); err != nil {
+		l.close()
+		t.Fatalf("netns: %v", err)
+	}
 	t.Cleanup(l.close)
 	l.Handle, err = netlink.NewHandleAt(ns)
 	if err != nil {
@@ -132,7 +140,9 @@ func (l *Lab) close() {
 	if l.ns.IsOpen() {
 		l.ns.Close()
 	}
-	_ = netns.DeleteNamed(l.Name)
+	if netns.DeleteNamed(l.Name) == nil && l.release != nil {
+		l.release()
+	}
 }
 
 // IP runs `ip -n NAME ARGS...` and returns what it printed.

@@ -18,6 +18,12 @@
 //
 // Tests skip (with the reason) when not root or when a tool is missing,
 // unless RDMAFORM_REQUIRE_LAB=1, in which case they fail.
+//
+// A test binary that dies before its cleanup leaves nothing running:
+// dbus-daemon and NetworkManager (which the `ip netns exec`, `unshare`
+// and `sh` before it exec in place) get SIGKILL from the kernel as the
+// binary dies (reap.Start), and the guardian (reap.Guard) deletes the
+// namespace and the lab's own directory.
 package nmlab
 
 import (
@@ -34,6 +40,7 @@ import (
 	"time"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/reap"
 )
 
 // RequireEnv is the environment variable that turns a skip into a failure,
@@ -85,6 +92,8 @@ type Lab struct {
 	nmLog   string
 	baseEnv []string
 	polkit  bool
+	// releaseNS lets the guardian go of the namespace once it is deleted.
+	releaseNS func()
 }
 
 // Result is what one command printed and how it exited.
@@ -115,7 +124,16 @@ func Start(t testing.TB, opts ...Option) *Lab {
 		if err != nil {
 			t.Fatalf("nmlab: %v", err)
 		}
-		t.Cleanup(func() { os.RemoveAll(short) })
+		release, err := reap.Guard(reap.Dir, short)
+		if err != nil {
+			os.RemoveAll(short)
+			t.Fatalf("nmlab: %v", err)
+		}
+		t.Cleanup(func() {
+			if os.RemoveAll(short) == nil {
+				release()
+			}
+		})
 		dir = short
 	}
 	l := &Lab{
@@ -357,6 +375,11 @@ func (l *Lab) addNetns() error {
 			return err
 		}
 		l.ns = name
+		release, err := reap.Guard(reap.Netns, name)
+		if err != nil {
+			return err
+		}
+		l.releaseNS = release
 		return l.ip("-n", name, "link", "set", "lo", "up")
 	}
 	return errors.New("no free namespace name")
@@ -401,7 +424,7 @@ func (l *Lab) startDBus() error {
 	}
 	defer log.Close()
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	if err := reap.Start(cmd); err != nil {
 		return fmt.Errorf("dbus-daemon: %w", err)
 	}
 	l.dbus = cmd
@@ -449,7 +472,7 @@ func (l *Lab) startNM() error {
 	}
 	defer log.Close()
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	if err := reap.Start(cmd); err != nil {
 		return fmt.Errorf("NetworkManager: %w", err)
 	}
 	l.nm = cmd
@@ -523,8 +546,23 @@ func (l *Lab) stop() {
 	if l.ns != "" {
 		if err := l.ip("netns", "del", l.ns); err != nil {
 			l.t.Errorf("nmlab: %v", err)
+		} else if l.releaseNS != nil {
+			l.releaseNS()
 		}
 	}
+}
+
+// PIDs are the processes the lab started and still runs, by name:
+// "dbus-daemon" and "NetworkManager".
+func (l *Lab) PIDs() map[string]int {
+	pids := map[string]int{}
+	if l.dbus != nil && l.dbus.Process != nil {
+		pids["dbus-daemon"] = l.dbus.Process.Pid
+	}
+	if l.nm != nil && l.nm.Process != nil {
+		pids["NetworkManager"] = l.nm.Process.Pid
+	}
+	return pids
 }
 
 // logTail is the end of NetworkManager's log, for failure messages.

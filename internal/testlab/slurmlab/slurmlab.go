@@ -19,7 +19,11 @@
 //   - each daemon starts as PID 1 of a PID namespace of its own, in UTS
 //     and mount namespaces of its own (hostname ctl, n1, n2, ...): killing
 //     it by PID at the end of the test ends every process it started
-//     (slurmstepd, the jobs), and nothing outlives the lab.
+//     (slurmstepd, the jobs), and nothing outlives the lab. A test binary
+//     that dies before its cleanup leaves nothing either: each daemon
+//     gets SIGKILL from the kernel as the binary dies (reap.Start), which
+//     ends its namespace, and the guardian (reap.Guard) deletes the
+//     network namespace.
 //
 // Several slurmd on one machine: Debian's build is not configured with
 // --enable-multiple-slurmd, but its slurmd takes -N NODENAME, and every
@@ -53,6 +57,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/reap"
 )
 
 // envLaunch carries the launcher's instructions (JSON of launch) to the
@@ -204,10 +209,17 @@ func Start(t testing.TB, nodes int) *Lab {
 	if out, err := exec.Command("ip", "netns", "add", l.NS).CombinedOutput(); err != nil {
 		need.Skip(t, "ip netns add %s: %v: %s", l.NS, err, out)
 	}
+	release, err := reap.Guard(reap.Netns, l.NS)
+	if err != nil {
+		_ = exec.Command("ip", "netns", "del", l.NS).Run()
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("ip", "netns", "del", l.NS).CombinedOutput(); err != nil {
 			t.Errorf("ip netns del %s: %v: %s", l.NS, err, out)
+			return
 		}
+		release()
 	})
 	for _, args := range [][]string{
 		{"link", "set", "lo", "up"},
@@ -311,7 +323,7 @@ func (l *Lab) start(t testing.TB, name, hostname string, argv ...string) {
 	d.cmd.Env = append(os.Environ(), envLaunch+"="+string(spec), "SLURM_CONF="+l.Conf)
 	d.cmd.Stdout, d.cmd.Stderr = out, out
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS}
-	if err := d.cmd.Start(); err != nil {
+	if err := reap.Start(d.cmd); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}
 	go func() { _ = d.cmd.Wait(); close(d.done) }()
@@ -370,6 +382,16 @@ func (l *Lab) Logs() string {
 		fmt.Fprintf(&b, "==> %s <==\n%s\n", filepath.Base(f), data)
 	}
 	return b.String()
+}
+
+// PIDs are the lab's daemons by name (munged, slurmctld, slurmd-n1, ...):
+// each is PID 1 of its own PID namespace.
+func (l *Lab) PIDs() map[string]int {
+	pids := map[string]int{}
+	for _, d := range l.daemons {
+		pids[d.name] = d.cmd.Process.Pid
+	}
+	return pids
 }
 
 // Env is what a Slurm client needs besides running in the lab's network

@@ -9,8 +9,9 @@
 // socket (ibsim and umad2sim both read IBSIM_SOCKNAME, so two labs never
 // share the abstract socket names "sim:..." of the machine's network
 // namespace). Every process a lab starts is stopped by its PID at the
-// end of the test; nothing of the machine's (services, /var, /etc) is
-// used or touched.
+// end of the test, and gets SIGKILL from the kernel if the test binary
+// dies first (reap.Start: none of them forks); nothing of the machine's
+// (services, /var, /etc) is used or touched.
 package smlab
 
 import (
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/reap"
 )
 
 // preloadName is umad2sim's library, as the package installs it under
@@ -136,7 +138,7 @@ func Start(t testing.TB) *Fabric {
 	f.ibsim.Env = append(os.Environ(), "IBSIM_SOCKNAME="+f.Sock)
 	f.ibsim.Stdout, f.ibsim.Stderr = out, out
 	f.ibsim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := f.ibsim.Start(); err != nil {
+	if err := reap.Start(f.ibsim); err != nil {
 		t.Fatalf("starting ibsim: %v", err)
 	}
 	t.Cleanup(func() { stop(t, f.ibsim, "ibsim") })
@@ -154,6 +156,9 @@ func Start(t testing.TB) *Fabric {
 	}
 	return f
 }
+
+// SimPID is the PID of the fabric's ibsim.
+func (f *Fabric) SimPID() int { return f.ibsim.Process.Pid }
 
 // Env is the environment of a client bound to node simHost (Hca1).
 func (f *Fabric) Env(simHost string) []string {
@@ -222,7 +227,7 @@ func (f *Fabric) StartOpenSM(t testing.TB, simHost string, args ...string) *exec
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := reap.Start(cmd); err != nil {
 		out.Close()
 		t.Fatalf("starting opensm: %v", err)
 	}
@@ -332,7 +337,7 @@ func (f *Fabric) StartResponder(t testing.TB, simHost string, args ...string) *e
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := reap.Start(cmd); err != nil {
 		t.Fatalf("starting %v: %v", args, err)
 	}
 	t.Cleanup(func() { stop(t, cmd, args[0]) })

@@ -59,6 +59,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/reap"
 )
 
 // RequireEnv turns a skip into a failure, for machines that must run the
@@ -205,12 +206,14 @@ func Run(t *testing.T, cfg Config) []byte {
 	cmd.Stderr = &output
 	// Go remounts / MS_REC|MS_PRIVATE in the child when it unshares the
 	// mount namespace, before exec; the child does it again itself.
+	// reap.Start adds the parent-death SIGKILL, from a thread that lives
+	// as long as this binary (a signal tied to any other thread could
+	// come when that thread ends, as one locked to a namespace does).
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Unshareflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS,
-		Pdeathsig:    syscall.SIGKILL,
 	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := reap.Start(cmd); err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EUSERS) {
 			skip(t, "cannot unshare mount/network/UTS namespaces: %v", err)
 		}

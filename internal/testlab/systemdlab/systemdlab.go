@@ -18,6 +18,12 @@
 // in the lab's cgroup (processes the manager started, nothing else can be
 // there) and removes the cgroup.
 //
+// A test binary that dies before its cleanup (SIGKILL, Ctrl-C, its
+// -timeout) leaves nothing either: the manager gets SIGKILL from the
+// kernel as its parent dies (reap.Start), and the guardian (reap.Guard)
+// kills what the manager started, which stays in the lab's cgroup, and
+// removes the cgroups and the lab's directory.
+//
 // The re-exec is caught by this package's init, so any test binary that
 // imports it can start a lab; nothing happens unless the launcher
 // environment variables are set.
@@ -40,6 +46,7 @@ import (
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/reap"
 )
 
 // Environment of the launcher re-exec.
@@ -110,9 +117,10 @@ type Lab struct {
 	// PID is the manager's process ID.
 	PID int
 
-	cmd     *exec.Cmd
-	cgroups []string
-	log     string
+	cmd      *exec.Cmd
+	cgroups  []string
+	log      string
+	released []func() // the guardian's hold on the cgroups and Dir
 }
 
 var seq atomic.Int64
@@ -180,6 +188,7 @@ func Start(t testing.TB) *Lab {
 	}
 	l := &Lab{Dir: dir, UnitDir: filepath.Join(dir, "config", "systemd", "user"), log: filepath.Join(dir, "systemd.log")}
 	t.Cleanup(func() { l.stop(t) })
+	l.guard(t, reap.Dir, dir)
 	runtime := filepath.Join(dir, "run")
 	for _, d := range []string{runtime, l.UnitDir, filepath.Join(dir, "home"), filepath.Join(dir, "data"), filepath.Join(dir, "state"), filepath.Join(dir, "cache")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -196,6 +205,7 @@ func Start(t testing.TB) *Lab {
 			skipOrFail(t, "creating cgroup %s: %v", cg, err)
 		}
 		l.cgroups = append(l.cgroups, cg)
+		l.guard(t, reap.Cgroup, cg)
 	}
 
 	logf, err := os.Create(l.log)
@@ -222,7 +232,7 @@ func Start(t testing.TB) *Lab {
 	// A private mount namespace (Go makes every mount in it private
 	// before the launcher runs), for the launcher's /run/systemd.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
-	if err := cmd.Start(); err != nil {
+	if err := reap.Start(cmd); err != nil {
 		t.Fatalf("systemd lab: starting the launcher: %v", err)
 	}
 	l.cmd, l.PID = cmd, cmd.Process.Pid
@@ -309,15 +319,56 @@ func (l *Lab) AddUnit(t testing.TB, name, content string) {
 	}
 }
 
+// StartUnit starts a unit of the lab's manager and waits (bounded) until
+// its job is done.
+func (l *Lab) StartUnit(t testing.TB, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := sdbus.NewConnection(func() (*dbus.Conn, error) { return l.conn(ctx) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan string, 1)
+	if _, err := c.StartUnitContext(ctx, name, "replace", done); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	select {
+	case r := <-done:
+		if r != "done" {
+			t.Fatalf("starting %s: job %s\n%s", name, r, l.Log())
+		}
+	case <-ctx.Done():
+		t.Fatalf("starting %s: %v", name, ctx.Err())
+	}
+}
+
 // Log returns what the manager printed.
 func (l *Lab) Log() string {
 	b, _ := os.ReadFile(l.log)
 	return string(b)
 }
 
+// guard hands what the lab made to the guardian (reap.Guard), for a
+// test binary that dies before its cleanup.
+func (l *Lab) guard(t testing.TB, kind reap.Kind, name string) {
+	t.Helper()
+	release, err := reap.Guard(kind, name)
+	if err != nil {
+		t.Fatalf("systemd lab: %v", err)
+	}
+	l.released = append(l.released, release)
+}
+
+// Cgroups are the lab's cgroup directories, one per hierarchy the
+// manager uses.
+func (l *Lab) Cgroups() []string { return append([]string(nil), l.cgroups...) }
+
 // stop ends the manager by PID (SIGTERM, then SIGKILL after 10 s), kills
 // whatever the manager left in the lab's cgroup, removes the cgroup
-// (children first) and the lab's directory.
+// (children first) and the lab's directory, and then lets the guardian
+// go of them (it keeps them when they could not be removed).
 func (l *Lab) stop(t testing.TB) {
 	if l.cmd != nil && l.cmd.Process != nil {
 		_ = l.cmd.Process.Signal(syscall.SIGTERM)
@@ -326,20 +377,28 @@ func (l *Lab) stop(t testing.TB) {
 			waitGone(l.PID, 5*time.Second)
 		}
 	}
+	ok := true
 	for _, cg := range l.cgroups {
-		if err := killCgroup(cg); err != nil {
+		if err := reap.KillCgroup(cg, 10*time.Second); err != nil {
 			t.Errorf("systemd lab: emptying %s: %v", cg, err)
+			ok = false
 		}
 	}
 	for _, cg := range l.cgroups {
-		if err := removeCgroup(cg); err != nil {
+		if err := reap.RemoveCgroup(cg); err != nil {
 			t.Errorf("systemd lab: removing %s: %v", cg, err)
+			ok = false
 		}
 	}
 	if t.Failed() {
 		t.Logf("systemd lab log:\n%s", l.Log())
 	}
 	_ = os.RemoveAll(l.Dir)
+	if ok {
+		for _, release := range l.released {
+			release()
+		}
+	}
 }
 
 // waitGone waits until a child process has been reaped (Start's Wait
@@ -353,82 +412,6 @@ func waitGone(pid int, timeout time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
-}
-
-// procs lists the PIDs in a cgroup and all its children.
-func procs(cg string) ([]int, error) {
-	var pids []int
-	err := filepath.WalkDir(cg, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || d.Name() != "cgroup.procs" {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-		return nil
-	})
-	return pids, err
-}
-
-// killCgroup SIGKILLs every process left in the lab's cgroup: only the
-// manager's own children can be there.
-func killCgroup(cg string) error {
-	if _, err := os.Stat(cg); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pids, err := procs(cg)
-		if err != nil {
-			return err
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes %v still there", pids)
-		}
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// removeCgroup removes a cgroup and the children the manager made,
-// deepest first (cgroup directories go with rmdir, never recursively).
-func removeCgroup(cg string) error {
-	var dirs []string
-	err := filepath.WalkDir(cg, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
-			return fmt.Errorf("rmdir %s: %w", dirs[i], err)
-		}
-	}
-	return nil
 }
 
 // Verify runs `systemd-analyze verify` on unit files, which needs no
