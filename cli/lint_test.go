@@ -25,7 +25,8 @@ func TestLintReportsAroundAnUnreadableSpec(t *testing.T) {
 	var files []string
 	for _, e := range errs {
 		src, _ := e.(map[string]any)["source"].(map[string]any)
-		files = append(files, src["file"].(string))
+		f, _ := src["file"].(string)
+		files = append(files, f)
 	}
 	if len(errs) != 2 || files[0] != bad || files[1] != missing {
 		t.Errorf("lint -o json: errors at %v, want one in each of %s and %s: %v", files, bad, missing, doc)

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,5 +237,25 @@ func TestWavesFromPlans(t *testing.T) {
 	doc = s.check(t, "waves, a plan missing", "errors", runJSON(t, "", 1, "waves", "--inventory", inv, "--plans", plans, "-o", "json"))
 	if msg := doc["errors"].([]any)[0].(map[string]any)["message"].(string); !strings.Contains(msg, "no plan in "+plans+" for 1 host: done") {
 		t.Errorf("a missing plan: %q", msg)
+	}
+
+	// The message names 5 hosts without a plan, and counts the rest.
+	empty := t.TempDir()
+	for n, want := range map[int]string{
+		5: "no plan in " + empty + " for 5 hosts: m1, m2, m3, m4, m5 (want",
+		6: "no plan in " + empty + " for 6 hosts: m1, m2, m3, m4, m5 and 1 more (want",
+	} {
+		var names []string
+		for k := 1; k <= n; k++ {
+			names = append(names, fmt.Sprintf(`{"name": "m%d"}`, k))
+		}
+		inv := filepath.Join(dir, fmt.Sprintf("missing%d.json", n))
+		if err := os.WriteFile(inv, []byte(`{"hosts": [`+strings.Join(names, ", ")+`]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		doc := s.check(t, "waves, plans missing", "errors", runJSON(t, "", 1, "waves", "--inventory", inv, "--plans", empty, "-o", "json"))
+		if msg := doc["errors"].([]any)[0].(map[string]any)["message"].(string); !strings.Contains(msg, want) {
+			t.Errorf("%d plans missing: %q, want %q", n, msg, want)
+		}
 	}
 }
