@@ -37,6 +37,8 @@ func (a *app) outputFlag(cmd *cobra.Command, def string, formats ...string) {
 		cmd.Annotations = map[string]string{}
 	}
 	cmd.Annotations[formatsAnnotation] = strings.Join(formats, ",")
+	// Shell completion offers the formats, and no file names.
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // checkOutput refuses a format the command does not have. It runs before
