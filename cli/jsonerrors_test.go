@@ -67,6 +67,14 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 	inv := write("inventory.yaml", "hosts:\n  - {name: node1}\n  - {name: node2, rack: 7}\n")
 	// A waiver with a key waivers do not have, at 2:3.
 	waivers := write("waivers.yaml", "- {resource: \"rdma_cm[mlx5_0/1]\", check: drift, reason: r, expires: 2030-01-01,\n   until: 2031-01-01}\n")
+	// A plan file of --plans that is no plan: the file as a whole.
+	plans := filepath.Join(dir, "plans")
+	if err := os.Mkdir(plans, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notPlan := write("plans/node1.json", `{"format_version": 1}`)
+	write("plans/node2.json", `{"format_version": 1, "changes": [], "pending": [], "deferred": [], "summary": {}}`)
+	okInv := write("ok-inventory.yaml", "hosts:\n  - {name: node1}\n  - {name: node2}\n")
 	// A saved plan cut short: the JSON stops after 2:20.
 	cut := write("cut.plan", "{\"kind\": \"rdmaform-plan\",\n \"format_version\": 1,\n")
 
@@ -94,6 +102,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 		{"lint", "lint", []string{"lint", "-o", "json", "../examples/roce.yaml", bad}, "lint", "errors", &pos{bad, 6, 22}},
 		{"probe", "probe", []string{"--sim", roce, "probe", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},
 		{"waves", "waves", []string{"waves", "-o", "json", "--inventory", inv}, "errors", "errors", &pos{inv, 3, 19}},
+		{"waves, a plan file", "waves", []string{"waves", "-o", "json", "--inventory", okInv, "--plans", plans}, "errors", "errors", &pos{notPlan, 0, 0}},
 		{"show-plan", "show-plan", []string{"show-plan", "-o", "json", cut}, "errors", "errors", &pos{cut, 2, 21}},
 		// facts, show and version read no file the user names: their
 		// errors have a message alone.
@@ -131,7 +140,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 				m := e.(map[string]any)
 				msg, _ := m["message"].(string)
 				// The position is the source's, never the message's.
-				for _, f := range []string{bad, absent, param, inv, waivers, cut} {
+				for _, f := range []string{bad, absent, param, inv, waivers, cut, notPlan} {
 					if strings.Contains(msg, f+":") {
 						t.Errorf("the message carries a position: %q", msg)
 					}

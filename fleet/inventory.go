@@ -97,11 +97,13 @@ type Inventory struct {
 	Hosts  []Host
 }
 
-// Error is a problem in an inventory, at a position when it has one.
+// Error is a problem in an inventory, or in a host's plan file when
+// Plan, at a position when it has one (Line 0: the file as a whole).
 type Error struct {
 	File      string
 	Line, Col int
 	Msg       string
+	Plan      bool
 }
 
 func (e *Error) Error() string {
@@ -111,10 +113,19 @@ func (e *Error) Error() string {
 	return e.File + ": " + e.Msg
 }
 
-// ErrInventory is what every inventory Error is (errors.Is).
-var ErrInventory = errors.New("bad inventory")
+// ErrInventory is what every inventory Error is, and ErrPlanFile every
+// plan file's (errors.Is).
+var (
+	ErrInventory = errors.New("bad inventory")
+	ErrPlanFile  = errors.New("bad plan file")
+)
 
-func (e *Error) Is(target error) bool { return target == ErrInventory }
+func (e *Error) Is(target error) bool {
+	if e.Plan {
+		return target == ErrPlanFile
+	}
+	return target == ErrInventory
+}
 
 // ReadInventory reads an inventory: JSON from ansible-inventory --list
 // (it has _meta or all) or rdmaform's own YAML/JSON (it has hosts).

@@ -95,8 +95,12 @@ func TestPlanPending(t *testing.T) {
 	} {
 		p, why, err := fleet.PlanPending("p.json", []byte(tc.in))
 		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want %q", tc.in, err, tc.err)
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, fleet.ErrPlanFile) || errors.Is(err, fleet.ErrInventory) {
+				t.Errorf("%s: error %v, want %q (ErrPlanFile)", tc.in, err, tc.err)
+			}
+			var fe *fleet.Error
+			if !errors.As(err, &fe) || fe.File != "p.json" || strings.Contains(fe.Msg, "p.json") {
+				t.Errorf("%s: error %#v, want the file in File, not in Msg", tc.in, err)
 			}
 			continue
 		}
@@ -113,7 +117,7 @@ func TestPlanPending(t *testing.T) {
 // refused.
 func TestCheckHostName(t *testing.T) {
 	label := func(c byte, n int) string { return strings.Repeat(string(c), n) }
-	// 253 characters: four labels of 63 and one dot each, and a label of 1.
+	// 253 characters: three labels of 63 and one of 61, with their dots.
 	longest := strings.Join([]string{label('a', 63), label('b', 63), label('c', 63), label('d', 61)}, ".")
 	if len(longest) != fleet.MaxHostName {
 		t.Fatalf("longest is %d characters", len(longest))
