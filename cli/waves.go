@@ -34,7 +34,10 @@ or the JSON that ansible-inventory --list prints (not --export), with the
 host variables rdmaform_domain, rdmaform_fabric, rdmaform_roles (a list,
 or names split at commas) and rdmaform_pending. A domain is any failure
 domain (leaf, rail, rack); every host has one or none does (then the
-waves are by count only, and the output says so).
+waves are by count only, and the output says so). Host names are host
+names: RFC 1123 names (letters, digits and hyphens in labels of at most
+63 characters, 253 in all; an IPv4 address is one) or IPv6 addresses;
+any other name is refused at its position.
 
 Every wave holds:
   - at most --max-unavailable hosts: N (1 to 100000), or P% (1% to
