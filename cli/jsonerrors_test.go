@@ -94,6 +94,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 		{"plan, a spec finding", "plan", []string{"--sim", roce, "plan", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},
 		{"plan, a host finding", "plan", []string{"--sim", roce, "plan", "-o", "json", "-f", absent}, "plan", "errors", &pos{absent, 3, 10}},
 		{"apply, a spec finding", "apply", []string{"--sim", roce, "apply", "--yes", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},
+		{"apply, a saved plan cut short", "apply", []string{"--sim", roce, "apply", "--yes", "-o", "json", "-f", cut}, "errors", "errors", &pos{cut, 2, 21}},
 		{"apply, a host finding", "apply", []string{"--sim", roce, "apply", "--yes", "-o", "json", "-f", absent}, "apply", "plan.errors", &pos{absent, 3, 10}},
 		{"activate", "activate", []string{"--sim", roce, "activate", "--yes", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},
 		{"status", "status", []string{"--sim", roce, "status", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},

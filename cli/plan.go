@@ -136,7 +136,7 @@ difference, and nothing changes.
 			}
 			saved, isPlan, err := plan.LoadSaved(data)
 			if err != nil {
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", file, err)}
+				return &exitError{code: plan.ExitError, err: fileFinding(file, data, err)}
 			}
 			var spec *schema.Spec
 			if isPlan {
