@@ -74,11 +74,12 @@ NFPM ?= build/tools/nfpm
 $(NFPM):
 	GOBIN=$(CURDIR)/build/tools $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 
-package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (rdmaform and rdmaform-agent in /usr/sbin)
+package: $(NFPM) ## .deb and .rpm for amd64 and arm64 in dist/ (rdmaform and rdmaform-agent in /usr/sbin, the Ansible module in /usr/share/ansible/plugins/modules)
 	rm -rf dist build/pkg && mkdir -p dist
 	$(GO) run ./cmd/rdmaform-docs -man build/pkg/man -completions build/pkg/completions -unit build/pkg/rdmaform.service -binary /usr/sbin/rdmaform -version $(VERSION)
 	$(foreach a,$(ARCHES),$(call gobuild,$(a),/usr/sbin,build/pkg/rdmaform,./cmd/rdmaform) && \
 	  $(call gobuild,$(a),/usr/sbin,build/pkg/rdmaform-agent,./cmd/rdmaform-agent) && \
+	  $(call gobuild,$(a),/usr/sbin,build/pkg/ansible/rdmaform,./cmd/rdmaform-ansible) && \
 	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p deb -t dist/ && \
 	  ARCH=$(a) VERSION=$(VERSION) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t dist/ &&) true
 	ls -l dist

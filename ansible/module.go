@@ -482,7 +482,8 @@ func firmwareChanges(p *plan.Plan) []string {
 		}
 		var attrs []string
 		for _, a := range c.Attributes {
-			attrs = append(attrs, fmt.Sprintf("%s %s -> %s", a.Name, a.Before, a.After))
+			v := plan.TextValues(a.Before, a.After)
+			attrs = append(attrs, fmt.Sprintf("%s %s -> %s", a.Name, v[0], v[1]))
 		}
 		out = append(out, fmt.Sprintf("%s: %s", c.Address, strings.Join(attrs, ", ")))
 	}

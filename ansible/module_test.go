@@ -215,6 +215,13 @@ func TestFailures(t *testing.T) {
 			msg:  []string{"<stdin>:2:", "mlx5_9"},
 		},
 		{
+			// What Ansible sends of content: {devices: [{pci: 0000:10:00.0}]}
+			// with the address unquoted: PyYAML reads it as 600.0.
+			name: "content mapping with an unquoted PCI address",
+			args: map[string]any{"content": map[string]any{"version": 1, "devices": []any{map[string]any{"pci": json.RawMessage("600.0"), "ports": []any{map[string]any{"port": 1, "roce": map[string]any{"mode": "v2"}}}}}}, "sim": dir},
+			msg:  []string{`$.devices[0].pci: "600.0" is not a PCI address`, "makes the unquoted address 0000:10:00.0 the base-60 number 600.0: quote it"},
+		},
+		{
 			name: "spec file missing",
 			args: map[string]any{"spec": filepath.Join(dir, "nope.yaml"), "sim": dir},
 			msg:  []string{"nope.yaml", "no such file"},

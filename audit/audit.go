@@ -388,13 +388,14 @@ func (a *auditor) resourceChecks() []Result {
 func describeChange(c *plan.Change) string {
 	var attrs []string
 	for _, at := range c.Attributes {
+		v := plan.TextValues(at.Before, at.After)
 		switch {
 		case c.Action == plan.Create || at.Before == "":
-			attrs = append(attrs, fmt.Sprintf("%s: %s", at.Name, at.After))
+			attrs = append(attrs, fmt.Sprintf("%s: %s", at.Name, v[1]))
 		case c.Action == plan.Delete || at.After == "":
-			attrs = append(attrs, fmt.Sprintf("%s: %s -> (none)", at.Name, at.Before))
+			attrs = append(attrs, fmt.Sprintf("%s: %s -> (none)", at.Name, v[0]))
 		default:
-			attrs = append(attrs, fmt.Sprintf("%s: %s -> %s", at.Name, at.Before, at.After))
+			attrs = append(attrs, fmt.Sprintf("%s: %s -> %s", at.Name, v[0], v[1]))
 		}
 	}
 	s := c.Action.String()

@@ -163,7 +163,8 @@ func (a *app) factsText(doc FactsDoc) {
 			}
 		}
 		for _, p := range d.Pending {
-			fmt.Fprintf(out, "  pending:     %s %s: %s -> %s (next boot)\n", p.Address, p.Attribute, p.Current, p.NextBoot)
+			v := plan.TextValues(p.Current, p.NextBoot)
+			fmt.Fprintf(out, "  pending:     %s %s: %s -> %s (next boot)\n", p.Address, p.Attribute, v[0], v[1])
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,6 +36,32 @@ func TestFacts(t *testing.T) {
 	if n := devs[0].(map[string]any)["numa_node"]; n != 0.0 {
 		t.Errorf("mlx5_0: numa_node %v, want 0", n)
 	}
+	// The text says the same: NUMA node 0 is a node (none is -1).
+	wantText := `mlx5_0 (0000:3b:00.0)
+  netdevs:     ib0
+  link layers: InfiniBand
+  node GUID:   b859:9f03:0022:626e
+  firmware:    20.35.1012
+  PSID:        MT_0000000222
+  part number: MCX653106A-HDAT
+  serial:      MT2028X01234
+  model:       MT4123
+  NUMA node:   0
+
+mlx5_1 (0000:3b:00.1)
+  netdevs:     ib1
+  link layers: InfiniBand
+  node GUID:   b859:9f03:0022:626f
+  firmware:    20.35.1012
+  PSID:        MT_0000000222
+  part number: MCX653106A-HDAT
+  serial:      MT2028X01234
+  model:       MT4123
+  NUMA node:   1
+`
+	if code, out, errs := runCLI(t, "--sim", h, "facts"); code != 0 || out != wantText {
+		t.Errorf("facts text: exit %d, stderr %q\n%s", code, errs, cmp.Diff(wantText, out))
+	}
 
 	// Stage LINK_TYPE_P1=ETH: both functions of the card list it.
 	spec := writeSpec(t, dir, "eth.yaml", "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n")
@@ -47,6 +74,9 @@ func TestFacts(t *testing.T) {
 		if len(p) != 1 || p[0].(map[string]any)["attribute"] != "LINK_TYPE_P1" || p[0].(map[string]any)["next_boot"] != "ETH" {
 			t.Errorf("%s: pending %v, want LINK_TYPE_P1 -> ETH", d.(map[string]any)["rdma"], p)
 		}
+	}
+	if code, out, _ := runCLI(t, "--sim", h, "facts"); code != 0 || strings.Count(out, "  pending:     firmware[0000:3b:00.0] LINK_TYPE_P1: IB -> ETH (next boot)\n") != 2 {
+		t.Errorf("facts text, staged: exit %d; want the staged value on both functions\n%s", code, out)
 	}
 	if code, out, errs := runCLI(t, "sim", "reboot", h); code != 0 {
 		t.Fatalf("sim reboot: %d\n%s%s", code, out, errs)
@@ -71,7 +101,9 @@ func TestFacts(t *testing.T) {
 	if rxe["rdma"] != "rxe0" || rxe["pci"] != "" || rxe["numa_node"] != -1.0 || rxe["psid"] != "" {
 		t.Errorf("rxe0: %v", rxe)
 	}
-	if code, out, _ := runCLI(t, "--sim", soft, "facts"); code != 0 || out == "" {
-		t.Errorf("facts text: exit %d\n%s", code, out)
+	// Soft-RoCE: no PCI address, no NUMA node, nothing it lacks printed.
+	if code, out, _ := runCLI(t, "--sim", soft, "facts"); code != 0 || !strings.HasPrefix(out, "rxe0 (no PCI address)\n  netdevs:     enp1s0\n  link layers: Ethernet\n") ||
+		!strings.HasSuffix(out, "  NUMA node:   none\n") || strings.Contains(out, "PSID:") || strings.Contains(out, "firmware:") {
+		t.Errorf("facts text, Soft-RoCE: exit %d\n%s", code, out)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmaform/rdmaform/cli"
-	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/cli/clitest"
 )
 
 // commandsWithOutput lists the command paths (without "rdmaform") of every

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/audit"
-	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/cli/clitest"
 )
 
 // TestOneIsSingular: counts of one read "1 device", "1 spec", "1 check",

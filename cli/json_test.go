@@ -209,7 +209,8 @@ func TestJSONOutputs(t *testing.T) {
 			continue
 		}
 		f := first[0].(map[string]any)
-		if f["file"] != bad || f["line"] != float64(6) || f["col"] != float64(22) || f["path"] != "$.devices[0].ports[0].roce.mode" {
+		src, _ := f["source"].(map[string]any)
+		if src["file"] != bad || src["line"] != float64(6) || src["col"] != float64(22) || f["path"] != "$.devices[0].ports[0].roce.mode" {
 			t.Errorf("%s: first error %v, want %s:6:22 at $.devices[0].ports[0].roce.mode", strings.Join(args, " "), f, bad)
 		}
 	}

@@ -48,20 +48,23 @@ FILE:LINE:COL: error: PATH: message (warning: for a warning), sorted by
 file and position.
 
 Exit codes: 0 no findings; 1 findings (lint findings are errors in the
-specs, like validate's) or a spec that cannot be read. Warnings alone
-exit 0.`,
+specs, like validate's) or a spec that cannot be read (a finding of its
+own: the other specs are still checked). Warnings alone exit 0.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var hosts []*crosscheck.Host
 			var rep schema.Report
 			for _, file := range args {
-				data, err := host.ReadLocalFile(file, a.env.Stdin)
-				if err != nil {
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("reading spec: %w", err)}
-				}
 				name := file
 				if file == "-" {
 					name = "<stdin>"
+				}
+				data, err := host.ReadLocalFile(file, a.env.Stdin)
+				if err != nil {
+					// A spec that cannot be read is a finding of its
+					// own: the others are still checked and reported.
+					rep = append(rep, schema.Finding{Path: "$", Pos: schema.Pos{File: name}, Message: fmt.Sprintf("cannot read the spec: %v", err)})
+					continue
 				}
 				spec, r := schema.Parse(name, data)
 				rep = append(rep, r...)

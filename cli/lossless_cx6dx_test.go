@@ -42,7 +42,7 @@ func TestLosslessRoCEOnCX6Dx(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := rdmaform(t, "--sim", dir, "plan", "-f", spec)
-	if code != 2 || !strings.Contains(out, "DCBX_WILLING_P1: True -> ") || !strings.Contains(out, "qos[mlx5_0/1]") {
+	if code != 2 || !strings.Contains(out, "DCBX_WILLING_P1: true -> false") || !strings.Contains(out, "qos[mlx5_0/1]") {
 		t.Fatalf("plan: exit %d, want 2 with DCBX_WILLING_P1 and the port's QoS\n%s", code, out)
 	}
 	if strings.Contains(out, "CNP_") {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rdmaform/rdmaform/fleet"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/session"
@@ -36,6 +37,8 @@ func (a *app) outputFlag(cmd *cobra.Command, def string, formats ...string) {
 		cmd.Annotations = map[string]string{}
 	}
 	cmd.Annotations[formatsAnnotation] = strings.Join(formats, ",")
+	// Shell completion offers the formats, and no file names.
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // checkOutput refuses a format the command does not have. It runs before
@@ -129,16 +132,29 @@ type errorDoc struct {
 	Errors        []jsonError `json:"errors"`
 }
 
-// jsonError is one error; file, line, col and path are there when the
-// error has a position in a file.
+// jsonError is one error: {"path", "source": {"file", "line", "col"},
+// "message"}, path and source when the error has them (schema.Finding's
+// JSON, the one error shape of every document).
 type jsonError = session.JSONError
 
+// findingErrors is a report as a document's errors, never null.
 func findingErrors(rep schema.Report) []jsonError {
-	out := make([]jsonError, 0, len(rep))
-	for _, f := range rep {
-		out = append(out, jsonError{File: f.Pos.File, Line: f.Pos.Line, Col: f.Pos.Col, Path: f.Path, Message: f.Message})
+	return append(make([]jsonError, 0, len(rep)), rep...)
+}
+
+// errorsOf is err as a document's errors: every finding of a spec or
+// another file with findings, an inventory's error at its position, or
+// the message alone.
+func errorsOf(err error) []jsonError {
+	var fe *findingsError
+	var ie *fleet.Error
+	switch {
+	case errors.As(err, &fe):
+		return findingErrors(fe.Report)
+	case errors.As(err, &ie):
+		return []jsonError{{Pos: schema.Pos{File: ie.File, Line: ie.Line, Col: ie.Col}, Message: ie.Msg}}
 	}
-	return out
+	return []jsonError{{Message: err.Error()}}
 }
 
 // reportError prints a command's error: as JSON on stdout with -o json
@@ -147,12 +163,7 @@ func findingErrors(rep schema.Report) []jsonError {
 func (a *app) reportError(w io.Writer, err error) {
 	var fe *findingsError
 	if a.jsonOut() && !a.wroteDoc {
-		doc := errorDoc{FormatVersion: FormatVersion}
-		if errors.As(err, &fe) {
-			doc.Errors = findingErrors(fe.Report)
-		} else {
-			doc.Errors = []jsonError{{Message: err.Error()}}
-		}
+		doc := errorDoc{FormatVersion: FormatVersion, Errors: errorsOf(err)}
 		b, _ := json.MarshalIndent(doc, "", "  ") // plain strings and ints always encode
 		_, _ = a.env.Stdout.Write(append(b, '\n'))
 		return

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
@@ -49,10 +48,7 @@ func (a *app) paramDBCheck(cmd *cobra.Command) func(*schema.Spec) (string, error
 			return "", nil
 		}
 		rep.Sort()
-		for _, f := range rep {
-			fmt.Fprintln(a.env.Stderr, f.String())
-		}
-		return "", &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %d %s", spec.Src.File, len(rep), words.Plural(len(rep), "error", "errors"))}
+		return "", &exitError{code: plan.ExitError, err: &findingsError{Name: spec.Src.File, Report: rep}}
 	}
 }
 

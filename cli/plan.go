@@ -136,7 +136,7 @@ difference, and nothing changes.
 			}
 			saved, isPlan, err := plan.LoadSaved(data)
 			if err != nil {
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", file, err)}
+				return &exitError{code: plan.ExitError, err: fileFinding(file, data, err)}
 			}
 			var spec *schema.Spec
 			if isPlan {
@@ -329,9 +329,7 @@ func (a *app) apply(ctx context.Context, h *host.Host, spec *schema.Spec, o appl
 	if a.jsonOut() {
 		doc.Applied, doc.Failed, doc.Skipped = append(doc.Applied, out.Applied...), append(doc.Failed, out.Failed...), append(doc.Skipped, out.Skipped...)
 		doc.Pending, doc.Deferred = nonNil(after.Pending), nonNilD(after.Deferred)
-		for _, m := range msgs {
-			doc.Errors = append(doc.Errors, jsonError{Message: m})
-		}
+		doc.Errors = append(doc.Errors, applyErrors(msgs, after)...)
 		doc.RebootRequired = res.RebootRequired()
 		if err := a.writeJSON(doc); err != nil {
 			return err
@@ -412,6 +410,27 @@ type applyDoc struct {
 	RebootRequired bool            `json:"reboot_required"`
 	// Interrupted: a signal stopped the apply (exit 130 or 143).
 	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// applyErrors is an apply's errors for its document: the findings of the
+// plan after it at their positions, the rest (failed changes, what is
+// still to change) as messages, in the report's order.
+func applyErrors(msgs []string, after *plan.Plan) []jsonError {
+	found := map[string]schema.Finding{}
+	if after != nil {
+		for _, f := range after.Errors {
+			found[f.String()] = f
+		}
+	}
+	out := make([]jsonError, 0, len(msgs))
+	for _, m := range msgs {
+		if f, ok := found[m]; ok {
+			out = append(out, f)
+			continue
+		}
+		out = append(out, jsonError{Message: m})
+	}
+	return out
 }
 
 func nonNil(p []plan.Pending) []plan.Pending {

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 func (a *app) showPlanCmd() *cobra.Command {
@@ -28,9 +32,9 @@ Exit codes: 0 printed; 1 not a saved plan, damaged or edited.`,
 			saved, ok, err := plan.LoadSaved(data)
 			switch {
 			case err != nil:
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", args[0], err)}
+				return &exitError{code: plan.ExitError, err: fileFinding(args[0], data, err)}
 			case !ok:
-				return &exitError{code: plan.ExitError, err: fmt.Errorf("%s is not a saved plan (plan --out FILE writes one)", args[0])}
+				return &exitError{code: plan.ExitError, err: fileFinding(args[0], data, errors.New("not a saved plan (plan --out FILE writes one)"))}
 			}
 			if a.jsonOut() {
 				return a.writeJSON(saved)
@@ -41,4 +45,25 @@ Exit codes: 0 printed; 1 not a saved plan, damaged or edited.`,
 	}
 	a.outputFlag(cmd, "text", "text", "json")
 	return cmd
+}
+
+// fileFinding is an error about the file name as a finding at its
+// position: where the JSON stops parsing, else the file as a whole.
+func fileFinding(name string, data []byte, err error) error {
+	pos := schema.Pos{File: name}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		// LoadSaved parses the file without its leading white space.
+		off := int(se.Offset) + len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+		if off > len(data) {
+			off = len(data)
+		}
+		before := data[:off]
+		pos.Line = bytes.Count(before, []byte("\n")) + 1
+		pos.Col = off - (bytes.LastIndexByte(before, '\n') + 1)
+		if pos.Col == 0 {
+			pos.Col = 1
+		}
+	}
+	return &findingsError{Name: name, Report: schema.Report{{Path: "$", Pos: pos, Message: err.Error()}}}
 }

@@ -58,6 +58,7 @@ func (a *app) simNewCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "cx5-roce", "host profile: "+fmt.Sprint(sim.ProfileNames()))
+	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sim.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringVar(&hostname, "hostname", "node1", "hostname of the simulated host")
 	cmd.Flags().IntVar(&adapters, "adapters", 0, "number of dual-port adapters (gpu-node)")
 	cmd.Flags().StringArrayVar(&latency, "latency", nil, "emulated run time of a tool, `TOOL=DURATION` (e.g. mlxconfig=1.4s), or of its runs with an argument (\"mlxfwreset reset=20s\"); repeatable")

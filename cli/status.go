@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
@@ -284,7 +285,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		defer func() { err = exitCode(plan.ExitError) }()
 	}
 	for _, f := range st.failed {
-		fmt.Fprintf(w, "  ! %s\n", f)
+		fmt.Fprintf(w, "  ! %s\n", words.Printable(f.String()))
 	}
 	if len(st.failed) > 0 {
 		defer func() { err = exitCode(plan.ExitError) }()
@@ -295,7 +296,8 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 	if len(st.staged) > 0 {
 		fmt.Fprintf(w, "Staged ledger (%s):\n", firmware.LedgerPath)
 		for _, it := range st.staged {
-			fmt.Fprintln(w, it.line(st.bootID))
+			// The ledger may be edited by hand: escaped, one line each.
+			fmt.Fprintln(w, words.Printable(it.line(st.bootID)))
 		}
 		if len(st.failures) > 0 || st.unchecked() {
 			defer func() { err = exitCode(plan.ExitError) }()
@@ -306,7 +308,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		if len(m.Packages) > 0 {
 			line += " (" + strings.Join(m.Packages, ", ") + ")"
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, words.Printable(line))
 	}
 	if len(pending) == 0 && !m.Required && !st.unreadWaits() {
 		fmt.Fprintln(w, "Nothing waits for a reboot.")

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/cli"
-	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/cli/clitest"
 )
 
 // TestValidateSaysWhenItSkipsTheParamDB: without mstflint's parameter

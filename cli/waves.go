@@ -34,7 +34,10 @@ or the JSON that ansible-inventory --list prints (not --export), with the
 host variables rdmaform_domain, rdmaform_fabric, rdmaform_roles (a list,
 or names split at commas) and rdmaform_pending. A domain is any failure
 domain (leaf, rail, rack); every host has one or none does (then the
-waves are by count only, and the output says so).
+waves are by count only, and the output says so). Host names are host
+names: RFC 1123 names (letters, digits and hyphens in labels of at most
+63 characters, 253 in all; an IPv4 address is one) or IPv6 addresses;
+any other name is refused at its position.
 
 Every wave holds:
   - at most --max-unavailable hosts: N (1 to 100000), or P% (1% to
@@ -181,28 +184,37 @@ func wavesJSON(name string, inv *fleet.Inventory, w *fleet.Waves) wavesDoc {
 	return d
 }
 
+// wavesText prints the waves. Host names are host names (the inventory
+// refuses others), but domains, fabrics and the reasons a plan file gave
+// are anyone's text: every string is printed escaped (words.Printable),
+// so that none splits a line or reaches the terminal as an escape.
 func (a *app) wavesText(name string, inv *fleet.Inventory, w *fleet.Waves) {
 	out := a.env.Stdout
+	p := words.Printable
 	fmt.Fprintf(out, "%s (%s): %d %s, %d pending in %d %s; at most %d per wave",
-		name, inv.Format, w.Hosts, words.Plural(w.Hosts, "host", "hosts"), w.Pending, len(w.Waves), words.Plural(len(w.Waves), "wave", "waves"), w.PerWave)
+		p(name), inv.Format, w.Hosts, words.Plural(w.Hosts, "host", "hosts"), w.Pending, len(w.Waves), words.Plural(len(w.Waves), "wave", "waves"), w.PerWave)
 	if w.CountOnly {
 		fmt.Fprintf(out, " (%s)\n", countOnlyNote)
 	} else {
 		fmt.Fprintf(out, ", %d of a domain\n", w.MaxPerDomain)
 	}
 	if w.Bound != "" {
-		fmt.Fprintf(out, "waves: %d, because %s\n", len(w.Waves), w.Bound)
+		fmt.Fprintf(out, "waves: %d, because %s\n", len(w.Waves), p(w.Bound))
 	}
 	for i, wv := range w.Waves {
-		fmt.Fprintf(out, "\nwave %d (%d %s): %s\n", i+1, len(wv.Hosts), words.Plural(len(wv.Hosts), "host", "hosts"), strings.Join(wv.Hosts, " "))
+		hosts := make([]string, len(wv.Hosts))
+		for k, h := range wv.Hosts {
+			hosts[k] = p(h)
+		}
+		fmt.Fprintf(out, "\nwave %d (%d %s): %s\n", i+1, len(wv.Hosts), words.Plural(len(wv.Hosts), "host", "hosts"), strings.Join(hosts, " "))
 		for _, h := range wv.Hosts {
-			fmt.Fprintf(out, "  %s: %s\n", h, wv.Reasons[h])
+			fmt.Fprintf(out, "  %s: %s\n", p(h), p(wv.Reasons[h]))
 		}
 	}
 	if len(w.LeftOut) > 0 {
 		fmt.Fprintf(out, "\nleft out (%d):\n", len(w.LeftOut))
 		for _, l := range w.LeftOut {
-			fmt.Fprintf(out, "  %s: %s\n", l.Host, l.Reason)
+			fmt.Fprintf(out, "  %s: %s\n", p(l.Host), p(l.Reason))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,5 +237,74 @@ func TestWavesFromPlans(t *testing.T) {
 	doc = s.check(t, "waves, a plan missing", "errors", runJSON(t, "", 1, "waves", "--inventory", inv, "--plans", plans, "-o", "json"))
 	if msg := doc["errors"].([]any)[0].(map[string]any)["message"].(string); !strings.Contains(msg, "no plan in "+plans+" for 1 host: done") {
 		t.Errorf("a missing plan: %q", msg)
+	}
+
+	// The message names 5 hosts without a plan, and counts the rest.
+	empty := t.TempDir()
+	for n, want := range map[int]string{
+		5: "no plan in " + empty + " for 5 hosts: m1, m2, m3, m4, m5 (want",
+		6: "no plan in " + empty + " for 6 hosts: m1, m2, m3, m4, m5 and 1 more (want",
+	} {
+		var names []string
+		for k := 1; k <= n; k++ {
+			names = append(names, fmt.Sprintf(`{"name": "m%d"}`, k))
+		}
+		inv := filepath.Join(dir, fmt.Sprintf("missing%d.json", n))
+		if err := os.WriteFile(inv, []byte(`{"hosts": [`+strings.Join(names, ", ")+`]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		doc := s.check(t, "waves, plans missing", "errors", runJSON(t, "", 1, "waves", "--inventory", inv, "--plans", empty, "-o", "json"))
+		if msg := doc["errors"].([]any)[0].(map[string]any)["message"].(string); !strings.Contains(msg, want) {
+			t.Errorf("%d plans missing: %q, want %q", n, msg, want)
+		}
+	}
+}
+
+// TestWavesNamesAndEscapes: a host name that is not one (a newline, an
+// ESC sequence, a space) is refused at its position, and nothing of it
+// reaches the terminal raw; the real ansible-inventory's IPv4 and IPv6
+// hosts are host names; domains and a plan file's error messages, which
+// anyone may write, are printed escaped and on their own line.
+func TestWavesNamesAndEscapes(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a\\nb", "\\e[31mnode1", "node 1", "a\\0b", "a\\tb"} {
+		inv := filepath.Join(dir, "bad.yaml")
+		if err := os.WriteFile(inv, []byte("hosts:\n  - {name: node0}\n  - {name: \""+name+"\"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, "waves", "--inventory", inv)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, inv+":3:12: hosts[1].name: ") || !strings.Contains(stderr, "is not a host name") ||
+			strings.ContainsAny(stderr, "\x1b\x00\t") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("waves with host %s: exit %d\nstdout:\n%s\nstderr:\n%q", name, code, stdout, stderr)
+		}
+	}
+
+	// ansible-inventory --list names hosts by address too.
+	inv := ansibleInventory(t, "hosts.ini", "[rdma]\n192.0.2.10\n2001:db8::10\nnode1.example.net\n")
+	doc := loadSchemas(t).check(t, "waves of addresses", "waves", runJSON(t, "", 0, "waves", "--inventory", inv, "--max-unavailable", "3", "-o", "json"))
+	if diff := cmp.Diff([][]string{{"192.0.2.10", "2001:db8::10", "node1.example.net"}}, waveHosts(t, doc)); diff != "" {
+		t.Errorf("waves (-want +got):\n%s", diff)
+	}
+
+	// A domain with an escape sequence and a plan file whose error
+	// message has a newline and an ESC.
+	plans := filepath.Join(dir, "plans")
+	if err := os.Mkdir(plans, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plans, "node2.json"), []byte(`{"format_version": 1, "changes": [], "pending": [], "deferred": [], "errors": [{"message": "bad\nline\u001b[2J"}], "summary": {"add": 0, "change": 0, "remove": 0, "reboot_required": false}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plans, "node1.json"), []byte(`{"format_version": 1, "changes": [{}], "pending": [], "deferred": [], "summary": {"add": 0, "change": 1, "remove": 0, "reboot_required": false}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(dir, "inv.yaml")
+	if err := os.WriteFile(own, []byte("hosts:\n  - {name: node1, domain: \"leaf\\e]0;owned\\a\"}\n  - {name: node2, domain: leaf2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "waves", "--inventory", own, "--plans", plans)
+	if code != 0 || strings.ContainsAny(stdout, "\x1b\x07") || !strings.Contains(stdout, `  node1: domain leaf\x1b]0;owned\x07: 1st of its 1 pending host,`) ||
+		!strings.Contains(stdout, `  node2: `+filepath.Join(plans, "node2.json")+`: the plan has 1 error, fix it first: bad\nline\x1b[2J`+"\n") {
+		t.Errorf("waves with escapes: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }

@@ -9,6 +9,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,11 +97,13 @@ type Inventory struct {
 	Hosts  []Host
 }
 
-// Error is a problem in an inventory, at a position when it has one.
+// Error is a problem in an inventory, or in a host's plan file when
+// Plan, at a position when it has one (Line 0: the file as a whole).
 type Error struct {
 	File      string
 	Line, Col int
 	Msg       string
+	Plan      bool
 }
 
 func (e *Error) Error() string {
@@ -110,10 +113,19 @@ func (e *Error) Error() string {
 	return e.File + ": " + e.Msg
 }
 
-// ErrInventory is what every inventory Error is (errors.Is).
-var ErrInventory = errors.New("bad inventory")
+// ErrInventory is what every inventory Error is, and ErrPlanFile every
+// plan file's (errors.Is).
+var (
+	ErrInventory = errors.New("bad inventory")
+	ErrPlanFile  = errors.New("bad plan file")
+)
 
-func (e *Error) Is(target error) bool { return target == ErrInventory }
+func (e *Error) Is(target error) bool {
+	if e.Plan {
+		return target == ErrPlanFile
+	}
+	return target == ErrInventory
+}
 
 // ReadInventory reads an inventory: JSON from ansible-inventory --list
 // (it has _meta or all) or rdmaform's own YAML/JSON (it has hosts).
@@ -211,6 +223,9 @@ func readOwn(file string, root *yaml.Node) ([]Host, error) {
 		if !named || h.Name == "" {
 			return nil, at(file, n, "%s: no name", path)
 		}
+		if err := CheckHostName(h.Name); err != nil {
+			return nil, at(file, mapGet(n, "name"), "%s.name: %v", path, err)
+		}
 		if prev, dup := seen[h.Name]; dup {
 			return nil, at(file, n, "%s: host %q is already at line %d", path, h.Name, prev.Line)
 		}
@@ -236,6 +251,9 @@ func readAnsible(file string, root *yaml.Node) ([]Host, error) {
 				return nil, at(file, hv, "_meta.hostvars: want a mapping")
 			}
 			for j := 0; j+1 < len(hv.Content); j += 2 {
+				if err := CheckHostName(hv.Content[j].Value); err != nil {
+					return nil, at(file, hv.Content[j], "_meta.hostvars: %v", err)
+				}
 				names[hv.Content[j].Value] = true
 				vars[hv.Content[j].Value] = hv.Content[j+1]
 			}
@@ -252,6 +270,12 @@ func readAnsible(file string, root *yaml.Node) ([]Host, error) {
 				return nil, at(file, hs, "group %s: hosts: want a list", k.Value)
 			}
 			for _, h := range hs.Content {
+				if h.Kind != yaml.ScalarNode {
+					return nil, at(file, h, "group %s: hosts: want host names", k.Value)
+				}
+				if err := CheckHostName(h.Value); err != nil {
+					return nil, at(file, h, "group %s: %v", k.Value, err)
+				}
 				names[h.Value] = true
 			}
 		}
@@ -283,6 +307,49 @@ func readAnsible(file string, root *yaml.Node) ([]Host, error) {
 		hosts = append(hosts, h)
 	}
 	return hosts, nil
+}
+
+// MaxHostName and MaxLabel are RFC 1123's limits on a host name: 253
+// characters in all, 63 in each dot-separated label.
+const (
+	MaxHostName = 253
+	MaxLabel    = 63
+)
+
+// CheckHostName refuses an inventory host name that is not a host name:
+// an RFC 1123 name (labels of letters, digits and hyphens, none starting
+// or ending with a hyphen, at most MaxLabel characters each and
+// MaxHostName in all; an IPv4 address is one), or an IPv6 address
+// without a zone, which Ansible inventories also name hosts by. What
+// is refused would otherwise reach waves' output and the file names of
+// --plans: a newline splits a line, an ESC sequence reaches the
+// terminal, a space or a slash is no host.
+func CheckHostName(name string) error {
+	if a, err := netip.ParseAddr(name); err == nil && a.Is6() && a.Zone() == "" {
+		return nil
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("%q is not a host name: %s (an RFC 1123 name or an IP address)", name, why)
+	}
+	if len(name) > MaxHostName {
+		return bad(fmt.Sprintf("%d characters, at most %d", len(name), MaxHostName))
+	}
+	for _, label := range strings.Split(name, ".") {
+		switch {
+		case label == "":
+			return bad("an empty label (a leading, trailing or doubled dot)")
+		case len(label) > MaxLabel:
+			return bad(fmt.Sprintf("a label of %d characters, at most %d", len(label), MaxLabel))
+		case label[0] == '-' || label[len(label)-1] == '-':
+			return bad("a label starts or ends with a hyphen")
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return bad(fmt.Sprintf("%q is not an ASCII letter, digit or hyphen", c))
+			}
+		}
+	}
+	return nil
 }
 
 // scalar is a string or a number (rack: 7), never a list or a mapping.

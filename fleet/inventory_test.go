@@ -95,13 +95,93 @@ func TestPlanPending(t *testing.T) {
 	} {
 		p, why, err := fleet.PlanPending("p.json", []byte(tc.in))
 		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want %q", tc.in, err, tc.err)
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, fleet.ErrPlanFile) || errors.Is(err, fleet.ErrInventory) {
+				t.Errorf("%s: error %v, want %q (ErrPlanFile)", tc.in, err, tc.err)
+			}
+			var fe *fleet.Error
+			if !errors.As(err, &fe) || fe.File != "p.json" || strings.Contains(fe.Msg, "p.json") {
+				t.Errorf("%s: error %#v, want the file in File, not in Msg", tc.in, err)
 			}
 			continue
 		}
 		if err != nil || p != tc.want || why != tc.why {
 			t.Errorf("%s: %v %q %v, want %v %q", tc.in, p, why, err, tc.want, tc.why)
+		}
+	}
+}
+
+// TestCheckHostName: inventory host names are RFC 1123 host names (IPv4
+// addresses among them) or IPv6 addresses, tested at each limit (63
+// characters in a label, 253 in all) and one past; every character that
+// would split waves' lines, reach the terminal or name no host is
+// refused.
+func TestCheckHostName(t *testing.T) {
+	label := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	// 253 characters: three labels of 63 and one of 61, with their dots.
+	longest := strings.Join([]string{label('a', 63), label('b', 63), label('c', 63), label('d', 61)}, ".")
+	if len(longest) != fleet.MaxHostName {
+		t.Fatalf("longest is %d characters", len(longest))
+	}
+	for name, ok := range map[string]bool{
+		"node1":                     true,
+		"node-01.leaf2.example.net": true,
+		"7":                         true,
+		"localhost":                 true,
+		"192.0.2.10":                true,
+		"2001:db8::10":              true,
+		"::1":                       true,
+		label('a', 63):              true,
+		label('a', 64):              false,
+		"x." + label('a', 63):       true,
+		"x." + label('a', 64):       false,
+		longest:                     true,
+		longest + "d":               false,
+		longest[:252] + ".d":        false, // 254
+		"":                          false,
+		"a\nb":                      false,
+		"a\x00b":                    false,
+		"a\tb":                      false,
+		"\x1b[31mnode1":             false,
+		"node\x7f":                  false,
+		"a b":                       false,
+		"node_1":                    false,
+		"a/b":                       false,
+		"..":                        false,
+		"a..b":                      false,
+		".a":                        false,
+		"a.":                        false,
+		"-a":                        false,
+		"a-":                        false,
+		"a.-b":                      false,
+		"nöde":                      false,
+		"fe80::1%eth0":              false,
+		"[::1]":                     false,
+		"node1:22":                  false,
+	} {
+		err := fleet.CheckHostName(name)
+		if (err == nil) != ok {
+			t.Errorf("CheckHostName(%q) = %v, want ok=%v", name, err, ok)
+		}
+		if err != nil && strings.ContainsAny(err.Error(), "\n\x00\t\x1b\x7f") {
+			t.Errorf("CheckHostName(%q): the error carries the raw name: %q", name, err)
+		}
+	}
+}
+
+// TestReadInventoryRefusesNames: a name that is no host name is refused
+// at its position, in rdmaform's inventory and in each place of
+// ansible-inventory --list's (a group's hosts, _meta.hostvars).
+func TestReadInventoryRefusesNames(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"hosts:\n  - {name: \"a\\nb\"}\n", `inv.yaml:2:12: hosts[0].name: "a\nb" is not a host name`},
+		{"hosts:\n  - name: \"\\e[2J\"\n", `inv.yaml:2:11: hosts[0].name: "\x1b[2J" is not a host name`},
+		{`{"all": {"children": ["rdma"]}, "rdma": {"hosts": ["node1", "a b"]}}`, `inv.yaml:1:61: group rdma: "a b" is not a host name`},
+		{`{"_meta": {"hostvars": {"node\u0000": {}}}, "all": {"hosts": []}}`, `inv.yaml:1:25: _meta.hostvars: "node\x00" is not a host name`},
+		{`{"all": {"hosts": [["node1"]]}}`, `inv.yaml:1:20: group all: hosts: want host names`},
+	} {
+		_, err := fleet.ReadInventory("inv.yaml", []byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -32,10 +31,10 @@ type planDoc struct {
 func PlanPending(file string, data []byte) (p Pending, why string, err error) {
 	var d planDoc
 	if err := json.Unmarshal(data, &d); err != nil {
-		return PendingUnknown, "", fmt.Errorf("%s: not the JSON of rdmaform plan -o json: %w", file, err)
+		return PendingUnknown, "", &Error{File: file, Plan: true, Msg: "not the JSON of rdmaform plan -o json: " + err.Error()}
 	}
 	if d.FormatVersion == nil || *d.FormatVersion != 1 {
-		return PendingUnknown, "", fmt.Errorf("%s: not the JSON of rdmaform plan -o json (format_version 1)", file)
+		return PendingUnknown, "", &Error{File: file, Plan: true, Msg: "not the JSON of rdmaform plan -o json (format_version 1)"}
 	}
 	switch {
 	case len(d.Errors) > 0:
@@ -45,7 +44,7 @@ func PlanPending(file string, data []byte) (p Pending, why string, err error) {
 		}
 		return PendingNo, fmt.Sprintf("%s: the plan has %d %s, fix %s first: %s", file, len(d.Errors), words.Plural(len(d.Errors), "error", "errors"), words.Plural(len(d.Errors), "it", "them"), strings.Join(msgs, "; ")), nil
 	case d.Summary == nil:
-		return PendingUnknown, "", errors.New(file + ": not the JSON of rdmaform plan -o json (no summary)")
+		return PendingUnknown, "", &Error{File: file, Plan: true, Msg: "not the JSON of rdmaform plan -o json (no summary)"}
 	case len(d.ActivationFailures) > 0:
 		return PendingNo, fmt.Sprintf("%s: %d %s did not take at the last activation: see rdmaform status on the host", file, len(d.ActivationFailures), words.Plural(len(d.ActivationFailures), "value", "values")), nil
 	}

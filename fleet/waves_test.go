@@ -23,6 +23,12 @@ func TestParseLimit(t *testing.T) {
 		{"250", fleet.Limit{N: 250}, true},
 		{"100000", fleet.Limit{N: 100000}, true}, // the limit, as the rollout role's
 		{"100001", fleet.Limit{}, false},
+		// At most 7 digits, as the rollout role reads them: leading
+		// zeros count.
+		{"0000250", fleet.Limit{N: 250}, true},
+		{"00000250", fleet.Limit{}, false},
+		{"0000100%", fleet.Limit{Percent: 100}, true},
+		{"00000100%", fleet.Limit{}, false},
 		{"99999999999999999999", fleet.Limit{}, false},
 		{"+5", fleet.Limit{}, false},
 		{" 5", fleet.Limit{}, false},
@@ -199,7 +205,9 @@ func check(t *testing.T, i *fleet.Inventory, p fleet.Policy, w *fleet.Waves) int
 }
 
 // randomInventory: n hosts over d domains (none when d is 0), a few
-// subnet manager hosts on f fabrics, some with nothing pending.
+// subnet manager hosts on f fabrics (1 host in 3: enough for two of one
+// fabric to meet in a wave and be parted by a swap), some with nothing
+// pending.
 func randomInventory(r *rand.Rand, n, d, f int) *fleet.Inventory {
 	i := &fleet.Inventory{}
 	for k := 0; k < n; k++ {
@@ -208,7 +216,7 @@ func randomInventory(r *rand.Rand, n, d, f int) *fleet.Inventory {
 			// Skewed sizes: low domains get more hosts.
 			h.Domain = fmt.Sprintf("leaf%d", min(r.Intn(d), r.Intn(d)))
 		}
-		if f > 0 && r.Intn(8) == 0 {
+		if f > 0 && r.Intn(3) == 0 {
 			h.Roles = []string{"sm"}
 			h.Fabric = fmt.Sprintf("ib%d", r.Intn(f))
 		}
@@ -293,6 +301,9 @@ func TestPlanExamples(t *testing.T) {
 		},
 		p:    fleet.Policy{MaxUnavailable: fleet.Limit{N: 2}, MaxPerDomain: 1},
 		want: [][]string{{"a1", "b1"}, {"a2", "b2"}},
+		// A tie: each domain needs as many waves as the count; the
+		// count, checked first, stays the bound.
+		bound: "4 pending hosts, at most 2 per wave",
 	}, {
 		name: "the count binds",
 		hosts: []fleet.Host{
@@ -309,6 +320,8 @@ func TestPlanExamples(t *testing.T) {
 		},
 		p:    fleet.Policy{MaxUnavailable: fleet.Limit{N: 2}, MaxPerDomain: 1},
 		want: [][]string{{"a1", "b2"}, {"a2", "b1"}},
+		// The fabric's two subnet managers tie with the count too.
+		bound: "4 pending hosts, at most 2 per wave",
 	}, {
 		name: "subnet managers of two fabrics may share a wave",
 		hosts: []fleet.Host{
@@ -390,5 +403,31 @@ func TestPlanDomainsAllOrNone(t *testing.T) {
 	w, err := fleet.Plan(inv(fleet.Host{Name: "a"}, fleet.Host{Name: "b"}), fleet.Policy{MaxUnavailable: fleet.Limit{N: 1}, MaxPerDomain: 1})
 	if err != nil || !w.CountOnly {
 		t.Errorf("no domains: %+v, %v; want waves by count only", w, err)
+	}
+}
+
+// TestPlanReasonOrdinals: a host's reason counts it in its domain in
+// English ordinals, the teens included (11th, 12th, 13th, 111th).
+func TestPlanReasonOrdinals(t *testing.T) {
+	inv := &fleet.Inventory{}
+	for k := 1; k <= 123; k++ {
+		inv.Hosts = append(inv.Hosts, fleet.Host{Name: fmt.Sprintf("h%03d", k), Domain: "leaf1"})
+	}
+	w, err := fleet.Plan(inv, fleet.Policy{MaxUnavailable: fleet.Limit{N: 1}, MaxPerDomain: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, wv := range w.Waves {
+		for h, r := range wv.Reasons {
+			reasons[h] = r
+		}
+	}
+	for k, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 10: "10th", 11: "11th", 12: "12th", 13: "13th", 14: "14th",
+		21: "21st", 22: "22nd", 23: "23rd", 101: "101st", 102: "102nd", 103: "103rd", 111: "111th", 112: "112th", 113: "113th", 121: "121st", 123: "123rd"} {
+		h := fmt.Sprintf("h%03d", k)
+		if r := reasons[h]; !strings.HasPrefix(r, "domain leaf1: "+want+" of its 123 pending hosts,") {
+			t.Errorf("%s: reason %q, want the %s of 123", h, r, want)
+		}
 	}
 }

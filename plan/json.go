@@ -61,6 +61,21 @@ func kindOf(vals ...string) valueKind {
 
 func isBool(s string) bool { return strings.EqualFold(s, "true") || strings.EqualFold(s, "false") }
 
+// TextValues is an attribute's values (before and after, current and
+// next boot) as text shows them: spelt as JSON writes them, so that
+// booleans are true and false in lower case when every value is one
+// (mlxconfig prints False and True, a spec writes true: the text said
+// "SRIOV_EN: False -> true"), and everything else as it is.
+func TextValues(vals ...string) []string {
+	out := append([]string(nil), vals...)
+	if kindOf(vals...) == kindBool {
+		for i, v := range out {
+			out[i] = strings.ToLower(v)
+		}
+	}
+	return out
+}
+
 // typed gives an attribute's values their one type.
 func typed(vals ...string) []typedValue {
 	k := kindOf(vals...)

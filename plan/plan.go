@@ -209,7 +209,8 @@ func (a *ActivateBy) Label() string {
 // "firmware[0000:3b:00.0] LINK_TYPE_P1 staged for next boot (current IB,
 // next ETH), after fw-reset".
 func (pe Pending) Text() string {
-	s := fmt.Sprintf("%s %s staged for next boot (current %s, next %s)", pe.Address, pe.Attribute, pe.Current, pe.NextBoot)
+	v := TextValues(pe.Current, pe.NextBoot)
+	s := fmt.Sprintf("%s %s staged for next boot (current %s, next %s)", pe.Address, pe.Attribute, v[0], v[1])
 	if pe.Activation != nil {
 		s += ", " + pe.Activation.Label()
 	}

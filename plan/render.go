@@ -57,13 +57,14 @@ func WriteText(w io.Writer, p *Plan, o TextOptions) error {
 		}
 		b.WriteString(strings.TrimRight(line, " ") + "\n")
 		for _, a := range c.Attributes {
+			v := TextValues(a.Before, a.After)
 			switch {
 			case c.Action == Create || a.Before == "":
-				fmt.Fprintf(&b, "      %s: %s\n", a.Name, a.After)
+				fmt.Fprintf(&b, "      %s: %s\n", a.Name, v[1])
 			case c.Action == Delete || a.After == "":
-				fmt.Fprintf(&b, "      %s: %s -> (none)\n", a.Name, a.Before)
+				fmt.Fprintf(&b, "      %s: %s -> (none)\n", a.Name, v[0])
 			default:
-				fmt.Fprintf(&b, "      %s: %s -> %s\n", a.Name, a.Before, a.After)
+				fmt.Fprintf(&b, "      %s: %s -> %s\n", a.Name, v[0], v[1])
 			}
 		}
 		if len(c.DependsOn) > 0 {

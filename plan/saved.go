@@ -142,7 +142,7 @@ func LoadSaved(data []byte) (s *Saved, ok bool, err error) {
 		// A saved plan that no longer parses but says its kind was cut
 		// short or damaged, and is not a spec to try instead.
 		if savedKindRE.Match(trimmed) {
-			return nil, true, fmt.Errorf("saved plan is damaged (cut short?): it is not valid JSON (%v); nothing was changed: make it again with plan --out", err)
+			return nil, true, fmt.Errorf("saved plan is damaged (cut short?): it is not valid JSON (%w); nothing was changed: make it again with plan --out", err)
 		}
 		return nil, false, nil
 	}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -110,6 +111,11 @@ func parentPath(p string) string {
 }
 
 // Finding is one problem in a spec, at a logical path and a position.
+// It is also the one shape of an error in every JSON document
+// (docs/json.md, the schema's #/$defs/error): {"path", "source":
+// {"file", "line", "col"}, "message"}, path and source left out when the
+// error has none (an error that is no finding is a Finding with only a
+// message).
 type Finding struct {
 	Path    string `json:"path"`
 	Pos     Pos    `json:"source"`
@@ -126,6 +132,20 @@ type Finding struct {
 	// of one fabric at the highest priority, which opensm resolves by
 	// GUID): reported, but the specs stand.
 	Warning bool `json:"-"`
+}
+
+// MarshalJSON writes the error shape: path and source only when there
+// are any (a source with a file and no line is about the whole file).
+func (f Finding) MarshalJSON() ([]byte, error) {
+	var src *Pos
+	if f.Pos != (Pos{}) {
+		src = &f.Pos
+	}
+	return json.Marshal(struct {
+		Path    string `json:"path,omitempty"`
+		Source  *Pos   `json:"source,omitempty"`
+		Message string `json:"message"`
+	}{f.Path, src, f.Message})
 }
 
 // String renders a finding as FILE:LINE:COL: error: PATH: message

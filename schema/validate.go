@@ -311,7 +311,7 @@ func (v *validator) devices() {
 		}
 		if d.PCI != "" {
 			if norm := NormalizePCI(d.PCI); norm == "" {
-				v.add(p+".pci", "%q is not a PCI address (DDDD:BB:DD.F, e.g. 0000:81:00.0)", truncate(d.PCI))
+				v.add(p+".pci", "%q is not a PCI address (DDDD:BB:DD.F, e.g. 0000:81:00.0)%s", truncate(d.PCI), base60Hint(d.PCI))
 			} else {
 				d.PCI = norm
 			}
@@ -877,4 +877,28 @@ func (v *validator) ownership() {
 	for i, it := range v.spec.Interfaces {
 		claim(it.Name, fmt.Sprintf("$.interfaces[%d].name", i), fmt.Sprintf("interfaces[%d]", i))
 	}
+}
+
+// base60RE is a number as YAML 1.1 makes of an unquoted PCI address whose
+// parts are decimal digits with the last two below 60.
+var base60RE = regexp.MustCompile(`^([0-9]{1,12})\.([0-7])$`)
+
+// base60Hint names the cause of a PCI address that arrived as a number:
+// YAML 1.1 (PyYAML, so Ansible's playbooks and vars) reads an unquoted
+// 0000:10:00.0 as the base-60 number 0*3600 + 10*60 + 0.0 = 600.0, which
+// a content: mapping then passes on. "" when s is no such number.
+func base60Hint(s string) string {
+	m := base60RE.FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	n, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil {
+		return ""
+	}
+	addr := fmt.Sprintf("%04d:%02d:%02d.%s", n/3600, n/60%60, n%60, m[2])
+	if NormalizePCI(addr) == "" {
+		return ""
+	}
+	return fmt.Sprintf("; YAML 1.1, which Ansible reads playbooks and variables with, makes the unquoted address %s the base-60 number %s: quote it (pci: \"%s\")", addr, s, addr)
 }

@@ -94,15 +94,9 @@ func (e *FindingsError) Error() string {
 	return fmt.Sprintf("%s: %d %s", e.Name, len(e.Report), words.Plural(len(e.Report), "error", "errors"))
 }
 
-// JSONError is one error of a JSON document; File, Line, Col and Path
-// are there when the error has a position in a file.
-type JSONError struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Col     int    `json:"col,omitempty"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-}
+// JSONError is one error of a JSON document, in the one shape of every
+// document's errors (schema.Finding: path and source when it has them).
+type JSONError = schema.Finding
 
 // Activate makes what is staged for the next boot current, as rdmaform
 // activate does: it refuses while the host is busy (*BusyError), takes

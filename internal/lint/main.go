@@ -9,7 +9,9 @@
 // for people, values live in payloads; and no provider imports another
 // (stages talk through plan.Facts), each Provider method sits in the
 // same file of every provider package, and every plan.Address is made by
-// plan.Addr. Run by `make lint`;
+// plan.Addr; and only the programs, the front ends and cli's own packages
+// import cli (nothing below the command line runs up to it). Run by
+// `make lint`;
 // prints offending positions and exits 1.
 package main
 
@@ -27,8 +29,10 @@ import (
 	"strings"
 )
 
-// allowed are the directories that are the OS boundary.
-var allowed = []string{"host", "sim", "internal/testlab", "internal/lint", "cmd"}
+// allowed are the directories that are the OS boundary: the host's door,
+// the simulator, the programs and the test harnesses (the labs, and
+// cli/clitest, which writes the spec files it runs the command line on).
+var allowed = []string{"host", "sim", "internal/testlab", "internal/lint", "cmd", "cli/clitest"}
 
 // forbiddenImports may only be imported at the boundary.
 var forbiddenImports = map[string]bool{
@@ -87,6 +91,26 @@ func crossProvider(dir, imp string) string {
 		return ""
 	}
 	return "a provider does not import another: earlier stages tell later ones through plan.Facts"
+}
+
+// cliUsers are the directories whose packages may import cli: the
+// programs, the front ends that run rdmaform's commands in process, and
+// cli's own packages (its test helper cli/clitest). Everything else sits
+// below the command line: a lab, a provider or the engine that imported
+// it would run up the layers (tests may: they drive the whole program).
+var cliUsers = []string{"cmd", "cli", "ansible", "bench"}
+
+// upLayers reports an import of the command line from below it.
+func upLayers(dir, imp string) string {
+	if imp != module+"/cli" && !strings.HasPrefix(imp, module+"/cli/") {
+		return ""
+	}
+	for _, u := range cliUsers {
+		if dir == u || strings.HasPrefix(dir, u+"/") {
+			return ""
+		}
+	}
+	return "only the programs (cmd/), the front ends (ansible/, bench/) and cli's own packages import the command line; a lab or a library under it does not"
 }
 
 // providerFiles is the file of each Provider method in a provider
@@ -193,6 +217,9 @@ func check(root string) ([]string, error) {
 				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
 			}
 			if why := crossProvider(dir, p); why != "" && !strings.HasSuffix(path, "_test.go") {
+				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
+			}
+			if why := upLayers(dir, p); why != "" && !strings.HasSuffix(path, "_test.go") {
 				problems = append(problems, fmt.Sprintf("%s: imports %s; %s", fset.Position(imp.Pos()), p, why))
 			}
 			if why := pureCapture(dir, filepath.Base(path), p); why != "" {

@@ -25,6 +25,7 @@ const (
 	payload    = "asserts a payload; use plan.PayloadOf"
 	observed   = "asserts an observation; use plan.Observation"
 	attrRead   = "; an attribute is for people: keep the value in the payload (plan.Reversed swaps attributes for a revert)"
+	upLayer    = "only the programs (cmd/), the front ends (ansible/, bench/) and cli's own packages import the command line; a lab or a library under it does not"
 	byHand     = "builds a plan.Address by hand; make it with plan.Addr(kind, key)"
 	mod        = "github.com/rdmaform/rdmaform"
 )
@@ -75,7 +76,9 @@ var wantProblems = []string{
 	"audit/list.go:3:8: imports " + mod + "/providers/toy; " + auditList,
 	"audit/waive/waive.go:4:8: imports " + mod + "/providers; " + auditList,
 	"hostile/hostile.go:6:22: os.Stat; " + fsDoor,
+	"internal/testlab/runcli/runcli.go:4:8: imports " + mod + "/cli; " + upLayer,
 	"plan/bad.go:5:2: imports os/exec; " + osDoor,
+	"plan/cli.go:4:8: imports " + mod + "/cli/clitest; " + upLayer,
 	"plan/bad.go:9:9: os.ReadFile; " + fsDoor,
 	"probe/probe.go:4:8: imports " + mod + "/sim/nmsim; " + parserSide,
 	"providers/firmware/mlxfmt/parse.go:3:8: imports " + mod + "/sim/mlxemu; " + parserSide,

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmaform/rdmaform/cli/clitest"
 	"github.com/rdmaform/rdmaform/host"
-	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/sim"
 	"github.com/rdmaform/rdmaform/sim/simtest"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/cli/clitest"
 )
 
 // TestConnectX3IsRoCEv1Only: RoCE v2 on a ConnectX-3 that is not a Pro is
