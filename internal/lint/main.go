@@ -94,11 +94,12 @@ func crossProvider(dir, imp string) string {
 }
 
 // cliUsers are the directories whose packages may import cli: the
-// programs, the front ends that run rdmaform's commands in process, and
+// programs, the front ends that run rdmaform's commands in process, the
+// generator of the command reference (it reads the command tree), and
 // cli's own packages (its test helper cli/clitest). Everything else sits
 // below the command line: a lab, a provider or the engine that imported
 // it would run up the layers (tests may: they drive the whole program).
-var cliUsers = []string{"cmd", "cli", "ansible", "bench"}
+var cliUsers = []string{"cmd", "cli", "ansible", "bench", "internal/docgen"}
 
 // upLayers reports an import of the command line from below it.
 func upLayers(dir, imp string) string {
@@ -110,7 +111,7 @@ func upLayers(dir, imp string) string {
 			return ""
 		}
 	}
-	return "only the programs (cmd/), the front ends (ansible/, bench/) and cli's own packages import the command line; a lab or a library under it does not"
+	return "only the programs (cmd/), the front ends (ansible/, bench/), the docs generator (internal/docgen/) and cli's own packages import the command line; a lab or a library under it does not"
 }
 
 // providerFiles is the file of each Provider method in a provider

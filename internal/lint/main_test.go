@@ -25,7 +25,7 @@ const (
 	payload    = "asserts a payload; use plan.PayloadOf"
 	observed   = "asserts an observation; use plan.Observation"
 	attrRead   = "; an attribute is for people: keep the value in the payload (plan.Reversed swaps attributes for a revert)"
-	upLayer    = "only the programs (cmd/), the front ends (ansible/, bench/) and cli's own packages import the command line; a lab or a library under it does not"
+	upLayer    = "only the programs (cmd/), the front ends (ansible/, bench/), the docs generator (internal/docgen/) and cli's own packages import the command line; a lab or a library under it does not"
 	byHand     = "builds a plan.Address by hand; make it with plan.Addr(kind, key)"
 	mod        = "github.com/rdmaform/rdmaform"
 )
