@@ -79,6 +79,7 @@ func (a *app) planCmd() *cobra.Command {
 			if err := a.render(res.Plan, a.output); err != nil {
 				return err
 			}
+			a.warnJournal(cmd.Context(), h)
 			if out != "" {
 				if err := a.savePlan(h, res, spec, out); err != nil {
 					return err

@@ -1,0 +1,57 @@
+package session_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/session"
+)
+
+// TestJournalBound: a journal of exactly host.MaxStateFile bytes reads
+// back, one byte more is refused by its size (and its copy stands in,
+// named); Write refuses a journal that would not read back, before it
+// stands for anything.
+func TestJournalBound(t *testing.T) {
+	h := open(t)
+	j := &session.Journal{PID: 1, Deadline: time.Now().Add(time.Hour), Addresses: []string{"module[rdma_ucm]"}, Spec: "version: 1\n"}
+	if err := j.Write(h); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(h.FS.Root(), session.JournalFile)
+	b, err := os.ReadFile(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{host.MaxStateFile, host.MaxStateFile + 1} {
+		if err := os.WriteFile(live, append(append([]byte{}, b...), []byte(strings.Repeat(" ", size-len(b)))...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := session.ReadJournal(h)
+		switch {
+		case err != nil:
+			t.Errorf("%d bytes: %v", size, err)
+		case size <= host.MaxStateFile && got.Damage != "":
+			t.Errorf("%d bytes: read as damaged: %s", size, got.Damage)
+		case size > host.MaxStateFile && !strings.Contains(got.Damage, "over the"):
+			t.Errorf("%d bytes: damage %q, want it named by its size", size, got.Damage)
+		}
+	}
+	// Neither copy reads back: a *DamagedError naming both.
+	copyPath := filepath.Join(h.FS.Root(), session.BootJournalFile)
+	if err := os.WriteFile(copyPath, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var dmg *session.DamagedError
+	if _, err := session.ReadJournal(h); !errors.As(err, &dmg) || !strings.Contains(err.Error(), session.JournalFile) || !strings.Contains(err.Error(), "unexpected end of JSON input") {
+		t.Errorf("both copies damaged: %v", err)
+	}
+	big := &session.Journal{PID: 1, Deadline: time.Now(), Spec: strings.Repeat("x", host.MaxStateFile)}
+	if err := big.Write(h); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Errorf("an oversized journal was written: %v", err)
+	}
+}
