@@ -39,8 +39,16 @@ did not reload the firmware). An entry whose value cannot be read back
 (no tool, no adapter) waits for a reboot when it was staged in this boot,
 and cannot be checked when it was staged in an earlier one.
 
+It also names an apply --confirm-timeout that waits for its confirmation
+(its deadline, whether the apply and the watcher or timer holding the
+deadline still run), one whose deadline passed with nothing left to roll
+it back, and a rollback journal that is damaged (and whether its copy
+stands in).
+
 Exit codes: 0 nothing waits for a reboot; 1 error, an activation failure,
-or an entry of an earlier boot that cannot be checked; 3 a reboot is
+an entry of an earlier boot that cannot be checked, a rollback that
+failed part-way, an unconfirmed apply past its deadline with nothing left
+to roll it back, or a rollback journal with no intact copy; 3 a reboot is
 needed (an entry of this boot that cannot be read back waits for one).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

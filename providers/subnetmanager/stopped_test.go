@@ -2,6 +2,7 @@ package subnetmanager
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -129,5 +130,34 @@ func TestStoppedOpenSMConverges(t *testing.T) {
 				t.Fatalf("plan after apply: %s %v", attrsOf(p), p.Errors)
 			}
 		})
+	}
+}
+
+// TestStoppedOpenSMWithoutUnit: opensm installed and not running, and no
+// unit of its package to start it: the plan refuses, before anything is
+// written (no change planned), naming what to do; the spec's services
+// keeping it stopped write the files alone.
+func TestStoppedOpenSMWithoutUnit(t *testing.T) {
+	const g = "0x0002c903000a1b2c"
+	port := &LocalPort{Device: "mlx5_0", Port: 1, GUID: g}
+	obs := &Observed{Installed: true, Layout: Debian, Port: port, FabricErr: errors.New("sminfo: exit status 255"), Stopped: true}
+	prop := (&Provider{}).Plan(&plan.Request{Spec: parse(t, spec5), Inv: ibInv(g)}, obs, plan.NewFacts())
+	if len(prop.Changes) != 0 || len(prop.Errors) != 1 || !strings.Contains(prop.Errors[0].String(), "no unit of the opensm package (opensm.service, opensm@"+g+".service) is installed to start it") {
+		t.Errorf("plan: %v %v", prop.Changes, prop.Errors)
+	}
+	kept := spec5 + "services: [{name: opensm, active: false}]\n"
+	prop = (&Provider{}).Plan(&plan.Request{Spec: parse(t, kept), Inv: ibInv(g)}, obs, plan.NewFacts())
+	if len(prop.Errors) != 0 || len(prop.Changes) != 2 {
+		t.Errorf("plan with opensm kept stopped: %v %v", prop.Changes, prop.Errors)
+	}
+	for _, c := range prop.Changes {
+		for _, a := range c.Attributes {
+			if a.Name == "opensm" && !strings.HasPrefix(a.After, "stopped (services: active: false") {
+				t.Errorf("%s says %s -> %s of opensm that the spec keeps stopped", c.Address, a.Before, a.After)
+			}
+		}
+		if pl := c.Payload.(*payload); pl.start {
+			t.Errorf("%s starts opensm that the spec keeps stopped", c.Address)
+		}
 	}
 }
