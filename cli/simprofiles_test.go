@@ -67,7 +67,7 @@ subnet_manager:
 `
 
 // TestREADMEExamplesOnFreshProfiles: the names example on a fresh
-// cx5-roce (rdma-core's rdma_rename installed, as with the package its
+// cx5-roce and the rail template on a fresh gpu-node (rdma-core's rdma_rename installed, as with the package its
 // RDMA stack comes from), the subnet_manager example on a fresh
 // cx6-vpi-sm (Debian's opensm installed, not running; sminfo): each
 // plans, applies, and plans nothing after. The subnet manager's plan says
@@ -78,6 +78,7 @@ func TestREADMEExamplesOnFreshProfiles(t *testing.T) {
 	}{
 		{"names", "cx5-roce", readmeNames, "rdma_name[0000:5e:00.0]"},
 		{"subnet_manager", "cx6-vpi-sm", readmeSubnetManager, "opensm: started (opensm.service"},
+		{"rail template", "gpu-node", "version: 1\ndevices:\n  - match: {part_number: MCX755106AS-HEAT}\n    names: {rdma: \"rdma_rail{rail}\", netdev: \"rail{rail}\"}\n", "rdma_name[0000:80:00.1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := freshHost(t, "--profile", tc.profile)
