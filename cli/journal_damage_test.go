@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmaform/rdmaform/internal/testlab/systemdlab"
 )
 
 // truncateHalf cuts a file to half its length, as a full disk or a
@@ -361,6 +363,29 @@ func TestInterruptedConfirmWaitSaysSo(t *testing.T) {
 		t.Errorf("SIGINT during the confirm wait: exit %d\n%s", code, out)
 	}
 	l.must(2, "--sim", h, "plan", "-f", spec)
+	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
+	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// TestStatusNamesTheSystemdTimer: where a real systemd manager holds the
+// deadline (rdmaform-rollback.timer), status names the timer and says it
+// runs while the apply waits; after a rollback, status says nothing of it.
+func TestStatusNamesTheSystemdTimer(t *testing.T) {
+	lab := systemdlab.Start(t)
+	l := newRBLab(t)
+	l.env = []string{"RDMAFORM_SYSTEMD_ADDRESS=" + lab.Address}
+	h := l.newHost("h", "vm-soft")
+	spec := l.spec("s.yaml", "version: 1\nrxe:\n  - {name: rxe0, netdev: enp1s0}\n")
+	_, done := l.waitingApply(h, "10m", spec)
+	out := l.must(0, "--sim", h, "status")
+	if !strings.Contains(out, "waits for confirmation until") || !strings.Contains(out, "systemd timer rdmaform-rollback.timer (running)") {
+		t.Errorf("status while an apply waits, its deadline held by systemd:\n%s\n%s", out, lab.Log())
+	}
+	l.must(0, "--sim", h, "rollback")
+	done()
+	if out := l.must(0, "--sim", h, "status"); strings.Contains(out, "rdmaform-rollback") {
+		t.Errorf("status after the rollback:\n%s", out)
+	}
 	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
 	l.must(0, "--sim", h, "plan", "-f", spec)
 }
