@@ -117,13 +117,13 @@ func (a *app) watcherOf(ctx context.Context, j *session.Journal, st *journalStat
 // file ("pid N, revert at RFC3339"), for a journal that does not read
 // back.
 func confirmFileSays(h *host.Host) (int, time.Time, bool) {
-	b, err := host.ReadStateFile(h.FS, ConfirmFile, 4096)
+	note, err := session.ReadNote(h, ConfirmFile)
 	if err != nil {
 		return 0, time.Time{}, false
 	}
 	var pid int
 	var at string
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(b)), "pid %d, revert at %s", &pid, &at); err != nil {
+	if _, err := fmt.Sscanf(note, "pid %d, revert at %s", &pid, &at); err != nil {
 		return 0, time.Time{}, false
 	}
 	d, err := time.Parse(time.RFC3339, at)

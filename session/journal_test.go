@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,5 +54,43 @@ func TestJournalBound(t *testing.T) {
 	big := &session.Journal{PID: 1, Deadline: time.Now(), Spec: strings.Repeat("x", host.MaxStateFile)}
 	if err := big.Write(h); err == nil || !strings.Contains(err.Error(), "over the") {
 		t.Errorf("an oversized journal was written: %v", err)
+	}
+}
+
+// TestNoteBound: the notes beside the journal (the confirm file, the
+// rollback note) are read up to session.MaxNote bytes: at the bound they
+// read, one past it they are refused by their size; a FIFO there is
+// refused at once.
+func TestNoteBound(t *testing.T) {
+	h := open(t)
+	p := filepath.Join(h.FS.Root(), session.ConfirmFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{session.MaxNote, session.MaxNote + 1} {
+		if err := os.WriteFile(p, []byte(strings.Repeat("x", size)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		note, err := session.ReadNote(h, session.ConfirmFile)
+		if size <= session.MaxNote && (err != nil || len(note) != size) {
+			t.Errorf("%d bytes: %d read, %v", size, len(note), err)
+		}
+		if size > session.MaxNote && (err == nil || !strings.Contains(err.Error(), "over the")) {
+			t.Errorf("%d bytes: %v, want refused by its size", size, err)
+		}
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session.ReadNote(h, session.ConfirmFile); err == nil || !strings.Contains(err.Error(), "is a FIFO") {
+		t.Errorf("a FIFO: %v", err)
+	}
+	// An apply is refused while something stands there, naming it.
+	var busy *session.BusyError
+	if err := session.CheckFree(h, nil); !errors.As(err, &busy) || !strings.Contains(err.Error(), "is a FIFO") {
+		t.Errorf("CheckFree with a FIFO at the confirm file: %v", err)
 	}
 }
