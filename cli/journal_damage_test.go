@@ -71,7 +71,7 @@ func runs(pid int) bool {
 }
 
 // TestDamagedJournalUsesItsCopy: with the live journal truncated while an
-// apply waits, status names the damage and the waiting apply, an apply is
+// apply waits, status names the damage and the waiting apply (exit 1), an apply is
 // refused, and 'rollback' rolls back from the journal's intact copy in
 // /var/lib (saying so); the waiting apply learns its changes were rolled
 // back. Then apply, and plan is empty.
@@ -82,7 +82,7 @@ func TestDamagedJournalUsesItsCopy(t *testing.T) {
 	_, done := l.waitingApply(h, "10m", spec)
 	truncateHalf(t, filepath.Join(h, "run/rdmaform/rollback.json"))
 
-	out := l.must(0, "--sim", h, "status")
+	out := l.must(1, "--sim", h, "status")
 	for _, want := range []string{"the rollback journal is damaged", "not a journal rdmaform wrote", "unconfirmed.json instead", "waits for confirmation until"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status with the live journal truncated lacks %q:\n%s", want, out)

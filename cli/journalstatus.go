@@ -184,9 +184,10 @@ func runningWord(alive bool) string {
 	return "gone"
 }
 
-// stuck: an operator must act (exit 1): the journal is lost, or the
-// apply is stranded past its deadline.
-func (st *journalState) stuck() bool { return st != nil && (st.Lost || st.Stranded) }
+// stuck: an operator must act or look (exit 1): a journal copy is
+// damaged (lost, or its copy stands in), or the apply is stranded past
+// its deadline.
+func (st *journalState) stuck() bool { return st != nil && (st.Damage != "" || st.Stranded) }
 
 // warnJournal says on stderr, for plan, what of the rollback journal
 // needs an operator: an apply past its deadline (stranded or with its

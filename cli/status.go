@@ -48,7 +48,7 @@ stands in).
 Exit codes: 0 nothing waits for a reboot; 1 error, an activation failure,
 an entry of an earlier boot that cannot be checked, a rollback that
 failed part-way, an unconfirmed apply past its deadline with nothing left
-to roll it back, or a rollback journal with no intact copy; 3 a reboot is
+to roll it back, or a damaged rollback journal; 3 a reboot is
 needed (an entry of this boot that cannot be read back waits for one).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

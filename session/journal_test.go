@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -51,9 +52,26 @@ func TestJournalBound(t *testing.T) {
 	if _, err := session.ReadJournal(h); !errors.As(err, &dmg) || !strings.Contains(err.Error(), session.JournalFile) || !strings.Contains(err.Error(), "unexpected end of JSON input") {
 		t.Errorf("both copies damaged: %v", err)
 	}
-	big := &session.Journal{PID: 1, Deadline: time.Now(), Spec: strings.Repeat("x", host.MaxStateFile)}
-	if err := big.Write(h); err == nil || !strings.Contains(err.Error(), "over the") {
-		t.Errorf("an oversized journal was written: %v", err)
+	// Write: a journal of exactly the bound is written (and reads back),
+	// one byte more is refused.
+	at := &session.Journal{PID: 1, Deadline: time.Now().UTC(), Spec: ""}
+	empty, err := json.MarshalIndent(at, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at.Spec = strings.Repeat("x", host.MaxStateFile-len(empty))
+	if err := at.Write(h); err != nil {
+		t.Errorf("a journal of exactly %d bytes: %v", host.MaxStateFile, err)
+	}
+	if fi, err := os.Stat(live); err != nil || fi.Size() != host.MaxStateFile {
+		t.Errorf("the journal written at the bound: %v, %v", fi, err)
+	}
+	if got, err := session.ReadJournal(h); err != nil || got.Damage != "" || len(got.Spec) != len(at.Spec) {
+		t.Errorf("the journal at the bound reads back: %v", err)
+	}
+	at.Spec += "x"
+	if err := at.Write(h); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Errorf("a journal one byte over the bound was written: %v", err)
 	}
 }
 
