@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/systemdlab"
+	"github.com/rdmaform/rdmaform/sim"
 )
 
 // truncateHalf cuts a file to half its length, as a full disk or a
@@ -388,4 +389,58 @@ func TestStatusNamesTheSystemdTimer(t *testing.T) {
 	}
 	l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
 	l.must(0, "--sim", h, "plan", "-f", spec)
+}
+
+// opensmActive tells whether the simulated host runs opensm.service.
+func opensmActive(t *testing.T, h string) bool {
+	t.Helper()
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sh.Systemd.Unit(context.Background(), "opensm.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Active()
+}
+
+// TestRollbackStopsTheOpenSMItStarted: an apply of the README's
+// subnet_manager example on a host whose opensm did not run starts it;
+// rolled back (by 'rollback', and by the apply itself when nobody
+// confirms), opensm is stopped again and its files are gone, as before
+// the apply. Then apply, and plan is empty.
+func TestRollbackStopsTheOpenSMItStarted(t *testing.T) {
+	for _, how := range []string{"rollback", "timeout"} {
+		t.Run(how, func(t *testing.T) {
+			l := newRBLab(t)
+			h := l.newHost("h", "cx6-vpi-sm")
+			spec := l.spec("s.yaml", readmeSubnetManager)
+			if how == "rollback" {
+				_, done := l.waitingApply(h, "10m", spec)
+				if !opensmActive(t, h) {
+					t.Fatal("the apply did not start opensm")
+				}
+				l.must(0, "--sim", h, "rollback")
+				done()
+			} else {
+				l.must(1, "--sim", h, "apply", "--yes", "--confirm-timeout", "2s", "-f", spec)
+			}
+			if opensmActive(t, h) {
+				t.Error("opensm still runs after the rollback: it did not before the apply")
+			}
+			for _, f := range []string{"etc/opensm/partitions.conf", "etc/opensm/opensm.conf"} {
+				if exists(filepath.Join(h, f)) {
+					t.Errorf("%s outlives the rollback", f)
+				}
+			}
+			l.must(2, "--sim", h, "plan", "-f", spec)
+			l.must(0, "--sim", h, "apply", "--yes", "-f", spec)
+			l.must(0, "--sim", h, "plan", "-f", spec)
+		})
+	}
 }

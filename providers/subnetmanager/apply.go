@@ -36,6 +36,16 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 			return fmt.Errorf("%s: writing %s: %w", c.Address, pl.file, err)
 		}
 	}
+	if pl.stop {
+		// A revert: opensm did not run before this apply started it.
+		if h.Systemd == nil {
+			return nil
+		}
+		if err := h.Systemd.Stop(ctx, pl.unit); err != nil {
+			return fmt.Errorf("%s: stopping %s, which this apply started: %w", c.Address, pl.unit, err)
+		}
+		return nil
+	}
 	if pl.ports {
 		return startPort(ctx, h, c, pl)
 	}

@@ -283,6 +283,9 @@ type payload struct {
 	// is written (startUnit), then proves the fabric shows the spec.
 	start bool
 	unit  string // the unit start starts
+	// stop: the revert of a change that started opensm stops that unit
+	// again once the file is back.
+	stop bool
 }
 
 // expectation is what the local port and its subnet manager show once
