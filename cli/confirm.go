@@ -99,6 +99,10 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 	if failed {
 		return nil
 	}
+	if ctx.Err() != nil {
+		// A signal ended the wait, not the clock.
+		return &exitError{code: plan.ExitError, err: fmt.Errorf("interrupted before confirmation: the changes were reverted")}
+	}
 	return &exitError{code: plan.ExitError, err: fmt.Errorf("not confirmed within %s: the changes were reverted", timeout)}
 }
 
@@ -112,14 +116,14 @@ func (a *app) awaitConfirm(ctx context.Context, h *host.Host, out apply.Outcome,
 // rollback under way, waited for; neither is a confirmation.
 func (a *app) decidedElsewhere(h *host.Host) (string, bool) {
 	for start := time.Now(); ; {
-		note, err := host.ReadAttr(h.FS, RolledBackFile)
+		note, err := session.ReadNote(h, RolledBackFile)
 		if err == nil && note != "" {
 			return strings.TrimSpace(note), true
 		}
 		if _, err := session.ReadJournal(h); errors.Is(err, fs.ErrNotExist) {
 			// The journal went: confirmed, unless the note was written
 			// between the two reads.
-			if note, err := host.ReadAttr(h.FS, RolledBackFile); err == nil && note != "" {
+			if note, err := session.ReadNote(h, RolledBackFile); err == nil && note != "" {
 				return strings.TrimSpace(note), true
 			}
 			return "", false
@@ -167,10 +171,16 @@ you have checked you can still reach the host.
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			// Past its deadline, an apply that is gone cannot be confirmed:
+			// nobody confirmed it in time, and its rollback is due (its
+			// watcher's, or, with none left, the operator's).
+			if st := a.readJournalState(cmd.Context(), h); st != nil && st.Waiting && st.Expired && !st.ApplyRunning {
+				return &exitError{code: plan.ExitError, err: a.tooLate(st)}
+			}
 			// Only an apply that waits can be confirmed; then the journal
 			// goes first: an apply that sees the confirm file gone and the
 			// journal still there takes it for a rollback.
-			if _, err := h.FS.Stat(ConfirmFile); err == nil {
+			if _, err := h.FS.Lstat(ConfirmFile); err == nil {
 				if j, err := session.ReadJournal(h); err == nil {
 					a.endArmed(cmd.Context(), j, true)
 				}
@@ -178,7 +188,7 @@ you have checked you can still reach the host.
 			}
 			if err := h.FS.Remove(ConfirmFile); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
-					if note, err := host.ReadAttr(h.FS, RolledBackFile); err == nil && note != "" {
+					if note, err := session.ReadNote(h, RolledBackFile); err == nil && note != "" {
 						return &exitError{code: plan.ExitError, err: fmt.Errorf("too late: the changes were %s", note)}
 					}
 					return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing waits for confirmation on this host")}
@@ -190,4 +200,20 @@ you have checked you can still reach the host.
 			return nil
 		},
 	}
+}
+
+// tooLate is confirm's refusal of an apply past its deadline whose
+// process is gone: the changes stay until the rollback that is due, or
+// the operator, decides.
+func (a *app) tooLate(st *journalState) error {
+	when := "its deadline"
+	if st.Deadline != nil {
+		when = st.Deadline.Local().Format(time.RFC3339)
+	}
+	if st.Stranded {
+		return fmt.Errorf("too late: the apply of pid %d was not confirmed by %s, and nothing is left to roll it back (the apply and its rollback watcher are gone); its changes are still in place, unconfirmed. Run '%s' to put them back, or '%s' to keep them",
+			st.PID, when, a.hint("rollback"), a.hint("rollback", "--abandon"))
+	}
+	return fmt.Errorf("too late: the apply of pid %d was not confirmed by %s and its rollback is due (%s): nothing was confirmed. Run '%s' to roll back now, or '%s' to keep the changes",
+		st.PID, when, st.Watcher, a.hint("rollback"), a.hint("rollback", "--abandon"))
 }

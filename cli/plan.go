@@ -79,6 +79,8 @@ func (a *app) planCmd() *cobra.Command {
 			if err := a.render(res.Plan, a.output); err != nil {
 				return err
 			}
+			a.warnJournal(cmd.Context(), h)
+			a.sayGuard(h, res.Plan)
 			if out != "" {
 				if err := a.savePlan(h, res, spec, out); err != nil {
 					return err
@@ -500,4 +502,27 @@ func (a *app) refuseWhileWaiting(h *host.Host) error {
 		return &exitError{code: plan.ExitError, err: err}
 	}
 	return nil
+}
+
+// sayGuard says, under the plan, what apply's management guard would
+// refuse in it (a change that takes down, re-addresses or changes the MTU
+// of the netdev of the default route or of this SSH session) and how to
+// apply it anyway: in text on stdout, with the plan; under -o json on
+// stderr, the document being the plan's. A guard that cannot read the
+// host's routes says nothing here: apply reports it.
+func (a *app) sayGuard(h *host.Host, p *plan.Plan) {
+	var ge *apply.GuardError
+	if err := apply.Guard(h, p, providers.All(), apply.GuardOptions{Environ: a.env.Environ}); !errors.As(err, &ge) {
+		return
+	}
+	if a.output == "json" {
+		for _, r := range ge.Reasons {
+			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: apply refuses this plan without --allow-mgmt: %s\n", r)
+		}
+		return
+	}
+	fmt.Fprintf(a.env.Stdout, "\nThe management guard: apply refuses this plan without --allow-mgmt or --confirm-timeout:\n")
+	for _, r := range ge.Reasons {
+		fmt.Fprintf(a.env.Stdout, "  ! %s\n", r)
+	}
 }

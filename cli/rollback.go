@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -165,6 +164,11 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 	pid, err := host.StartDetached(argv, a.env.Environ, a.realPath(watcherLog))
 	if err != nil {
 		return fmt.Errorf("starting the rollback watcher: %w", err)
+	}
+	// status tells whether it still runs.
+	j.WatcherPID = pid
+	if err := j.Write(h); err != nil {
+		return err
 	}
 	fmt.Fprintf(a.info(), "rdmaform: rollback armed (watcher pid %d): without '%s' by %s, the changes are rolled back even if this process dies\n",
 		pid, a.hint("confirm"), j.Deadline.Local().Format(time.TimeOnly))
@@ -344,7 +348,9 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *session.Jour
 		}
 		return session.KeepUnfinished(h, j, who, out.Applied, failed, out.Err, a.hint("rollback"))
 	}
-	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, plan.JoinAddrs(out.Applied, ", "))
+	// A module the apply loaded and listed is one resource, put back by
+	// two changes (its modules-load.d entry, its unload): named once.
+	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, plan.JoinAddrs(session.UniqueAddrs(out.Applied), ", "))
 	if len(out.Applied) == 0 {
 		note = fmt.Sprintf("rolled back at %s by %s: nothing needed putting back\n", time.Now().UTC().Format(time.RFC3339), who)
 	}
@@ -401,12 +407,16 @@ rollback failed, or --abandon was not confirmed.`,
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("--yes goes with --abandon: a rollback does not ask")}
 			}
 			j, err := session.ReadJournal(h)
-			if errors.Is(err, fs.ErrNotExist) {
+			var dmg *session.DamagedError
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing to roll back: no apply waits for confirmation on this host")}
-			}
-			if err != nil {
+			case errors.As(err, &dmg):
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("%w: the state before the apply is lost, nothing can roll it back; check the host, then run '%s' to drop the journal and keep the host as it is", err, a.hint("rollback", "--abandon"))}
+			case err != nil:
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			a.warnDamage(j)
 			// Whoever removes the confirm file decides.
 			if err := h.FS.Remove(ConfirmFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return &exitError{code: plan.ExitError, err: err}
@@ -444,31 +454,86 @@ func (a *app) abandonJournal(ctx context.Context, h *host.Host, yes bool) error 
 		// After a reboot only the copy the boot unit would roll back.
 		j, err = session.ReadJournalFile(h, BootJournalFile)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
+	// What is left of a journal that does not read back: abandoning is
+	// the way out of it, so it goes whatever it holds.
+	var left []string
+	for _, f := range []string{JournalFile, BootJournalFile, damagedBootJournal} {
+		if _, serr := h.FS.Lstat(f); serr == nil {
+			left = append(left, f)
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) && len(left) == 0 {
 		return &exitError{code: plan.ExitError, err: fmt.Errorf("nothing to abandon: no rollback journal on this host")}
 	}
-	if err != nil {
-		return &exitError{code: plan.ExitError, err: err}
+	if j != nil {
+		a.warnDamage(j)
+		what := strings.Join(j.Addresses, ", ")
+		if j.Unfinished != nil {
+			what = strings.Join(j.Unfinished.Failed, ", ")
+		}
+		fmt.Fprintf(a.msgs(), "The rollback journal of the apply of pid %d holds the state before it of: %s.\nAbandoning it keeps the host as it is; nothing will roll it back.\n", j.PID, what)
+	} else {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(a.msgs(), "The rollback journal does not read back: %v.\n", err)
+		}
+		fmt.Fprintf(a.msgs(), "Abandoning it drops %s and keeps the host as it is; nothing will roll it back.\n", strings.Join(left, ", "))
 	}
-	what := strings.Join(j.Addresses, ", ")
-	if j.Unfinished != nil {
-		what = strings.Join(j.Unfinished.Failed, ", ")
-	}
-	fmt.Fprintf(a.msgs(), "The rollback journal of the apply of pid %d holds the state before it of: %s.\nAbandoning it keeps the host as it is; nothing will roll it back.\n", j.PID, what)
 	if !yes {
 		if err := a.ask("rollback --abandon", "drops the rollback journal", "use --yes to abandon it without asking", "Do you want to abandon the rollback journal and keep the host as it is?"); err != nil {
 			return err
 		}
 	}
-	a.endArmed(context.WithoutCancel(ctx), j, true)
+	if j != nil {
+		a.endArmed(context.WithoutCancel(ctx), j, true)
+	} else if mgr, _ := a.rollbackManager(); mgr != nil && a.env.Self != "" {
+		// Which manager holds the timer is in the journal; the one an apply
+		// of this run would have armed it with is stopped.
+		if err := mgr.DisarmTimer(context.WithoutCancel(ctx), rollbackUnit); err != nil {
+			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: stopping the rollback timer %s.timer: %v\n", rollbackUnit, err)
+		}
+		mgr.Close()
+	}
 	session.Disarm(h)
+	var errs error
+	for _, f := range []string{JournalFile, BootJournalFile, damagedBootJournal} {
+		// Disarm leaves what is not a file (a FIFO goes with Remove too;
+		// a directory only when empty): what stays is named.
+		if err := h.FS.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = errors.Join(errs, fmt.Errorf("removing %s: %w", f, err))
+		}
+	}
 	if err := h.FS.Remove(ConfirmFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return &exitError{code: plan.ExitError, err: err}
+		errs = errors.Join(errs, err)
+	}
+	if errs != nil {
+		return &exitError{code: plan.ExitError, err: errs}
 	}
 	_ = h.FS.Remove(RolledBackFile)
-	fmt.Fprintf(a.msgs(), "Abandoned the rollback journal at %s: kept %s as they are.\n", time.Now().UTC().Format(time.RFC3339), what)
+	what := strings.Join(left, ", ")
+	if j != nil {
+		what = strings.Join(j.Addresses, ", ")
+		if j.Unfinished != nil {
+			what = strings.Join(j.Unfinished.Failed, ", ")
+		}
+		fmt.Fprintf(a.msgs(), "Abandoned the rollback journal at %s: kept %s as they are.\n", time.Now().UTC().Format(time.RFC3339), what)
+		return nil
+	}
+	fmt.Fprintf(a.msgs(), "Abandoned the rollback journal at %s: removed %s; the host is kept as it is.\n", time.Now().UTC().Format(time.RFC3339), what)
 	return nil
 }
+
+// warnDamage says, as a warning, that the live journal was damaged and
+// its copy stood in.
+func (a *app) warnDamage(j *session.Journal) {
+	if j != nil && j.Damage != "" {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: the rollback journal is damaged: %s\n", j.Damage)
+	}
+}
+
+// damagedBootJournal is where rollback --after-boot moves a journal copy
+// that does not read back, so that every later boot does not fail on it;
+// status names it until 'rollback --abandon' removes it.
+const damagedBootJournal = BootJournalFile + ".damaged"
 
 // watch is the watcher: until the deadline, it leaves the decision to the
 // apply (or a confirm); at the deadline it takes the confirm file, and
@@ -477,18 +542,19 @@ func (a *app) abandonJournal(ctx context.Context, h *host.Host, yes bool) error 
 // watcher puts things back. Until it acts it only looks at its two files
 // (the host is opened when there is something to do).
 func (a *app) watch(ctx context.Context) error {
-	journalPath, confirmPath := a.realPath(JournalFile), a.realPath(ConfirmFile)
+	confirmPath := a.realPath(ConfirmFile)
+	files, err := host.NewRootFS(a.realPath("/"))
+	if err != nil {
+		return &exitError{code: plan.ExitError, err: err}
+	}
 	for {
-		b, err := host.ReadLocalFile(journalPath, nil)
+		// A damaged journal: its copy stands in.
+		j, err := session.LoadJournal(files)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // confirmed, or the apply reverted itself
 		}
 		if err != nil {
 			return &exitError{code: plan.ExitError, err: err}
-		}
-		j := &session.Journal{}
-		if err := json.Unmarshal(b, j); err != nil {
-			return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", JournalFile, err)}
 		}
 		if !j.Asked {
 			// The apply is still making its changes, or died doing so.
@@ -557,16 +623,23 @@ func (a *app) rollbackAfterBoot(ctx context.Context, h *host.Host) error {
 	if _, err := h.FS.Stat(JournalFile); err == nil {
 		return nil // no reboot since: the timer or watcher decides
 	}
-	b, err := h.FS.ReadFile(BootJournalFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	j, err := session.ReadJournalFile(h, BootJournalFile)
+	var dmg *host.StateFileError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil
-	}
-	if err != nil {
+	case errors.As(err, &dmg):
+		// The only copy left does not read back: nothing can roll the
+		// apply back. It is moved aside, so that the next boots do not
+		// fail on it again, and status names it until an operator
+		// abandons it.
+		werr := h.FS.WriteFile(damagedBootJournal, []byte(fmt.Sprintf("%v\n", err)), 0o600)
+		if werr == nil {
+			werr = h.FS.Remove(BootJournalFile)
+		}
+		return &exitError{code: plan.ExitError, err: errors.Join(fmt.Errorf("an apply was not confirmed before the host restarted, but its journal is damaged (%w): nothing can roll it back; the host keeps its changes. Check the host, then run '%s' (status names it until then)", err, a.hint("rollback", "--abandon", "--yes")), werr)}
+	case err != nil:
 		return &exitError{code: plan.ExitError, err: err}
-	}
-	j := &session.Journal{}
-	if err := json.Unmarshal(b, j); err != nil {
-		return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: %w", BootJournalFile, err)}
 	}
 	_ = h.FS.Remove(ConfirmFile)
 	who := fmt.Sprintf("the boot unit (the apply, pid %d, was not confirmed before the host restarted; deadline %s)", j.PID, j.Deadline.Format(time.RFC3339))

@@ -43,6 +43,9 @@ func (a *app) simNewCmd() *cobra.Command {
 			if host.Exists(mustRoot(args[0]), "/"+sim.StateFile) {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("%s already holds a simulated host", args[0])}
 			}
+			if cmd.Flags().Changed("adapters") && adapters < 1 {
+				return &exitError{code: plan.ExitError, err: fmt.Errorf("--adapters %d: a host has at least 1 adapter", adapters)}
+			}
 			st, err := sim.NewState(profile, hostname, adapters)
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
@@ -60,7 +63,7 @@ func (a *app) simNewCmd() *cobra.Command {
 	cmd.Flags().StringVar(&profile, "profile", "cx5-roce", "host profile: "+fmt.Sprint(sim.ProfileNames()))
 	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sim.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringVar(&hostname, "hostname", "node1", "hostname of the simulated host")
-	cmd.Flags().IntVar(&adapters, "adapters", 0, "number of dual-port adapters (gpu-node)")
+	cmd.Flags().IntVar(&adapters, "adapters", 0, "number of dual-port adapters: 1-4 for cx5-roce, cx6-vpi-ib, cx6-vpi-sm and cx6dx-ofed (default 1), 1-64 for gpu-node (default 8); refused by cx3-mlx4 and vm-soft")
 	cmd.Flags().StringArrayVar(&latency, "latency", nil, "emulated run time of a tool, `TOOL=DURATION` (e.g. mlxconfig=1.4s), or of its runs with an argument (\"mlxfwreset reset=20s\"); repeatable")
 	return cmd
 }

@@ -40,8 +40,16 @@ did not reload the firmware). An entry whose value cannot be read back
 (no tool, no adapter) waits for a reboot when it was staged in this boot,
 and cannot be checked when it was staged in an earlier one.
 
+It also names an apply --confirm-timeout that waits for its confirmation
+(its deadline, whether the apply and the watcher or timer holding the
+deadline still run), one whose deadline passed with nothing left to roll
+it back, and a rollback journal that is damaged (and whether its copy
+stands in).
+
 Exit codes: 0 nothing waits for a reboot; 1 error, an activation failure,
-or an entry of an earlier boot that cannot be checked; 3 a reboot is
+an entry of an earlier boot that cannot be checked, a rollback that
+failed part-way, an unconfirmed apply past its deadline with nothing left
+to roll it back, or a damaged rollback journal; 3 a reboot is
 needed (an entry of this boot that cannot be read back waits for one).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -81,6 +89,7 @@ needed (an entry of this boot that cannot be read back waits for one).`,
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			st.journal = a.readJournalState(cmd.Context(), h)
 			return a.printStatus(st, marker, unfinishedRollback(h))
 		},
 	}
@@ -111,6 +120,10 @@ type statusDoc struct {
 	// UnfinishedRollback is a rollback that failed part-way: what it
 	// left to undo (its journal stays for 'rdmaform rollback' to retry).
 	UnfinishedRollback *session.Unfinished `json:"unfinished_rollback,omitempty"`
+	// RollbackJournal is an apply --confirm-timeout's: one that waits for
+	// its confirmation, one past its deadline, a damaged journal (exit 1
+	// when stranded or lost).
+	RollbackJournal *journalState `json:"rollback_journal,omitempty"`
 }
 
 // unfinishedRollback is what a rollback that failed part-way left, from
@@ -133,6 +146,7 @@ type statusOf struct {
 	failed   []schema.Finding
 	bootID   string
 	staged   []stagedItem
+	journal  *journalState
 }
 
 // stagedItem is one staged ledger entry in status's document, and what
@@ -261,7 +275,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 	pending := st.pending
 	if a.jsonOut() {
 		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits(), UnfinishedRollback: u,
-			BootID: st.bootID, Staged: st.staged}
+			BootID: st.bootID, Staged: st.staged, RollbackJournal: st.journal}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
 		}
@@ -270,7 +284,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
-		if u != nil || len(st.failures) > 0 || st.unchecked() {
+		if u != nil || len(st.failures) > 0 || st.unchecked() || st.journal.stuck() {
 			return exitCode(plan.ExitError)
 		}
 		if doc.RebootRequired {
@@ -283,6 +297,14 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		fmt.Fprintf(w, "  ! a rollback failed part-way (%s, by %s): still to undo %s: %s\n    run '%s' to retry\n",
 			u.At.Format(time.RFC3339), u.By, strings.Join(u.Failed, ", "), u.Error, a.hint("rollback"))
 		defer func() { err = exitCode(plan.ExitError) }()
+	}
+	if st.journal != nil {
+		for _, l := range st.journal.lines(a.hint) {
+			fmt.Fprintf(w, "  ! %s\n", l)
+		}
+		if st.journal.stuck() {
+			defer func() { err = exitCode(plan.ExitError) }()
+		}
 	}
 	for _, f := range st.failed {
 		fmt.Fprintf(w, "  ! %s\n", words.Printable(f.String()))

@@ -376,14 +376,11 @@ func ReadLocalFile(name string, stdin io.Reader) ([]byte, error) {
 	if name == "-" {
 		r = stdin
 	} else {
-		f, err := os.Open(name)
+		f, err := openLocal(name)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.IsDir() {
-			return nil, fmt.Errorf("%s is a directory", name)
-		}
 		r = f
 	}
 	// Read one byte past the limit so an oversized file is recognised.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -66,7 +67,16 @@ func ProcessAlive(pid int) bool {
 		return false
 	}
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	// A zombie (killed, not yet reaped by its parent) does not run: a
+	// killed watcher whose apply still runs is one.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if i := strings.LastIndexByte(string(b), ')'); err == nil && i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
 }
 
 // RemoveLocalFile removes a file of this machine (not under --root).

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +73,14 @@ type Journal struct {
 	// stays (both copies) so that the next 'rdmaform rollback' retries,
 	// and status names what is left.
 	Unfinished *Unfinished `json:"unfinished,omitempty"`
+	// WatcherPID is the detached watcher holding the deadline (0 when a
+	// systemd timer holds it, or none was started): status tells whether
+	// it still runs.
+	WatcherPID int `json:"watcher_pid,omitempty"`
+
+	// Damage names the live journal's damage when it was read from its
+	// copy (LoadJournal); "" when the live journal read back.
+	Damage string `json:"-"`
 }
 
 // Unfinished is what a rollback that failed part-way left to undo.
@@ -89,6 +99,10 @@ func (j *Journal) Write(h *host.Host) error {
 	if err != nil {
 		return err
 	}
+	if len(b) > host.MaxStateFile {
+		// It would not read back: refused before it stands for anything.
+		return fmt.Errorf("the rollback journal would be %d bytes, over the %d bytes it may hold (the files the plan writes are too large to record): apply without --confirm-timeout", len(b), host.MaxStateFile)
+	}
 	if err := h.FS.WriteFile(JournalFile, b, 0o600); err != nil {
 		return fmt.Errorf("writing the rollback journal: %w", err)
 	}
@@ -104,14 +118,14 @@ func (j *Journal) Write(h *host.Host) error {
 func KeepUnfinished(h *host.Host, j *Journal, who string, done []plan.Address, failed []plan.Address, cause error, retry string) error {
 	now := time.Now().UTC()
 	u := &Unfinished{At: now, By: who, Failed: []string{}, Error: cause.Error()}
-	for _, a := range failed {
+	for _, a := range UniqueAddrs(failed) {
 		u.Failed = append(u.Failed, a.String())
 	}
 	j.Unfinished = u
 	werr := j.Write(h)
 	put := "nothing"
 	if len(done) > 0 {
-		put = plan.JoinAddrs(done, ", ")
+		put = plan.JoinAddrs(UniqueAddrs(done), ", ")
 	}
 	still := strings.Join(u.Failed, ", ")
 	if still == "" {
@@ -122,19 +136,65 @@ func KeepUnfinished(h *host.Host, j *Journal, who string, done []plan.Address, f
 	return errors.Join(fmt.Errorf("rollback incomplete (still to undo: %s; run '%s' to retry):\n%v", still, retry, cause), werr)
 }
 
-// ReadJournal reads the journal (JournalFile).
-func ReadJournal(h *host.Host) (*Journal, error) { return ReadJournalFile(h, JournalFile) }
+// ReadJournal reads the journal (LoadJournal of h's files).
+func ReadJournal(h *host.Host) (*Journal, error) { return LoadJournal(h.FS) }
 
-// ReadJournalFile reads a journal from name (JournalFile or BootJournalFile).
-func ReadJournalFile(h *host.Host, name string) (*Journal, error) {
-	b, err := h.FS.ReadFile(name)
+// ReadJournalFile reads one copy of the journal, name (JournalFile or
+// BootJournalFile): a regular file of at most host.MaxStateFile bytes
+// that holds a journal rdmaform wrote, else a *host.StateFileError that
+// names the damage. A missing copy is fs.ErrNotExist.
+func ReadJournalFile(h *host.Host, name string) (*Journal, error) { return readCopy(h.FS, name) }
+
+func readCopy(f host.FS, name string) (*Journal, error) {
+	b, err := host.ReadStateFile(f, name, host.MaxStateFile)
 	if err != nil {
 		return nil, err
 	}
 	j := &Journal{}
 	if err := json.Unmarshal(b, j); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, &host.StateFileError{Path: name, Err: fmt.Errorf("not a journal rdmaform wrote (%d bytes: %v)", len(b), err)}
 	}
+	if j.PID <= 0 || j.Deadline.IsZero() || j.Spec == "" {
+		return nil, &host.StateFileError{Path: name, Err: fmt.Errorf("not a journal rdmaform wrote (%d bytes: no pid, deadline or spec)", len(b))}
+	}
+	return j, nil
+}
+
+// DamagedError is a journal neither copy of which reads back: the state
+// before the apply is lost, so nothing can roll it back. Copies are the
+// damage of each copy there is.
+type DamagedError struct {
+	Copies []error
+}
+
+func (e *DamagedError) Error() string {
+	var s []string
+	for _, c := range e.Copies {
+		s = append(s, c.Error())
+	}
+	return "the rollback journal is damaged and has no intact copy: " + strings.Join(s, "; ")
+}
+
+// LoadJournal reads the live journal (JournalFile). Where it is damaged
+// (not a regular file, over the bound, not a journal), its copy
+// (BootJournalFile, written with it) stands in, and Damage names what was
+// wrong with the live one; where both are, a *DamagedError. A missing
+// live journal is fs.ErrNotExist whatever the copy holds: a copy alone is
+// what a reboot left (rollback --after-boot).
+func LoadJournal(f host.FS) (*Journal, error) {
+	j, err := readCopy(f, JournalFile)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return j, err
+	}
+	live := err
+	j, err = readCopy(f, BootJournalFile)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("%s: missing", BootJournalFile)
+		}
+		return nil, &DamagedError{Copies: []error{live, err}}
+	}
+	j.Damage = fmt.Sprintf("%v; read its copy %s instead", live, BootJournalFile)
 	return j, nil
 }
 
@@ -147,3 +207,30 @@ func Disarm(h *host.Host) {
 // ConfirmFile exists while an apply with a confirm timeout waits for
 // `rdmaform confirm`; confirm removes it (rooted under --root/--sim).
 const ConfirmFile = "/run/rdmaform/confirm-pending"
+
+// MaxNote bounds the notes rdmaform leaves beside the journal
+// (ConfirmFile, RolledBackFile): a line or a few.
+const MaxNote = 64 << 10
+
+// ReadNote reads one of those notes, bounded and only from a regular
+// file (host.ReadStateFile), without its trailing newline.
+func ReadNote(h *host.Host, name string) (string, error) {
+	b, err := host.ReadStateFile(h.FS, name, MaxNote)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), " \n"), nil
+}
+
+// UniqueAddrs is addrs with each address once, in the order first met: a
+// rollback puts a resource back with more than one change (a module's
+// modules-load.d entry and its unload), and names it once.
+func UniqueAddrs(addrs []plan.Address) []plan.Address {
+	var out []plan.Address
+	for _, a := range addrs {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/rxe"
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
+	"github.com/rdmaform/rdmaform/providers/subnetmanager"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -40,6 +41,15 @@ func NewJournal(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Pl
 	used := map[string]bool{}
 	for _, ch := range p.Changes {
 		used[ch.Provider] = true
+	}
+	// A unit the subnet manager's changes start (opensm did not run): its
+	// state before is recorded, and the rollback stops it again.
+	var started []string
+	for _, ch := range p.Changes {
+		if u, ok := subnetmanager.StartsUnit(ch); ok && !slices.Contains(started, u) {
+			started = append(started, u)
+			used[services.New().Name()] = true
+		}
 	}
 	var prov []plan.Provider
 	for _, pr := range providers.All() {
@@ -71,6 +81,7 @@ func NewJournal(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Pl
 			o.Units = append(o.Units, ch.Address.Key)
 		}
 	}
+	o.Units = append(o.Units, started...)
 	// rdma_cm's values are read through configfs, which show never
 	// mounts, and exist only while rdma_cm is loaded: configfs loaded and
 	// mounted and rdma_cm loaded now (the apply does it for its rdma_cm
@@ -87,6 +98,11 @@ func NewJournal(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Pl
 	}
 	before := c.Spec
 	var addrs []string
+	for _, u := range started {
+		if a := services.Address(u).String(); !slices.ContainsFunc(p.Changes, func(c *plan.Change) bool { return c.Address.String() == a }) {
+			addrs = append(addrs, a)
+		}
+	}
 	for _, ch := range p.Changes {
 		addrs = append(addrs, ch.Address.String())
 		if alias, ok := beforeRename(ch.Address, oldName, oldRDMA); ok {

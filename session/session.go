@@ -111,12 +111,16 @@ func (f Hint) or() Hint {
 type BusyError struct {
 	Waiting string
 	Journal *Journal
+	// Damaged: a journal is left and neither copy reads back.
+	Damaged *DamagedError
 	hint    Hint
 }
 
 func (e *BusyError) Error() string {
 	hint := e.hint.or()
 	switch {
+	case e.Damaged != nil:
+		return fmt.Sprintf("%v: nothing can roll back the apply it was written for; check the host, then run '%s' to drop it and keep the host as it is; nothing was changed", e.Damaged, hint("rollback", "--abandon"))
 	case e.Journal == nil:
 		return fmt.Sprintf("an apply is waiting for confirmation on this host (%s): run '%s' or '%s' first; nothing was changed", e.Waiting, hint("confirm"), hint("rollback"))
 	case e.Journal.Unfinished != nil:
@@ -132,15 +136,24 @@ func (e *BusyError) Error() string {
 // for its confirmation on h or a rollback journal is left; hint names
 // the commands that free the host in the message.
 func CheckFree(h *host.Host, hint Hint) error {
-	if pending, err := host.ReadAttr(h.FS, ConfirmFile); err == nil {
-		return &BusyError{Waiting: pending, hint: hint}
+	// A journal that does not read back first: confirm or rollback, which
+	// the other refusals name, cannot help then.
+	j, jerr := ReadJournal(h)
+	if dmg := (*DamagedError)(nil); errors.As(jerr, &dmg) {
+		return &BusyError{Damaged: dmg, hint: hint}
 	}
-	j, err := ReadJournal(h)
+	switch pending, err := ReadNote(h, ConfirmFile); {
+	case err == nil:
+		return &BusyError{Waiting: pending, hint: hint}
+	case !errors.Is(err, fs.ErrNotExist):
+		// Something stands at its name: no apply until it is cleared.
+		return &BusyError{Waiting: err.Error(), hint: hint}
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(jerr, fs.ErrNotExist):
 		return nil
-	case err != nil:
-		return err
+	case jerr != nil:
+		return jerr
 	}
 	return &BusyError{Journal: j, hint: hint}
 }

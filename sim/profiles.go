@@ -16,7 +16,11 @@ var Profiles = map[string]string{
 	"cx3-mlx4":   "dual-port ConnectX-3 (mlx4) VPI, port types through sysfs",
 	"vm-soft":    "a VM with no RDMA adapter and one virtio NIC, for Soft-RoCE",
 	"gpu-node":   "a GPU node with N dual-port ConnectX-7 adapters (--adapters N)",
+	"cx6-vpi-sm": "a subnet manager node: cx6-vpi-ib with Debian's opensm package installed (not running) and infiniband-diags' sminfo",
 }
+
+// MaxCards bounds --adapters for the profiles of one card model.
+const MaxCards = 4
 
 // ProfileNames returns the profile names, sorted.
 func ProfileNames() []string {
@@ -46,46 +50,86 @@ func defaultTools() []string {
 
 // NewState returns the state of a simulated host of a profile. adapters is
 // used by gpu-node (0 means 8).
+//
+// adapters is how many dual-port cards a profile of one card model has
+// (0: its default, 1; gpu-node's 8): cx5-roce, cx6-vpi-ib, cx6-vpi-sm
+// and cx6dx-ofed take up to MaxCards, each card on a bus of its own
+// (0x10 apart) and with its own netdev names, GUIDs and serial; gpu-node
+// up to 64. cx3-mlx4 (one ConnectX-3 card) and vm-soft (no adapter)
+// refuse it.
 func NewState(profile, hostname string, adapters int) (*State, error) {
-	st := &State{Hostname: hostname, Tools: defaultTools(), Available: availableModules}
+	st := &State{Hostname: hostname, Tools: defaultTools(), Available: availableModules, RdmaRename: true}
+	if _, ok := Profiles[profile]; !ok {
+		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
+	}
+	n := 1
+	switch {
+	case adapters < 0:
+		return nil, fmt.Errorf("--adapters %d: a host has at least 1 adapter", adapters)
+	case adapters > 0 && (profile == "cx3-mlx4" || profile == "vm-soft"):
+		return nil, fmt.Errorf("--adapters does not apply to %s (%s): give it with cx5-roce, cx6-vpi-ib, cx6-vpi-sm, cx6dx-ofed (1-%d cards) or gpu-node (1-64)", profile, Profiles[profile], MaxCards)
+	case adapters > MaxCards && profile != "gpu-node":
+		return nil, fmt.Errorf("--adapters %d: %s has at most %d cards (one PCI bus 0x10 apart each)", adapters, profile, MaxCards)
+	case adapters > 0:
+		n = adapters
+	}
 	switch profile {
-	case "cx6-vpi-ib":
+	case "cx6-vpi-ib", "cx6-vpi-sm":
 		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
-		st.Devices = []*Device{
-			cx("mlx5_0", "0000:3b:00.0", "0x101b", "b859:9f03:0022:626e", "20.35.1012", "MT_0000000222", 1, "InfiniBand", "ib0", "ens1f0np0", "200 Gb/sec (4X HDR)"),
-			cx("mlx5_1", "0000:3b:00.1", "0x101b", "b859:9f03:0022:626f", "20.35.1012", "MT_0000000222", 1, "InfiniBand", "ib1", "ens1f1np1", "200 Gb/sec (4X HDR)"),
-		}
-		for i, d := range st.Devices {
-			d.Ports[0].LID, d.Ports[0].SMLID = 0x10+i, 1
+		for i := 0; i < n; i++ {
+			// Card i: bus 0x3b + 0x10*i, netdevs ib2i/ib2i+1 (ens(1+i)f*).
+			devs := []*Device{
+				cx(fmt.Sprintf("mlx5_%d", 2*i), fmt.Sprintf("0000:%02x:00.0", 0x3b+0x10*i), "0x101b", fmt.Sprintf("b859:9f03:00%02x:626e", 0x22+i), "20.35.1012", "MT_0000000222", 1, "InfiniBand", fmt.Sprintf("ib%d", 2*i), fmt.Sprintf("ens%df0np0", 1+i), "200 Gb/sec (4X HDR)"),
+				cx(fmt.Sprintf("mlx5_%d", 2*i+1), fmt.Sprintf("0000:%02x:00.1", 0x3b+0x10*i), "0x101b", fmt.Sprintf("b859:9f03:00%02x:626f", 0x22+i), "20.35.1012", "MT_0000000222", 1, "InfiniBand", fmt.Sprintf("ib%d", 2*i+1), fmt.Sprintf("ens%df1np1", 1+i), "200 Gb/sec (4X HDR)"),
+			}
+			for f, d := range devs {
+				d.Ports[0].LID, d.Ports[0].SMLID = 0x10+2*i+f, 1
+			}
+			st.Devices = append(st.Devices, devs...)
+			st.Firmware = append(st.Firmware, card(mlxemu.NewConnectX6VPI, mlxemu.G5, devs)...)
+			setVPD(devs, "ConnectX-6 VPI adapter card, HDR IB (200Gb/s) and 200GbE, dual-port QSFP56", "MCX653106A-HDAT", fmt.Sprintf("MT2028X%05d", 1234+i))
 		}
 		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
 		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
-		st.Firmware = card(mlxemu.NewConnectX6VPI, mlxemu.G5, st.Devices)
-		setVPD(st.Devices, "ConnectX-6 VPI adapter card, HDR IB (200Gb/s) and 200GbE, dual-port QSFP56", "MCX653106A-HDAT", "MT2028X01234")
+		if profile == "cx6-vpi-sm" {
+			// A subnet manager node: Debian's opensm package, installed
+			// and not started (as apt-get leaves it on a host whose port
+			// had no subnet manager), and infiniband-diags' sminfo.
+			st.OpenSM = &OpenSMState{Layout: "debian"}
+			st.Tools = append(st.Tools, "sminfo")
+		}
 	case "cx5-roce":
 		st.Modules = baseModules
-		st.Devices = []*Device{
-			cx("mlx5_0", "0000:5e:00.0", "0x1017", "0c42:a103:0065:1d2a", "16.35.2000", "MT_0000000008", 1, "Ethernet", "", "ens1f0np0", "100 Gb/sec (4X EDR)"),
-			cx("mlx5_1", "0000:5e:00.1", "0x1017", "0c42:a103:0065:1d2b", "16.35.2000", "MT_0000000008", 1, "Ethernet", "", "ens1f1np1", "100 Gb/sec (4X EDR)"),
+		for i := 0; i < n; i++ {
+			// Card i: bus 0x5e + 0x10*i, netdevs ens(1+i)f0np0/ens(1+i)f1np1.
+			devs := []*Device{
+				cx(fmt.Sprintf("mlx5_%d", 2*i), fmt.Sprintf("0000:%02x:00.0", 0x5e+0x10*i), "0x1017", fmt.Sprintf("0c42:a103:00%02x:1d2a", 0x65+i), "16.35.2000", "MT_0000000008", 1, "Ethernet", "", fmt.Sprintf("ens%df0np0", 1+i), "100 Gb/sec (4X EDR)"),
+				cx(fmt.Sprintf("mlx5_%d", 2*i+1), fmt.Sprintf("0000:%02x:00.1", 0x5e+0x10*i), "0x1017", fmt.Sprintf("0c42:a103:00%02x:1d2b", 0x65+i), "16.35.2000", "MT_0000000008", 1, "Ethernet", "", fmt.Sprintf("ens%df1np1", 1+i), "100 Gb/sec (4X EDR)"),
+			}
+			st.Devices = append(st.Devices, devs...)
+			// A distribution's mstflint 4.28 (mstconfig, layout G4); an
+			// Ethernet-only card has no LINK_TYPE parameters.
+			st.Firmware = append(st.Firmware, card(mlxemu.NewConnectX5Eth, mlxemu.G4, devs)...)
+			setVPD(devs, "CX516A - ConnectX-5 QSFP28", "MCX516A-CCAT", fmt.Sprintf("MT1852K%05d", 4321+i))
 		}
-		// A distribution's mstflint 4.28 (mstconfig, layout G4); an
-		// Ethernet-only card has no LINK_TYPE parameters.
-		st.Firmware = card(mlxemu.NewConnectX5Eth, mlxemu.G4, st.Devices)
-		setVPD(st.Devices, "CX516A - ConnectX-5 QSFP28", "MCX516A-CCAT", "MT1852K04321")
 	case "cx6dx-ofed":
 		st.Modules = baseModules
-		st.Devices = []*Device{
-			cx("mlx5_0", "0000:af:00.0", "0x101d", "b8ce:f603:00a1:5e40", "22.31.2006", "DEL0000000027", 1, "Ethernet", "", "ens2f0np0", "100 Gb/sec (2X HDR)"),
-			cx("mlx5_1", "0000:af:00.1", "0x101d", "b8ce:f603:00a1:5e41", "22.31.2006", "DEL0000000027", 1, "Ethernet", "", "ens2f1np1", "100 Gb/sec (2X HDR)"),
+		for i := 0; i < n; i++ {
+			// Card i: bus 0xaf + 0x10*i (at most 0xef), netdevs ens(2+i)f*.
+			devs := []*Device{
+				cx(fmt.Sprintf("mlx5_%d", 2*i), fmt.Sprintf("0000:%02x:00.0", 0xaf+0x10*i), "0x101d", fmt.Sprintf("b8ce:f603:00%02x:5e40", 0xa1+i), "22.31.2006", "DEL0000000027", 1, "Ethernet", "", fmt.Sprintf("ens%df0np0", 2+i), "100 Gb/sec (2X HDR)"),
+				cx(fmt.Sprintf("mlx5_%d", 2*i+1), fmt.Sprintf("0000:%02x:00.1", 0xaf+0x10*i), "0x101d", fmt.Sprintf("b8ce:f603:00%02x:5e41", 0xa1+i), "22.31.2006", "DEL0000000027", 1, "Ethernet", "", fmt.Sprintf("ens%df1np1", 2+i), "100 Gb/sec (2X HDR)"),
+			}
+			for _, d := range devs {
+				d.OFED = true
+			}
+			st.Devices = append(st.Devices, devs...)
+			// A ConnectX-6 Dx (the PSID and firmware of the card in
+			// mlxemu.NewConnectX6Dx) with the CNP and DCBX parameters a
+			// lossless RoCE spec sets; mstflint 4.28 (mstconfig, layout G4).
+			st.Firmware = append(st.Firmware, card(mlxemu.NewConnectX6Dx, mlxemu.G4, devs)...)
+			setVPD(devs, "ConnectX-6 Dx EN adapter card, 100GbE, Dual-port QSFP56, PCIe 4.0 x16, No Crypto", "MCX623106AN-CDAT", fmt.Sprintf("MT2104X%05d", 7777+i))
 		}
-		for _, d := range st.Devices {
-			d.OFED = true
-		}
-		// A ConnectX-6 Dx (the PSID and firmware of the card in
-		// mlxemu.NewConnectX6Dx) with the CNP and DCBX parameters a
-		// lossless RoCE spec sets; mstflint 4.28 (mstconfig, layout G4).
-		st.Firmware = card(mlxemu.NewConnectX6Dx, mlxemu.G4, st.Devices)
-		setVPD(st.Devices, "ConnectX-6 Dx EN adapter card, 100GbE, Dual-port QSFP56, PCIe 4.0 x16, No Crypto", "MCX623106AN-CDAT", "MT2104X07777")
 	case "cx3-mlx4":
 		st.Modules = []string{"ib_core", "ib_uverbs", "mlx4_core", "mlx4_en", "mlx4_ib", "ib_ipoib"}
 		d := &Device{Name: "mlx4_0", Driver: "mlx4", PCI: "0000:81:00.0", PCIID: "0x1003", NodeGUID: "0002:c903:000c:c89a", FWVer: "2.42.5000", BoardID: "MT_1090120019"}

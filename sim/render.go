@@ -307,6 +307,9 @@ func (s *State) renderAllTree(root string) (map[string]node, error) {
 	if err := s.renderNetns(root); err != nil {
 		return nil, err
 	}
+	if err := s.renderRdmaRename(root); err != nil {
+		return nil, err
+	}
 	// rdmaform itself is installed, as on a managed host: the boot unit
 	// runs it (persistence). Where make install and where the packages
 	// put it, so binaries of either kind find theirs.
@@ -706,4 +709,26 @@ func (s *State) roce(d *Device, p *Port) RoceDefaults {
 		return v
 	}
 	return initialRoce(d, p)
+}
+
+// rdmaRenamePath is where Debian's rdma-core installs its udev helper.
+const rdmaRenamePath = "/usr/lib/udev/rdma_rename"
+
+// renderRdmaRename installs, or takes away, rdma-core's udev helper: a
+// stand-in the sim's udev reads the rules of (sim/names.go), never run.
+func (s *State) renderRdmaRename(root string) error {
+	p := filepath.Join(root, rdmaRenamePath)
+	if !s.RdmaRename {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte("#!/bin/sh\n# stands for rdma-core's rdma_rename on the simulated host\nexit 0\n"), 0o755)
 }

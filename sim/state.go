@@ -76,6 +76,11 @@ type State struct {
 	// OpenSM is the opensm package and its subnet manager (sim/opensm.go);
 	// nil: opensm is not installed.
 	OpenSM *OpenSMState `yaml:"opensm,omitempty"`
+	// RdmaRename: rdma-core's udev helper is installed
+	// (/usr/lib/udev/rdma_rename, which the names stage's udev rules
+	// run), as with the rdma-core package every profile's RDMA stack
+	// comes from.
+	RdmaRename bool `yaml:"rdma_rename,omitempty"`
 
 	// Latency per tool run (emulated tools sleep this long), e.g.
 	// mlxconfig: 1.4s; "TOOL ARG" is the run time of the runs of TOOL

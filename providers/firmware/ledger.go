@@ -59,7 +59,14 @@ func (e *LedgerError) Unwrap() error { return e.Err }
 // ReadLedger reads the staged ledger through the host's FS (an empty
 // ledger when the file does not exist).
 func ReadLedger(f host.FS) (*Ledger, error) {
-	data, err := host.ReadOptional(f, LedgerPath)
+	// Bounded, and only a regular file: a ledger is a few kilobytes.
+	data, err := host.ReadStateFile(f, LedgerPath, host.MaxStateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = nil, nil
+	}
+	if sf := (*host.StateFileError)(nil); errors.As(err, &sf) {
+		err = sf.Err // the path is the LedgerError's
+	}
 	if err != nil {
 		return nil, &LedgerError{Path: LedgerPath, Err: err}
 	}

@@ -213,7 +213,7 @@ func TestLimits(t *testing.T) {
 // TestMissingRdmaRename: without rdma-core's udev helper a PCI device's
 // RDMA name could not survive a reboot: a finding naming it.
 func TestMissingRdmaRename(t *testing.T) {
-	s, _ := simtest.New(t, "cx5-roce", 0, nil)
+	s, _ := simtest.New(t, "cx5-roce", 0, func(st *sim.State) { st.RdmaRename = false })
 	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1}\n")
 	code, out := rf(t, "--sim", s.Dir, "plan", "-f", spec)
 	want(t, code, 1, out, "rdma-core's udev helper rdma_rename (/usr/lib/udev/rdma_rename or /lib/udev/rdma_rename) is missing")

@@ -36,6 +36,16 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 			return fmt.Errorf("%s: writing %s: %w", c.Address, pl.file, err)
 		}
 	}
+	if pl.stop {
+		// A revert: opensm did not run before this apply started it.
+		if h.Systemd == nil {
+			return nil
+		}
+		if err := h.Systemd.Stop(ctx, pl.unit); err != nil {
+			return fmt.Errorf("%s: stopping %s, which this apply started: %w", c.Address, pl.unit, err)
+		}
+		return nil
+	}
 	if pl.ports {
 		return startPort(ctx, h, c, pl)
 	}
@@ -43,11 +53,22 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Address, err)
 	}
-	if len(units) == 0 {
-		return nil // opensm reads the file when it starts
-	}
 	logs := logSizes(h, pl.port)
-	if err := kick(ctx, h, sig, units, pl.restart || pl.launched); err != nil {
+	if len(units) == 0 {
+		if !pl.start {
+			return nil // opensm reads the file when it starts
+		}
+		// The plan starts it (an earlier change of this apply may have).
+		if err := h.Systemd.Start(ctx, pl.unit); err != nil {
+			return fmt.Errorf("%s: starting %s: %w", c.Address, pl.unit, err)
+		}
+		if units, sig, err = runningUnits(ctx, h, pl.port); err != nil {
+			return fmt.Errorf("%s: %w", c.Address, err)
+		}
+		if len(units) == 0 {
+			return fmt.Errorf("%s: %s started, but no opensm unit runs for %s port %d", c.Address, pl.unit, pl.port.Device, pl.port.Port)
+		}
+	} else if err := kick(ctx, h, sig, units, pl.restart || pl.launched); err != nil {
 		return fmt.Errorf("%s: %w", c.Address, err)
 	}
 	proof := prove(ctx, h, pl, logs)
@@ -252,13 +273,14 @@ func startPort(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) e
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Address, err)
 	}
-	if !st.Active() {
+	if !st.Active() && !pl.start {
 		return nil
 	}
 	sig, ok := h.Systemd.(host.UnitSignaller)
 	if !ok {
 		return fmt.Errorf("%s: %w", c.Address, ErrNoSignaller)
 	}
+	// Restarted when it runs; started when the plan starts opensm.
 	if err := sig.Restart(ctx, PortsUnit); err != nil {
 		return fmt.Errorf("%s: restarting %s: %w", c.Address, PortsUnit, err)
 	}
@@ -303,4 +325,19 @@ func pause(ctx context.Context) error {
 	case <-tick.C:
 		return nil
 	}
+}
+
+// startable is the unit that starts opensm for the port: the package's
+// opensm.service where it is installed (Debian's starts an instance a
+// port PORTS names; RHEL's runs opensm), else the port's instance
+// opensm@GUID.service; "" when the service manager knows neither.
+//
+// Equivalent to: systemctl show -p LoadState opensm.service opensm@GUID.service
+func startable(ctx context.Context, h *host.Host, lp *LocalPort) string {
+	for _, u := range []string{PortsUnit, Units(lp)[0]} {
+		if st, err := h.Systemd.Unit(ctx, u); err == nil && st.LoadState == "loaded" {
+			return u
+		}
+	}
+	return ""
 }

@@ -13,6 +13,22 @@ import (
 
 // Plan implements plan.TypedProvider.
 func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Proposal {
+	prop := p.plan(req, obs)
+	if obs != nil && obs.Stopped && len(prop.Errors) == 0 {
+		if obs.StartUnit == "" && !keptStopped(req) {
+			prop.Errors = append(prop.Errors, req.Finding("$.subnet_manager", "opensm does not run on %s port %d and no unit of the opensm package (opensm.service, opensm@%s.service) is installed to start it: install the package's units, or add services: [{name: opensm, active: false}] to only write its files",
+				obs.Port.Device, obs.Port.Port, obs.Port.GUID))
+			prop.Changes = nil
+			return prop
+		}
+		startWith(req, obs, prop.Changes)
+	}
+	return prop
+}
+
+// plan is Plan for an opensm that runs, or for one that does not before
+// startWith says what becomes of it.
+func (p *Provider) plan(req *plan.Request, obs *Observed) plan.Proposal {
 	var prop plan.Proposal
 	sm := req.Spec.SubnetManager
 	if sm == nil || obs == nil {
@@ -108,6 +124,14 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		return prop
 	}
 	if len(prop.Changes) > 0 {
+		return prop
+	}
+	if obs.Stopped {
+		// The files are as wanted and opensm does not run: it is
+		// started, unless the spec keeps it stopped.
+		if c := startChange(req, obs, wantParts, exp); c != nil {
+			prop.Changes = append(prop.Changes, c)
+		}
 		return prop
 	}
 	// The files are as wanted: does the fabric run them?
@@ -323,4 +347,57 @@ func sysconfigChange(req *plan.Request, obs *Observed) *plan.Change {
 		c.Action = plan.Create
 	}
 	return c
+}
+
+// keptStopped: the spec's services keep opensm stopped (active: false),
+// so the subnet manager section writes its files only; opensm reads them
+// when it starts.
+func keptStopped(req *plan.Request) bool {
+	for _, sv := range req.Spec.Services {
+		if name := strings.TrimSuffix(sv.Name, ".service"); (name == "opensm" || strings.HasPrefix(name, "opensm@")) && sv.Active != nil && !*sv.Active {
+			return true
+		}
+	}
+	return false
+}
+
+// startWith says, on the file changes of a plan made while opensm does
+// not run, what apply does about it: it starts opensm once the file is
+// written and proves the fabric shows the spec (a restart a change would
+// need is that start), or, where the spec's services keep opensm
+// stopped, nothing: opensm reads the files when it starts.
+func startWith(req *plan.Request, obs *Observed, changes []*plan.Change) {
+	stopped := keptStopped(req)
+	for _, c := range changes {
+		pl, err := plan.PayloadOf[*payload](c)
+		if err != nil || pl.start {
+			continue // startChange's says it already
+		}
+		c.Attributes = slices.DeleteFunc(c.Attributes, func(a plan.Attr) bool {
+			return a.Name == "opensm" || a.Name == PortsUnit // "running → restarted": it does not run
+		})
+		if stopped {
+			c.Attributes = append(c.Attributes, plan.Attr{Name: "opensm", Before: "stopped", After: "stopped (services: active: false; it reads the file when it starts)"})
+			continue
+		}
+		pl.start, pl.unit = true, obs.StartUnit
+		c.Attributes = append(c.Attributes, plan.Attr{Name: "opensm", Before: "stopped", After: "started (" + obs.StartUnit + ", once the file is written)"})
+	}
+}
+
+// startChange is the change that starts an opensm that does not run
+// while its files are as the spec wants; nil where the spec's services
+// keep it stopped.
+func startChange(req *plan.Request, obs *Observed, wantParts []byte, exp expectation) *plan.Change {
+	if keptStopped(req) {
+		return nil
+	}
+	pl := &payload{file: obs.Layout.Partitions, partitions: req.Spec.SubnetManager.Partitions != nil, content: wantParts, previous: obs.Partitions, signalOnly: true,
+		launched: obs.Layout.Sysconfig != "", port: obs.Port, expect: exp, start: true, unit: obs.StartUnit}
+	addr := PartitionsAddr
+	if req.Spec.SubnetManager.Partitions == nil {
+		addr, pl.file, pl.content, pl.previous = ConfAddr, obs.Layout.Conf, obs.Conf, obs.Conf
+	}
+	return &plan.Change{Address: addr, Action: plan.Update, Activation: plan.Now, Source: req.Pos("$.subnet_manager"),
+		Attributes: []plan.Attr{{Name: "opensm", Before: "stopped", After: "started (" + obs.StartUnit + ")"}}, Payload: pl}
 }

@@ -287,9 +287,57 @@ func TestLabPartitionsReachTheFabric(t *testing.T) {
 	if err := a.bus.Stop(context.Background(), a.unit); err != nil {
 		t.Fatal(err)
 	}
-	if got := a.audit(t, src); len(got) != 1 || !strings.Contains(got[0], "no subnet manager answers") {
+	// An opensm that stopped is drift the next apply mends: it starts it.
+	if got := a.audit(t, src); len(got) != 1 || !strings.Contains(got[0], "opensm: stopped -> started ("+a.unit+")") {
 		t.Errorf("audit with opensm stopped: %v", got)
 	}
+	a.applyThenEmpty(t, src)
+	a.pid(t)
+}
+
+// TestLabStoppedOpenSMIsStarted: on a host whose opensm is installed and
+// not running, the plan says apply starts it (its unit, once the files
+// are written), not that it restarts it; apply does, the real opensm
+// reaches MASTER with the spec's priority and programs the spec's
+// P_Keys, and the next plan is empty. Stopped again with the files as
+// the spec says (where the example used to strand a host: every plan
+// failed on sminfo), the plan starts it, and after the apply plans
+// nothing.
+func TestLabStoppedOpenSMIsStarted(t *testing.T) {
+	f := smlab.Start(t)
+	l := systemdlab.Start(t)
+	a := newLabHost(t, f, l, "Hca1")
+	g2 := f.PortGUID(t, "Hca2")
+	src := partitionsSpec(7, []string{a.guid}, []string{g2})
+	p := a.plan(t, src)
+	var said []string
+	for _, c := range p.Changes {
+		for _, at := range c.Attributes {
+			if at.Name == "opensm" {
+				said = append(said, at.Before+" -> "+at.After)
+			}
+		}
+	}
+	if len(p.Errors) > 0 || len(said) == 0 || strings.Contains(strings.Join(said, "; "), "restarted") || !strings.Contains(said[0], "stopped -> started ("+a.unit) {
+		t.Fatalf("plan with opensm stopped: %v; opensm: %v", summary(p), said)
+	}
+	a.applyThenEmpty(t, src)
+	a.pid(t)
+	if out := f.WaitSMInfo(t, "Hca1", regexp.MustCompile(`SMINFO_MASTER`), 30*time.Second); !strings.Contains(out, "priority 7 ") {
+		t.Errorf("sminfo after the apply: %q, want priority 7", out)
+	}
+	if got := firstRow(t, f, "Hca2"); got != "0: 0xffff 0x0002 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000" {
+		t.Errorf("Hca2 P_Keys after the apply: %q", got)
+	}
+	if err := a.bus.Stop(context.Background(), a.unit); err != nil {
+		t.Fatal(err)
+	}
+	p = a.plan(t, src)
+	if len(p.Errors) > 0 || len(p.Changes) != 1 || p.Changes[0].Address != PartitionsAddr {
+		t.Fatalf("plan with the files written and opensm stopped: %v", summary(p))
+	}
+	a.applyThenEmpty(t, src)
+	a.pid(t)
 }
 
 // audit runs rdmaform's audit with the provider and returns the checks

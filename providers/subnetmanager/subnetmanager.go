@@ -135,6 +135,14 @@ type Observed struct {
 	// not be asked (no port, tools missing: FabricErr says why).
 	Fabric    *Fabric
 	FabricErr error
+	// Stopped: the service manager runs none of opensm's units for the
+	// port (opensm@GUID.service, opensm.service) and no subnet manager
+	// answers on it; false where no service manager can tell.
+	Stopped bool
+	// StartUnit is the unit that starts it: the package's opensm.service
+	// (Debian's starts an opensm@GUID.service a port PORTS names), else
+	// the port's opensm@GUID.service; "" when neither is installed.
+	StartUnit string
 }
 
 // LocalPort is the port opensm binds to.
@@ -202,6 +210,13 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	now := *obs.Port // a device the names stage renames is asked under its name now
 	now.Device = req.RDMANow(now.Device)
 	obs.Fabric, obs.FabricErr = ReadFabric(ctx, h, &now)
+	if obs.FabricErr != nil && h.Systemd != nil {
+		running, _, err := runningUnits(ctx, h, &now)
+		obs.Stopped = err == nil && len(running) == 0
+		if obs.Stopped {
+			obs.StartUnit = startable(ctx, h, &now)
+		}
+	}
 	return obs, nil
 }
 
@@ -264,6 +279,13 @@ type payload struct {
 	port     *LocalPort
 	// expect is what the fabric must show once opensm took the file.
 	expect expectation
+	// start: opensm does not run, and the plan starts it once the file
+	// is written (startUnit), then proves the fabric shows the spec.
+	start bool
+	unit  string // the unit start starts
+	// stop: the revert of a change that started opensm stops that unit
+	// again once the file is back.
+	stop bool
 }
 
 // expectation is what the local port and its subnet manager show once
