@@ -34,6 +34,10 @@ type payload struct {
 	// was holds the Next Boot value each set replaces, for Revert, in
 	// the tool's display form (a name such as ETH, or a number).
 	was map[string]string
+	// current holds each parameter's Current value at plan time: a set
+	// back to it (Revert's, or a spec's) un-stages the parameter, which
+	// then waits for no reboot and leaves the staged ledger.
+	current map[string]mlxfmt.Value
 	// burn is a firmware image to burn (image.go) instead of sets.
 	burn *burn
 }
@@ -173,7 +177,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		addr := Address(dev.PCI)
-		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, values: map[string]string{}, paths: map[string]string{}, source: map[string]*plan.Source{}, was: map[string]string{}}
+		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, values: map[string]string{}, paths: map[string]string{}, source: map[string]*plan.Source{}, was: map[string]string{}, current: map[string]mlxfmt.Value{}}
 		var attrs []plan.Attr
 		var disrupts []string
 		for _, prm := range d.Firmware.Params {
@@ -235,6 +239,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			disrupts = append(disrupts, linkNetdevs(req, dev, prm.Name, prm.Value, have)...)
 			pl.sets = append(pl.sets, prm.Name+"="+arg)
 			pl.was[prm.Name] = have.NextBoot.Display()
+			pl.current[prm.Name] = have.Current
 			pl.values[prm.Name] = prm.Value
 			pl.paths[prm.Name] = pp
 			pl.source[prm.Name] = req.Pos(pp)

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,22 +139,36 @@ func updateLedger(f host.FS, fn func(*Ledger) bool) error {
 // recordStaged adds (or replaces) the ledger entries of the values a set
 // just staged: the boot ID, the time, the device, parameter, value, tool,
 // and plan.ByPowerCycle when the set's output (out) said only a power
-// cycle loads them.
-func recordStaged(h *host.Host, out []byte, pls ...*payload) error {
+// cycle loads them. A value set back to the one that runs (Current at
+// plan time: Revert's, or a spec's that un-stages) waits for nothing: its
+// entry leaves the ledger instead. waits tells whether a value the set
+// staged waits for a reboot, left how many entries the ledger holds now.
+func recordStaged(h *host.Host, out []byte, pls ...*payload) (waits bool, left int, err error) {
 	by := ""
 	if mlxfmt.SetNeedsPowerCycle(out) {
 		by = plan.ByPowerCycle
 	}
 	boot, err := host.ReadAttr(h.FS, BootIDPath)
 	if err != nil {
-		return &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
+		return false, 0, &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	return updateLedger(h.FS, func(l *Ledger) bool {
+	err = updateLedger(h.FS, func(l *Ledger) bool {
 		for _, pl := range pls {
 			for _, s := range pl.sets {
 				name := setName(s)
-				e := LedgerEntry{BootID: boot, StagedAt: now, Device: pl.pci, Parameter: name, Value: pl.values[name], Tool: pl.tool, Activation: by}
+				value, ok := pl.values[name]
+				if !ok {
+					// Nothing says what was staged: an empty value would
+					// be an entry no check can read.
+					value = strings.TrimPrefix(s, name+"=")
+				}
+				if cur, ok := pl.current[name]; ok && cur.Kind != mlxfmt.KindAbsent && mlxfmt.Equal(value, cur) {
+					l.Entries = slices.DeleteFunc(l.Entries, func(e LedgerEntry) bool { return e.Device == pl.pci && e.Parameter == name })
+					continue
+				}
+				waits = true
+				e := LedgerEntry{BootID: boot, StagedAt: now, Device: pl.pci, Parameter: name, Value: value, Tool: pl.tool, Activation: by}
 				if old := l.Find(pl.pci, name); old != nil {
 					*old = e
 				} else {
@@ -160,8 +176,10 @@ func recordStaged(h *host.Host, out []byte, pls ...*payload) error {
 				}
 			}
 		}
+		left = len(l.Entries)
 		return true
 	})
+	return waits, left, err
 }
 
 // sameStaged tells whether a ledger entry's value is the value a spec
