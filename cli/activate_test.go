@@ -543,3 +543,26 @@ func stagedEthHost(t *testing.T) (dir, h, spec string) {
 	}
 	return dir, h, spec
 }
+
+// TestActivateWithoutSpecSettles: activate without -f resets the card;
+// what was staged runs now, so nothing waits for a reboot: the staged
+// ledger has no entry left, /run/reboot-required is gone, and status
+// exits 0.
+func TestActivateWithoutSpecSettles(t *testing.T) {
+	_, h, _ := stagedEthHost(t)
+	if !exists(filepath.Join(h, "run/reboot-required")) || len(ledgerParams(t, h)) == 0 {
+		t.Fatal("apply left no reboot marker or ledger entry")
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset"); code != 0 || !strings.Contains(out, "Every staged value is current.") {
+		t.Fatalf("activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if exists(filepath.Join(h, "run/reboot-required")) {
+		t.Error("/run/reboot-required is left after the activation")
+	}
+	if got := ledgerParams(t, h); len(got) != 0 {
+		t.Errorf("ledger after the activation: %v, want empty", got)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "status"); code != 0 || !strings.Contains(out, "Nothing waits for a reboot.") {
+		t.Errorf("status after the activation: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
