@@ -64,7 +64,13 @@ interrupted by SIGINT/SIGTERM.`,
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("activate --confirm-timeout: a firmware reset cannot be undone but by another one (the configuration it loaded is the one that was staged), and a reboot cannot be taken back; nothing was changed (stage with apply --confirm-timeout --allow-firmware, then activate)")}
 			}
 			switch o.by {
-			case "", plan.ByFWReset, plan.ByReboot:
+			case "":
+				if cmd.Flags().Changed("by") {
+					// Given empty (--by ''): a typo or an unset variable,
+					// not a request for the default.
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("--by %q: the ways are fw-reset and reboot (leave --by out for the cheapest every pending item allows)", o.by)}
+				}
+			case plan.ByFWReset, plan.ByReboot:
 			case plan.ByPowerCycle:
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("--by power-cycle: rdmaform cannot power-cycle a host; do it out of band (BMC, PDU), then run rdmaform plan")}
 			default:
@@ -113,9 +119,7 @@ func (a *app) activate(ctx context.Context, h *host.Host, spec *schema.Spec, o a
 			return a.askFirst("activate --by reboot", "reboots", "use --yes to reboot without asking")
 		},
 		LockTimeout: lockTimeout,
-		LockWaiting: func(string) {
-			fmt.Fprintf(a.info(), "rdmaform: waiting up to %s for the host's apply lock (%s)\n", lockTimeout, host.LockFile)
-		},
+		LockWaiting: func(holder string) { fmt.Fprintln(a.info(), session.Waiting(lockTimeout, holder)) },
 		Warn: a.env.Stderr, Info: a.info(), Environ: a.env.Environ, Pending: pendingAll, Hint: a.hint,
 	}
 	if !a.jsonOut() {

@@ -1,12 +1,15 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/sim"
@@ -299,6 +302,9 @@ func TestActivateFlagLimits(t *testing.T) {
 		{[]string{"--by", "reboot"}, 0, "Nothing is staged"},
 		{[]string{"--by", "power-cycle"}, 1, "cannot power-cycle"},
 		{[]string{"--by", "kexec"}, 1, `--by "kexec": the ways are fw-reset and reboot`},
+		// An empty way is refused, not read as the default.
+		{[]string{"--by", ""}, 1, `--by "": the ways are fw-reset and reboot`},
+		{[]string{"--by="}, 1, `--by "": the ways are fw-reset and reboot`},
 		{[]string{"--confirm-timeout", "5m"}, 1, "a firmware reset cannot be undone"},
 		{[]string{"--by", "reboot", "--force"}, 1, "a reboot has none"},
 		{[]string{"--force"}, 0, "Nothing is staged"},
@@ -564,5 +570,37 @@ func TestActivateWithoutSpecSettles(t *testing.T) {
 	}
 	if code, out, errs := runCLI(t, "--sim", h, "status"); code != 0 || !strings.Contains(out, "Nothing waits for a reboot.") {
 		t.Errorf("status after the activation: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivateNamesTheLockHolder: while another process holds the host's
+// apply lock, activate says who holds it (as the holder recorded it: pid,
+// command, since when) before it waits, and names it again when it gives
+// up after --lock-timeout.
+func TestActivateNamesTheLockHolder(t *testing.T) {
+	h := filepath.Join(t.TempDir(), "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatal(errs)
+	}
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := hh.LockWaiting(context.Background(), time.Second, "rdmaform activate --by fw-reset", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	code, out, errs := runCLI(t, "--sim", h, "activate", "--lock-timeout", "1s")
+	holder := fmt.Sprintf("pid %d, rdmaform activate --by fw-reset, since ", os.Getpid())
+	if code != 1 || !strings.Contains(errs, "waiting up to 1s for the host's apply lock ("+host.LockFile+"), held by "+holder) {
+		t.Errorf("activate beside a holder: exit %d, want 1 naming %q before the wait\n%s%s", code, holder, out, errs)
+	}
+	if !strings.Contains(errs, "held by "+holder) || strings.Count(errs, holder) < 2 {
+		t.Errorf("activate's timeout does not name the holder %q\n%s", holder, errs)
 	}
 }
