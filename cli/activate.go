@@ -120,7 +120,7 @@ func (a *app) activate(ctx context.Context, h *host.Host, spec *schema.Spec, o a
 		},
 		LockTimeout: lockTimeout,
 		LockWaiting: func(holder string) { fmt.Fprintln(a.info(), session.Waiting(lockTimeout, holder)) },
-		Warn: a.env.Stderr, Info: a.info(), Environ: a.env.Environ, Pending: pendingAll, Hint: a.hint,
+		Warn:        a.env.Stderr, Info: a.info(), Environ: a.env.Environ, Pending: pendingAll, Hint: a.hint,
 	}
 	if !a.jsonOut() {
 		so.Out = a.env.Stdout
