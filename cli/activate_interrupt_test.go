@@ -121,7 +121,7 @@ func TestSignalDuringActivate(t *testing.T) {
 			// activate -f exits 0 only when the plan is empty.
 			out, err = exec.Command(bin, "--sim", h, "activate", "-f", spec).CombinedOutput()
 			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "Nothing is staged") ||
-				!strings.Contains(string(out), "The host does not match the spec: 1 change (rdma_cm[mlx5_0/1]); run rdmaform apply -f "+spec) {
+				!strings.Contains(string(out), "The host does not match the spec: 1 change (rdma_cm[mlx5_0/1]); run rdmaform --sim "+h+" apply -f "+spec) {
 				t.Errorf("activate after the interrupt: %v, want exit 2 naming the change left and the apply\n%s", err, out)
 			}
 			if out, err := exec.Command(bin, "--sim", h, "apply", "--yes", "-f", spec).CombinedOutput(); err != nil {

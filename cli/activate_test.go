@@ -604,3 +604,64 @@ func TestActivateNamesTheLockHolder(t *testing.T) {
 		t.Errorf("activate's timeout does not name the holder %q\n%s", holder, errs)
 	}
 }
+
+// TestActivateByRebootSaysWhatIsLost: activate --by reboot --yes on a
+// host without rdmaform's boot unit does not promise that a boot unit
+// applies the runtime state: it says there is none and names what the
+// reboot loses (the two VFs), text and JSON; after the reboot the plan
+// indeed shows the VFs again (exit 2), and the apply it names converges.
+// With the boot unit installed and enabled (persistence: boot-unit), it
+// names the unit instead.
+func TestActivateByRebootSaysWhatIsLost(t *testing.T) {
+	for _, output := range []string{"text", "json"} {
+		t.Run(output, func(t *testing.T) {
+			dir, h, spec := stagedEthHost(t)
+			if n := numVFs(t, h); n != "2" {
+				t.Fatalf("sriov_numvfs %s, want 2", n)
+			}
+			code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", spec, "-o", output)
+			if code != 0 {
+				t.Fatalf("activate --by reboot --yes: exit %d\n%s%s", code, out, errs)
+			}
+			lost := "the 2 VFs of 0000:3b:00.0 (mlx5_0) and their settings"
+			if output == "json" {
+				loadSchemas(t).check(t, "activate -o json", "activate", out)
+				var doc struct {
+					Lost []string `json:"lost"`
+				}
+				if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Lost) != 2 || doc.Lost[0] != lost {
+					t.Errorf("activate -o json: %v, want lost [%q, the runtime settings]\n%s", err, lost, out)
+				}
+			} else {
+				for _, w := range []string{"This host has no enabled boot unit", lost, "After the boot, rdmaform --sim " + h + " apply -f " + spec + " sets"} {
+					if !strings.Contains(out, w) {
+						t.Errorf("activate --by reboot: want %q in\n%s", w, out)
+					}
+				}
+				if strings.Contains(out, "the boot unit applies") {
+					t.Errorf("activate --by reboot promises a boot unit the host lacks:\n%s", out)
+				}
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 || !strings.Contains(out, "sriov[0000:3b:00.0]") {
+				t.Errorf("plan after the reboot: exit %d, want 2 with the VFs lost\n%s%s", code, out, errs)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+				t.Errorf("apply after the reboot: exit %d\n%s%s", code, out, errs)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+				t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
+			}
+
+			// With the boot unit: a spec that stages again and installs it.
+			unit := filepath.Join(dir, "unit.yaml")
+			writeActivateSpec(t, unit, "version: 1\npersistence: boot-unit\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: IB}\n")
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", unit); code != 3 {
+				t.Fatalf("apply with the boot unit: exit %d, want 3\n%s%s", code, out, errs)
+			}
+			code, out, errs = runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", unit)
+			if code != 0 || !strings.Contains(out, "the boot unit (rdmaform.service, with /etc/rdmaform/boot.yaml) applies the runtime state again") || strings.Contains(out, "no enabled boot unit") {
+				t.Errorf("activate --by reboot with the boot unit: exit %d\n%s%s", code, out, errs)
+			}
+		})
+	}
+}

@@ -104,7 +104,7 @@ func TestActivateCardDoesNotReturn(t *testing.T) {
 			// Nothing is staged, but the reboot took the VFs: activate -f
 			// exits 0 only when the plan is empty.
 			if code, out, errs := runCLI(t, "--sim", h, "activate", "-f", spec); code != 2 || !strings.Contains(out, "Nothing is staged") ||
-				!strings.Contains(out, "1 change (sriov[0000:3b:00.0]); run rdmaform apply -f "+spec) {
+				!strings.Contains(out, "1 change (sriov[0000:3b:00.0]); run rdmaform --sim "+h+" apply -f "+spec) {
 				t.Errorf("activate after the reboot: exit %d, want 2, nothing staged and the change named\n%s%s", code, out, errs)
 			}
 			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/providers/sriov"
@@ -128,7 +129,7 @@ func Activate(ctx context.Context, h *host.Host, o ActivateOptions) (*ActivateRe
 		return nil, &LockError{Err: err}
 	}
 	defer unlock()
-	a := &activator{json: o.Out == nil, infoW: o.Info, ask: o.Ask, pending: o.Pending}
+	a := &activator{json: o.Out == nil, infoW: o.Info, ask: o.Ask, pending: o.Pending, hint: o.Hint.or()}
 	a.env.Stdout, a.env.Stderr, a.env.Environ = orDiscard(o.Out), orDiscard(o.Warn), o.Environ
 	// What an activation cut short took down comes back first.
 	if a.recovered, err = a.recover(ctx, h, o.Wait); err == nil {
@@ -172,6 +173,7 @@ type activator struct {
 	recovered bool
 	// planned is the plan stagedCards made of the spec (nil without one).
 	planned *plan.Plan
+	hint    Hint
 }
 
 func (a *activator) jsonOut() bool { return a.json }
@@ -286,6 +288,9 @@ type ActivateDoc struct {
 	Pending        []plan.Pending `json:"pending"`
 	Errors         []JSONError    `json:"errors"`
 	RebootRequired bool           `json:"reboot_required"`
+	// Lost is what a reboot (By reboot) loses that nothing sets again
+	// after the boot: the host has no enabled boot unit.
+	Lost []string `json:"lost,omitempty"`
 	// Interrupted: a signal (SIGINT, SIGTERM) stopped activate; the
 	// resets under way ran to their end, the runtime part was not applied
 	// again.
@@ -326,7 +331,7 @@ func (a *activator) activate(ctx context.Context, h *host.Host, spec *schema.Spe
 		return a.activateDone(doc, "Nothing was changed:\n  "+strings.Join(power, "\n  "), plan.ExitError)
 	}
 	if by == plan.ByReboot {
-		return a.activateByReboot(ctx, h, cards, o, doc)
+		return a.activateByReboot(ctx, h, spec, cards, o, doc)
 	}
 	return a.activateByReset(ctx, h, spec, cards, o, doc)
 }
@@ -441,7 +446,7 @@ func (a *activator) activateDone(doc *ActivateDoc, msg string, code int) error {
 
 // activateByReboot says what a reboot will activate and reboots through
 // the service manager, with --yes or a confirmed prompt.
-func (a *activator) activateByReboot(ctx context.Context, h *host.Host, cards []ActivateCard, o activateOptions, doc *ActivateDoc) error {
+func (a *activator) activateByReboot(ctx context.Context, h *host.Host, spec *schema.Spec, cards []ActivateCard, o activateOptions, doc *ActivateDoc) error {
 	doc.By = plan.ByReboot
 	var lines []string
 	for i := range cards {
@@ -449,9 +454,14 @@ func (a *activator) activateByReboot(ctx context.Context, h *host.Host, cards []
 		lines = append(lines, cards[i].items...)
 	}
 	doc.Cards = cards
+	after := fmt.Sprintf("After the boot the boot unit (%s, with %s) applies the runtime state again and the staged ledger (%s) checks that each value took.", bootunit.UnitName, bootunit.SpecPath, firmware.LedgerPath)
+	if !bootUnitEnabled(h) {
+		doc.Lost = lostAtReboot(ctx, h)
+		after = fmt.Sprintf("This host has no enabled boot unit (persistence: boot-unit): nothing applies the runtime state again after the boot. Lost at the reboot:\n  %s\nAfter the boot, %s sets what the spec asks for again, and the staged ledger (%s) checks that each value took.",
+			strings.Join(doc.Lost, "\n  "), a.applyHint(spec), firmware.LedgerPath)
+	}
 	if !a.jsonOut() {
-		fmt.Fprintf(a.env.Stdout, "A reboot activates:\n  %s\nAfter the boot the boot unit applies the runtime state again and the staged ledger (%s) checks that each value took.\n",
-			strings.Join(lines, "\n  "), firmware.LedgerPath)
+		fmt.Fprintf(a.env.Stdout, "A reboot activates:\n  %s\n%s\n", strings.Join(lines, "\n  "), after)
 	}
 	r, ok := h.Systemd.(host.Rebooter)
 	if h.Systemd == nil || !ok {
@@ -857,7 +867,7 @@ func (a *activator) nothingStaged(ctx context.Context, h *host.Host, spec *schem
 		}
 		doc.Errors = append(doc.Errors, JSONError{Message: fmt.Sprintf("the host does not match the spec: %s", plan.JoinAddrs(addrs, ", "))})
 		return a.activateDone(doc, fmt.Sprintf("Nothing is staged: nothing to activate. The host does not match the spec: %d %s (%s); run %s.",
-			len(addrs), words.Plural(len(addrs), "change", "changes"), plan.JoinAddrs(addrs, ", "), DefaultHint("apply", "-f", spec.Src.File)), code)
+			len(addrs), words.Plural(len(addrs), "change", "changes"), plan.JoinAddrs(addrs, ", "), a.applyHint(spec)), code)
 	default:
 		return a.activateDone(doc, "Nothing is staged, but something of the spec waits for a reboot.", code)
 	}
@@ -1016,4 +1026,42 @@ func functionMissing(h *host.Host, pci string, was *inventory.Device) string {
 func rdmaRegistered(h *host.Host, pci string) bool {
 	es, err := h.FS.ReadDir("/sys/bus/pci/devices/" + pci + "/infiniband")
 	return err == nil && len(es) > 0
+}
+
+// bootUnitEnabled tells whether rdmaform's boot unit is installed and
+// enabled (persistence: boot-unit): it applies the runtime part at boot.
+//
+// Equivalent to: test -f /etc/systemd/system/rdmaform.service; readlink /etc/systemd/system/multi-user.target.wants/rdmaform.service
+func bootUnitEnabled(h *host.Host) bool {
+	unit, err := host.ReadOptional(h.FS, bootunit.UnitPath)
+	if err != nil || unit == nil {
+		return false
+	}
+	link, err := h.FS.Readlink(bootunit.WantsPath)
+	return err == nil && link == bootunit.UnitPath
+}
+
+// lostAtReboot names the runtime state a reboot loses: each PF's VFs
+// (their count now), and the runtime settings by kind.
+func lostAtReboot(ctx context.Context, h *host.Host) []string {
+	var out []string
+	if inv, err := inventory.Discover(ctx, h); err == nil {
+		for _, d := range inv.Devices {
+			if d.PCI == "" {
+				continue
+			}
+			if pf, err := sriov.Read(h, d.PCI); err == nil && pf.NumVFs > 0 {
+				out = append(out, fmt.Sprintf("the %d VFs of %s (%s) and their settings", pf.NumVFs, d.PCI, d.Name))
+			}
+		}
+	}
+	return append(out, "runtime settings: rdma_cm defaults, mlx4 port types written through sysfs, Soft-RoCE links, addresses, MTUs and routes set through netlink, DCB, pause and ethtool settings, RDMA network namespace mode")
+}
+
+// applyHint is the command that sets a spec's runtime part again.
+func (a *activator) applyHint(spec *schema.Spec) string {
+	if spec == nil {
+		return a.hint("apply", "-f", "SPEC")
+	}
+	return a.hint("apply", "-f", spec.Src.File)
 }
