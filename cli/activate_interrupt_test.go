@@ -202,3 +202,41 @@ func TestKilledActivate(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalDuringReapply: SIGINT reaches activate while it applies the
+// spec again after the reset (two module loads of 3 s each, emulated; the signal comes during the first).
+// The load runs to its end and activate stops: exit 130, an interruption
+// naming what is left, not "a reboot is still needed" (exit 3) for
+// changes a reboot does not make. The next apply converges.
+func TestSignalDuringReapply(t *testing.T) {
+	bin := buildRdmaform(t)
+	dir, h := activateHost(t, func(st *sim.State) {
+		st.Latency = map[string]sim.Duration{"modprobe": sim.Duration(3 * time.Second)}
+	})
+	staged := filepath.Join(dir, "eth.yaml")
+	writeActivateSpec(t, staged, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n")
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", staged); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	spec := filepath.Join(dir, "eth-ucm.yaml")
+	writeActivateSpec(t, spec, "version: 1\nmodules: [rdma_ucm, ib_umad]\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: ETH}\n")
+	cmd := exec.Command(bin, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	said, errs, err := runSignalled(t, cmd, "firmware reset 0000:3b:00: ended after", syscall.SIGINT)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("activate: %v, want exit 130\nstdout:\n%s\nstderr:\n%s", err, said, errs)
+	}
+	if w := "Interrupted: reset 0000:3b:00 (the firmware reset ran to its end, the card is back); not done: the rest of the spec's runtime part"; !strings.Contains(said, w) {
+		t.Errorf("activate output: want %q in\n%s", w, said)
+	}
+	if strings.Contains(said, "A reboot is still needed") {
+		t.Errorf("activate asks for a reboot after an interrupt:\n%s", said)
+	}
+	if out, err := exec.Command(bin, "--sim", h, "apply", "--yes", "-f", spec).CombinedOutput(); err != nil {
+		t.Errorf("apply after the interrupt: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "--sim", h, "plan", "-f", spec).CombinedOutput(); err != nil {
+		t.Errorf("plan after apply: %v, want exit 0\n%s", err, out)
+	}
+}

@@ -174,6 +174,8 @@ type activator struct {
 	// planned is the plan stagedCards made of the spec (nil without one).
 	planned *plan.Plan
 	hint    Hint
+	// interruptedApply: a signal stopped the spec's re-apply part way.
+	interruptedApply bool
 }
 
 func (a *activator) jsonOut() bool { return a.json }
@@ -600,6 +602,12 @@ func (a *activator) finish(ctx context.Context, h *host.Host, spec *schema.Spec,
 		if err != nil {
 			msgs = append(msgs, err.Error())
 		}
+		if r != nil && r.Outcome.Interrupted {
+			// A signal stopped the re-apply between two changes: not a
+			// reboot that is needed, an activation that was cut short.
+			a.interruptedApply = true
+			return a.activateInterrupted(ctx, h, doc, spec, msgs...)
+		}
 		if r != nil {
 			msgs = append(msgs, r.Errors...)
 			after = r.After
@@ -673,7 +681,10 @@ func (a *activator) activateInterrupted(ctx context.Context, h *host.Host, doc *
 		}
 	}
 	left := "checking that nothing is still staged (run rdmaform status)"
-	if spec != nil {
+	switch {
+	case spec != nil && a.interruptedApply:
+		left = fmt.Sprintf("the rest of the spec's runtime part and the check that the plan is empty (run rdmaform apply -f %s)", spec.Src.File)
+	case spec != nil:
 		left = fmt.Sprintf("applying the spec's runtime part again and checking that the plan is empty (run rdmaform apply -f %s)", spec.Src.File)
 	}
 	did := "no card was reset"
