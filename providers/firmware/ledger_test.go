@@ -203,7 +203,9 @@ func TestBurnedHere(t *testing.T) {
 	ledger := func(dev, v string) *Ledger {
 		return &Ledger{Entries: []LedgerEntry{{BootID: "b0", Device: dev, Parameter: LedgerImage, Value: v, Tool: "mstflint"}}}
 	}
-	flash := func(v string) *ImageObs { return &ImageObs{Flash: &mlxfmt.FlintQuery{FWVersion: v, PSID: "MT_0000000222"}} }
+	flash := func(v string) *ImageObs {
+		return &ImageObs{Flash: &mlxfmt.FlintQuery{FWVersion: v, PSID: "MT_0000000222"}}
+	}
 	for _, tc := range []struct {
 		name string
 		obs  *Observed
