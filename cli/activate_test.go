@@ -665,3 +665,41 @@ func TestActivateByRebootSaysWhatIsLost(t *testing.T) {
 		})
 	}
 }
+
+// TestActivateRefusesEveryBlueField: each BlueField generation's PCI
+// device ID (the kernel writes it in lower case; an upper-case one is the
+// same ID) is refused by name, nothing changed (the value is still
+// pending); a ConnectX-6 beside them (0x101b) and a device ID one off a
+// BlueField's (0xa2d3) are reset.
+func TestActivateRefusesEveryBlueField(t *testing.T) {
+	for _, tc := range []struct{ id, name string }{
+		{"0xa2d2", "BlueField"}, {"0xa2d6", "BlueField-2"}, {"0xa2dc", "BlueField-3"}, {"0xA2DC", "BlueField-3"},
+		{"0x101b", ""}, {"0xa2d3", ""},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			dir, h := activateHost(t, func(st *sim.State) {
+				for _, d := range st.Devices {
+					d.PCIID = tc.id
+				}
+			})
+			spec := filepath.Join(dir, "eth.yaml")
+			writeActivateSpec(t, spec, ethSpec)
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+				t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+			}
+			code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
+			if tc.name == "" {
+				if code != 0 {
+					t.Errorf("activate on device %s: exit %d, want 0\n%s%s", tc.id, code, out, errs)
+				}
+				return
+			}
+			if code != 1 || !strings.Contains(out+errs, "0000:3b:00.0 is a "+tc.name+" DPU") {
+				t.Errorf("activate on a %s (%s): exit %d, want 1 naming it\n%s%s", tc.name, tc.id, code, out, errs)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "status", "-f", spec); code != 3 {
+				t.Errorf("status after the refusal: exit %d, want 3 (still pending)\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
