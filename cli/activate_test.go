@@ -703,3 +703,54 @@ func TestActivateRefusesEveryBlueField(t *testing.T) {
 		})
 	}
 }
+
+// TestActivateLevelRefusedAtReset: the query listed level 3, but the
+// reset tool refuses it when it comes to the reset (no level at all, or
+// not that one, in the device's state then): the card failed, exit 1,
+// its way is now a power cycle (JSON "by", and the text says so), its
+// two VFs are back, nothing is current. Any other refusal (the tool could
+// not clear the VFs) keeps the way a firmware reset.
+func TestActivateLevelRefusedAtReset(t *testing.T) {
+	for _, tc := range []struct{ name, msg, by string }{
+		{"no level", "There is no supported reset-level", "power-cycle"},
+		{"level not supported", "Reset-level '3' is not supported in the current state of this device", "power-cycle"},
+		{"other", "Reset virtual functions failed! Please reset virtual functions manually and resume operation", "fw-reset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, h, spec := stagedEthHost(t)
+			s, err := sim.Open(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The tool's own words (mlxemu renders them from mstflint's
+			// mstfwreset.py), answered to the reset only, not to the query.
+			if err := s.AddFault(sim.Fault{Tool: "mlxfwreset", Match: "reset -y", Exit: 1, Stdout: "-E- " + tc.msg + ".\n"}); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec, "-o", "json")
+			if code != 1 {
+				t.Fatalf("activate: exit %d, want 1\n%s%s", code, out, errs)
+			}
+			loadSchemas(t).check(t, "activate -o json", "activate", out)
+			var doc struct {
+				Cards []struct {
+					By, Result, Reason string
+				} `json:"cards"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Cards) != 1 {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			c := doc.Cards[0]
+			if c.Result != "failed" || c.By != tc.by || !strings.Contains(c.Reason, tc.msg) ||
+				strings.Contains(c.Reason, "only a power cycle") != (tc.by == "power-cycle") {
+				t.Errorf("card: %+v, want failed by %s with the tool's message", c, tc.by)
+			}
+			if n := numVFs(t, h); n != "2" {
+				t.Errorf("sriov_numvfs %s after the refused reset, want 2", n)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "status", "-f", spec); code != 3 {
+				t.Errorf("status: exit %d, want 3 (still pending)\n%s%s", code, out, errs)
+			}
+		})
+	}
+}

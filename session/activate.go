@@ -773,7 +773,12 @@ func (a *activator) resetCard(ctx context.Context, h *host.Host, c *ActivateCard
 		if errors.As(err, &ee) {
 			if te := mlxfmt.ParseResetError(ee.Stdout); te != nil {
 				if te.Kind == mlxfmt.ResetErrNoLevel || te.Kind == mlxfmt.ResetErrLevel {
+					// The firmware refused the level when it came to it:
+					// only a power cycle loads what is staged now.
 					c.By = plan.ByPowerCycle
+					fail("%s: -E- %s: only a power cycle loads what is staged (power off and on, through the BMC or PDU)", cmd, te.Message)
+					a.restoreVFs(ctx, h, c, saved)
+					return
 				}
 				fail("%s: -E- %s", cmd, te.Message)
 				a.restoreVFs(ctx, h, c, saved)
