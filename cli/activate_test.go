@@ -754,3 +754,38 @@ func TestActivateLevelRefusedAtReset(t *testing.T) {
 		})
 	}
 }
+
+// TestActivateRestoresOneVF: a PF with exactly one VF (that the spec does
+// not ask for) has it set to 0 before the reset, which the tool refuses
+// while VFs exist (a vfs reset fault), and back afterwards.
+func TestActivateRestoresOneVF(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	spec := filepath.Join(dir, "vfs8.yaml")
+	writeActivateSpec(t, spec, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 8}\n")
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hh.FS.WriteAttr("/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "sim", "fault", h, "--reset", "vfs"); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec); code != 0 || !strings.Contains(out, "(VFs restored: 0000:3b:00.0 1)") {
+		t.Fatalf("activate: exit %d, want 0 with the one VF restored\n%s%s", code, out, errs)
+	}
+	if n := numVFs(t, h); n != "1" {
+		t.Errorf("sriov_numvfs %s after activate, want 1", n)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
