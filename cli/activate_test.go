@@ -789,3 +789,47 @@ func TestActivateRestoresOneVF(t *testing.T) {
 		t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
 	}
 }
+
+// TestStatusAfterAResetNobodyRecorded: the state a killed activate leaves
+// when its reset tool ran to its end without it (the tool is a process of
+// its own): the staged value runs, but the ledger entry and rdmaform's
+// /run/reboot-required are still there. status does not ask for a reboot
+// for it (exit 0, the marker named as left by a run cut short); the next
+// activate settles the ledger and removes the marker. A marker another
+// package shares still counts.
+func TestStatusAfterAResetNobodyRecorded(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		_, h, spec := stagedEthHost(t)
+		if other {
+			if err := os.WriteFile(filepath.Join(h, "run/reboot-required.pkgs"), []byte("linux-image-amd64\nrdmaform\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, out, errs := runCLI(t, "sim", "tool", h, "--", "mlxfwreset", "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"); code != 0 {
+			t.Fatalf("the reset tool: exit %d\n%s%s", code, out, errs)
+		}
+		code, out, errs := runCLI(t, "--sim", h, "status")
+		if other {
+			if code != 3 {
+				t.Errorf("status with another package's marker: exit %d, want 3\n%s%s", code, out, errs)
+			}
+			continue
+		}
+		if code != 0 || !strings.Contains(out, "/run/reboot-required lists only rdmaform, and nothing rdmaform staged waits") || !strings.Contains(out, "Nothing waits for a reboot.") {
+			t.Errorf("status after the reset: exit %d, want 0 naming the stale marker\n%s%s", code, out, errs)
+		}
+		code, out, errs = runCLI(t, "--sim", h, "status", "-o", "json")
+		if code != 0 || !strings.Contains(out, `"reboot_required": false`) {
+			t.Errorf("status -o json after the reset: exit %d, want 0, reboot_required false\n%s%s", code, out, errs)
+		}
+		loadSchemas(t).check(t, "status -o json", "status", out)
+		// The reset took the VFs (the tool clears them): the plan is not
+		// empty, so activate -f says so (exit 2) and settles the rest.
+		if code, out, errs := runCLI(t, "--sim", h, "activate", "-f", spec); code != 2 || !strings.Contains(out, "Nothing is staged") {
+			t.Errorf("activate after the reset: exit %d, want 2\n%s%s", code, out, errs)
+		}
+		if exists(filepath.Join(h, "run/reboot-required")) || len(ledgerParams(t, h)) != 0 {
+			t.Errorf("activate left the marker or the ledger entry (%v)", ledgerParams(t, h))
+		}
+	}
+}
