@@ -137,69 +137,85 @@ func TestSignalDuringActivate(t *testing.T) {
 // TestKilledActivate: activate --by fw-reset is SIGKILLed during the
 // reset of a card with two VFs the spec does not ask for (they are at 0
 // then). What the reset undoes was on disk before it
-// (/run/rdmaform/activate.json): the next activate -f gives the two VFs
-// back, with VF 1's GUIDs, then does what the killed run did not (the
-// reset, the proof): exit 0, the plan is empty, status has nothing
-// waiting and no reboot marker is left.
+// (/run/rdmaform/activate.json). Either the reset died with activate
+// (the emulated tool runs in its process), or it ran to its end without
+// it, as a real mstfwreset, a process of its own, does: then what was
+// staged runs and status asks for no reboot. Both ways, the next
+// activate -f gives the two VFs back, with VF 1's GUIDs, then does what
+// the killed run did not (the reset if still needed, the spec applied
+// again, the proof): exit 0, the plan is empty, status has nothing
+// waiting, and no reboot marker, ledger entry or record is left.
 func TestKilledActivate(t *testing.T) {
 	bin := buildRdmaform(t)
-	dir, h := activateHost(t, func(st *sim.State) {
-		st.Latency = map[string]sim.Duration{"mlxfwreset reset": sim.Duration(3 * time.Second)}
-	})
-	spec := filepath.Join(dir, "vfs8.yaml")
-	writeActivateSpec(t, spec, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 8}\n")
-	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
-		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
-	}
-	s, err := sim.Open(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hh, err := s.Host()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// VFs the spec does not set up: only the record keeps them.
-	if err := hh.FS.WriteAttr("/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", []byte("2")); err != nil {
-		t.Fatal(err)
-	}
-	const guid = "11:22:33:44:55:66:77:88"
-	if err := hh.Net.LinkSetVF("ib0", 1, host.VFConfig{NodeGUID: guid, PortGUID: guid}); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	said, errs, err := runSignalled(t, cmd, "firmware reset 0000:3b:00: resetting (level 3)...", syscall.SIGKILL)
-	if err == nil {
-		t.Fatalf("activate was not killed\n%s%s", said, errs)
-	}
-	if n := numVFs(t, h); n != "0" {
-		t.Fatalf("sriov_numvfs %s after the kill, want 0 (the test kills activate while the VFs are down)", n)
-	}
-	if !exists(filepath.Join(h, "run/rdmaform/activate.json")) {
-		t.Fatalf("no record of what the reset undoes after the kill")
-	}
-	out, err := exec.Command(bin, "--sim", h, "activate", "-f", spec).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "restored: 0000:3b:00.0 2") || !strings.Contains(string(out), "The host matches the spec.") {
-		t.Fatalf("activate after the kill: %v, want exit 0 with the VFs restored\n%s", err, out)
-	}
-	if s, err = sim.Open(h); err != nil {
-		t.Fatal(err)
-	}
-	d := s.State().DeviceByPCI("0000:3b:00.0")
-	if d.SRIOV == nil || len(d.SRIOV.VFs) != 2 || d.SRIOV.VFs[1].PortGUID != guid {
-		t.Errorf("VFs after the recovery: %+v, want 2, VF 1 with port GUID %s", d.SRIOV, guid)
-	}
-	if out, err := exec.Command(bin, "--sim", h, "plan", "-f", spec).CombinedOutput(); err != nil {
-		t.Errorf("plan after the recovery: %v, want exit 0\n%s", err, out)
-	}
-	if out, err := exec.Command(bin, "--sim", h, "status").CombinedOutput(); err != nil {
-		t.Errorf("status after the recovery: %v, want exit 0\n%s", err, out)
-	}
-	for _, f := range []string{"run/reboot-required", "var/lib/rdmaform/staged.json", "run/rdmaform/activate.json"} {
-		if exists(filepath.Join(h, f)) {
-			t.Errorf("%s is left after the recovery", f)
-		}
+	for _, toolFinished := range []bool{false, true} {
+		t.Run(map[bool]string{false: "reset died", true: "reset ran to its end"}[toolFinished], func(t *testing.T) {
+			dir, h := activateHost(t, func(st *sim.State) {
+				st.Latency = map[string]sim.Duration{"mlxfwreset reset": sim.Duration(3 * time.Second)}
+			})
+			spec := filepath.Join(dir, "vfs8.yaml")
+			writeActivateSpec(t, spec, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 8}\n")
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+				t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+			}
+			s, err := sim.Open(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hh, err := s.Host()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// VFs the spec does not set up: only the record keeps them.
+			if err := hh.FS.WriteAttr("/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", []byte("2")); err != nil {
+				t.Fatal(err)
+			}
+			const guid = "11:22:33:44:55:66:77:88"
+			if err := hh.Net.LinkSetVF("ib0", 1, host.VFConfig{NodeGUID: guid, PortGUID: guid}); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
+			cmd.Env = append(os.Environ(), "NO_COLOR=1")
+			said, errs, err := runSignalled(t, cmd, "firmware reset 0000:3b:00: resetting (level 3)...", syscall.SIGKILL)
+			if err == nil {
+				t.Fatalf("activate was not killed\n%s%s", said, errs)
+			}
+			if n := numVFs(t, h); n != "0" {
+				t.Fatalf("sriov_numvfs %s after the kill, want 0 (the test kills activate while the VFs are down)", n)
+			}
+			if !exists(filepath.Join(h, "run/rdmaform/activate.json")) {
+				t.Fatalf("no record of what the reset undoes after the kill")
+			}
+			if toolFinished {
+				if code, out, errs := runCLI(t, "sim", "tool", h, "--", "mlxfwreset", "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"); code != 0 {
+					t.Fatalf("the reset tool: exit %d\n%s%s", code, out, errs)
+				}
+				if code, out, errs := runCLI(t, "--sim", h, "status"); code != 0 {
+					t.Errorf("status after the reset: exit %d, want 0\n%s%s", code, out, errs)
+				}
+			}
+			out, err := exec.Command(bin, "--sim", h, "activate", "-f", spec).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "restored: 0000:3b:00.0 2") || !strings.Contains(string(out), "The host matches the spec.") {
+				t.Fatalf("activate after the kill: %v, want exit 0 with the VFs restored\n%s", err, out)
+			}
+			if s, err = sim.Open(h); err != nil {
+				t.Fatal(err)
+			}
+			d := s.State().DeviceByPCI("0000:3b:00.0")
+			if d.SRIOV == nil || len(d.SRIOV.VFs) != 2 || d.SRIOV.VFs[1].PortGUID != guid {
+				t.Errorf("VFs after the recovery: %+v, want 2, VF 1 with port GUID %s", d.SRIOV, guid)
+			}
+			if out, err := exec.Command(bin, "--sim", h, "plan", "-f", spec).CombinedOutput(); err != nil {
+				t.Errorf("plan after the recovery: %v, want exit 0\n%s", err, out)
+			}
+			if out, err := exec.Command(bin, "--sim", h, "status").CombinedOutput(); err != nil {
+				t.Errorf("status after the recovery: %v, want exit 0\n%s", err, out)
+			}
+			for _, f := range []string{"run/reboot-required", "var/lib/rdmaform/staged.json", "run/rdmaform/activate.json"} {
+				if exists(filepath.Join(h, f)) {
+					t.Errorf("%s is left after the recovery", f)
+				}
+			}
+		})
 	}
 }
 
