@@ -2,6 +2,7 @@ package firmware_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/apply"
@@ -74,5 +75,53 @@ func TestRevertUnstages(t *testing.T) {
 		if p := build(t, h, spec); len(p.Pending) != 0 || len(p.Changes) != 1 {
 			t.Errorf("plan after the revert: %d pending, %d changes; want the change again", len(p.Pending), len(p.Changes))
 		}
+	}
+}
+
+// TestOneResetQueryPerCard: values pending on both functions of one card
+// (LINK_TYPE_P1 through .0, LINK_TYPE_P2 through .1) ask the reset tool
+// how to activate them once for the card, not once per function (the
+// query opens the device, a third of a second on a real adapter); a
+// second card gets its own query.
+func TestOneResetQueryPerCard(t *testing.T) {
+	ctx := context.Background()
+	st, err := sim.NewState("gpu-node", "node1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.Create(t.TempDir(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := s.Host()
+	spec := parse(t, `version: 1
+devices:
+  - pci: "0000:10:00.0"
+    firmware:
+      params: {LINK_TYPE_P1: ETH}
+  - pci: "0000:10:00.1"
+    firmware:
+      params: {LINK_TYPE_P2: ETH}
+  - pci: "0000:20:00.0"
+    firmware:
+      params: {LINK_TYPE_P1: ETH}
+`)
+	p := build(t, h, spec)
+	if out := apply.Run(ctx, h, p, []plan.Provider{firmware.New()}, apply.Options{}); out.Err != nil {
+		t.Fatalf("apply: %v", out.Err)
+	}
+	n := len(s.Calls())
+	p = build(t, h, spec)
+	if len(p.Pending) != 3 {
+		t.Fatalf("%d pending, want 3: %+v", len(p.Pending), p.Pending)
+	}
+	queries := map[string]int{}
+	for _, c := range s.Calls()[n:] {
+		if f := strings.Fields(c); len(f) > 2 && strings.HasSuffix(f[0], "fwreset") && f[len(f)-1] == "query" {
+			queries[f[2][:len("0000:10:00")]]++
+		}
+	}
+	if queries["0000:10:00"] != 1 || queries["0000:20:00"] != 1 || len(queries) != 2 {
+		t.Errorf("reset queries by card: %v, want one for each of 0000:10:00 and 0000:20:00\n%s", queries, strings.Join(s.Calls()[n:], "\n"))
 	}
 }
