@@ -49,15 +49,23 @@ named with what did not come back. A card that only a reboot activates
 is left: exit 3. An interrupt (Ctrl-C, SIGTERM) does not stop a reset:
 the reset tool gets SIGTERM only after apply's grace period (a minute)
 and is never killed; activate waits for the card and its VFs, then
-stops without applying the runtime part (exit 130 or 143).
+stops without applying the runtime part (exit 130 or 143). What the
+resets undo (each PF's VF count and its VFs' settings) is written to
+/run/rdmaform/activate.json before the first one: after an activate that
+was killed, the next one gives the VFs back first and, with -f, applies
+the spec again. After the resets the staged ledger drops what runs now,
+and rdmaform leaves /run/reboot-required when nothing it staged waits.
 
---by reboot reboots through systemd (the boot unit and the staged ledger
-do the rest after the boot), only with --yes or a confirmed prompt.
-Without --by, the cheapest way every pending item allows.
+--by reboot reboots through systemd, only with --yes or a confirmed
+prompt; on a host without rdmaform's enabled boot unit it names what the
+reboot loses (VFs, runtime settings) and the apply that sets them again.
+Without --by, the cheapest way every pending item allows; an empty --by
+is refused.
 
-Exit 0: everything staged is current (and the plan empty); 1: an error,
-a refusal or a power cycle needed; 3: a reboot is still needed; 130/143:
-interrupted by SIGINT/SIGTERM.`,
+Exit 0: everything staged is current (with -f: the plan is empty, also
+when nothing is staged); 1: an error, a refusal or a power cycle needed;
+2: nothing is staged but the plan is not empty (-f); 3: a reboot is still
+needed; 130/143: interrupted by SIGINT/SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("confirm-timeout") {
