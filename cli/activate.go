@@ -150,5 +150,18 @@ func (a *app) activate(ctx context.Context, h *host.Host, spec *schema.Spec, o a
 			return err
 		}
 	}
+	if a.sim != nil && res.Code == plan.ExitOK && res.Doc != nil && res.Doc.By == plan.ByReboot {
+		// The simulated host rebooted under this process, which lives
+		// on: its boot unit runs now, as after rdmaform sim reboot (on a
+		// real host systemd starts it at boot). Its lines go where the
+		// document does not.
+		w := a.env.Stdout
+		if a.jsonOut() {
+			w = a.env.Stderr
+		}
+		if err := a.runBootUnit(a.sim, a.simDir, w); err != nil {
+			return err
+		}
+	}
 	return exitCode(res.Code)
 }

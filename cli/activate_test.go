@@ -652,15 +652,29 @@ func TestActivateByRebootSaysWhatIsLost(t *testing.T) {
 				t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
 			}
 
-			// With the boot unit: a spec that stages again and installs it.
+			// With the boot unit: a spec that stages again, keeps the two
+			// VFs and installs the unit. The simulated reboot runs it, as
+			// systemd does at boot: the VFs are back, the plan is empty.
 			unit := filepath.Join(dir, "unit.yaml")
-			writeActivateSpec(t, unit, "version: 1\npersistence: boot-unit\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {LINK_TYPE_P1: IB}\n")
+			writeActivateSpec(t, unit, "version: 1\npersistence: boot-unit\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 4, LINK_TYPE_P1: IB}\n    sriov:\n      num_vfs: 2\n")
 			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", unit); code != 3 {
 				t.Fatalf("apply with the boot unit: exit %d, want 3\n%s%s", code, out, errs)
 			}
-			code, out, errs = runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", unit)
-			if code != 0 || !strings.Contains(out, "the boot unit (rdmaform.service, with /etc/rdmaform/boot.yaml) applies the runtime state again") || strings.Contains(out, "no enabled boot unit") {
+			code, out, errs = runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", unit, "-o", output)
+			if output == "json" {
+				loadSchemas(t).check(t, "activate -o json", "activate", out)
+				if code != 0 || strings.Contains(out, `"lost"`) || !strings.Contains(errs, "rdmaform.service: started") {
+					t.Errorf("activate --by reboot -o json with the boot unit: exit %d, want 0, nothing lost, the unit's lines on stderr\n%s%s", code, out, errs)
+				}
+			} else if code != 0 || !strings.Contains(out, "the boot unit (rdmaform.service, with /etc/rdmaform/boot.yaml) applies the runtime state again") ||
+				strings.Contains(out, "no enabled boot unit") || !strings.Contains(out, "rdmaform.service: started") {
 				t.Errorf("activate --by reboot with the boot unit: exit %d\n%s%s", code, out, errs)
+			}
+			if n := numVFs(t, h); n != "2" {
+				t.Errorf("sriov_numvfs %s after the reboot with the boot unit, want 2", n)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", unit); code != 0 {
+				t.Errorf("plan after the reboot with the boot unit: exit %d, want 0\n%s%s", code, out, errs)
 			}
 		})
 	}
