@@ -49,22 +49,36 @@ named with what did not come back. A card that only a reboot activates
 is left: exit 3. An interrupt (Ctrl-C, SIGTERM) does not stop a reset:
 the reset tool gets SIGTERM only after apply's grace period (a minute)
 and is never killed; activate waits for the card and its VFs, then
-stops without applying the runtime part (exit 130 or 143).
+stops without applying the runtime part (exit 130 or 143). What the
+resets undo (each PF's VF count and its VFs' settings) is written to
+/run/rdmaform/activate.json before the first one: after an activate that
+was killed, the next one gives the VFs back first and, with -f, applies
+the spec again. After the resets the staged ledger drops what runs now,
+and rdmaform leaves /run/reboot-required when nothing it staged waits.
 
---by reboot reboots through systemd (the boot unit and the staged ledger
-do the rest after the boot), only with --yes or a confirmed prompt.
-Without --by, the cheapest way every pending item allows.
+--by reboot reboots through systemd, only with --yes or a confirmed
+prompt; on a host without rdmaform's enabled boot unit it names what the
+reboot loses (VFs, runtime settings) and the apply that sets them again.
+Without --by, the cheapest way every pending item allows; an empty --by
+is refused.
 
-Exit 0: everything staged is current (and the plan empty); 1: an error,
-a refusal or a power cycle needed; 3: a reboot is still needed; 130/143:
-interrupted by SIGINT/SIGTERM.`,
+Exit 0: everything staged is current (with -f: the plan is empty, also
+when nothing is staged); 1: an error, a refusal or a power cycle needed;
+2: nothing is staged but the plan is not empty (-f); 3: a reboot is still
+needed; 130/143: interrupted by SIGINT/SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("confirm-timeout") {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("activate --confirm-timeout: a firmware reset cannot be undone but by another one (the configuration it loaded is the one that was staged), and a reboot cannot be taken back; nothing was changed (stage with apply --confirm-timeout --allow-firmware, then activate)")}
 			}
 			switch o.by {
-			case "", plan.ByFWReset, plan.ByReboot:
+			case "":
+				if cmd.Flags().Changed("by") {
+					// Given empty (--by ''): a typo or an unset variable,
+					// not a request for the default.
+					return &exitError{code: plan.ExitError, err: fmt.Errorf("--by %q: the ways are fw-reset and reboot (leave --by out for the cheapest every pending item allows)", o.by)}
+				}
+			case plan.ByFWReset, plan.ByReboot:
 			case plan.ByPowerCycle:
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("--by power-cycle: rdmaform cannot power-cycle a host; do it out of band (BMC, PDU), then run rdmaform plan")}
 			default:
@@ -113,10 +127,8 @@ func (a *app) activate(ctx context.Context, h *host.Host, spec *schema.Spec, o a
 			return a.askFirst("activate --by reboot", "reboots", "use --yes to reboot without asking")
 		},
 		LockTimeout: lockTimeout,
-		LockWaiting: func(string) {
-			fmt.Fprintf(a.info(), "rdmaform: waiting up to %s for the host's apply lock (%s)\n", lockTimeout, host.LockFile)
-		},
-		Warn: a.env.Stderr, Info: a.info(), Environ: a.env.Environ, Pending: pendingAll, Hint: a.hint,
+		LockWaiting: func(holder string) { fmt.Fprintln(a.info(), session.Waiting(lockTimeout, holder)) },
+		Warn:        a.env.Stderr, Info: a.info(), Environ: a.env.Environ, Pending: pendingAll, Hint: a.hint,
 	}
 	if !a.jsonOut() {
 		so.Out = a.env.Stdout
@@ -135,6 +147,19 @@ func (a *app) activate(ctx context.Context, h *host.Host, spec *schema.Spec, o a
 	}
 	if a.jsonOut() {
 		if err := a.writeJSON(res.Doc); err != nil {
+			return err
+		}
+	}
+	if a.sim != nil && res.Code == plan.ExitOK && res.Doc != nil && res.Doc.By == plan.ByReboot {
+		// The simulated host rebooted under this process, which lives
+		// on: its boot unit runs now, as after rdmaform sim reboot (on a
+		// real host systemd starts it at boot). Its lines go where the
+		// document does not.
+		w := a.env.Stdout
+		if a.jsonOut() {
+			w = a.env.Stderr
+		}
+		if err := a.runBootUnit(a.sim, a.simDir, w); err != nil {
 			return err
 		}
 	}

@@ -1,12 +1,15 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/sim"
@@ -299,6 +302,9 @@ func TestActivateFlagLimits(t *testing.T) {
 		{[]string{"--by", "reboot"}, 0, "Nothing is staged"},
 		{[]string{"--by", "power-cycle"}, 1, "cannot power-cycle"},
 		{[]string{"--by", "kexec"}, 1, `--by "kexec": the ways are fw-reset and reboot`},
+		// An empty way is refused, not read as the default.
+		{[]string{"--by", ""}, 1, `--by "": the ways are fw-reset and reboot`},
+		{[]string{"--by="}, 1, `--by "": the ways are fw-reset and reboot`},
 		{[]string{"--confirm-timeout", "5m"}, 1, "a firmware reset cannot be undone"},
 		{[]string{"--by", "reboot", "--force"}, 1, "a reboot has none"},
 		{[]string{"--force"}, 0, "Nothing is staged"},
@@ -545,4 +551,302 @@ func stagedEthHost(t *testing.T) (dir, h, spec string) {
 		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
 	}
 	return dir, h, spec
+}
+
+// TestActivateWithoutSpecSettles: activate without -f resets the card;
+// what was staged runs now, so nothing waits for a reboot: the staged
+// ledger has no entry left, /run/reboot-required is gone, and status
+// exits 0.
+func TestActivateWithoutSpecSettles(t *testing.T) {
+	_, h, _ := stagedEthHost(t)
+	if !exists(filepath.Join(h, "run/reboot-required")) || len(ledgerParams(t, h)) == 0 {
+		t.Fatal("apply left no reboot marker or ledger entry")
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset"); code != 0 || !strings.Contains(out, "Every staged value is current.") {
+		t.Fatalf("activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if exists(filepath.Join(h, "run/reboot-required")) {
+		t.Error("/run/reboot-required is left after the activation")
+	}
+	if got := ledgerParams(t, h); len(got) != 0 {
+		t.Errorf("ledger after the activation: %v, want empty", got)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "status"); code != 0 || !strings.Contains(out, "Nothing waits for a reboot.") {
+		t.Errorf("status after the activation: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestActivateNamesTheLockHolder: while another process holds the host's
+// apply lock, activate says who holds it (as the holder recorded it: pid,
+// command, since when) before it waits, and names it again when it gives
+// up after --lock-timeout.
+func TestActivateNamesTheLockHolder(t *testing.T) {
+	h := filepath.Join(t.TempDir(), "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatal(errs)
+	}
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := hh.LockWaiting(context.Background(), time.Second, "rdmaform activate --by fw-reset", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	code, out, errs := runCLI(t, "--sim", h, "activate", "--lock-timeout", "1s")
+	holder := fmt.Sprintf("pid %d, rdmaform activate --by fw-reset, since ", os.Getpid())
+	if code != 1 || !strings.Contains(errs, "waiting up to 1s for the host's apply lock ("+host.LockFile+"), held by "+holder) {
+		t.Errorf("activate beside a holder: exit %d, want 1 naming %q before the wait\n%s%s", code, holder, out, errs)
+	}
+	if !strings.Contains(errs, "held by "+holder) || strings.Count(errs, holder) < 2 {
+		t.Errorf("activate's timeout does not name the holder %q\n%s", holder, errs)
+	}
+}
+
+// TestActivateByRebootSaysWhatIsLost: activate --by reboot --yes on a
+// host without rdmaform's boot unit does not promise that a boot unit
+// applies the runtime state: it says there is none and names what the
+// reboot loses (the two VFs), text and JSON; after the reboot the plan
+// indeed shows the VFs again (exit 2), and the apply it names converges.
+// With the boot unit installed and enabled (persistence: boot-unit), it
+// names the unit instead.
+func TestActivateByRebootSaysWhatIsLost(t *testing.T) {
+	for _, output := range []string{"text", "json"} {
+		t.Run(output, func(t *testing.T) {
+			dir, h, spec := stagedEthHost(t)
+			if n := numVFs(t, h); n != "2" {
+				t.Fatalf("sriov_numvfs %s, want 2", n)
+			}
+			code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", spec, "-o", output)
+			if code != 0 {
+				t.Fatalf("activate --by reboot --yes: exit %d\n%s%s", code, out, errs)
+			}
+			lost := "the 2 VFs of 0000:3b:00.0 (mlx5_0) and their settings"
+			if output == "json" {
+				loadSchemas(t).check(t, "activate -o json", "activate", out)
+				var doc struct {
+					Lost []string `json:"lost"`
+				}
+				if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Lost) != 2 || doc.Lost[0] != lost {
+					t.Errorf("activate -o json: %v, want lost [%q, the runtime settings]\n%s", err, lost, out)
+				}
+			} else {
+				for _, w := range []string{"This host has no enabled boot unit", lost, "After the boot, rdmaform --sim " + h + " apply -f " + spec + " sets"} {
+					if !strings.Contains(out, w) {
+						t.Errorf("activate --by reboot: want %q in\n%s", w, out)
+					}
+				}
+				if strings.Contains(out, "the boot unit applies") {
+					t.Errorf("activate --by reboot promises a boot unit the host lacks:\n%s", out)
+				}
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 || !strings.Contains(out, "sriov[0000:3b:00.0]") {
+				t.Errorf("plan after the reboot: exit %d, want 2 with the VFs lost\n%s%s", code, out, errs)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 0 {
+				t.Errorf("apply after the reboot: exit %d\n%s%s", code, out, errs)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+				t.Errorf("plan at the end: exit %d\n%s%s", code, out, errs)
+			}
+
+			// With the boot unit: a spec that stages again, keeps the two
+			// VFs and installs the unit. The simulated reboot runs it, as
+			// systemd does at boot: the VFs are back, the plan is empty.
+			unit := filepath.Join(dir, "unit.yaml")
+			writeActivateSpec(t, unit, "version: 1\npersistence: boot-unit\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 4, LINK_TYPE_P1: IB}\n    sriov:\n      num_vfs: 2\n")
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", unit); code != 3 {
+				t.Fatalf("apply with the boot unit: exit %d, want 3\n%s%s", code, out, errs)
+			}
+			code, out, errs = runCLI(t, "--sim", h, "activate", "--by", "reboot", "--yes", "-f", unit, "-o", output)
+			if output == "json" {
+				loadSchemas(t).check(t, "activate -o json", "activate", out)
+				if code != 0 || strings.Contains(out, `"lost"`) || !strings.Contains(errs, "rdmaform.service: started") {
+					t.Errorf("activate --by reboot -o json with the boot unit: exit %d, want 0, nothing lost, the unit's lines on stderr\n%s%s", code, out, errs)
+				}
+			} else if code != 0 || !strings.Contains(out, "the boot unit (rdmaform.service, with /etc/rdmaform/boot.yaml) applies the runtime state again") ||
+				strings.Contains(out, "no enabled boot unit") || !strings.Contains(out, "rdmaform.service: started") {
+				t.Errorf("activate --by reboot with the boot unit: exit %d\n%s%s", code, out, errs)
+			}
+			if n := numVFs(t, h); n != "2" {
+				t.Errorf("sriov_numvfs %s after the reboot with the boot unit, want 2", n)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", unit); code != 0 {
+				t.Errorf("plan after the reboot with the boot unit: exit %d, want 0\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+// TestActivateRefusesEveryBlueField: each BlueField generation's PCI
+// device ID (the kernel writes it in lower case; an upper-case one is the
+// same ID) is refused by name, nothing changed (the value is still
+// pending); a ConnectX-6 beside them (0x101b) and a device ID one off a
+// BlueField's (0xa2d3) are reset.
+func TestActivateRefusesEveryBlueField(t *testing.T) {
+	for _, tc := range []struct{ id, name string }{
+		{"0xa2d2", "BlueField"}, {"0xa2d6", "BlueField-2"}, {"0xa2dc", "BlueField-3"}, {"0xA2DC", "BlueField-3"},
+		{"0x101b", ""}, {"0xa2d3", ""},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			dir, h := activateHost(t, func(st *sim.State) {
+				for _, d := range st.Devices {
+					d.PCIID = tc.id
+				}
+			})
+			spec := filepath.Join(dir, "eth.yaml")
+			writeActivateSpec(t, spec, ethSpec)
+			if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+				t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+			}
+			code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
+			if tc.name == "" {
+				if code != 0 {
+					t.Errorf("activate on device %s: exit %d, want 0\n%s%s", tc.id, code, out, errs)
+				}
+				return
+			}
+			if code != 1 || !strings.Contains(out+errs, "0000:3b:00.0 is a "+tc.name+" DPU") {
+				t.Errorf("activate on a %s (%s): exit %d, want 1 naming it\n%s%s", tc.name, tc.id, code, out, errs)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "status", "-f", spec); code != 3 {
+				t.Errorf("status after the refusal: exit %d, want 3 (still pending)\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+// TestActivateLevelRefusedAtReset: the query listed level 3, but the
+// reset tool refuses it when it comes to the reset (no level at all, or
+// not that one, in the device's state then): the card failed, exit 1,
+// its way is now a power cycle (JSON "by", and the text says so), its
+// two VFs are back, nothing is current. Any other refusal (the tool could
+// not clear the VFs) keeps the way a firmware reset.
+func TestActivateLevelRefusedAtReset(t *testing.T) {
+	for _, tc := range []struct{ name, msg, by string }{
+		{"no level", "There is no supported reset-level", "power-cycle"},
+		{"level not supported", "Reset-level '3' is not supported in the current state of this device", "power-cycle"},
+		{"other", "Reset virtual functions failed! Please reset virtual functions manually and resume operation", "fw-reset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, h, spec := stagedEthHost(t)
+			s, err := sim.Open(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The tool's own words (mlxemu renders them from mstflint's
+			// mstfwreset.py), answered to the reset only, not to the query.
+			if err := s.AddFault(sim.Fault{Tool: "mlxfwreset", Match: "reset -y", Exit: 1, Stdout: "-E- " + tc.msg + ".\n"}); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec, "-o", "json")
+			if code != 1 {
+				t.Fatalf("activate: exit %d, want 1\n%s%s", code, out, errs)
+			}
+			loadSchemas(t).check(t, "activate -o json", "activate", out)
+			var doc struct {
+				Cards []struct {
+					By, Result, Reason string
+				} `json:"cards"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Cards) != 1 {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			c := doc.Cards[0]
+			if c.Result != "failed" || c.By != tc.by || !strings.Contains(c.Reason, tc.msg) ||
+				strings.Contains(c.Reason, "only a power cycle") != (tc.by == "power-cycle") {
+				t.Errorf("card: %+v, want failed by %s with the tool's message", c, tc.by)
+			}
+			if n := numVFs(t, h); n != "2" {
+				t.Errorf("sriov_numvfs %s after the refused reset, want 2", n)
+			}
+			if code, out, errs := runCLI(t, "--sim", h, "status", "-f", spec); code != 3 {
+				t.Errorf("status: exit %d, want 3 (still pending)\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+// TestActivateRestoresOneVF: a PF with exactly one VF (that the spec does
+// not ask for) has it set to 0 before the reset, which the tool refuses
+// while VFs exist (a vfs reset fault), and back afterwards.
+func TestActivateRestoresOneVF(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	spec := filepath.Join(dir, "vfs8.yaml")
+	writeActivateSpec(t, spec, "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {SRIOV_EN: true, NUM_OF_VFS: 8}\n")
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hh.FS.WriteAttr("/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "sim", "fault", h, "--reset", "vfs"); code != 0 {
+		t.Fatal(errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec); code != 0 || !strings.Contains(out, "(VFs restored: 0000:3b:00.0 1)") {
+		t.Fatalf("activate: exit %d, want 0 with the one VF restored\n%s%s", code, out, errs)
+	}
+	if n := numVFs(t, h); n != "1" {
+		t.Errorf("sriov_numvfs %s after activate, want 1", n)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after activate: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestStatusAfterAResetNobodyRecorded: the state a killed activate leaves
+// when its reset tool ran to its end without it (the tool is a process of
+// its own): the staged value runs, but the ledger entry and rdmaform's
+// /run/reboot-required are still there. status does not ask for a reboot
+// for it (exit 0, the marker named as left by a run cut short); the next
+// activate settles the ledger and removes the marker. A marker another
+// package shares still counts.
+func TestStatusAfterAResetNobodyRecorded(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		_, h, spec := stagedEthHost(t)
+		if other {
+			if err := os.WriteFile(filepath.Join(h, "run/reboot-required.pkgs"), []byte("linux-image-amd64\nrdmaform\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, out, errs := runCLI(t, "sim", "tool", h, "--", "mlxfwreset", "-d", "0000:3b:00.0", "reset", "-y", "--level", "3"); code != 0 {
+			t.Fatalf("the reset tool: exit %d\n%s%s", code, out, errs)
+		}
+		code, out, errs := runCLI(t, "--sim", h, "status")
+		if other {
+			if code != 3 {
+				t.Errorf("status with another package's marker: exit %d, want 3\n%s%s", code, out, errs)
+			}
+			continue
+		}
+		if code != 0 || !strings.Contains(out, "/run/reboot-required lists only rdmaform, and nothing rdmaform staged waits") || !strings.Contains(out, "Nothing waits for a reboot.") {
+			t.Errorf("status after the reset: exit %d, want 0 naming the stale marker\n%s%s", code, out, errs)
+		}
+		code, out, errs = runCLI(t, "--sim", h, "status", "-o", "json")
+		if code != 0 || !strings.Contains(out, `"reboot_required": false`) {
+			t.Errorf("status -o json after the reset: exit %d, want 0, reboot_required false\n%s%s", code, out, errs)
+		}
+		loadSchemas(t).check(t, "status -o json", "status", out)
+		// The reset took the VFs (the tool clears them): the plan is not
+		// empty, so activate -f says so (exit 2) and settles the rest.
+		if code, out, errs := runCLI(t, "--sim", h, "activate", "-f", spec); code != 2 || !strings.Contains(out, "Nothing is staged") {
+			t.Errorf("activate after the reset: exit %d, want 2\n%s%s", code, out, errs)
+		}
+		if exists(filepath.Join(h, "run/reboot-required")) || len(ledgerParams(t, h)) != 0 {
+			t.Errorf("activate left the marker or the ledger entry (%v)", ledgerParams(t, h))
+		}
+	}
 }

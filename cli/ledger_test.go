@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -354,5 +355,78 @@ func TestDidNotTakeHintConverges(t *testing.T) {
 	}
 	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
 		t.Errorf("plan after the activation: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestDidNotTakeHintWithRuntimePart: the README's ib-to-eth example
+// (a link type and the RoCE settings that wait for it) after a warm
+// reboot that did not reload the firmware. The plan names one finding
+// (the value that did not take); RoCE waits for the link type as before
+// the reboot, not an error of its own. The command the message names,
+// with the spec, resets the card and applies the RoCE settings: exit 0,
+// then the plan is empty and status has nothing waiting.
+func TestDidNotTakeHintWithRuntimePart(t *testing.T) {
+	h := filepath.Join(t.TempDir(), "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	spec := "../examples/ib-to-eth.yaml"
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "sim", "reboot", h, "--keep-firmware"); code != 0 {
+		t.Fatalf("sim reboot --keep-firmware: %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec)
+	if code != 1 || strings.Count(out+errs, ": error: ") != 1 || !strings.Contains(out+errs, "did not take") ||
+		!strings.Contains(out, "? rdma_cm[mlx5_0/1] waits for LINK_TYPE_P1=ETH on 0000:3b:00.0 (a reboot did not load it") {
+		t.Fatalf("plan after a warm reboot: exit %d, want 1 with one finding (did not take) and RoCE deferred\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec); code != 0 ||
+		!strings.Contains(out, "Runtime settings applied again: 1 applied") {
+		t.Fatalf("activate --by fw-reset -f %s: exit %d, want 0 with the RoCE settings applied\n%s%s", spec, code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 0 {
+		t.Errorf("plan after the activation: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "status"); code != 0 {
+		t.Errorf("status after the activation: exit %d, want 0\n%s%s", code, out, errs)
+	}
+}
+
+// TestConfirmTimeoutRevertsStagedFirmware: apply --confirm-timeout
+// --allow-firmware stages KEEP_IB_LINK_UP_P1=1 (ledger entry, reboot
+// marker); nobody confirms, so the apply stages back the value that runs
+// at the deadline. Nothing waits for a reboot then: no ledger entry (none
+// with an empty value), no /run/reboot-required, status exits 0, and the
+// plan shows the change again.
+func TestConfirmTimeoutRevertsStagedFirmware(t *testing.T) {
+	bin := buildRdmaform(t)
+	dir := t.TempDir()
+	h := filepath.Join(dir, "host")
+	if code, _, errs := runCLI(t, "sim", "new", h, "--profile", "cx6-vpi-ib"); code != 0 {
+		t.Fatalf("sim new: %s", errs)
+	}
+	spec := filepath.Join(dir, "keep.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware:\n      params: {KEEP_IB_LINK_UP_P1: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--sim", h, "apply", "--yes", "--allow-firmware", "--confirm-timeout", "2s", "-f", spec)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "Reverted 1 ") {
+		t.Fatalf("apply --confirm-timeout 2s: %v, want exit 1 after the revert\n%s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(h, "var/lib/rdmaform/staged.json")); err == nil {
+		t.Errorf("staged ledger after the revert:\n%s", b)
+	}
+	if exists(filepath.Join(h, "run/reboot-required")) {
+		t.Error("/run/reboot-required is left after the revert")
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "status"); code != 0 || !strings.Contains(out, "Nothing waits for a reboot.") {
+		t.Errorf("status after the revert: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--sim", h, "plan", "-f", spec); code != 2 || !strings.Contains(out, "KEEP_IB_LINK_UP_P1") {
+		t.Errorf("plan after the revert: exit %d, want 2 with the change again\n%s%s", code, out, errs)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmaform/rdmaform/cli"
-	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/cli/clitest"
 )
 
 // TestPlanSaysTheGuard: a plan that changes the MTU of the netdev of the

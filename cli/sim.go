@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -140,7 +141,7 @@ happens as above.`,
 			if noBootUnit {
 				return nil
 			}
-			return a.runBootUnit(s, args[0])
+			return a.runBootUnit(s, args[0], a.env.Stdout)
 		},
 	}
 	cmd.Flags().BoolVar(&keepFirmware, "keep-firmware", false, "a warm reboot that does not reload the firmware: staged values stay staged")
@@ -152,8 +153,8 @@ happens as above.`,
 // starts a oneshot at boot: each Exec line in order, rdmaform itself
 // against the simulated host; a failed line ends the start (unless its
 // "-" prefix says to go on) and leaves the unit failed. Each line's output
-// is shown indented under it, as its journal would hold it.
-func (a *app) runBootUnit(s *sim.Sim, dir string) error {
+// is shown indented under it, as its journal would hold it, on w.
+func (a *app) runBootUnit(s *sim.Sim, dir string, w io.Writer) error {
 	job, err := s.BootJob(bootunit.UnitName)
 	if err != nil {
 		return &exitError{code: plan.ExitError, err: err}
@@ -161,7 +162,6 @@ func (a *app) runBootUnit(s *sim.Sim, dir string) error {
 	if job == nil {
 		return nil
 	}
-	w := a.env.Stdout
 	for _, l := range job.Exec {
 		if !slices.Contains(sim.InstalledBinaries, l.Argv[0]) {
 			_ = s.EndStart(job.Unit, false)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
+	"github.com/rdmaform/rdmaform/cli/clitest"
 )
 
 // freshHost makes a simulated host with 'sim new' and its arguments.

@@ -84,6 +84,7 @@ needed (an entry of this boot that cannot be read back waits for one).`,
 				if err := st.checkLedger(h, fw); err != nil {
 					return &exitError{code: plan.ExitError, err: err}
 				}
+				st.full = fw.unread == ""
 			}
 			marker, err := firmware.ReadRebootMarker(h)
 			if err != nil {
@@ -147,6 +148,23 @@ type statusOf struct {
 	bootID   string
 	staged   []stagedItem
 	journal  *journalState
+	// full: every adapter was read and the ledger checked (no -f).
+	full bool
+}
+
+// staleMarker tells whether /run/reboot-required is rdmaform's alone
+// and nothing rdmaform staged waits, read in full: a run cut short after
+// its firmware reset (activate killed) left it. It does not count.
+func (st *statusOf) staleMarker(m firmware.RebootMarker) bool {
+	if !st.full || !m.Required || len(m.Packages) != 1 || m.Packages[0] != "rdmaform" || len(st.pending) > 0 || len(st.failures) > 0 {
+		return false
+	}
+	for _, it := range st.staged {
+		if it.State == firmware.EntryPending || it.State == firmware.EntryUnread {
+			return false
+		}
+	}
+	return true
 }
 
 // stagedItem is one staged ledger entry in status's document, and what
@@ -273,13 +291,17 @@ func (it stagedItem) line(bootID string) string {
 
 func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfinished) (err error) {
 	pending := st.pending
+	stale := st.staleMarker(m)
+	if stale {
+		m.Required = false // only its presence is reported
+	}
 	if a.jsonOut() {
 		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits(), UnfinishedRollback: u,
 			BootID: st.bootID, Staged: st.staged, RollbackJournal: st.journal}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
 		}
-		doc.RebootRequiredFile.Present = m.Required
+		doc.RebootRequiredFile.Present = m.Required || stale
 		doc.RebootRequiredFile.Packages = append([]string{}, m.Packages...)
 		if err := a.writeJSON(doc); err != nil {
 			return err
@@ -324,6 +346,10 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		if len(st.failures) > 0 || st.unchecked() {
 			defer func() { err = exitCode(plan.ExitError) }()
 		}
+	}
+	if stale {
+		fmt.Fprintf(w, "    %s lists only rdmaform, and nothing rdmaform staged waits: a run cut short after its firmware reset left it (the next %s or %s removes it)\n",
+			firmware.RebootRequired, a.hint("apply"), a.hint("activate"))
 	}
 	if m.Required {
 		line := "  ! " + firmware.RebootRequired + " is present"

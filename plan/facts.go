@@ -51,11 +51,18 @@ type LinkChange struct {
 	// Setting is the setting in the operator's words: LINK_TYPE_P1=ETH,
 	// type=eth.
 	Setting string
+	// Via is how the staged setting becomes current when a reboot is not
+	// the way ("" : a reboot), e.g. after a reboot that did not load it.
+	Via string
 }
 
 // Reason words a deferral on a change at the next boot.
 func (l LinkChange) Reason() string {
-	return fmt.Sprintf("waits for %s on %s (reboot)", l.Setting, l.Device)
+	via := l.Via
+	if via == "" {
+		via = "reboot"
+	}
+	return fmt.Sprintf("waits for %s on %s (%s)", l.Setting, l.Device, via)
 }
 
 // ChangeLink publishes a link-layer change of a port.

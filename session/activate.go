@@ -18,6 +18,7 @@ import (
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
+	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 	"github.com/rdmaform/rdmaform/providers/sriov"
@@ -107,6 +108,13 @@ type JSONError = schema.Finding
 // and verifies, or reboots. An error is an *ExitError with its code (or
 // one of the above); a result comes with the document otherwise.
 func Activate(ctx context.Context, h *host.Host, o ActivateOptions) (*ActivateResult, error) {
+	switch o.By {
+	case "", plan.ByFWReset, plan.ByReboot:
+	default:
+		// Every other way (none, power-cycle, a typo) is refused: none of
+		// them is a firmware reset, which is what the rest would do.
+		return nil, &ExitError{Code: plan.ExitError, Err: fmt.Errorf("activate by %q: the ways are %s and %s (or none given: the cheapest every pending item allows); nothing was changed", o.By, plan.ByFWReset, plan.ByReboot)}
+	}
 	if err := CheckFree(h, o.Hint); err != nil {
 		return nil, err
 	}
@@ -115,9 +123,12 @@ func Activate(ctx context.Context, h *host.Host, o ActivateOptions) (*ActivateRe
 		return nil, &LockError{Err: err}
 	}
 	defer unlock()
-	a := &activator{json: o.Out == nil, infoW: o.Info, ask: o.Ask, pending: o.Pending}
+	a := &activator{json: o.Out == nil, infoW: o.Info, ask: o.Ask, pending: o.Pending, hint: o.Hint.or()}
 	a.env.Stdout, a.env.Stderr, a.env.Environ = orDiscard(o.Out), orDiscard(o.Warn), o.Environ
-	err = a.activate(ctx, h, o.Spec, activateOptions{by: o.By, yes: o.Yes, force: o.Force, wait: o.Wait})
+	// What an activation cut short took down comes back first.
+	if a.recovered, err = a.recover(ctx, h, o.Wait); err == nil {
+		err = a.activate(ctx, h, o.Spec, activateOptions{by: o.By, yes: o.Yes, force: o.Force, wait: o.Wait})
+	}
 	var ee *ExitError
 	if errors.As(err, &ee) && ee.Err == nil && a.doc != nil {
 		return &ActivateResult{Doc: a.doc, Code: ee.Code}, nil
@@ -151,6 +162,14 @@ type activator struct {
 	pending func(ctx context.Context, h *host.Host, warn io.Writer) ([]plan.Pending, error)
 	// doc is the document, once done.
 	doc *ActivateDoc
+	// recovered: an activation cut short was found (its record) and its
+	// VFs given back; its spec's runtime part is still to be applied.
+	recovered bool
+	// planned is the plan stagedCards made of the spec (nil without one).
+	planned *plan.Plan
+	hint    Hint
+	// interruptedApply: a signal stopped the spec's re-apply part way.
+	interruptedApply bool
 }
 
 func (a *activator) jsonOut() bool { return a.json }
@@ -265,6 +284,9 @@ type ActivateDoc struct {
 	Pending        []plan.Pending `json:"pending"`
 	Errors         []JSONError    `json:"errors"`
 	RebootRequired bool           `json:"reboot_required"`
+	// Lost is what a reboot (By reboot) loses that nothing sets again
+	// after the boot: the host has no enabled boot unit.
+	Lost []string `json:"lost,omitempty"`
 	// Interrupted: a signal (SIGINT, SIGTERM) stopped activate; the
 	// resets under way ran to their end, the runtime part was not applied
 	// again.
@@ -279,7 +301,7 @@ func (a *activator) activate(ctx context.Context, h *host.Host, spec *schema.Spe
 		return err
 	}
 	if len(cards) == 0 {
-		return a.activateDone(doc, "Nothing is staged: nothing to activate.", 0)
+		return a.nothingStaged(ctx, h, spec, doc)
 	}
 	need := map[string]bool{}
 	for _, c := range cards {
@@ -305,7 +327,7 @@ func (a *activator) activate(ctx context.Context, h *host.Host, spec *schema.Spe
 		return a.activateDone(doc, "Nothing was changed:\n  "+strings.Join(power, "\n  "), plan.ExitError)
 	}
 	if by == plan.ByReboot {
-		return a.activateByReboot(ctx, h, cards, o, doc)
+		return a.activateByReboot(ctx, h, spec, cards, o, doc)
 	}
 	return a.activateByReset(ctx, h, spec, cards, o, doc)
 }
@@ -326,6 +348,7 @@ func (a *activator) stagedCards(ctx context.Context, h *host.Host, spec *schema.
 			}
 		}
 		pending, failures = res.Plan.Pending, res.Plan.ActivationFailures
+		a.planned = res.Plan
 	} else {
 		var err error
 		if pending, err = a.pendingAll(ctx, h, a.env.Stderr); err != nil {
@@ -419,7 +442,7 @@ func (a *activator) activateDone(doc *ActivateDoc, msg string, code int) error {
 
 // activateByReboot says what a reboot will activate and reboots through
 // the service manager, with --yes or a confirmed prompt.
-func (a *activator) activateByReboot(ctx context.Context, h *host.Host, cards []ActivateCard, o activateOptions, doc *ActivateDoc) error {
+func (a *activator) activateByReboot(ctx context.Context, h *host.Host, spec *schema.Spec, cards []ActivateCard, o activateOptions, doc *ActivateDoc) error {
 	doc.By = plan.ByReboot
 	var lines []string
 	for i := range cards {
@@ -427,9 +450,14 @@ func (a *activator) activateByReboot(ctx context.Context, h *host.Host, cards []
 		lines = append(lines, cards[i].items...)
 	}
 	doc.Cards = cards
+	after := fmt.Sprintf("After the boot the boot unit (%s, with %s) applies the runtime state again and the staged ledger (%s) checks that each value took.", bootunit.UnitName, bootunit.SpecPath, firmware.LedgerPath)
+	if !bootUnitEnabled(h) {
+		doc.Lost = lostAtReboot(ctx, h)
+		after = fmt.Sprintf("This host has no enabled boot unit (persistence: boot-unit): nothing applies the runtime state again after the boot. Lost at the reboot:\n  %s\nAfter the boot, %s sets what the spec asks for again, and the staged ledger (%s) checks that each value took.",
+			strings.Join(doc.Lost, "\n  "), a.applyHint(spec), firmware.LedgerPath)
+	}
 	if !a.jsonOut() {
-		fmt.Fprintf(a.env.Stdout, "A reboot activates:\n  %s\nAfter the boot the boot unit applies the runtime state again and the staged ledger (%s) checks that each value took.\n",
-			strings.Join(lines, "\n  "), firmware.LedgerPath)
+		fmt.Fprintf(a.env.Stdout, "A reboot activates:\n  %s\n%s\n", strings.Join(lines, "\n  "), after)
 	}
 	r, ok := h.Systemd.(host.Rebooter)
 	if h.Systemd == nil || !ok {
@@ -483,7 +511,22 @@ func (a *activator) activateByReset(ctx context.Context, h *host.Host, spec *sch
 		return a.activateDone(doc, "Nothing was changed:\n  "+strings.Join(refused, "\n  "), plan.ExitError)
 	}
 	if ctx.Err() != nil {
-		return a.activateInterrupted(ctx, doc, spec)
+		return a.activateInterrupted(ctx, h, doc, spec)
+	}
+	// What the resets undo is on disk before the first one: a run killed
+	// during a reset leaves it for the next to give back.
+	rec := newActivateRecord(h)
+	saved := make([][]savedVFs, len(cards))
+	for i := range cards {
+		if cards[i].By == plan.ByFWReset {
+			saved[i] = readVFs(ctx, h, &cards[i])
+			for _, s := range saved[i] {
+				rec.add(cards[i].Card, s)
+			}
+		}
+	}
+	if err := writeActivateRecord(h, rec); err != nil {
+		return &ExitError{Code: plan.ExitError, Err: fmt.Errorf("%w; nothing was changed", err)}
 	}
 	// An interrupt reaches a reset under way only after apply's grace
 	// period, as it reaches a firmware set (and then as SIGTERM, never
@@ -498,11 +541,21 @@ func (a *activator) activateByReset(ctx context.Context, h *host.Host, spec *sch
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.resetCard(rctx, h, &cards[i], o.wait)
+			a.resetCard(rctx, h, &cards[i], saved[i], o.wait)
 		}()
 	}
 	wg.Wait()
 	stop()
+	// The record keeps only the VFs that did not come back.
+	rec.PFs = nil
+	for i, c := range cards {
+		for _, s := range saved[i] {
+			if _, ok := c.VFs[s.pf]; !ok {
+				rec.add(c.Card, s)
+			}
+		}
+	}
+	a.keepRecord(h, rec)
 	var msgs []string
 	left := false
 	for _, c := range cards {
@@ -521,9 +574,18 @@ func (a *activator) activateByReset(ctx context.Context, h *host.Host, spec *sch
 		}
 	}
 	if ctx.Err() != nil {
-		return a.activateInterrupted(ctx, doc, spec, msgs...)
+		return a.activateInterrupted(ctx, h, doc, spec, msgs...)
 	}
-	// The cards registered again: the spec's runtime part, then the proof.
+	return a.finish(ctx, h, spec, doc, msgs, left)
+}
+
+// finish applies the spec again once the cards registered again (their
+// runtime part is the driver's defaults), or without a spec reads what is
+// still pending; settles the staged ledger and the reboot marker; and
+// ends: 1 with msgs (the cards' failures) or errors, 3 when something is
+// left (left: a card left for a reboot) or still waits, 0 when every
+// staged value is current and the plan is empty.
+func (a *activator) finish(ctx context.Context, h *host.Host, spec *schema.Spec, doc *ActivateDoc, msgs []string, left bool) error {
 	var after *plan.Plan
 	if spec != nil {
 		r, err := apply.Converge(ctx, h, apply.ConvergeOptions{
@@ -533,6 +595,12 @@ func (a *activator) activateByReset(ctx context.Context, h *host.Host, spec *sch
 		})
 		if err != nil {
 			msgs = append(msgs, err.Error())
+		}
+		if r != nil && r.Outcome.Interrupted {
+			// A signal stopped the re-apply between two changes: not a
+			// reboot that is needed, an activation that was cut short.
+			a.interruptedApply = true
+			return a.activateInterrupted(ctx, h, doc, spec, msgs...)
 		}
 		if r != nil {
 			msgs = append(msgs, r.Errors...)
@@ -547,9 +615,6 @@ func (a *activator) activateByReset(ctx context.Context, h *host.Host, spec *sch
 			} else if !a.jsonOut() {
 				fmt.Fprintf(a.env.Stdout, "Runtime settings applied again: %d applied, %d failed, %d skipped.\n", len(r.Outcome.Applied), len(r.Outcome.Failed), len(r.Outcome.Skipped))
 			}
-			if after != nil {
-				a.syncRebootMarker(h, after)
-			}
 		}
 	} else {
 		pending, err := a.pendingAll(ctx, h, a.env.Stderr)
@@ -557,6 +622,10 @@ func (a *activator) activateByReset(ctx context.Context, h *host.Host, spec *sch
 			msgs = append(msgs, err.Error())
 		}
 		after = &plan.Plan{Pending: pending}
+	}
+	if len(msgs) == 0 {
+		// A card that failed keeps its entries for the next run to settle.
+		a.settle(ctx, h, after)
 	}
 	if after != nil {
 		doc.Pending = nonNil(after.Pending)
@@ -592,7 +661,7 @@ func (a *activator) activateByReset(ctx context.Context, h *host.Host, spec *sch
 // any reset, or after the resets under way ended): what was done, what
 // was not (the runtime part and the proof), exit 130 for SIGINT, 143 for
 // SIGTERM. msgs are the cards' failures.
-func (a *activator) activateInterrupted(ctx context.Context, doc *ActivateDoc, spec *schema.Spec, msgs ...string) error {
+func (a *activator) activateInterrupted(ctx context.Context, h *host.Host, doc *ActivateDoc, spec *schema.Spec, msgs ...string) error {
 	code := 130
 	var se interface{ ExitCode() int } // the CLI's *SignalError
 	if errors.As(context.Cause(ctx), &se) {
@@ -606,12 +675,21 @@ func (a *activator) activateInterrupted(ctx context.Context, doc *ActivateDoc, s
 		}
 	}
 	left := "checking that nothing is still staged (run rdmaform status)"
-	if spec != nil {
+	switch {
+	case spec != nil && a.interruptedApply:
+		left = fmt.Sprintf("the rest of the spec's runtime part and the check that the plan is empty (run rdmaform apply -f %s)", spec.Src.File)
+	case spec != nil:
 		left = fmt.Sprintf("applying the spec's runtime part again and checking that the plan is empty (run rdmaform apply -f %s)", spec.Src.File)
 	}
 	did := "no card was reset"
 	if len(done) > 0 {
 		did = "reset " + strings.Join(done, ", ") + " (the firmware reset ran to its end, the card is back)"
+		// What the resets loaded is current: the staged ledger and the
+		// reboot marker say so before activate stops (briefly, past the
+		// signal).
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		a.settle(sctx, h, nil)
+		cancel()
 	}
 	doc.Errors = append(doc.Errors, JSONError{Message: "interrupted"})
 	for _, m := range msgs {
@@ -656,23 +734,14 @@ type savedVFs struct {
 //
 // Equivalent to: echo 0 > /sys/bus/pci/devices/PF/sriov_numvfs; mstfwreset -d PCI reset -y --level 3;
 // echo N > /sys/bus/pci/devices/PF/sriov_numvfs; ip link set PF vf I mac ... (each VF)
-func (a *activator) resetCard(ctx context.Context, h *host.Host, c *ActivateCard, wait time.Duration) {
+func (a *activator) resetCard(ctx context.Context, h *host.Host, c *ActivateCard, all []savedVFs, wait time.Duration) {
 	fail := func(format string, args ...any) {
 		c.Result, c.Reason = "failed", fmt.Sprintf(format, args...)
 	}
 	var saved []savedVFs
-	for _, pci := range sortedKeys(c.funcs) {
-		pf, err := sriov.Read(h, pci)
-		if err != nil || pf.NumVFs == 0 {
-			continue
-		}
-		s := savedVFs{pf: pci, count: pf.NumVFs}
-		if d := c.funcs[pci]; d != nil && len(d.Ports) > 0 && len(d.Ports[0].Netdevs) > 0 {
-			s.netdev = d.Ports[0].Netdevs[0]
-			s.vfs, _ = sriov.ReadVFs(ctx, h, s.netdev)
-		}
-		if err := h.FS.WriteAttr(sriov.Dir(pci)+"/sriov_numvfs", []byte("0")); err != nil {
-			fail("setting sriov_numvfs of %s to 0 before the reset: %v", pci, err)
+	for _, s := range all {
+		if err := h.FS.WriteAttr(sriov.Dir(s.pf)+"/sriov_numvfs", []byte("0")); err != nil {
+			fail("setting sriov_numvfs of %s to 0 before the reset: %v", s.pf, err)
 			a.restoreVFs(ctx, h, c, saved)
 			return
 		}
@@ -698,7 +767,12 @@ func (a *activator) resetCard(ctx context.Context, h *host.Host, c *ActivateCard
 		if errors.As(err, &ee) {
 			if te := mlxfmt.ParseResetError(ee.Stdout); te != nil {
 				if te.Kind == mlxfmt.ResetErrNoLevel || te.Kind == mlxfmt.ResetErrLevel {
+					// The firmware refused the level when it came to it:
+					// only a power cycle loads what is staged now.
 					c.By = plan.ByPowerCycle
+					fail("%s: -E- %s: only a power cycle loads what is staged (power off and on, through the BMC or PDU)", cmd, te.Message)
+					a.restoreVFs(ctx, h, c, saved)
+					return
 				}
 				fail("%s: -E- %s", cmd, te.Message)
 				a.restoreVFs(ctx, h, c, saved)
@@ -718,6 +792,97 @@ func (a *activator) resetCard(ctx context.Context, h *host.Host, c *ActivateCard
 	a.restoreVFs(ctx, h, c, saved)
 }
 
+// readVFs reads the VF count of each PF of the card that has VFs, and
+// the settings of its VFs (through its port 1 netdev).
+func readVFs(ctx context.Context, h *host.Host, c *ActivateCard) []savedVFs {
+	var saved []savedVFs
+	for _, pci := range sortedKeys(c.funcs) {
+		pf, err := sriov.Read(h, pci)
+		if err != nil || pf.NumVFs == 0 {
+			continue
+		}
+		s := savedVFs{pf: pci, count: pf.NumVFs}
+		if d := c.funcs[pci]; d != nil && len(d.Ports) > 0 && len(d.Ports[0].Netdevs) > 0 {
+			s.netdev = d.Ports[0].Netdevs[0]
+			s.vfs, _ = sriov.ReadVFs(ctx, h, s.netdev)
+		}
+		saved = append(saved, s)
+	}
+	return saved
+}
+
+// keepRecord writes what is left of the record of this activation's
+// resets (the VFs that are not back), or removes it when nothing is; a
+// failure is a warning.
+func (a *activator) keepRecord(h *host.Host, rec *activateRecord) {
+	var err error
+	if len(rec.PFs) == 0 {
+		err = removeActivateRecord(h)
+	} else {
+		err = writeActivateRecord(h, rec)
+	}
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
+	}
+}
+
+// settle drops from the staged ledger what runs now, and keeps the
+// reboot marker true: with a plan of the spec (after), as apply does;
+// without one (after holds the pending values every adapter reports), the
+// marker lists rdmaform while a value is pending or a ledger entry waits.
+// Failures are warnings.
+func (a *activator) settle(ctx context.Context, h *host.Host, after *plan.Plan) {
+	left, err := firmware.DropTaken(ctx, h)
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
+		return
+	}
+	switch {
+	case after != nil && a.planned != nil:
+		a.syncRebootMarker(h, after)
+	case after != nil && len(after.Pending) > 0:
+		err = firmware.MarkRebootRequired(h)
+	case left == 0:
+		err = firmware.ClearRebootMarker(h)
+	}
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
+	}
+}
+
+// nothingStaged ends an activation with nothing to activate. An
+// activation cut short (a.recovered) gets its spec applied again, as it
+// would have after its resets; otherwise, with a spec, the exit code is
+// the plan's: 0 only when the plan is empty. The staged ledger and the
+// reboot marker are settled (a run killed after its resets left them).
+func (a *activator) nothingStaged(ctx context.Context, h *host.Host, spec *schema.Spec, doc *ActivateDoc) error {
+	if a.recovered && spec != nil {
+		return a.finish(ctx, h, spec, doc, nil, false)
+	}
+	after := a.planned
+	if after == nil {
+		after = &plan.Plan{}
+	}
+	a.settle(ctx, h, after)
+	if spec == nil {
+		return a.activateDone(doc, "Nothing is staged: nothing to activate.", 0)
+	}
+	switch code := after.ExitCode(); code {
+	case plan.ExitOK:
+		return a.activateDone(doc, "Nothing is staged: nothing to activate. The host matches the spec.", 0)
+	case plan.ExitChanges:
+		var addrs []plan.Address
+		for _, c := range after.Changes {
+			addrs = append(addrs, c.Address)
+		}
+		doc.Errors = append(doc.Errors, JSONError{Message: fmt.Sprintf("the host does not match the spec: %s", plan.JoinAddrs(addrs, ", "))})
+		return a.activateDone(doc, fmt.Sprintf("Nothing is staged: nothing to activate. The host does not match the spec: %d %s (%s); run %s.",
+			len(addrs), words.Plural(len(addrs), "change", "changes"), plan.JoinAddrs(addrs, ", "), a.applyHint(spec)), code)
+	default:
+		return a.activateDone(doc, "Nothing is staged, but something of the spec waits for a reboot.", code)
+	}
+}
+
 // restoreVFs gives each PF its VFs back, with the settings they had.
 func (a *activator) restoreVFs(ctx context.Context, h *host.Host, c *ActivateCard, saved []savedVFs) {
 	for _, s := range saved {
@@ -726,7 +891,9 @@ func (a *activator) restoreVFs(ctx context.Context, h *host.Host, c *ActivateCar
 			c.Result, c.Reason = "failed", joinReason(c.Reason, fmt.Sprintf("the %d VFs of %s are not restored: it did not come back", s.count, s.pf))
 			continue
 		}
-		if err := h.FS.WriteAttr(sriov.Dir(s.pf)+"/sriov_numvfs", []byte(strconv.Itoa(s.count))); err != nil {
+		if now, _ := host.ReadAttr(h.FS, sriov.Dir(s.pf)+"/sriov_numvfs"); now == strconv.Itoa(s.count) {
+			// Back already (an activation cut short restored the count).
+		} else if err := h.FS.WriteAttr(sriov.Dir(s.pf)+"/sriov_numvfs", []byte(strconv.Itoa(s.count))); err != nil {
 			c.Result, c.Reason = "failed", joinReason(c.Reason, fmt.Sprintf("restoring %d VFs of %s: %v", s.count, s.pf, err))
 			continue
 		}
@@ -869,4 +1036,42 @@ func functionMissing(h *host.Host, pci string, was *inventory.Device) string {
 func rdmaRegistered(h *host.Host, pci string) bool {
 	es, err := h.FS.ReadDir("/sys/bus/pci/devices/" + pci + "/infiniband")
 	return err == nil && len(es) > 0
+}
+
+// bootUnitEnabled tells whether rdmaform's boot unit is installed and
+// enabled (persistence: boot-unit): it applies the runtime part at boot.
+//
+// Equivalent to: test -f /etc/systemd/system/rdmaform.service; readlink /etc/systemd/system/multi-user.target.wants/rdmaform.service
+func bootUnitEnabled(h *host.Host) bool {
+	unit, err := host.ReadOptional(h.FS, bootunit.UnitPath)
+	if err != nil || unit == nil {
+		return false
+	}
+	link, err := h.FS.Readlink(bootunit.WantsPath)
+	return err == nil && link == bootunit.UnitPath
+}
+
+// lostAtReboot names the runtime state a reboot loses: each PF's VFs
+// (their count now), and the runtime settings by kind.
+func lostAtReboot(ctx context.Context, h *host.Host) []string {
+	var out []string
+	if inv, err := inventory.Discover(ctx, h); err == nil {
+		for _, d := range inv.Devices {
+			if d.PCI == "" {
+				continue
+			}
+			if pf, err := sriov.Read(h, d.PCI); err == nil && pf.NumVFs > 0 {
+				out = append(out, fmt.Sprintf("the %d VFs of %s (%s) and their settings", pf.NumVFs, d.PCI, d.Name))
+			}
+		}
+	}
+	return append(out, "runtime settings: rdma_cm defaults, mlx4 port types written through sysfs, Soft-RoCE links, addresses, MTUs and routes set through netlink, DCB, pause and ethtool settings, RDMA network namespace mode")
+}
+
+// applyHint is the command that sets a spec's runtime part again.
+func (a *activator) applyHint(spec *schema.Spec) string {
+	if spec == nil {
+		return a.hint("apply", "-f", "SPEC")
+	}
+	return a.hint("apply", "-f", spec.Src.File)
 }

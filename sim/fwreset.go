@@ -32,6 +32,12 @@ func fwresetTool(prog string) toolFunc {
 			return mlxemu.ResetVersion(prog), "", 0
 		}
 		s.lock()
+		if c.Command == "reset" && s.state.Hypervisor != "" {
+			// reset_flow_host asks lscpu first, before it opens the
+			// device: "Hypervisor vendor" in its output ends the reset.
+			s.unlock()
+			return mlxemu.ResetError(mlxemu.ErrVirtualMachine), "", 1
+		}
 		a := s.state.resetAdapter(c.Device)
 		if a == nil {
 			s.unlock()

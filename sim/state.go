@@ -27,6 +27,10 @@ type State struct {
 	Boot int `yaml:"boot"`
 	// Tools installed on PATH: mlxconfig, mstconfig, mst, nmcli, modprobe, ...
 	Tools []string `yaml:"tools"`
+	// Hypervisor is the hypervisor vendor lscpu names on a virtual
+	// machine ("KVM"); "" on bare metal. mstfwreset and mlxfwreset refuse
+	// to reset in a virtual machine.
+	Hypervisor string `yaml:"hypervisor,omitempty"`
 
 	Devices []*Device `yaml:"devices,omitempty"`
 	// Unprobed are adapter functions whose driver failed to probe them

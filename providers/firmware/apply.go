@@ -74,10 +74,25 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *p
 		}
 		return se
 	}
-	if err := recordStaged(h, res.Stdout, pl); err != nil {
+	return recordAndMark(h, res.Stdout, pl)
+}
+
+// recordAndMark records what a set staged in the staged ledger
+// (recordStaged) and keeps the reboot marker true to it: rdmaform is
+// listed when a value waits for a reboot, and taken off when the set only
+// staged values back to what runs (Revert's) and the ledger holds nothing
+// else.
+func recordAndMark(h *host.Host, out []byte, pls ...*payload) error {
+	waits, left, err := recordStaged(h, out, pls...)
+	switch {
+	case err != nil:
 		return err
+	case waits:
+		return MarkRebootRequired(h)
+	case left == 0:
+		return ClearRebootMarker(h)
 	}
-	return MarkRebootRequired(h)
+	return nil
 }
 
 // ParallelKey implements plan.Parallel: sets on different adapters run at
@@ -121,9 +136,7 @@ func (p *Provider) ApplyBatch(ctx context.Context, h *host.Host, cs []*plan.Chan
 			for _, i := range joint {
 				staged = append(staged, pls[i])
 			}
-			if err = recordStaged(h, res.Stdout, staged...); err == nil {
-				err = MarkRebootRequired(h)
-			}
+			err = recordAndMark(h, res.Stdout, staged...)
 			for _, i := range joint {
 				errs[i] = err
 			}

@@ -34,6 +34,10 @@ type payload struct {
 	// was holds the Next Boot value each set replaces, for Revert, in
 	// the tool's display form (a name such as ETH, or a number).
 	was map[string]string
+	// current holds each parameter's Current value at plan time: a set
+	// back to it (Revert's, or a spec's) un-stages the parameter, which
+	// then waits for no reboot and leaves the staged ledger.
+	current map[string]mlxfmt.Value
 	// burn is a firmware image to burn (image.go) instead of sets.
 	burn *burn
 }
@@ -173,7 +177,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			continue
 		}
 		addr := Address(dev.PCI)
-		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, values: map[string]string{}, paths: map[string]string{}, source: map[string]*plan.Source{}, was: map[string]string{}}
+		pl := &payload{tool: a.Tool, dev: a.Device, pci: dev.PCI, values: map[string]string{}, paths: map[string]string{}, source: map[string]*plan.Source{}, was: map[string]string{}, current: map[string]mlxfmt.Value{}}
 		var attrs []plan.Attr
 		var disrupts []string
 		for _, prm := range d.Firmware.Params {
@@ -187,7 +191,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				prop.Errors = append(prop.Errors, req.Finding(pp, "%s printed no row for %s on %s", a.Tool, prm.Name, dev.PCI))
 				continue
 			}
-			staged := func(pending bool) {
+			staged := func(pending bool, via string) {
 				facts.StageParam(dev.PCI, prm.Name, prm.Value)
 				m := linkTypeRE.FindStringSubmatch(prm.Name)
 				ll := linklayer.OfLinkType(prm.Value)
@@ -196,7 +200,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 				}
 				n, _ := strconv.Atoi(m[1])
 				fn, port := AffectedPort(dev.PCI, n, dev)
-				facts.ChangeLink(plan.LinkChange{Device: fn, Port: port, To: ll, When: plan.NextBoot, Staged: pending, Cause: addr, Setting: prm.Name + "=" + prm.Value})
+				facts.ChangeLink(plan.LinkChange{Device: fn, Port: port, To: ll, When: plan.NextBoot, Staged: pending, Cause: addr, Setting: prm.Name + "=" + prm.Value, Via: via})
 			}
 			if mlxfmt.Equal(prm.Value, have.NextBoot) {
 				if have.Current.Kind != mlxfmt.KindAbsent && !mlxfmt.Equal(prm.Value, have.Current) {
@@ -204,6 +208,10 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 						prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: prm.Name,
 							Current: have.Current.Display(), Staged: prm.Value, StagedAt: e.StagedAt.Format(time.RFC3339), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(pp), Activation: e.PowerCycle()})
 						prop.Errors = append(prop.Errors, req.Finding(pp, "%s", e.DidNotTake(prm.Value, have.Current.Display(), obs.BootID)))
+						// Still staged: what needs it waits for its reload
+						// (a firmware reset or a power cycle), as before the
+						// reboot, and is not an error of its own.
+						staged(true, "a reboot did not load it: a firmware reset or a power cycle")
 						continue
 					}
 					act := activationOf(a.Reset)
@@ -214,7 +222,7 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 					}
 					prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: prm.Name,
 						Current: have.Current.Display(), NextBoot: have.NextBoot.Display(), Source: req.Pos(pp), Activation: act})
-					staged(true)
+					staged(true, "")
 				}
 				continue
 			}
@@ -231,10 +239,11 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			disrupts = append(disrupts, linkNetdevs(req, dev, prm.Name, prm.Value, have)...)
 			pl.sets = append(pl.sets, prm.Name+"="+arg)
 			pl.was[prm.Name] = have.NextBoot.Display()
+			pl.current[prm.Name] = have.Current
 			pl.values[prm.Name] = prm.Value
 			pl.paths[prm.Name] = pp
 			pl.source[prm.Name] = req.Pos(pp)
-			staged(false)
+			staged(false, "")
 		}
 		// A parameter in error is an error at its line (and apply refuses
 		// a plan with errors); the adapter's other parameters are still

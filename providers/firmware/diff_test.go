@@ -1,6 +1,7 @@
 package firmware
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -276,8 +277,10 @@ func TestLinkTypeForms(t *testing.T) {
 // TestPlanActivationFailure: a value staged and not current is pending in
 // the boot it was staged in, and when the ledger has no entry for it (or
 // one for another value); staged in an earlier boot it is an activation
-// failure at its spec line, not pending, and publishes no staged link
-// (no reboot is asked for it).
+// failure at its spec line, not pending (no reboot is asked for it), and
+// still publishes its staged link, which waits for a firmware reset or a
+// power cycle: what needs the link type is deferred as before the reboot,
+// not an error of its own (activate -f SPEC resets the card and applies it).
 func TestPlanActivationFailure(t *testing.T) {
 	entry := func(boot, value string) *Ledger {
 		return &Ledger{Entries: []LedgerEntry{{BootID: boot, Device: "0000:3b:00.0", Parameter: "LINK_TYPE_P1", Value: value, Tool: MSTConfig}}}
@@ -315,8 +318,11 @@ func TestPlanActivationFailure(t *testing.T) {
 				}
 				return
 			}
-			if len(s.Pending) != 0 || len(s.Staged) != 0 || len(prop.ActivationFailures) != 1 || len(prop.Errors) != 1 {
+			if len(s.Pending) != 0 || len(prop.ActivationFailures) != 1 || len(prop.Errors) != 1 {
 				t.Fatalf("want one activation failure: %+v, failures %+v", s, prop.ActivationFailures)
+			}
+			if want := []string{"0000:3b:00.0/1 Ethernet waits for LINK_TYPE_P1=ETH on 0000:3b:00.0 (a reboot did not load it: a firmware reset or a power cycle)"}; !slices.Equal(s.Staged, want) {
+				t.Errorf("staged links %q, want %q", s.Staged, want)
 			}
 			af, f := prop.ActivationFailures[0], prop.Errors[0]
 			if af.Current != "IB" || af.Staged != "ETH" || af.BootID != "b0" || af.Tool != MSTConfig || af.Source == nil || af.Source.Line != 6 {

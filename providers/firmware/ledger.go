@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
 )
@@ -144,22 +147,36 @@ func updateLedger(f host.FS, fn func(*Ledger) bool) error {
 // recordStaged adds (or replaces) the ledger entries of the values a set
 // just staged: the boot ID, the time, the device, parameter, value, tool,
 // and plan.ByPowerCycle when the set's output (out) said only a power
-// cycle loads them.
-func recordStaged(h *host.Host, out []byte, pls ...*payload) error {
+// cycle loads them. A value set back to the one that runs (Current at
+// plan time: Revert's, or a spec's that un-stages) waits for nothing: its
+// entry leaves the ledger instead. waits tells whether a value the set
+// staged waits for a reboot, left how many entries the ledger holds now.
+func recordStaged(h *host.Host, out []byte, pls ...*payload) (waits bool, left int, err error) {
 	by := ""
 	if mlxfmt.SetNeedsPowerCycle(out) {
 		by = plan.ByPowerCycle
 	}
 	boot, err := host.ReadAttr(h.FS, BootIDPath)
 	if err != nil {
-		return &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
+		return false, 0, &LedgerError{Path: LedgerPath, Err: fmt.Errorf("reading the boot ID: %w", err)}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	return updateLedger(h.FS, func(l *Ledger) bool {
+	err = updateLedger(h.FS, func(l *Ledger) bool {
 		for _, pl := range pls {
 			for _, s := range pl.sets {
 				name := setName(s)
-				e := LedgerEntry{BootID: boot, StagedAt: now, Device: pl.pci, Parameter: name, Value: pl.values[name], Tool: pl.tool, Activation: by}
+				value, ok := pl.values[name]
+				if !ok {
+					// Nothing says what was staged: an empty value would
+					// be an entry no check can read.
+					value = strings.TrimPrefix(s, name+"=")
+				}
+				if cur, ok := pl.current[name]; ok && cur.Kind != mlxfmt.KindAbsent && mlxfmt.Equal(value, cur) {
+					l.Entries = slices.DeleteFunc(l.Entries, func(e LedgerEntry) bool { return e.Device == pl.pci && e.Parameter == name })
+					continue
+				}
+				waits = true
+				e := LedgerEntry{BootID: boot, StagedAt: now, Device: pl.pci, Parameter: name, Value: value, Tool: pl.tool, Activation: by}
 				if old := l.Find(pl.pci, name); old != nil {
 					*old = e
 				} else {
@@ -167,8 +184,10 @@ func recordStaged(h *host.Host, out []byte, pls ...*payload) error {
 				}
 			}
 		}
+		left = len(l.Entries)
 		return true
 	})
+	return waits, left, err
 }
 
 // sameStaged tells whether a ledger entry's value is the value a spec
@@ -320,4 +339,75 @@ func (e LedgerEntry) DidNotTake(value, current, bootID string) string {
 	}
 	return fmt.Sprintf("%s=%s did not take: it was staged on %s at %s (boot %s) and a reboot has not made it current (%s still runs %s; this is boot %s): the firmware was not reloaded. rdmaform will not stage it again: power-cycle the host, or reset the adapter's firmware with rdmaform activate --by fw-reset (it takes the VFs down and back, applies the runtime settings again and verifies; by hand: mstfwreset -d %s reset, or mlxfwreset with MFT)",
 		e.Parameter, value, e.Device, e.StagedAt.Format(time.RFC3339), e.BootID, e.Device, current, bootID, e.Device)
+}
+
+// DropTaken removes from the staged ledger the entries whose value runs
+// now (EntryTook: a firmware reset or a reboot loaded it), read from each
+// entry's adapter (one query of the entry's parameters per card; a burned
+// image against the function's running firmware version). Entries that
+// cannot be read, or that still wait, stay. It returns how many entries
+// are left. activate calls it after its resets, and again on the next
+// run when it was cut short, so that a value that runs is not reported
+// as staged.
+//
+// Equivalent to: mstconfig -d PCI query PARAM...; editing /var/lib/rdmaform/staged.json
+func DropTaken(ctx context.Context, h *host.Host) (int, error) {
+	l, err := ReadLedger(h.FS)
+	if err != nil || len(l.Entries) == 0 {
+		return 0, err
+	}
+	running := map[string]string{}
+	if inv, err := inventory.Discover(ctx, h); err == nil {
+		for _, d := range inv.Devices {
+			if d.PCI != "" {
+				running[d.PCI] = d.FWVer
+			}
+		}
+	}
+	boot, _ := host.ReadAttr(h.FS, BootIDPath)
+	names := map[string][]string{} // card -> parameters
+	first := map[string]string{}   // card -> the function to query
+	var cards []string
+	for _, e := range l.Entries {
+		if e.Parameter == LedgerImage {
+			continue
+		}
+		slot := slotOf(e.Device)
+		if _, ok := first[slot]; !ok {
+			first[slot] = e.Device
+			cards = append(cards, slot)
+		}
+		if !slices.Contains(names[slot], e.Parameter) {
+			names[slot] = append(names[slot], e.Parameter)
+		}
+	}
+	rows := map[string]map[string]mlxfmt.Param{}
+	tools, mst := &ToolPicker{}, &MSTMap{}
+	for _, slot := range cards {
+		if !host.Exists(h.FS, "/sys/bus/pci/devices/"+first[slot]) {
+			continue
+		}
+		if a := ReadAdapter(ctx, h, tools, mst, "auto", first[slot], names[slot]); a.Err == nil {
+			rows[slot] = a.Params
+		}
+	}
+	left := 0
+	err = updateLedger(h.FS, func(l *Ledger) bool {
+		var keep []LedgerEntry
+		for _, e := range l.Entries {
+			var st EntryState
+			if e.Parameter == LedgerImage {
+				st = e.CheckImage(boot, running[e.Device])
+			} else if r, ok := rows[slotOf(e.Device)][e.Parameter]; ok {
+				st = e.Check(boot, &r)
+			}
+			if st != EntryTook {
+				keep = append(keep, e)
+			}
+		}
+		changed := len(keep) != len(l.Entries)
+		l.Entries, left = keep, len(keep)
+		return changed
+	})
+	return left, err
 }

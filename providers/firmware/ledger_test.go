@@ -124,3 +124,127 @@ func TestEntryCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestLedgerRefusesIncompleteEntry: an entry lacking its device, its
+// parameter or its boot_id (each alone) is refused with its number and
+// the ledger's path; the complete entry is read.
+func TestLedgerRefusesIncompleteEntry(t *testing.T) {
+	dir := t.TempDir()
+	f, err := host.NewRootFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(LedgerPath)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	full := map[string]string{"boot_id": "b0", "device": "0000:3b:00.0", "parameter": "SRIOV_EN", "value": "True"}
+	for _, missing := range []string{"", "boot_id", "device", "parameter"} {
+		var fields []string
+		for _, k := range []string{"boot_id", "device", "parameter", "value"} {
+			if k != missing {
+				fields = append(fields, `"`+k+`": "`+full[k]+`"`)
+			}
+		}
+		text := `{"entries": [{"boot_id": "b0", "device": "0000:3b:00.1", "parameter": "X", "value": "1"}, {` + strings.Join(fields, ", ") + `}]}`
+		if err := os.WriteFile(filepath.Join(dir, LedgerPath), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := ReadLedger(f)
+		if missing == "" {
+			if err != nil || len(l.Entries) != 2 {
+				t.Errorf("a complete ledger: %+v, %v", l, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), LedgerPath) || !strings.Contains(err.Error(), "entry 2 lacks") {
+			t.Errorf("an entry without %s: %+v, %v; want it refused as entry 2", missing, l, err)
+		}
+	}
+}
+
+// TestSaidPowerCycleIsPerCard: the tool's power-cycle notice, recorded
+// with a value staged through one function, holds for every function of
+// that card (they share the firmware configuration), for that parameter
+// and value only, and for no other card.
+func TestSaidPowerCycleIsPerCard(t *testing.T) {
+	l := &Ledger{Entries: []LedgerEntry{
+		{BootID: "b0", Device: "0000:3b:00.0", Parameter: "LINK_TYPE_P2", Value: "ETH", Tool: MSTConfig, Activation: "power-cycle"},
+		{BootID: "b0", Device: "0000:5e:00.0", Parameter: "SRIOV_EN", Value: "True", Tool: MSTConfig},
+	}}
+	for _, tc := range []struct {
+		pci, param, value string
+		want              bool
+	}{
+		{"0000:3b:00.0", "LINK_TYPE_P2", "ETH", true},
+		{"0000:3b:00.1", "LINK_TYPE_P2", "ETH", true},
+		{"0000:3b:00.1", "LINK_TYPE_P2", "ETH(2)", true},
+		{"0000:3b:00.1", "LINK_TYPE_P2", "IB", false},
+		{"0000:3b:00.1", "LINK_TYPE_P1", "ETH", false},
+		{"0000:3c:00.0", "LINK_TYPE_P2", "ETH", false},
+		{"0000:5e:00.0", "SRIOV_EN", "True", false},
+	} {
+		got := l.SaidPowerCycle(tc.pci, tc.param, tc.value)
+		if (got != nil) != tc.want || (got != nil && got.By != "power-cycle") {
+			t.Errorf("SaidPowerCycle(%s, %s, %s) = %+v, want power-cycle %v", tc.pci, tc.param, tc.value, got, tc.want)
+		}
+	}
+	var none *Ledger
+	if got := none.SaidPowerCycle("0000:3b:00.0", "LINK_TYPE_P2", "ETH"); got != nil {
+		t.Errorf("no ledger: %+v", got)
+	}
+}
+
+// TestBurnedHere: the image file is not needed when the ledger has the
+// burn of the asked version on that function and the flash holds it; a
+// burn of another version, another function's burn, a flash holding
+// another version or a flash that could not be read do not count.
+func TestBurnedHere(t *testing.T) {
+	const pci = "0000:3b:00.0"
+	ledger := func(dev, v string) *Ledger {
+		return &Ledger{Entries: []LedgerEntry{{BootID: "b0", Device: dev, Parameter: LedgerImage, Value: v, Tool: "mstflint"}}}
+	}
+	flash := func(v string) *ImageObs {
+		return &ImageObs{Flash: &mlxfmt.FlintQuery{FWVersion: v, PSID: "MT_0000000222"}}
+	}
+	for _, tc := range []struct {
+		name string
+		obs  *Observed
+		img  *ImageObs
+		want bool
+	}{
+		{"burned here, on the flash", &Observed{Ledger: ledger(pci, "20.36.1012")}, flash("20.36.1012"), true},
+		{"another version burned", &Observed{Ledger: ledger(pci, "20.37.1010")}, flash("20.36.1012"), false},
+		{"another function's burn", &Observed{Ledger: ledger("0000:5e:00.0", "20.36.1012")}, flash("20.36.1012"), false},
+		{"the flash holds another", &Observed{Ledger: ledger(pci, "20.36.1012")}, flash("20.35.1012"), false},
+		{"the flash was not read", &Observed{Ledger: ledger(pci, "20.36.1012")}, &ImageObs{FlashErr: os.ErrNotExist, Flash: &mlxfmt.FlintQuery{FWVersion: "20.36.1012"}}, false},
+		{"no flash query", &Observed{Ledger: ledger(pci, "20.36.1012")}, &ImageObs{}, false},
+		{"no ledger", &Observed{}, flash("20.36.1012"), false},
+	} {
+		if got := burnedHere(tc.obs, pci, "20.36.1012", tc.img); got != tc.want {
+			t.Errorf("%s: burnedHere = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCheckImage: a burned image's entry against the running version and
+// this boot: it took when the version runs; pending in the boot it was
+// burned in, and on a host with no boot ID (a reboot cannot be told);
+// failed in a later boot; unread without a running version.
+func TestCheckImage(t *testing.T) {
+	e := LedgerEntry{BootID: "b0", Device: "0000:3b:00.0", Parameter: LedgerImage, Value: "20.36.1012"}
+	for _, tc := range []struct {
+		boot, running string
+		want          EntryState
+	}{
+		{"b0", "20.35.1012", EntryPending},
+		{"", "20.35.1012", EntryPending},
+		{"b1", "20.35.1012", EntryFailed},
+		{"b1", "20.36.1012", EntryTook},
+		{"", "20.36.1012", EntryTook},
+		{"b1", "", EntryUnread},
+	} {
+		if got := e.CheckImage(tc.boot, tc.running); got != tc.want {
+			t.Errorf("CheckImage(boot %q, running %q) = %s, want %s", tc.boot, tc.running, got, tc.want)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if pl.burn != nil {
 		return nil, fmt.Errorf("%s: a burned firmware image cannot be taken back (burn the previous image to go back)", c.Address)
 	}
-	back := &payload{tool: pl.tool, dev: pl.dev, pci: pl.pci, paths: pl.paths, source: pl.source, was: map[string]string{}}
+	back := &payload{tool: pl.tool, dev: pl.dev, pci: pl.pci, paths: pl.paths, source: pl.source, was: map[string]string{}, values: map[string]string{}, current: pl.current}
 	for _, set := range pl.sets {
 		name, now, _ := strings.Cut(set, "=")
 		was, ok := pl.was[name]
@@ -81,6 +81,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 		}
 		back.sets = append(back.sets, name+"="+arg)
 		back.was[name] = now
+		back.values[name] = was // for the ledger: what the set stages
 	}
 	if len(back.sets) == 0 {
 		return nil, nil

@@ -183,6 +183,11 @@ func ResetOpenError(dev string) string {
 // reports no level at all.
 const ErrNoResetLevel = "There is no supported reset-level"
 
+// ErrVirtualMachine is reset_flow_host's refusal to reset when lscpu
+// prints "Hypervisor vendor" (mstflint 4.21's mstfwreset.py; captured as
+// testdata/real/mstfwreset/open-device-reset on a KVM guest).
+const ErrVirtualMachine = "The tool is not supported on virtual machines"
+
 // ErrVFs is MlnxDriverLinux's refusal when sriov_numvfs does not go to 0.
 const ErrVFs = "Reset virtual functions failed! Please reset virtual functions manually and resume operation"
 
