@@ -322,46 +322,6 @@ func TestYAMLBlocks(t *testing.T) {
 	}
 }
 
-// expectedFailures are doc examples that cannot run on the simulator yet,
-// each by its file, a line of its block, the error it fails with, and
-// why. TEMPORARY: the simulator's profiles lack these tools (issue 42,
-// item 12); empty the list when they have them. An example on it that
-// passes, or fails with another error, fails the test, so that the list
-// cannot go stale or hide a new failure.
-var expectedFailures = []struct{ file, line, err, why string }{
-	{"docs/guides/host-knobs.md", "    names: {rdma: rail0, netdev: rail0eth}",
-		"rdma-core's udev helper rdma_rename", "no simulated profile has rdma-core's rdma_rename"},
-	{"docs/guides/host-knobs.md", `    names: {rdma: "rdma_rail{rail}", netdev: "rail{rail}"}`,
-		"rdma-core's udev helper rdma_rename", "no simulated profile has rdma-core's rdma_rename"},
-	{"docs/guides/subnet-manager.md", "  priority: 10                  # 0-15; the highest is master, a tie goes to the lowest GUID",
-		"opensm is not installed", "no simulated profile has opensm or sminfo"},
-}
-
-// expectedFailure is the error an example on expectedFailures fails with
-// and why, or "", "".
-func expectedFailure(b docBlock) (err, why string) {
-	for _, e := range expectedFailures {
-		if e.file == b.File && strings.Contains("\n"+b.Text, "\n"+e.line+"\n") {
-			return e.err, e.why
-		}
-	}
-	return "", ""
-}
-
-// judge fails t unless err is what expectedFailures expects of b.
-func judge(t *testing.T, b docBlock, err error) {
-	t.Helper()
-	want, why := expectedFailure(b)
-	switch {
-	case err != nil && why != "" && strings.Contains(err.Error(), want):
-		t.Logf("expected failure (%s): %v", why, err)
-	case err != nil:
-		t.Error(err)
-	case why != "":
-		t.Errorf("the example passes now: take it off expectedFailures (%s)", why)
-	}
-}
-
 // TestSpecExamples: every whole-spec YAML block is planned on a fresh
 // simulated host its "# host:" comment names (a copy of
 // examples/hosts/NAME, or one "sim new --profile NAME [--adapters N]"
@@ -386,7 +346,9 @@ func TestSpecExamples(t *testing.T) {
 		}
 		n++
 		t.Run(b.String(), func(t *testing.T) {
-			judge(t, b, planExample(t, bin, hostDir, b))
+			if err := planExample(t, bin, hostDir, b); err != nil {
+				t.Error(err)
+			}
 		})
 	}
 	if n < 5 {
@@ -459,7 +421,9 @@ func TestRunBlocks(t *testing.T) {
 			if b.Lang != "console" {
 				t.Fatalf("a block marked run is a console block (%q)", b.Lang)
 			}
-			judge(t, b, runBlock(t, bin, b.Text))
+			if err := runBlock(t, bin, b.Text); err != nil {
+				t.Error(err)
+			}
 		})
 	}
 	if n < 5 {
