@@ -302,3 +302,24 @@ func TestPlanRolloutRules(t *testing.T) {
 		}
 	}
 }
+
+// TestInventoryGroups: rdmaform's inventory names a host's groups (a
+// list, or names split at commas), sorted; anything else is an error at
+// its line and column.
+func TestInventoryGroups(t *testing.T) {
+	inv, err := fleet.ReadInventory("i.yaml", []byte("hosts:\n  - {name: a, groups: [rdma, gpu]}\n  - {name: b, groups: \"gpu,login\"}\n  - {name: c}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, h := range inv.Hosts {
+		got = append(got, h.Groups)
+	}
+	if d := cmp.Diff([][]string{{"gpu", "rdma"}, {"gpu", "login"}, nil}, got); d != "" {
+		t.Errorf("groups (-want +got):\n%s", d)
+	}
+	_, err = fleet.ReadInventory("i.yaml", []byte("hosts:\n  - {name: a, groups: {gpu: 1}}\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "i.yaml:2:23: hosts[0].groups: want a list of names") {
+		t.Errorf("groups as a mapping: %v", err)
+	}
+}
