@@ -20,7 +20,7 @@ func (a *app) wavesCmd() *cobra.Command {
 	var perDomain int
 	var pol wavesPolicy
 	cmd := &cobra.Command{
-		Use:   "waves --inventory FILE [--max-unavailable N|P%] [--max-per-domain K] [--plans DIR] [-o text|json]",
+		Use:   "waves --inventory FILE [--max-unavailable N|P%] [--max-per-domain K] [--plans DIR] [--policy FILE] [--canary N] [--explain] [-o text|json]",
 		Short: "Cut a fleet's pending hosts into rollout waves that know the fabric; never reads a host",
 		Long: `Cut the hosts of an inventory into waves for a rollout: each wave is
 hosts that may be down (reset, rebooted) at the same time.
