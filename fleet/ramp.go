@@ -35,6 +35,12 @@ type Rolled struct {
 	*Waves
 	Steps  []Step
 	Policy Rollout
+
+	// Explain's indexes, made at its first call.
+	hostOf  map[string]*Host
+	waveOf  map[string]int
+	domains map[string][]string // domain -> its hosts in a wave
+	sms     map[string][]string // fabric -> its subnet manager hosts
 }
 
 // PlanRollout cuts the inventory's pending hosts into waves under a
@@ -301,35 +307,37 @@ func ramp(pend []Host, r Rollout, perWave int, countOnly bool) ([]Wave, []Step) 
 // Explain is why one host is in its wave, line by line: its domain, its
 // subnet manager pair, its compartment and its ramp step.
 func (r *Rolled) Explain(inv *Inventory, wave int, host string) []string {
-	var h *Host
-	for i := range inv.Hosts {
-		if inv.Hosts[i].Name == host {
-			h = &inv.Hosts[i]
+	if r.hostOf == nil {
+		r.hostOf, r.waveOf, r.domains, r.sms = map[string]*Host{}, map[string]int{}, map[string][]string{}, map[string][]string{}
+		for i, w := range r.Waves.Waves {
+			for _, n := range w.Hosts {
+				r.waveOf[n] = i
+			}
+		}
+		for i := range inv.Hosts {
+			g := &inv.Hosts[i]
+			r.hostOf[g.Name] = g
+			if _, ok := r.waveOf[g.Name]; ok && g.Domain != "" {
+				r.domains[g.Domain] = append(r.domains[g.Domain], g.Name)
+			}
+			if g.SM() {
+				r.sms[g.Fabric] = append(r.sms[g.Fabric], g.Name)
+			}
 		}
 	}
+	h := r.hostOf[host]
 	if h == nil || wave < 0 || wave >= len(r.Waves.Waves) {
 		return nil
 	}
-	waveOf := map[string]int{}
-	for i, w := range r.Waves.Waves {
-		for _, n := range w.Hosts {
-			waveOf[n] = i
-		}
-	}
+	waveOf := r.waveOf
 	var lines []string
 	if h.Domain == "" {
 		lines = append(lines, "domain: none (the inventory names no domain: waves by count only)")
 	} else {
-		here, all := 0, 0
-		for _, g := range inv.Hosts {
-			if g.Domain != h.Domain {
-				continue
-			}
-			if w, ok := waveOf[g.Name]; ok {
-				all++
-				if w == wave {
-					here++
-				}
+		here, all := 0, len(r.domains[h.Domain])
+		for _, n := range r.domains[h.Domain] {
+			if waveOf[n] == wave {
+				here++
 			}
 		}
 		lines = append(lines, fmt.Sprintf("domain: %s, %d of its %d pending %s in this wave (at most %d)", h.Domain, here, all, words.Plural(all, "host", "hosts"), r.Waves.MaxPerDomain))
@@ -338,14 +346,14 @@ func (r *Rolled) Explain(inv *Inventory, wave int, host string) []string {
 		lines = append(lines, "SM pair: not a subnet manager host")
 	} else {
 		var others []string
-		for _, g := range inv.Hosts {
-			if g.Name == h.Name || !g.SM() || g.Fabric != h.Fabric {
+		for _, n := range r.sms[h.Fabric] {
+			if n == h.Name {
 				continue
 			}
-			if w, ok := waveOf[g.Name]; ok {
-				others = append(others, fmt.Sprintf("%s (wave %d)", g.Name, w+1))
+			if w, ok := waveOf[n]; ok {
+				others = append(others, fmt.Sprintf("%s (wave %d)", n, w+1))
 			} else {
-				others = append(others, g.Name+" (in no wave)")
+				others = append(others, n+" (in no wave)")
 			}
 		}
 		if len(others) == 0 {
