@@ -107,6 +107,11 @@ func PlanRollout(inv *Inventory, r Rollout) (*Rolled, error) {
 		}
 		for i := range steps {
 			steps[i].Compartment = c.name
+			if c.name != "" {
+				for h, why := range waves[i].Reasons {
+					waves[i].Reasons[h] = "compartment " + c.name + "; " + why
+				}
+			}
 		}
 		out.Waves.Waves = append(out.Waves.Waves, waves...)
 		out.Steps = append(out.Steps, steps...)

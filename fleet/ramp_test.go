@@ -223,6 +223,13 @@ func TestPlanRolloutCompartments(t *testing.T) {
 	if !strings.Contains(got.Waves.Bound, "compartment storage: 4 pending hosts in 3 waves; compartment gpu: 5 pending hosts in 3 waves") {
 		t.Errorf("bound: %q", got.Waves.Bound)
 	}
+	for i, w := range got.Waves.Waves {
+		for h, why := range w.Reasons {
+			if want := "compartment " + comps[i] + "; "; !strings.HasPrefix(why, want) {
+				t.Errorf("wave %d: %s's reason %q does not start with %q", i+1, h, why, want)
+			}
+		}
+	}
 
 	// Without a ramp: each compartment as Plan cuts it alone.
 	r.Ramp, r.Canary = fleet.Ramp{}, 0
@@ -235,8 +242,15 @@ func TestPlanRolloutCompartments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(alone.Waves, got.Waves.Waves[:len(alone.Waves)]); d != "" {
-		t.Errorf("storage without a ramp, against Plan of its hosts (-want +got):\n%s", d)
+	for i, w := range alone.Waves {
+		if d := cmp.Diff(w.Hosts, got.Waves.Waves[i].Hosts); d != "" {
+			t.Errorf("storage without a ramp, wave %d against Plan of its hosts (-want +got):\n%s", i+1, d)
+		}
+		for h, why := range w.Reasons {
+			if got := got.Waves.Waves[i].Reasons[h]; got != "compartment storage; "+why {
+				t.Errorf("storage without a ramp, wave %d: %s's reason %q, want Plan's %q after the compartment", i+1, h, got, why)
+			}
+		}
 	}
 
 	inv.Hosts[0].Groups = []string{"gpu", "storage"}
