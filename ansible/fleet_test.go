@@ -603,9 +603,12 @@ func TestRolloutWavePlay(t *testing.T) {
 // (the Slurm lab), one simulated host per Slurm node, a wave each. The
 // second host's card answers only a power cycle, so its activation
 // fails: n1 was drained and resumed (idle), n2 stays drained, n3 was
-// never drained (idle) and stays staged. With the fault cleared the play
-// runs again: n2 is drained (it is already), activated and resumed with
-// n3, every node is idle and every host plans empty.
+// never drained (idle) and stays staged. With the fault cleared, and n3
+// drained by an administrator (a reason of their own) in between, the
+// play runs again: n2 is drained (it is already), activated and resumed;
+// n3 is activated but stays drained with the administrator's reason (the
+// role resumes only what it drained), n1 and n2 are idle and every host
+// plans empty.
 func TestRolloutSlurm(t *testing.T) {
 	f := newFleet(t, 3, 0, nil)
 	s := slurmlab.Start(t, 3)
@@ -641,6 +644,9 @@ func TestRolloutSlurm(t *testing.T) {
 	rdmaform(t, 3, "--sim", f.dirs[f.names[2]], "plan", "-f", f.rendered(t, f.names[2])) // untouched: still staged
 
 	rdmaform(t, 0, "sim", "fault", f.dirs[f.names[1]], "--clear")
+	const theirs = "bad cable, ticket 4711"
+	s.MustRun(t, "scontrol", "update", "nodename=n3", "state=drain", "reason="+theirs)
+	s.WaitState(t, "n3", "drained", time.Minute)
 	out, code = f.play(t, 3, extra)
 	if code != 0 {
 		t.Fatalf("second run: exit %d\n%s", code, out)
@@ -650,8 +656,14 @@ func TestRolloutSlurm(t *testing.T) {
 	if strings.Join(r.Done, " ") != f.names[1]+" "+f.names[2] || len(r.Failed) != 0 {
 		t.Errorf("second run: done %v, failed %+v; want %s %s done", r.Done, r.Failed, f.names[1], f.names[2])
 	}
-	for _, node := range []string{"n1", "n2", "n3"} {
-		s.WaitState(t, node, "idle", time.Minute)
+	if w := "node n3 stays drained: its drain reason is"; !strings.Contains(out, w) {
+		t.Errorf("second run: no warning %q\n%s", w, out)
+	}
+	for node, want := range map[string]string{"n1": "idle", "n2": "idle", "n3": "drained"} {
+		s.WaitState(t, node, want, time.Minute)
+	}
+	if show := s.MustRun(t, "scontrol", "show", "node", "-o", "n3"); !strings.Contains(show, "Reason="+theirs+" [") {
+		t.Errorf("second run: n3 is not drained with the administrator's reason %q: %s", theirs, show)
 	}
 	for _, h := range f.names {
 		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
@@ -692,13 +704,18 @@ func setPeer(t *testing.T, dir, netdev, peer string) {
 // port trains against it and stays down, so its probes to the host done
 // (new version) and to the host still on the old one get no answer. The
 // host fails at the gate probes with ping's reason naming the peer, the
-// line stops, the third host is untouched and still staged. With the
-// cable fixed (the peer InfiniBand, a reboot to retrain) the play runs
-// again and finishes; every host plans empty.
+// line stops, the third host is untouched and still staged. The drain
+// hooks (command) show the failed host stays drained: the first host
+// was drained and undrained, the second drained only, the third never.
+// With the cable fixed (the peer InfiniBand, a reboot to retrain) the
+// play runs again and finishes: the second host (failed last time) and
+// the third are drained and undrained, none is left drained; every host
+// plans empty.
 func TestRolloutProbeGate(t *testing.T) {
 	f := newFleet(t, 3, 0, nil)
 	report := filepath.Join(f.l.dir, "report.json")
-	extra := map[string]any{"rdma_max_unavailable": "1", "rdma_report": report}
+	extra := f.hooks()
+	extra["rdma_max_unavailable"], extra["rdma_report"] = "1", report
 	bad := f.names[1]
 	setPeer(t, f.dirs[bad], "ib1", "Ethernet")
 
@@ -723,12 +740,24 @@ func TestRolloutProbeGate(t *testing.T) {
 		t.Errorf("first run: lacks %q\n%s", want, out)
 	}
 	rdmaform(t, 3, "--sim", f.dirs[f.names[2]], "plan", "-f", f.rendered(t, f.names[2])) // untouched: still staged
+	drained, left := f.checkHooks(t, 1, 1)
+	if strings.Join(left, " ") != bad || drained[f.names[0]] != 1 || drained[bad] != 1 || drained[f.names[2]] != 0 {
+		t.Errorf("first run: left drained %v, drains %v; want %s alone left drained, %s drained and undrained, %s never drained",
+			left, drained, bad, f.names[0], f.names[2])
+	}
 
 	setPeer(t, f.dirs[bad], "ib1", "InfiniBand")
 	rdmaform(t, 0, "sim", "reboot", f.dirs[bad])
+	if err := os.Remove(f.hooksLog); err != nil {
+		t.Fatal(err)
+	}
 	out, code = f.play(t, 3, extra)
 	if code != 0 {
 		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	drained, left = f.checkHooks(t, 1, 1)
+	if len(left) != 0 || drained[f.names[0]] != 0 || drained[bad] != 1 || drained[f.names[2]] != 1 {
+		t.Errorf("second run: left drained %v, drains %v; want none left, %s and %s drained and undrained once", left, drained, bad, f.names[2])
 	}
 	// The host that failed its probes has nothing left to activate, but
 	// the report lists it: it is probed again, and done.

@@ -18,8 +18,9 @@ import (
 func (a *app) wavesCmd() *cobra.Command {
 	var inventory, maxUnavailable, plans string
 	var perDomain int
+	var pol wavesPolicy
 	cmd := &cobra.Command{
-		Use:   "waves --inventory FILE [--max-unavailable N|P%] [--max-per-domain K] [--plans DIR] [-o text|json]",
+		Use:   "waves --inventory FILE [--max-unavailable N|P%] [--max-per-domain K] [--plans DIR] [--policy FILE] [--canary N] [--explain] [-o text|json]",
 		Short: "Cut a fleet's pending hosts into rollout waves that know the fabric; never reads a host",
 		Long: `Cut the hosts of an inventory into waves for a rollout: each wave is
 hosts that may be down (reset, rebooted) at the same time.
@@ -55,6 +56,13 @@ failures is left out for a person to look at; a missing file is an
 error). Without --plans it is the inventory's pending (rdmaform_pending):
 false leaves the host out, true or unset keeps it in.
 
+A policy file (--policy FILE) adds a canary and a ramp (the first wave
+of --canary N hosts, later waves growing by ramp steps or a factor,
+always within the limits above), stop rules for the rollout, and
+compartments: inventory groups rolled one after the other, each with
+waves of its own. --explain prints, for each host, its domain, SM pair,
+compartment and ramp step.
+
 Exit codes: 0 the waves are printed (none when nothing is pending);
 1 a bad inventory, limit or plan file.`,
 		Args: cobra.NoArgs,
@@ -80,9 +88,21 @@ Exit codes: 0 the waves are printed (none when nothing is pending);
 					return &exitError{code: plan.ExitError, err: err}
 				}
 			}
-			w, err := fleet.Plan(inv, fleet.Policy{MaxUnavailable: limit, MaxPerDomain: perDomain})
+			policy, err := pol.rollout(cmd, limit, perDomain)
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
+			}
+			rolled, err := fleet.PlanRollout(inv, policy)
+			if err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
+			w := rolled.Waves
+			if pol.explain && a.jsonOut() {
+				return &exitError{code: plan.ExitError, err: errors.New("--explain prints text: not with -o json")}
+			}
+			if pol.explain {
+				a.wavesExplain(name, inv, rolled)
+				return nil
 			}
 			if a.jsonOut() {
 				return a.writeJSON(wavesJSON(name, inv, w))
@@ -95,6 +115,7 @@ Exit codes: 0 the waves are printed (none when nothing is pending);
 	cmd.Flags().StringVar(&maxUnavailable, "max-unavailable", "20%", "at most `N|P%` hosts per wave (1 to 100000 hosts, or 1% to 100% of the inventory's)")
 	cmd.Flags().IntVar(&perDomain, "max-per-domain", 1, "at most `K` hosts of one failure domain per wave (1 to 100000)")
 	cmd.Flags().StringVar(&plans, "plans", "", "what is pending: `DIR`/HOST.json is each host's rdmaform plan -o json")
+	pol.flags(cmd)
 	_ = cmd.MarkFlagRequired("inventory")
 	a.outputFlag(cmd, "text", "text", "json")
 	return cmd

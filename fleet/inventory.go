@@ -79,6 +79,10 @@ type Host struct {
 	// said so.
 	Pending Pending
 	Why     string
+	// Groups are the inventory groups the host is in (sorted), children
+	// groups' hosts counting as their parents' too: a rollout policy's
+	// compartments.
+	Groups []string
 }
 
 // SM tells whether the host runs a subnet manager.
@@ -213,8 +217,11 @@ func readOwn(file string, root *yaml.Node) ([]Host, error) {
 			case "pending":
 				h.Pending, err = pendingOf(v)
 				h.Why = "inventory: pending: " + v.Value
+			case "groups":
+				h.Groups, err = roles(v)
+				sort.Strings(h.Groups)
 			default:
-				return nil, at(file, k, "%s: unknown key %q (name, domain, fabric, roles, pending)", path, k.Value)
+				return nil, at(file, k, "%s: unknown key %q (name, domain, fabric, roles, pending, groups)", path, k.Value)
 			}
 			if err != nil {
 				return nil, at(file, v, "%s.%s: %v", path, k.Value, err)
@@ -240,6 +247,7 @@ func readOwn(file string, root *yaml.Node) ([]Host, error) {
 func readAnsible(file string, root *yaml.Node) ([]Host, error) {
 	names := map[string]bool{}
 	vars := map[string]*yaml.Node{}
+	members, children := map[string][]string{}, map[string][]string{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Value == "_meta" {
@@ -277,12 +285,19 @@ func readAnsible(file string, root *yaml.Node) ([]Host, error) {
 					return nil, at(file, h, "group %s: %v", k.Value, err)
 				}
 				names[h.Value] = true
+				members[k.Value] = append(members[k.Value], h.Value)
+			}
+		}
+		if cs := mapGet(v, "children"); cs != nil && cs.Kind == yaml.SequenceNode {
+			for _, c := range cs.Content {
+				children[k.Value] = append(children[k.Value], c.Value)
 			}
 		}
 	}
+	groupsOf := ansibleGroups(members, children)
 	hosts := make([]Host, 0, len(names))
 	for name := range names {
-		h := Host{Name: name}
+		h := Host{Name: name, Groups: groupsOf[name]}
 		if hv := vars[name]; hv != nil {
 			for _, kv := range []struct {
 				key string
@@ -350,6 +365,43 @@ func CheckHostName(name string) error {
 		}
 	}
 	return nil
+}
+
+// ansibleGroups gives each host its groups: those that list it and,
+// through children, their parents (a cycle is followed once).
+func ansibleGroups(members, children map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for g := range members {
+		out[g] = nil
+	}
+	for g := range children {
+		out[g] = nil
+	}
+	byHost := map[string][]string{}
+	for g := range out {
+		seen, hosts := map[string]bool{}, map[string]bool{}
+		var walk func(string)
+		walk = func(x string) {
+			if seen[x] {
+				return
+			}
+			seen[x] = true
+			for _, h := range members[x] {
+				hosts[h] = true
+			}
+			for _, c := range children[x] {
+				walk(c)
+			}
+		}
+		walk(g)
+		for h := range hosts {
+			byHost[h] = append(byHost[h], g)
+		}
+	}
+	for _, gs := range byHost {
+		sort.Strings(gs)
+	}
+	return byHost
 }
 
 // scalar is a string or a number (rack: 7), never a list or a mapping.
