@@ -16,6 +16,8 @@ var Profiles = map[string]string{
 	"cx3-mlx4":   "dual-port ConnectX-3 (mlx4) VPI, port types through sysfs",
 	"vm-soft":    "a VM with no RDMA adapter and one virtio NIC, for Soft-RoCE",
 	"gpu-node":   "a GPU node with N dual-port ConnectX-7 adapters (--adapters N)",
+	"gpu-switch": "an 8-GPU / 8-NIC node (after the DGX H100): each H100 and its single-port ConnectX-7 below one PCIe switch, two NUMA nodes",
+	"gpu-grace":  "a Grace Hopper (GH200) node: the GPU on a root port of its own PCI domain, a dual-port ConnectX-7 on another",
 }
 
 // ProfileNames returns the profile names, sorted.
@@ -136,6 +138,14 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			setVPD(st.Devices[2*i:2*i+2], "NVIDIA ConnectX-7 Adapter Card, 200GbE / NDR200, Dual-port QSFP112, PCIe 5.0x16", "MCX755106AS-HEAT", fmt.Sprintf("MT2421X%05d", 100+i))
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
+		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+	case "gpu-switch", "gpu-grace":
+		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
+		if profile == "gpu-switch" {
+			newSwitchedGPUNode(st)
+		} else {
+			newGraceNode(st)
+		}
 		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
