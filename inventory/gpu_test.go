@@ -38,7 +38,7 @@ func pciTree(t *testing.T, root string, fns map[string]map[string]string) {
 
 // TestGPUAffinity: each relation of nvidia-smi's legend from where the
 // functions sit: below one switch (PIX), below two levels of switches
-// (PXB), below two root ports of one host bridge (PHB), below two host
+// (PXB, and behind a PCI bridge below the switch: two bridges), below two root ports of one host bridge (PHB), below two host
 // bridges of one NUMA node (NODE) and of two (SYS); the bridges listed are
 // those between the two; functions of other classes or vendors are no
 // GPUs, and a function without a host bridge in its path gets none.
@@ -54,11 +54,13 @@ func TestGPUAffinity(t *testing.T) {
 		sw + "/0000:12:01.0/0000:14:00.0": gpu("0"), // PIX
 		// a second switch below the first: PXB
 		sw + "/0000:12:02.0/0000:15:00.0/0000:16:00.0/0000:17:00.0": gpu("0"),
-		"pci0000:10/0000:10:02.0/0000:20:00.0":                      map[string]string{"vendor": "0x1002", "class": "0x030000", "numa_node": "0"}, // PHB, AMD VGA
-		"pci0000:30/0000:30:01.0/0000:31:00.0":                      gpu("0"),                                                                     // NODE
-		"pci0000:80/0000:80:01.0/0000:81:00.0":                      gpu("1"),                                                                     // SYS
-		"pci0000:10/0000:10:03.0/0000:40:00.0":                      map[string]string{"vendor": "0x10de", "class": "0x040300", "numa_node": "0"}, // audio: no GPU
-		"pci0000:10/0000:10:04.0/0000:41:00.0":                      map[string]string{"vendor": "0x8086", "class": "0x030000", "numa_node": "0"}, // Intel VGA: no GPU
+		// a PCI bridge (no switch) below the switch: two bridges, PXB
+		sw + "/0000:12:03.0/0000:1a:00.0/0000:1b:00.0": gpu("0"),
+		"pci0000:10/0000:10:02.0/0000:20:00.0":         map[string]string{"vendor": "0x1002", "class": "0x030000", "numa_node": "0"}, // PHB, AMD VGA
+		"pci0000:30/0000:30:01.0/0000:31:00.0":         gpu("0"),                                                                     // NODE
+		"pci0000:80/0000:80:01.0/0000:81:00.0":         gpu("1"),                                                                     // SYS
+		"pci0000:10/0000:10:03.0/0000:40:00.0":         map[string]string{"vendor": "0x10de", "class": "0x040300", "numa_node": "0"}, // audio: no GPU
+		"pci0000:10/0000:10:04.0/0000:41:00.0":         map[string]string{"vendor": "0x8086", "class": "0x030000", "numa_node": "0"}, // Intel VGA: no GPU
 	})
 	fs, err := host.NewRootFS(root)
 	if err != nil {
@@ -70,7 +72,7 @@ func TestGPUAffinity(t *testing.T) {
 	for _, g := range inv.GPUs {
 		gpus = append(gpus, g.PCI+" "+g.Vendor)
 	}
-	if diff := cmp.Diff([]string{"0000:14:00.0 0x10de", "0000:17:00.0 0x10de", "0000:20:00.0 0x1002", "0000:31:00.0 0x10de", "0000:81:00.0 0x10de"}, gpus); diff != "" {
+	if diff := cmp.Diff([]string{"0000:14:00.0 0x10de", "0000:17:00.0 0x10de", "0000:1b:00.0 0x10de", "0000:20:00.0 0x1002", "0000:31:00.0 0x10de", "0000:81:00.0 0x10de"}, gpus); diff != "" {
 		t.Errorf("GPUs (-want +got):\n%s", diff)
 	}
 	if g := inv.GPU("0000:81:00.0"); g == nil || g.NUMANode != 1 {
@@ -83,6 +85,7 @@ func TestGPUAffinity(t *testing.T) {
 	want := []Affinity{
 		{GPU: "0000:14:00.0", Relation: RelationPIX, Bridges: []string{"0000:12:00.0", "0000:11:00.0", "0000:12:01.0"}},
 		{GPU: "0000:17:00.0", Relation: RelationPXB, Bridges: []string{"0000:12:00.0", "0000:11:00.0", "0000:12:02.0", "0000:15:00.0", "0000:16:00.0"}},
+		{GPU: "0000:1b:00.0", Relation: RelationPXB, Bridges: []string{"0000:12:00.0", "0000:11:00.0", "0000:12:03.0", "0000:1a:00.0"}},
 		{GPU: "0000:20:00.0", Relation: RelationPHB, Bridges: []string{"0000:12:00.0", "0000:11:00.0", "0000:10:01.0", "0000:10:02.0"}},
 		{GPU: "0000:31:00.0", Relation: RelationNODE, Bridges: []string{"0000:12:00.0", "0000:11:00.0", "0000:10:01.0", "0000:30:01.0"}},
 		{GPU: "0000:81:00.0", Relation: RelationSYS, Bridges: []string{"0000:12:00.0", "0000:11:00.0", "0000:10:01.0", "0000:80:01.0"}},
