@@ -10,6 +10,9 @@ import (
 	"github.com/rdmaform/rdmaform/schema"
 )
 
+// unread is the offset of a capability not read (no observation).
+const unread = -1
+
 // want is what the spec asks of one bridge: the bits of mask set to
 // value's, from the spec path path.
 type want struct {
@@ -39,8 +42,10 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	}
 	capOf := func(path, b string) (Cap, bool) {
 		if obs == nil {
+			// Nothing was read: the bridge is declared all the same (what
+			// the spec asks of it does not depend on it), nothing planned.
 			prop.Errors = append(prop.Errors, req.Unreadable(path, "the config space of bridge %s was not read", b))
-			return Cap{}, false
+			return Cap{Offset: unread}, true
 		}
 		if e, ok := obs.Errs[b]; ok {
 			prop.Errors = append(prop.Errors, req.Finding(path, "reading the ACS capability of bridge %s: %s", b, e))
@@ -89,6 +94,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 			}
 			v := uint16(*eb.Control)
 			switch {
+			case c.Offset == unread:
 			case c.Offset == 0:
 				prop.Errors = append(prop.Errors, req.Finding(bp+".pci", "bridge %s has no ACS capability", b))
 				continue
@@ -111,6 +117,9 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	for _, b := range bridges {
 		w := wants[b]
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(b), Path: w.path})
+		if obs == nil {
+			continue
+		}
 		c := obs.Bridges[b]
 		to := c.Control&^w.mask | w.value&w.mask
 		if to == c.Control {
