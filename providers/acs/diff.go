@@ -110,7 +110,10 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		bridges = append(bridges, b)
 	}
 	sort.Strings(bridges)
-	boot := "kernel's ACS"
+	// At boot the kernel sets ACS again (pci_enable_acs); the boot unit
+	// sets it back. Linux 6.11's pci=config_acs= could set it at boot
+	// instead: the kernel command line is not rdmaform's yet.
+	boot := "kernel's ACS (persistence: none)"
 	if req.Spec.Persistence == "boot-unit" {
 		boot = "boot unit"
 	}

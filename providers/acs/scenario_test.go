@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/clitest"
 	"github.com/rdmaform/rdmaform/sim"
 	"github.com/rdmaform/rdmaform/sim/simtest"
@@ -129,7 +130,8 @@ func TestACSExplicit(t *testing.T) {
 		return "  - pci: \"" + nic0 + "\"\n    acs:\n      peer_to_peer: true\n      bridges:\n        - {pci: \"" + rp0 + "\", control: " + v + "}\n        - {pci: \"" + gsp0 + "\", control: 0x0015}\n"
 	}
 	out := clitest.Converge(t, dir, acsSpec(t, "", explicit("0")))
-	if !strings.Contains(out, "~ acs["+rp0+"]") || !strings.Contains(out, "-> 0x0000 (none)") || !strings.Contains(out, "-> 0x0015 (SrcValid ReqRedir UpstreamFwd)") {
+	if !strings.Contains(out, "~ acs["+rp0+"]") || !strings.Contains(out, "-> 0x0000 (none)") || !strings.Contains(out, "-> 0x0015 (SrcValid ReqRedir UpstreamFwd)") ||
+		!strings.Contains(out, "at_boot: kernel's ACS -> kernel's ACS (persistence: none)") {
 		t.Errorf("plan:\n%s", out)
 	}
 	if got := controls(t, dir); got[rp0] != 0 || got[gsp0] != 0x0015 || got[dsp0] != 0x0011 {
@@ -208,4 +210,31 @@ func bootUnit(t *testing.T, dir string) {
 	if n == 0 {
 		t.Fatalf("sim reboot --help gives no boot commands:\n%s", help)
 	}
+}
+
+// TestACSAudit: after apply the audit is clean; a write behind
+// rdmaform's back (setpci -s 17:00.0 ECAP_ACS+6.w=001d) is drift on that
+// bridge, and apply mends it.
+func TestACSAudit(t *testing.T) {
+	dir := simtest.Dir(t, "gpu-switch", nil)
+	spec := acsSpec(t, "", p2p(nic0))
+	clitest.Converge(t, dir, spec)
+	clitest.MustRun(t, 0, "--sim", dir, "audit", "-f", spec)
+	s, err := sim.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.WriteAttrAt(h.FS, "/sys/bus/pci/devices/"+dsp0+"/config", []byte{0x1d, 0x00}, 0x14e); err != nil {
+		t.Fatal(err)
+	}
+	out := clitest.MustRun(t, 2, "--sim", dir, "audit", "-f", spec)
+	if !strings.Contains(out, "acs["+dsp0+"]") || strings.Contains(out, "acs["+gsp0+"]") {
+		t.Errorf("audit does not report the drift on %s alone:\n%s", dsp0, out)
+	}
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", spec)
+	clitest.MustRun(t, 0, "--sim", dir, "audit", "-f", spec)
 }
