@@ -83,11 +83,24 @@ func onPaths(d *inventory.Device) []string {
 // Equivalent to: setpci -s BRIDGE ECAP_ACS+6.w
 func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	var bridges []string
-	for i, d := range req.Spec.Devices {
-		if d.ACS == nil || req.Devices[i] == nil {
-			continue
+	if req.Full {
+		// show: the bridges on every device's paths to its GPUs.
+		for _, d := range req.Devices {
+			if d == nil {
+				continue
+			}
+			near, _ := peerPaths(d)
+			for _, a := range near {
+				bridges = append(bridges, a.Bridges...)
+			}
 		}
-		bridges = append(bridges, onPaths(req.Devices[i])...)
+	} else {
+		for i, d := range req.Spec.Devices {
+			if d.ACS == nil || req.Devices[i] == nil {
+				continue
+			}
+			bridges = append(bridges, onPaths(req.Devices[i])...)
+		}
 	}
 	if len(bridges) == 0 {
 		return nil, nil

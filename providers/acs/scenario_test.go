@@ -238,3 +238,22 @@ func TestACSAudit(t *testing.T) {
 	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", spec)
 	clitest.MustRun(t, 0, "--sim", dir, "audit", "-f", spec)
 }
+
+// TestACSShow: show captures peer_to_peer on the devices whose paths are
+// open and on no other (a fresh host has ACS on everywhere), and the
+// capture plans nothing.
+func TestACSShow(t *testing.T) {
+	dir := simtest.Dir(t, "gpu-switch", nil)
+	if out := clitest.MustRun(t, 0, "--sim", dir, "show"); strings.Contains(out, "acs:") {
+		t.Errorf("show on a fresh host captures acs:\n%s", out)
+	}
+	clitest.Converge(t, dir, acsSpec(t, "", p2p(nic1)))
+	out := clitest.MustRun(t, 0, "--sim", dir, "show")
+	if strings.Count(out, "peer_to_peer: true") != 1 || !strings.Contains(out, "- pci: \""+nic1+"\" # mlx5_3") {
+		t.Fatalf("show does not capture peer_to_peer on %s alone:\n%s", nic1, out)
+	}
+	if i, j := strings.Index(out, nic1), strings.Index(out, "peer_to_peer"); j < i || strings.Contains(out[i:j], "- pci:") {
+		t.Errorf("peer_to_peer is not %s's:\n%s", nic1, out)
+	}
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, out))
+}
