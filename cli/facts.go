@@ -81,6 +81,9 @@ type DeviceFact struct {
 	// GPUAffinity is the function's relation to each GPU (PIX ... SYS)
 	// and the bridges between them.
 	GPUAffinity []inventory.Affinity `json:"gpu_affinity"`
+	// Bridges are the PCI bridges above the function, nearest first, to
+	// its root port.
+	Bridges []string `json:"bridges"`
 }
 
 // GUIDs are a device's node GUID and its InfiniBand ports' GUIDs by
@@ -100,6 +103,7 @@ func factsOf(inv *inventory.Inventory, pending []plan.Pending) FactsDoc {
 			GUIDs:     GUIDs{Node: d.NodeGUID, Ports: map[string]string{}},
 			FWVersion: d.FWVer, PSID: d.PSID, PartNumber: d.PartNumber, Serial: d.Serial, Model: d.HCAType,
 			NUMANode: d.NUMANode, Pending: []plan.Pending{}, GPUAffinity: append([]inventory.Affinity{}, d.GPUAffinity...),
+			Bridges: append([]string{}, d.Bridges...),
 		}
 		seen := map[string]bool{}
 		for _, p := range d.Ports {

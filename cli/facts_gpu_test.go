@@ -37,6 +37,9 @@ func TestFactsGPUs(t *testing.T) {
 			mlx50 = d.(map[string]any)
 		}
 	}
+	if diff := cmp.Diff([]any{"0000:17:00.0", "0000:16:00.0", "0000:15:01.0"}, mlx50["bridges"]); diff != "" {
+		t.Errorf("mlx5_0's bridges (-want +got):\n%s", diff)
+	}
 	aff := mlx50["gpu_affinity"].([]any)
 	if len(aff) != 8 {
 		t.Fatalf("mlx5_0: %d relations, want 8", len(aff))

@@ -90,7 +90,7 @@ type PCIe struct {
 // GPUs (the ACS extended capability, ID 0x000D, Control at +6).
 type ACS struct {
 	PeerToPeer *bool       `yaml:"peer_to_peer,omitempty" doc:"true: on every bridge between this function and each GPU below its host bridge (nvidia-smi's PIX, PXB, PHB), ACS P2P Request Redirect, P2P Completion Redirect and P2P Egress Control are off, the other ACS bits as they are"`
-	Bridges    []ACSBridge `yaml:"bridges,omitempty" doc:"an ACS Control value for single bridges above this function or between it and its GPUs (facts -o json lists them), for platforms that need an asymmetric mask; it wins over peer_to_peer on that bridge; at most 32"`
+	Bridges    []ACSBridge `yaml:"bridges,omitempty" doc:"an ACS Control value for single bridges above this function or between it and its GPUs (facts -o json lists them: bridges, gpu_affinity[].bridges), for platforms that need an asymmetric mask; it wins over peer_to_peer on that bridge; at most 32"`
 }
 
 // ACSBridge is an explicit ACS Control value of one bridge.
