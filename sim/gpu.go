@@ -90,10 +90,12 @@ const (
 )
 
 // bootACS is what the kernel writes at boot in the ACS Control register
-// of a port with an IOMMU on: pci_std_enable_acs in drivers/pci/pci.c
-// sets Source Validation, P2P Request and Completion Redirect and
-// Upstream Forwarding where the capability has them (Translation
-// Blocking and Egress Control stay as they were: 0 after the reset).
+// of a port when an IOMMU driver asked for ACS (pci_acs_enable):
+// pci_std_enable_acs in drivers/pci/pci.c sets Source Validation, P2P
+// Request and Completion Redirect and Upstream Forwarding where the
+// capability has them, Translation Blocking only on external-facing or
+// untrusted ports or with ATS off (none here), and leaves Egress Control
+// as the reset left it: 0.
 func bootACS(capBits uint16) uint16 { return capBits & (acsSV | acsRR | acsCR | acsUF) }
 
 // busOf is the domain and bus of a PCI address: 0000:18 of 0000:18:00.0.
