@@ -155,20 +155,41 @@ func discoverGPUs(f host.FS, inv *Inventory) {
 		if d.PCI == "" || d.Parent != "" {
 			continue
 		}
-		p, ok := pciPath(f, d.PCI)
-		if !ok {
+		d.Bridges, d.GPUAffinity, _ = pathOf(f, d.PCI, d.NUMANode, inv.GPUs)
+	}
+}
+
+// FunctionPath reads where any PCI function sits (an RDMA device's, a
+// GPU's, an NVMe drive's): the bridges above it, nearest first, to its
+// root port, and its relation to each GPU of the inventory but itself.
+// ok is false when the function is not there or its BusPCI link has no
+// host bridge directory.
+func (inv *Inventory) FunctionPath(f host.FS, pci string) (bridges []string, gpus []Affinity, ok bool) {
+	numa := -1
+	if n, err := strconv.Atoi(attrAt(f, path.Join(BusPCI, pci, "numa_node"))); err == nil && n >= 0 {
+		numa = n
+	}
+	return pathOf(f, pci, numa, inv.GPUs)
+}
+
+func pathOf(f host.FS, pci string, numa int, gpus []*GPU) (bridges []string, aff []Affinity, ok bool) {
+	if !pciAddr.MatchString(pci) {
+		return nil, nil, false
+	}
+	p, ok := pciPath(f, pci)
+	if !ok {
+		return nil, nil, false
+	}
+	for i := len(p) - 2; i >= 1; i-- {
+		bridges = append(bridges, p[i])
+	}
+	for _, g := range gpus {
+		if g.path == nil || g.PCI == pci {
 			continue
 		}
-		for i := len(p) - 2; i >= 1; i-- {
-			d.Bridges = append(d.Bridges, p[i])
-		}
-		for _, g := range inv.GPUs {
-			if g.path == nil {
-				continue
-			}
-			d.GPUAffinity = append(d.GPUAffinity, affinity(p, d.NUMANode, g))
-		}
+		aff = append(aff, affinity(p, numa, g))
 	}
+	return bridges, aff, true
 }
 
 // affinity is the relation of the function at path a (NUMA node numa) to

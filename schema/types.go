@@ -125,10 +125,11 @@ type VF struct {
 	State    string `yaml:"state,omitempty" enum:"auto,enable,disable" doc:"the VF's link state: auto (follows the PF), enable, disable"`
 }
 
-// PCIeOnly reports whether the entry sets pcie and nothing else, so it may
-// name a PCI function that is no RDMA device.
+// PCIeOnly reports whether the entry sets pcie or acs and nothing else,
+// so it may name a PCI function that is no RDMA device (a GPU, an NVMe
+// drive, the virtio NIC under Soft-RoCE).
 func (d *Device) PCIeOnly() bool {
-	return d.PCIe != nil && d.Firmware == nil && d.SRIOV == nil && len(d.Ports) == 0
+	return (d.PCIe != nil || d.ACS != nil) && d.Firmware == nil && d.SRIOV == nil && len(d.Ports) == 0
 }
 
 // Selector returns which selector the device uses and its value.

@@ -47,6 +47,10 @@ func ConfigPath(pci string) string { return "/sys/bus/pci/devices/" + pci + "/co
 // Observed is the ACS capability of each bridge read, by PCI address.
 type Observed struct {
 	Bridges map[string]Cap
+	// Funcs are the PCI functions a spec entry names that are no RDMA
+	// device (a GPU, the virtio NIC under Soft-RoCE), with their paths,
+	// by PCI address; a function not there is in Errs.
+	Funcs map[string]*inventory.Device `json:",omitempty"`
 	// Errs are bridges whose config space could not be read or walked.
 	Errs map[string]string `json:",omitempty"`
 }
@@ -94,19 +98,26 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 				bridges = append(bridges, a.Bridges...)
 			}
 		}
-	} else {
+	}
+	obs := &Observed{Bridges: map[string]Cap{}, Funcs: map[string]*inventory.Device{}, Errs: map[string]string{}}
+	if !req.Full {
 		for i, d := range req.Spec.Devices {
-			if d.ACS == nil || req.Devices[i] == nil {
+			if d.ACS == nil {
 				continue
 			}
-			bridges = append(bridges, onPaths(req.Devices[i])...)
+			dev := req.Devices[i]
+			if dev == nil && d.PCIeOnly() {
+				dev = function(h, req.Inv, schema.NormalizePCI(d.PCI), obs)
+			}
+			if dev != nil {
+				bridges = append(bridges, onPaths(dev)...)
+			}
 		}
 	}
-	if len(bridges) == 0 {
+	if len(bridges) == 0 && len(obs.Funcs) == 0 && len(obs.Errs) == 0 {
 		return nil, nil
 	}
 	sort.Strings(bridges)
-	obs := &Observed{Bridges: map[string]Cap{}, Errs: map[string]string{}}
 	for _, b := range slices.Compact(bridges) {
 		c, err := read(h, b)
 		if err != nil {
@@ -116,6 +127,28 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 		obs.Bridges[b] = c
 	}
 	return obs, nil
+}
+
+// function reads the path of a PCI function that is no RDMA device into
+// obs, and returns it; nil when it is not there (obs.Errs says why).
+func function(h *host.Host, inv *inventory.Inventory, pci string, obs *Observed) *inventory.Device {
+	if pci == "" {
+		return nil
+	}
+	if d, ok := obs.Funcs[pci]; ok {
+		return d
+	}
+	if inv == nil {
+		inv = &inventory.Inventory{}
+	}
+	bridges, gpus, ok := inv.FunctionPath(h.FS, pci)
+	if !ok {
+		obs.Errs[pci] = "no PCI function " + pci + " in " + inventory.BusPCI + " (or its link names no host bridge)"
+		return nil
+	}
+	d := &inventory.Device{Name: pci, PCI: pci, Bridges: bridges, GPUAffinity: gpus}
+	obs.Funcs[pci] = d
+	return d
 }
 
 // read reads and walks one function's config space.

@@ -59,6 +59,18 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		}
 		path := specPath(i)
 		d := req.Devices[i]
+		if d == nil && sd.PCIeOnly() {
+			// A PCI function that is no RDMA device: Observe read its path.
+			pci := schema.NormalizePCI(sd.PCI)
+			switch {
+			case obs == nil:
+				prop.Errors = append(prop.Errors, req.Unreadable(path, "the path of %s was not read", pci))
+			case obs.Errs[pci] != "":
+				prop.Errors = append(prop.Errors, req.Finding(path, "%s", obs.Errs[pci]))
+			default:
+				d = obs.Funcs[pci]
+			}
+		}
 		if d == nil {
 			continue // the engine reports a device that is not there
 		}

@@ -257,3 +257,35 @@ func TestACSShow(t *testing.T) {
 	}
 	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, out))
 }
+
+// TestACSOnAnyFunction: acs may name a PCI function that is no RDMA
+// device (a GPU here; the virtio NIC under Soft-RoCE in the kernel lab):
+// its bridges come from its sysfs link, an explicit value on one
+// converges and rolls back; peer_to_peer on GPU 0 finds no other GPU
+// below its host bridge (itself is not one); a function that is not
+// there is a finding, not a write.
+func TestACSOnAnyFunction(t *testing.T) {
+	dir := simtest.Dir(t, "gpu-switch", nil)
+	gpu0 := "0000:19:00.0"
+	spec := acsSpec(t, "", "  - pci: \""+gpu0+"\"\n    acs:\n      bridges:\n        - {pci: \""+gsp0+"\", control: 0x0011}\n")
+	out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "--confirm-timeout", "1s", "-f", spec)
+	if !strings.Contains(out, "acs["+gsp0+"]") || !strings.Contains(out, "Reverted") {
+		t.Fatalf("unconfirmed apply:\n%s", out)
+	}
+	if got := controls(t, dir)[gsp0]; got != boot {
+		t.Errorf("after the rollback: %#04x", got)
+	}
+	clitest.Converge(t, dir, spec)
+	if got := controls(t, dir)[gsp0]; got != 0x0011 {
+		t.Errorf("after apply: %#04x", got)
+	}
+	out = clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", acsSpec(t, "", p2p(gpu0), p2p("0000:99:09.0")))
+	for _, want := range []string{
+		"$.devices[0].acs.peer_to_peer: no GPU below the host bridge of 0000:19:00.0 (0000:41:00.0 NODE, ",
+		"$.devices[1].acs: no PCI function 0000:99:09.0 in /sys/bus/pci/devices",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q:\n%s", want, out)
+		}
+	}
+}
