@@ -57,6 +57,8 @@ Exit codes: 0 listed; 1 the host could not be read.`,
 type FactsDoc struct {
 	FormatVersion int          `json:"format_version"`
 	Devices       []DeviceFact `json:"devices"`
+	// GPUs are the host's GPUs (inventory/gpu.go).
+	GPUs []*inventory.GPU `json:"gpus"`
 }
 
 // DeviceFact is one RDMA device (a PCI function, or a software device
@@ -76,6 +78,12 @@ type DeviceFact struct {
 	// Pending are the card's firmware values staged for the next boot
 	// (every function of the card lists them).
 	Pending []plan.Pending `json:"pending"`
+	// GPUAffinity is the function's relation to each GPU (PIX ... SYS)
+	// and the bridges between them.
+	GPUAffinity []inventory.Affinity `json:"gpu_affinity"`
+	// Bridges are the PCI bridges above the function, nearest first, to
+	// its root port.
+	Bridges []string `json:"bridges"`
 }
 
 // GUIDs are a device's node GUID and its InfiniBand ports' GUIDs by
@@ -88,13 +96,14 @@ type GUIDs struct {
 // factsOf is the facts of every device of the inventory, sorted by RDMA
 // name, each function with the pending values of its card.
 func factsOf(inv *inventory.Inventory, pending []plan.Pending) FactsDoc {
-	doc := FactsDoc{FormatVersion: FormatVersion, Devices: []DeviceFact{}}
+	doc := FactsDoc{FormatVersion: FormatVersion, Devices: []DeviceFact{}, GPUs: append([]*inventory.GPU{}, inv.GPUs...)}
 	for _, d := range inv.Devices {
 		f := DeviceFact{
 			PCI: d.PCI, RDMA: d.Name, Netdevs: []string{}, LinkLayers: []string{},
 			GUIDs:     GUIDs{Node: d.NodeGUID, Ports: map[string]string{}},
 			FWVersion: d.FWVer, PSID: d.PSID, PartNumber: d.PartNumber, Serial: d.Serial, Model: d.HCAType,
-			NUMANode: d.NUMANode, Pending: []plan.Pending{},
+			NUMANode: d.NUMANode, Pending: []plan.Pending{}, GPUAffinity: append([]inventory.Affinity{}, d.GPUAffinity...),
+			Bridges: append([]string{}, d.Bridges...),
 		}
 		seen := map[string]bool{}
 		for _, p := range d.Ports {
@@ -161,6 +170,9 @@ func (a *app) factsText(doc FactsDoc) {
 			if kv[1] != "" {
 				fmt.Fprintf(out, "  %-12s %s\n", kv[0]+":", kv[1])
 			}
+		}
+		for _, g := range d.GPUAffinity {
+			fmt.Fprintf(out, "  GPU:         %s %s\n", g.GPU, g.Relation)
 		}
 		for _, p := range d.Pending {
 			v := plan.TextValues(p.Current, p.NextBoot)

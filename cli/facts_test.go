@@ -28,7 +28,7 @@ func TestFacts(t *testing.T) {
 		"pci": "0000:3b:00.1", "rdma": "mlx5_1", "netdevs": []any{"ib1"}, "link_layers": []any{"InfiniBand"},
 		"guids":      map[string]any{"node": "b859:9f03:0022:626f", "ports": map[string]any{"1": "0xb8599f030022626f"}},
 		"fw_version": "20.35.1012", "psid": "MT_0000000222", "part_number": "MCX653106A-HDAT", "serial": "MT2028X01234",
-		"model": "MT4123", "numa_node": 1.0, "pending": []any{},
+		"model": "MT4123", "numa_node": 1.0, "pending": []any{}, "gpu_affinity": []any{}, "bridges": []any{},
 	}
 	if diff := cmp.Diff(want, devs[1]); diff != "" {
 		t.Errorf("mlx5_1 (-want +got):\n%s", diff)

@@ -177,6 +177,9 @@ func deviceComment(d *inventory.Device) string {
 	if d.Parent != "" {
 		info = append(info, "netdev "+d.Parent)
 	}
+	if a := d.AffinityText(); a != "" {
+		info = append(info, a)
+	}
 	return strings.Join(info, ", ")
 }
 

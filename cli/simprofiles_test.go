@@ -133,6 +133,8 @@ func TestSimAdapters(t *testing.T) {
 		{[]string{"--profile", "cx5-roce", "--adapters", "0"}, "at least 1 adapter"},
 		{[]string{"--profile", "vm-soft", "--adapters", "1"}, "--adapters does not apply to vm-soft"},
 		{[]string{"--profile", "cx3-mlx4", "--adapters", "2"}, "--adapters does not apply to cx3-mlx4"},
+		{[]string{"--profile", "gpu-switch", "--adapters", "1"}, "--adapters does not apply to gpu-switch"},
+		{[]string{"--profile", "gpu-grace", "--adapters", "1"}, "--adapters does not apply to gpu-grace"},
 	} {
 		dir := filepath.Join(t.TempDir(), "h")
 		if code, out := rdmaform(t, append([]string{"sim", "new", dir}, tc.args...)...); code != 1 || !strings.Contains(out, tc.want) {

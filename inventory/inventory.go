@@ -29,6 +29,8 @@ const (
 // Inventory is every RDMA device of a host.
 type Inventory struct {
 	Devices []*Device // sorted by name
+	// GPUs are the host's GPUs, by PCI address (gpu.go).
+	GPUs []*GPU `json:"gpus,omitempty"`
 }
 
 // Device is one RDMA device (/sys/class/infiniband/<name>).
@@ -54,6 +56,11 @@ type Device struct {
 	// Parent is the netdev of a software device (rxe's parent file).
 	Parent string  `json:"parent,omitempty"`
 	Ports  []*Port `json:"ports"`
+	// Bridges are the PCI bridges above the function, nearest first, to
+	// its root port (from its BusPCI link); GPUAffinity its relation to
+	// each GPU (gpu.go).
+	Bridges     []string   `json:"bridges,omitempty"`
+	GPUAffinity []Affinity `json:"gpu_affinity,omitempty"`
 }
 
 // Port is one port (/sys/class/infiniband/<dev>/ports/<n>).
@@ -214,6 +221,7 @@ func Discover(ctx context.Context, h *host.Host) (*Inventory, error) {
 	if err := mapNetdevs(h, inv); err != nil {
 		return nil, err
 	}
+	discoverGPUs(h.FS, inv)
 	return inv, nil
 }
 

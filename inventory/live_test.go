@@ -256,6 +256,7 @@ func TestLiveShow(t *testing.T) {
 				Name: "mlx5_0", PCI: "0000:3b:00.0", NodeGUID: "b8ce:f603:0012:3456", FWVer: "20.35.1012",
 				HCAType: "MT4123", PSID: "MT_0000000222", NodeType: "1: CA",
 				PartNumber: "MCX653106A-HDAT", Serial: "MT2031X09876", NUMANode: 1,
+				Bridges: []string{"0000:3a:00.0"}, // its root port, from the BusPCI link
 				Ports: []*inventory.Port{{
 					Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "InfiniBand",
 					Rate: "200 Gb/sec (4X HDR)", LID: 3, SMLID: 1, GUID: "0xb8cef60300123456", Netdevs: []string{ipoibNetdev},
@@ -264,6 +265,7 @@ func TestLiveShow(t *testing.T) {
 			{
 				Name: "mlx5_1", PCI: "0000:3b:00.1", NodeGUID: "b8ce:f603:0012:3457", FWVer: "20.35.1012",
 				HCAType: "MT4123", PSID: "MT_0000000222", NodeType: "1: CA", NUMANode: -1,
+				Bridges: []string{"0000:3a:00.0"},
 				Ports: []*inventory.Port{{
 					Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "Ethernet",
 					Rate: "100 Gb/sec (4X EDR)", Netdevs: []string{roceNetdev},

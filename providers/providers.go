@@ -4,6 +4,7 @@ package providers
 
 import (
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/acs"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/ethtool"
 	"github.com/rdmaform/rdmaform/providers/firmware"
@@ -31,6 +32,7 @@ func All() []plan.Provider {
 		names.New(),
 		sriov.New(),
 		pcie.New(),
+		acs.New(),
 		mlx4port.New(),
 		rxe.New(),
 		netdev.New(),

@@ -34,6 +34,7 @@ var requiredKeys = map[reflect.Type][]string{
 	reflect.TypeOf(SMPort{}):          {"device", "port"},
 	reflect.TypeOf(Partition{}):       {"name", "pkey"},
 	reflect.TypeOf(PartitionMember{}): {"guid"},
+	reflect.TypeOf(ACSBridge{}):       {"pci", "control"},
 }
 
 // JSONSchema returns the JSON Schema (draft-07, which every YAML editor

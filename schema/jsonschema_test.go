@@ -345,6 +345,8 @@ func TestJSONSchemaRequiredMatchesValidate(t *testing.T) {
 		"SMPort.port":          {"version: 1\nsubnet_manager: {port: {device: mlx5_0}}\n", "$.subnet_manager.port"},
 		"Partition.name":       {"version: 1\nsubnet_manager: {partitions: [{pkey: 0x8002}]}\n", "$.subnet_manager.partitions[0]"},
 		"Partition.pkey":       {"version: 1\nsubnet_manager: {partitions: [{name: a}]}\n", "$.subnet_manager.partitions[0]"},
+		"ACSBridge.pci":        {"version: 1\ndevices: [{pci: \"0000:18:00.0\", acs: {bridges: [{control: 0}]}}]\n", "$.devices[0].acs.bridges[0]"},
+		"ACSBridge.control":    {"version: 1\ndevices: [{pci: \"0000:18:00.0\", acs: {bridges: [{pci: \"0000:17:00.0\"}]}}]\n", "$.devices[0].acs.bridges[0]"},
 		"PartitionMember.guid": {"version: 1\nsubnet_manager: {partitions: [{name: a, pkey: 0x8002, members: [{membership: full}]}]}\n", "$.subnet_manager.partitions[0].members[0]"},
 	}
 	for typ, keys := range requiredKeys {

@@ -53,6 +53,7 @@ type Device struct {
 	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
 	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
 	PCIe     *PCIe     `yaml:"pcie,omitempty" doc:"runtime PCI Express settings of this PCI function (its config space); set again by the boot unit"`
+	ACS      *ACS      `yaml:"acs,omitempty" doc:"ACS (Access Control Services) of the PCI bridges between this function and the GPUs (their config space); set again by the boot unit"`
 	Ports    []Port    `yaml:"ports,omitempty" doc:"settings of the adapter's ports, each by its number"`
 	// Names renames the device and its netdev, now and at every boot.
 	Names *Names `yaml:"names,omitempty" doc:"names for this PCI function's RDMA device and netdev, set now (rdma dev set, ip link set) and at boot (udev rules in /etc/udev/rules.d/59-rdmaform-names.rules); the device is selected by pci or node_guid, or by match with rail templates ({rail})"`
@@ -85,6 +86,22 @@ type PCIe struct {
 	MaxReadRequest *int `yaml:"max_read_request,omitempty" doc:"Max Read Request Size in bytes: 128, 256, 512, 1024, 2048 or 4096 (Device Control bits 14:12, what setpci CAP_EXP+8 sets)"`
 }
 
+// ACS is the ACS Control of the bridges on a PCI function's paths to the
+// GPUs (the ACS extended capability, ID 0x000D, Control at +6).
+type ACS struct {
+	PeerToPeer *bool       `yaml:"peer_to_peer,omitempty" doc:"true: on every bridge between this function and each GPU below its host bridge (nvidia-smi's PIX, PXB, PHB), ACS P2P Request Redirect, P2P Completion Redirect and P2P Egress Control are off, the other ACS bits as they are"`
+	Bridges    []ACSBridge `yaml:"bridges,omitempty" doc:"an ACS Control value for single bridges above this function or between it and its GPUs (facts -o json lists them: bridges, gpu_affinity[].bridges), for platforms that need an asymmetric mask; it wins over peer_to_peer on that bridge; at most 32"`
+}
+
+// ACSBridge is an explicit ACS Control value of one bridge.
+type ACSBridge struct {
+	PCI     string `yaml:"pci" doc:"the bridge's PCI address, e.g. 0000:17:00.0"`
+	Control *int   `yaml:"control" min:"0" max:"65535" doc:"the ACS Control register, written whole: 0 to 0xffff (hex with 0x); bits the bridge's ACS Capability lacks are refused"`
+}
+
+// MaxACSBridges is how many bridges one device's acs.bridges may list.
+const MaxACSBridges = 32
+
 // MaxReadRequestSizes are the Max Read Request Sizes PCI Express
 // encodes (Device Control bits 14:12 = 0..5).
 var MaxReadRequestSizes = []int{128, 256, 512, 1024, 2048, 4096}
@@ -108,10 +125,11 @@ type VF struct {
 	State    string `yaml:"state,omitempty" enum:"auto,enable,disable" doc:"the VF's link state: auto (follows the PF), enable, disable"`
 }
 
-// PCIeOnly reports whether the entry sets pcie and nothing else, so it may
-// name a PCI function that is no RDMA device.
+// PCIeOnly reports whether the entry sets pcie or acs and nothing else,
+// so it may name a PCI function that is no RDMA device (a GPU, an NVMe
+// drive, the virtio NIC under Soft-RoCE).
 func (d *Device) PCIeOnly() bool {
-	return d.PCIe != nil && d.Firmware == nil && d.SRIOV == nil && len(d.Ports) == 0
+	return (d.PCIe != nil || d.ACS != nil) && d.Firmware == nil && d.SRIOV == nil && len(d.Ports) == 0
 }
 
 // Selector returns which selector the device uses and its value.

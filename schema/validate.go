@@ -353,6 +353,9 @@ func (v *validator) devices() {
 				v.add(p+".pcie.max_read_request", "%d is not a Max Read Request Size: 128, 256, 512, 1024, 2048 or 4096 bytes (a power of two)", *d.PCIe.MaxReadRequest)
 			}
 		}
+		if d.ACS != nil {
+			v.acs(d.ACS, p+".acs")
+		}
 		ports := map[int]bool{}
 		for j := range d.Ports {
 			pt := &d.Ports[j]
@@ -901,4 +904,33 @@ func base60Hint(s string) string {
 		return ""
 	}
 	return fmt.Sprintf("; YAML 1.1, which Ansible reads playbooks and variables with, makes the unquoted address %s the base-60 number %s: quote it (pci: \"%s\")", addr, s, addr)
+}
+
+// acs checks a device's acs block: something to do, the bridges' count,
+// addresses, values and duplicates.
+func (v *validator) acs(a *ACS, p string) {
+	if (a.PeerToPeer == nil || !*a.PeerToPeer) && len(a.Bridges) == 0 {
+		v.add(p, "give peer_to_peer: true or bridges")
+	}
+	if len(a.Bridges) > MaxACSBridges {
+		v.add(p+".bridges", "%d bridges: at most %d", len(a.Bridges), MaxACSBridges)
+	}
+	seen := map[string]string{}
+	for i, b := range a.Bridges {
+		bp := fmt.Sprintf("%s.bridges[%d]", p, i)
+		pci := NormalizePCI(b.PCI)
+		switch {
+		case b.PCI == "":
+			v.add(bp, "pci: is required (the bridge's PCI address)")
+		case pci == "":
+			v.add(bp+".pci", "%q is not a PCI address (0000:17:00.0)", truncate(b.PCI))
+		case seen[pci] != "":
+			v.add(bp+".pci", "bridge %s is already given at %s", pci, seen[pci])
+		default:
+			seen[pci] = bp
+		}
+		if b.Control == nil && !v.spec.Src.Has(bp+".control") {
+			v.add(bp, "control: is required (the ACS Control value, 0 to 0xffff)")
+		}
+	}
 }

@@ -292,10 +292,10 @@ func (st *State) cardScopes(slot string) []string {
 		if d.PCI == "" || slotOf(d.PCI) != slot {
 			continue
 		}
-		out = append(out, pciDir(d.PCI), "/sys/kernel/config/rdma_cm/"+d.Name)
+		out = append(out, st.pciDir(d.PCI), "/sys/kernel/config/rdma_cm/"+d.Name)
 		if d.SRIOV != nil {
 			for i := range d.SRIOV.VFs {
-				out = append(out, pciDir(VFAddress(d.PCI, i)))
+				out = append(out, st.pciDir(VFAddress(d.PCI, i)))
 			}
 		}
 	}

@@ -60,6 +60,9 @@ func configSpace(d *Device) []byte {
 // writes to read-only fields.
 func (st *State) writeConfig(name, pci string, data []byte, off int64) error {
 	d := st.DeviceByPCI(pci)
+	if b := st.Bridge(pci); d == nil && b != nil {
+		return st.writeBridgeConfig(name, b, data, off)
+	}
 	if d == nil {
 		return perr("open", name, syscall.ENOENT)
 	}

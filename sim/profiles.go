@@ -17,6 +17,8 @@ var Profiles = map[string]string{
 	"vm-soft":    "a VM with no RDMA adapter and one virtio NIC, for Soft-RoCE",
 	"gpu-node":   "a GPU node with N dual-port ConnectX-7 adapters (--adapters N)",
 	"cx6-vpi-sm": "a subnet manager node: cx6-vpi-ib with Debian's opensm package installed (not running) and infiniband-diags' sminfo",
+	"gpu-switch": "an 8-GPU / 8-NIC node (after the DGX H100): each H100 and its single-port ConnectX-7 below one PCIe switch, two NUMA nodes",
+	"gpu-grace":  "a Grace Hopper (GH200) node: the GPU on a root port of its own PCI domain, a dual-port ConnectX-7 on another",
 }
 
 // MaxCards bounds --adapters for the profiles of one card model.
@@ -66,7 +68,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 	switch {
 	case adapters < 0:
 		return nil, fmt.Errorf("--adapters %d: a host has at least 1 adapter", adapters)
-	case adapters > 0 && (profile == "cx3-mlx4" || profile == "vm-soft"):
+	case adapters > 0 && (profile == "cx3-mlx4" || profile == "vm-soft" || profile == "gpu-switch" || profile == "gpu-grace"):
 		return nil, fmt.Errorf("--adapters does not apply to %s (%s): give it with cx5-roce, cx6-vpi-ib, cx6-vpi-sm, cx6dx-ofed (1-%d cards) or gpu-node (1-64)", profile, Profiles[profile], MaxCards)
 	case adapters > MaxCards && profile != "gpu-node":
 		return nil, fmt.Errorf("--adapters %d: %s has at most %d cards (one PCI bus 0x10 apart each)", adapters, profile, MaxCards)
@@ -180,6 +182,14 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			setVPD(st.Devices[2*i:2*i+2], "NVIDIA ConnectX-7 Adapter Card, 200GbE / NDR200, Dual-port QSFP112, PCIe 5.0x16", "MCX755106AS-HEAT", fmt.Sprintf("MT2421X%05d", 100+i))
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
+		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+	case "gpu-switch", "gpu-grace":
+		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
+		if profile == "gpu-switch" {
+			newSwitchedGPUNode(st)
+		} else {
+			newGraceNode(st)
+		}
 		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))

@@ -260,11 +260,11 @@ func rel(link, target string) string {
 func pciDir(pci string) string { return "/sys/devices/pci0000:00/" + pci }
 
 // devDir is the sysfs directory of an RDMA device.
-func devDir(d *Device) string {
+func (s *State) devDir(d *Device) string {
 	if d.PCI == "" {
 		return "/sys/devices/virtual/infiniband/" + d.Name
 	}
-	return pciDir(d.PCI) + "/infiniband/" + d.Name
+	return s.pciDir(d.PCI) + "/infiniband/" + d.Name
 }
 
 // netdevDir is the sysfs directory of a netdev.
@@ -275,11 +275,11 @@ func (s *State) netdevDir(n *Netdev) string {
 		return "/sys/devices/virtual/net/" + n.Name
 	}
 	if n.PCI != "" {
-		return pciDir(n.PCI) + "/net/" + n.Name
+		return s.pciDir(n.PCI) + "/net/" + n.Name
 	}
 	if n.Device != "" {
 		if d := s.Device(n.Device); d != nil && d.PCI != "" {
-			return pciDir(d.PCI) + "/net/" + n.Name
+			return s.pciDir(d.PCI) + "/net/" + n.Name
 		}
 	}
 	return "/sys/devices/virtual/net/" + n.Name
@@ -335,6 +335,7 @@ func (s *State) render(root string) *tree {
 	if s.configfsDir() {
 		t.dir("/sys/kernel/config")
 	}
+	s.renderHierarchy(t)
 	for _, d := range s.Devices {
 		s.renderDevice(t, d)
 	}
@@ -402,10 +403,10 @@ func scopeSet(scopes []string) func(p string) bool {
 }
 
 func (s *State) renderDevice(t *tree, d *Device) {
-	dir := devDir(d)
+	dir := s.devDir(d)
 	t.link("/sys/class/infiniband/"+d.Name, rel("/sys/class/infiniband/"+d.Name, dir))
 	if d.PCI != "" {
-		pd := pciDir(d.PCI)
+		pd := s.pciDir(d.PCI)
 		s.renderPCIFunction(t, d)
 		t.link(dir+"/device", "../../../"+d.PCI)
 		if d.Driver == "mlx4" {
@@ -443,7 +444,7 @@ func (s *State) renderDevice(t *tree, d *Device) {
 // renderPCIFunction writes what the PCI core shows of an adapter
 // function, with or without a driver bound.
 func (s *State) renderPCIFunction(t *tree, d *Device) {
-	pd := pciDir(d.PCI)
+	pd := s.pciDir(d.PCI)
 	t.file(pd+"/vendor", "0x15b3\n")
 	t.file(pd+"/device", d.PCIID+"\n")
 	t.file(pd+"/numa_node", fmt.Sprintf("%d\n", d.NUMANode))

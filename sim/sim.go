@@ -373,6 +373,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 			keep = append(keep, d)
 		}
 		st.Devices = keep
+		st.rebootHierarchy()
 		for _, d := range st.Devices {
 			// The firmware sets Max Read Request again at boot.
 			d.MaxReadReq = 0

@@ -282,7 +282,7 @@ func (s *State) renderSRIOV(t *tree, d *Device) {
 	if !ok {
 		return
 	}
-	pd := pciDir(d.PCI)
+	pd := s.pciDir(d.PCI)
 	sr := d.SRIOV
 	if sr == nil {
 		sr = &SRIOVState{}
@@ -297,7 +297,7 @@ func (s *State) renderSRIOV(t *tree, d *Device) {
 	t.file(pd+"/sriov_offset", fmt.Sprintf("%d\n", vfOffset))
 	t.file(pd+"/sriov_stride", fmt.Sprintf("%d\n", vfStride))
 	for i, vf := range sr.VFs {
-		vd := pciDir(VFAddress(d.PCI, i))
+		vd := s.pciDir(VFAddress(d.PCI, i))
 		t.file(vd+"/vendor", "0x15b3\n")
 		t.link(vd+"/physfn", "../"+d.PCI)
 		t.link(fmt.Sprintf("%s/virtfn%d", pd, i), "../"+VFAddress(d.PCI, i))

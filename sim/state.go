@@ -41,6 +41,10 @@ type State struct {
 
 	Netdevs []*Netdev `yaml:"netdevs,omitempty"`
 
+	// Bridges and GPUs are the PCI hierarchy of a GPU node (gpu.go).
+	Bridges []*Bridge `yaml:"bridges,omitempty"`
+	GPUs    []*GPU    `yaml:"gpus,omitempty"`
+
 	// DefaultRoute names the netdev the default route leaves through (the
 	// management network).
 	DefaultRoute string `yaml:"default_route,omitempty"`
