@@ -490,7 +490,12 @@ func (a *app) watch(ctx context.Context) error {
 		return &exitError{code: plan.ExitError, err: err}
 	}
 	for {
-		b, err := fsys.ReadFile(JournalFile)
+		// Found inside the tree, then read with ReadLocalFile's bound.
+		p, err := fsys.Resolve(JournalFile)
+		var b []byte
+		if err == nil {
+			b, err = host.ReadLocalFile(p, nil)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // confirmed, or the apply reverted itself
 		}
