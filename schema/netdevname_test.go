@@ -2,6 +2,8 @@ package schema
 
 import (
 	"fmt"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,6 +147,37 @@ func TestCheckNetdevNameSelectsOnlyGivenNames(t *testing.T) {
 		}
 		if m := CheckNetdevName(n); m == "" {
 			t.Errorf("CheckNetdevName(%q) took it", n)
+		}
+	}
+}
+
+// TestNetdevNamePattern: the JSON Schema's pattern of names.netdev (what
+// an editor, and the Kubernetes API server through the CRD, check) takes
+// a character exactly where CheckNetdevName does: every byte, and a
+// character past ASCII, in the middle of a name, and '-' first; the
+// braces of a rail template too. (Length, "." and ".." are the
+// validator's alone.)
+func TestNetdevNamePattern(t *testing.T) {
+	f, ok := reflect.TypeOf(Names{}).FieldByName("Netdev")
+	if !ok {
+		t.Fatal("no Names.Netdev")
+	}
+	re := regexp.MustCompile(f.Tag.Get("pattern"))
+	for c := 0; c < 0x100; c++ {
+		name := "a" + string([]byte{byte(c)}) + "b"
+		if c >= 0x80 {
+			name = "a" + string(rune(c)) + "b"
+		}
+		if got, want := re.MatchString(name), CheckNetdevName(name) == ""; got != want {
+			t.Errorf("%q: the pattern takes it %v, CheckNetdevName %v", name, got, want)
+		}
+	}
+	if !re.MatchString("rail{rail}") {
+		t.Error("the pattern refuses a rail template")
+	}
+	for _, name := range []string{"-ab", "ab-", "a-b"} {
+		if got, want := re.MatchString(name), CheckNetdevName(name) == ""; got != want {
+			t.Errorf("%q: the pattern takes it %v, CheckNetdevName %v", name, got, want)
 		}
 	}
 }
