@@ -156,10 +156,6 @@ func (m *module) applyInBackground(p *plan.Plan, res Result) Result {
 	if err := fsys.MkdirAll("/run/rdmaform", 0o755); err != nil {
 		return fail(err.Error())
 	}
-	log, err := fsys.Resolve(LogFile)
-	if err != nil {
-		return fail(err.Error())
-	}
 	var offset int64
 	if fi, err := fsys.Stat(LogFile); err == nil {
 		offset = fi.Size()
@@ -168,7 +164,7 @@ func (m *module) applyInBackground(p *plan.Plan, res Result) Result {
 	if err != nil {
 		return fail(err.Error())
 	}
-	bg, err := host.DetachSelf([]string{BackgroundArg}, m.env.Environ, args, log)
+	bg, err := host.DetachSelf([]string{BackgroundArg}, m.env.Environ, args, fsys, LogFile)
 	if err != nil {
 		return fail(err.Error())
 	}

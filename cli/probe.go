@@ -28,7 +28,9 @@ timeout, and report which passed:
 
 rdma_cm, verbs and ib need a responder on the peer: run
 'rdmaform probe serve -f SPEC --for DURATION' there with the same spec.
-Probes send test traffic and change nothing on the host.
+Probes send test traffic and change nothing on the host. A --root
+tree is files, not a running host: probe (and probe serve, and audit
+--probes) refuse it and send nothing.
 
 Each probe passes (PASS), fails (FAIL: the peer did not answer every
 round trip, fewer replies than count included) or could not run (ERROR:

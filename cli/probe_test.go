@@ -3,13 +3,17 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
+	"github.com/rdmaform/rdmaform/internal/testlab/netns"
 )
 
 // needPing skips (or, with RDMAFORM_REQUIRE_LAB=1, fails) a test that runs
@@ -40,19 +44,40 @@ func TestProbeExampleValidates(t *testing.T) {
 	}
 }
 
-// TestProbeAndAuditProbes runs real ping probes (the loopback, which
-// changes nothing and leaves the machine: one answered, one the deadline
+// labKernel makes a test's host a running one (host.Host.Offline is
+// false): its commands run in the test's network namespace, and it
+// mounts nothing.
+type labKernel struct{}
+
+func (labKernel) EnsureConfigfs() error { return errors.New("the probe lab mounts nothing") }
+
+// TestProbeAndAuditProbes runs real ping probes (the loopback of a
+// network namespace of the test's own: one answered, one the deadline
 // cuts short after one or two of three replies, and one bound to a netdev
-// that does not exist, which cannot run) against a rendered host tree
-// (--root), and checks rdmaform probe's outcomes, summary and exit codes
-// (0 all passed, 2 one failed, 1 one could not run) and audit --probes in
-// all four formats.
+// that does not exist, which cannot run) on a host whose files are a
+// rendered tree and whose commands run in that namespace, and checks
+// rdmaform probe's outcomes, summary and exit codes (0 all passed, 2 one
+// failed, 1 one could not run) and audit --probes in all four formats.
+// The machine's own namespace sends nothing.
 func TestProbeAndAuditProbes(t *testing.T) {
 	needPing(t)
+	lab := netns.New(t)
+	lab.IP(t, "link", "set", "lo", "up")
 	dir := t.TempDir()
 	root := filepath.Join(dir, "host")
 	if code, out, errs := runCLI(t, "sim", "new", root, "--profile", "cx5-roce"); code != 0 {
 		t.Fatalf("sim new: %d\n%s%s", code, out, errs)
+	}
+	runCLI := func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		environ := append(os.Environ(), "NO_COLOR=1", "RDMAFORM_NOW=2026-03-01T12:00:00Z")
+		code := cli.RunOnHost(args, cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: environ}, func(h *host.Host) *host.Host {
+			c := *h
+			c.Runner, c.Kernel = lab.Runner(), labKernel{}
+			return &c
+		})
+		return code, out.String(), errb.String()
 	}
 	spec := filepath.Join(dir, "probes.yaml")
 	write := func(text string) {
@@ -158,8 +183,9 @@ func TestProbeAndAuditProbes(t *testing.T) {
 
 // TestProbeServeArguments: probe serve outside the kernel lab. --for is
 // checked at its limits (1h passes, a nanosecond more and 0 do not)
-// before anything starts; a host no probe targets has nothing to serve
-// and exits 0 at once.
+// before anything starts; a host no probe targets (a simulated one:
+// under --root nothing is served, TestProbeRefusesOfflineRoot) has
+// nothing to serve and exits 0 at once.
 func TestProbeServeArguments(t *testing.T) {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "host")
@@ -176,8 +202,61 @@ func TestProbeServeArguments(t *testing.T) {
 			t.Errorf("--for %s: exit %d\n%s%s", d, code, out, errs)
 		}
 	}
-	code, out, errs := runCLI(t, "--root", root, "probe", "serve", "-f", spec, "--for", "1h")
+	code, out, errs := runCLI(t, "--sim", root, "probe", "serve", "-f", spec, "--for", "1h")
 	if code != 0 || out != "probe serve: no probe of "+spec+" needs a responder on this host\n" {
 		t.Errorf("nothing to serve: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestProbeRefusesOfflineRoot: a --root tree is files, not a running
+// host, so probe, probe serve and audit --probes on one send no traffic:
+// each refuses, naming why, and exits 1 before any tool runs. A ping,
+// rping and ibping of the test's own, first on PATH, record each call:
+// none is made.
+func TestProbeRefusesOfflineRoot(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "host")
+	if code, out, errs := runCLI(t, "sim", "new", root, "--profile", "cx5-roce"); code != 0 {
+		t.Fatalf("sim new: %d\n%s%s", code, out, errs)
+	}
+	bin := filepath.Join(dir, "bin")
+	calls := filepath.Join(dir, "calls")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"ping", "rping", "ibv_rc_pingpong", "ibping"} {
+		script := "#!/bin/sh\necho \"" + tool + " $*\" >>" + calls + "\n"
+		if err := os.WriteFile(filepath.Join(bin, tool), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
+	spec := filepath.Join(dir, "probes.yaml")
+	// The simulated host's own address (served: rdma_cm) and the loopback.
+	text := "version: 1\nprobes:\n  - name: loopback\n    ping: {to: 127.0.0.1, count: 1, timeout: 1s}\n  - name: cm\n    rdma_cm: {to: 192.168.21.11}\n"
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const why = "a --root tree is not a running host: probes send traffic from a running kernel, and nothing was sent"
+	for _, args := range [][]string{
+		{"probe", "-f", spec},
+		{"probe", "-f", spec, "-o", "json"},
+		{"probe", "serve", "-f", spec, "--for", "2s"},
+		{"audit", "-f", spec, "--probes"},
+	} {
+		code, out, errs := runCLIEnv(t, env, append([]string{"--root", root}, args...)...)
+		if code != 1 || !strings.Contains(out+errs, why) {
+			t.Errorf("%s under --root: exit %d, want 1 naming why\n%s%s", strings.Join(args, " "), code, out, errs)
+		}
+		if b, err := os.ReadFile(calls); err == nil {
+			t.Fatalf("%s under --root ran: %s", strings.Join(args, " "), b)
+		}
+	}
+	// The tools on PATH do record a call: a live run would show in calls.
+	if _, err := exec.Command(filepath.Join(bin, "ping"), "-c1").Output(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(calls); err != nil || string(b) != "ping -c1\n" {
+		t.Fatalf("the recording ping: %q %v", b, err)
 	}
 }

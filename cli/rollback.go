@@ -148,8 +148,14 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 		// The service manager owns the deadline: a transient timer that
 		// runs the rollback, outside this process and its session.
 		defer mgr.Close()
-		err := mgr.ArmTimer(ctx, host.TransientTimer{Name: rollbackUnit, Description: "rdmaform: roll back an apply nobody confirmed",
-			After: time.Until(deadline), Argv: argv, Env: a.rollbackEnv(), Log: a.realPath(watcherLog)})
+		// The manager opens the log itself, by its real path: made here
+		// first, a regular file inside the tree (host.OpenLog).
+		log, logPath, err := host.OpenLog(h.FS, watcherLog)
+		if err == nil {
+			log.Close()
+			err = mgr.ArmTimer(ctx, host.TransientTimer{Name: rollbackUnit, Description: "rdmaform: roll back an apply nobody confirmed",
+				After: time.Until(deadline), Argv: argv, Env: a.rollbackEnv(), Log: logPath})
+		}
 		if err == nil {
 			fmt.Fprintf(a.info(), "rdmaform: rollback armed (systemd timer %s.timer): without '%s' by %s, the changes are rolled back even if this process dies\n",
 				rollbackUnit, a.hint("confirm"), j.Deadline.Local().Format(time.TimeOnly))
@@ -161,7 +167,7 @@ func (a *app) armRollback(ctx context.Context, h *host.Host, spec *schema.Spec, 
 			return err
 		}
 	}
-	pid, err := host.StartDetached(argv, a.env.Environ, a.realPath(watcherLog))
+	pid, err := host.StartDetached(argv, a.env.Environ, h.FS, watcherLog)
 	if err != nil {
 		return fmt.Errorf("starting the rollback watcher: %w", err)
 	}
@@ -542,14 +548,16 @@ const damagedBootJournal = BootJournalFile + ".damaged"
 // watcher puts things back. Until it acts it only looks at its two files
 // (the host is opened when there is something to do).
 func (a *app) watch(ctx context.Context) error {
-	confirmPath := a.realPath(ConfirmFile)
-	files, err := host.NewRootFS(a.realPath("/"))
+	// The tree's files, as every other command reaches them (host.FS):
+	// under --sim and --root a symlink is followed only inside it.
+	fsys, err := host.NewRootFS(a.realPath("/"))
 	if err != nil {
 		return &exitError{code: plan.ExitError, err: err}
 	}
 	for {
-		// A damaged journal: its copy stands in.
-		j, err := session.LoadJournal(files)
+		// Read inside the tree, bounded; a damaged journal: its copy
+		// stands in.
+		j, err := session.LoadJournal(fsys)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // confirmed, or the apply reverted itself
 		}
@@ -573,7 +581,7 @@ func (a *app) watch(ctx context.Context) error {
 		// watcherGrace before taking the decision.
 		late := time.Now().After(j.Deadline) && (!host.ProcessAlive(j.PID) || time.Now().After(j.Deadline.Add(watcherGrace)))
 		if late {
-			err := host.RemoveLocalFile(confirmPath)
+			err := fsys.Remove(ConfirmFile)
 			switch {
 			case err == nil:
 				// The apply waited and nobody confirmed: the watcher took

@@ -21,18 +21,18 @@ type Detached struct {
 // new session (no controlling terminal: a hangup of the caller's session
 // does not reach it), with env as its environment, stdin as its standard
 // input (a pipe closed after it: the program reads it to the end) and its
-// standard output and error appended to the file log, a real path,
-// created mode 0600. It returns once the process runs and stdin is
-// written; a process that exits without reading stdin shows in its exit
-// code and its log.
+// standard output and error appended to the host's file log, a rooted
+// path opened by OpenLog (inside the --root or --sim tree). It returns
+// once the process runs and stdin is written; a process that exits
+// without reading stdin shows in its exit code and its log.
 //
 // Equivalent to: setsid /proc/self/exe ARGS... <<<"$STDIN" >>LOG 2>&1 &
-func DetachSelf(args, env []string, stdin []byte, log string) (*Detached, error) {
+func DetachSelf(args, env []string, stdin []byte, fsys FS, log string) (*Detached, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program's executable: %w", err)
 	}
-	out, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, _, err := OpenLog(fsys, log)
 	if err != nil {
 		return nil, err
 	}

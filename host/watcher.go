@@ -32,15 +32,16 @@ func SelfPath() string {
 // StartDetached starts argv as a process that outlives this one: its own
 // session (no controlling terminal, so a hang-up of the operator's SSH
 // session does not reach it), stdin from /dev/null, stdout and stderr
-// appended to logFile (a real path, not under --root). It returns the
-// child's PID and does not wait for it.
+// appended to the host's logFile (a rooted path, opened by OpenLog:
+// inside the --root or --sim tree). It returns the child's PID and does
+// not wait for it.
 //
 // Equivalent to: setsid ARGV... </dev/null >>LOG 2>&1 &
-func StartDetached(argv, env []string, logFile string) (int, error) {
+func StartDetached(argv, env []string, fsys FS, logFile string) (int, error) {
 	if len(argv) == 0 {
 		return 0, errors.New("empty command")
 	}
-	log, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	log, _, err := OpenLog(fsys, logFile)
 	if err != nil {
 		return 0, err
 	}
@@ -78,8 +79,3 @@ func ProcessAlive(pid int) bool {
 	}
 	return true
 }
-
-// RemoveLocalFile removes a file of this machine (not under --root).
-//
-// Equivalent to: rm FILE
-func RemoveLocalFile(name string) error { return os.Remove(name) }

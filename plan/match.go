@@ -121,7 +121,7 @@ func railNames(t *schema.Names, rail int, dev *inventory.Device, path string, fi
 		tmpl  string
 		to    *string
 		check func(string) string
-	}{{"rdma", t.RDMA, &n.RDMA, schema.CheckRDMAName}, {"netdev", t.Netdev, &n.Netdev, schema.CheckNetdev}} {
+	}{{"rdma", t.RDMA, &n.RDMA, schema.CheckRDMAName}, {"netdev", t.Netdev, &n.Netdev, schema.CheckNetdevName}} {
 		if x.tmpl == "" {
 			continue
 		}

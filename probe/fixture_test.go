@@ -2,12 +2,14 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rdmaform/rdmaform/host"
 )
@@ -114,3 +116,34 @@ func rdmaFixture(t *testing.T, root string) {
 
 // lines joins command lines for messages.
 func lines(cmds []string) string { return strings.Join(cmds, "\n") }
+
+// scriptedKernel makes a test's host a running one (host.Host.Offline
+// is false), as the probes need: its commands are the scripted runner's
+// or run in the lab's network namespace, and it mounts nothing.
+type scriptedKernel struct{}
+
+func (scriptedKernel) EnsureConfigfs() error {
+	return errors.New("the probe tests' hosts mount nothing")
+}
+
+// TestOfflineHostSendsNothing: on an offline host (a --root tree: no
+// kernel of its own) Run, Responders and Serve refuse with ErrOffline
+// and run no command.
+func TestOfflineHostSendsNothing(t *testing.T) {
+	r := &scripted{run: func(_ context.Context, c host.Cmd) (host.Result, error) {
+		t.Errorf("ran %s", c)
+		return host.Result{}, nil
+	}}
+	h := fixtureHost(t, r)
+	h.Kernel = nil
+	spec := parseSpec(t, "version: 1\nprobes:\n  - name: p\n    ping: {to: 127.0.0.1}\n  - name: cm\n    rdma_cm: {to: 192.0.2.1}\n")
+	if res, err := Run(context.Background(), h, spec); !errors.Is(err, ErrOffline) || res != nil {
+		t.Errorf("Run: %v, %v; want ErrOffline", res, err)
+	}
+	if rs, err := Responders(context.Background(), h, spec); !errors.Is(err, ErrOffline) || rs != nil {
+		t.Errorf("Responders: %v, %v; want ErrOffline", rs, err)
+	}
+	if err := Serve(context.Background(), h, []Responder{{Args: []string{"rping", "-s"}, Probes: []string{"cm"}}}, time.Second, &strings.Builder{}); !errors.Is(err, ErrOffline) {
+		t.Errorf("Serve: %v; want ErrOffline", err)
+	}
+}

@@ -37,7 +37,7 @@ func pingLabWithPeer(t *testing.T) (*host.Host, *netns.Lab) {
 	peer.IP(t, "addr", "add", "192.0.2.2/24", "dev", "prpeer0")
 	peer.IP(t, "link", "set", "prpeer0", "up")
 	h := *l.Host
-	h.Runner = l.Runner()
+	h.Runner, h.Kernel = l.Runner(), scriptedKernel{}
 	return &h, peer
 }
 

@@ -91,12 +91,21 @@ func missing(t Tool) error {
 	return fmt.Errorf("%s is not installed (Debian/Ubuntu: apt-get install %s; RHEL: dnf install %s)", t.Program, t.Debian, t.RHEL)
 }
 
+// ErrOffline refuses probes on a host that is not running: a --root
+// tree (host.Host.Offline) has no kernel of its own, and a probe run
+// there would send its traffic from the machine rdmaform runs on, as
+// that machine, not as the host the tree describes.
+var ErrOffline = errors.New("a --root tree is not a running host: probes send traffic from a running kernel, and nothing was sent (probe the host itself, or a simulated one with --sim)")
+
 // Run runs every probe of the spec at once and returns their results in
 // spec order. Each probe ends within its own timeout (ping gets a second
 // more to print what it saw). The error joins the probes that could not
 // run (each a *ToolError); their results have OutcomeError and that
 // reason.
 func Run(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result, error) {
+	if h.Offline() {
+		return nil, ErrOffline
+	}
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {
 		return nil, err

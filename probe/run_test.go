@@ -21,7 +21,7 @@ func fixtureHost(t *testing.T, r host.Runner) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &host.Host{FS: fsys, Runner: r, Name: "root " + root}
+	return &host.Host{FS: fsys, Runner: r, Kernel: scriptedKernel{}, Name: "root " + root}
 }
 
 func fixtureInventory(t *testing.T) *inventory.Inventory {
@@ -309,7 +309,7 @@ func TestRunRunnerErrors(t *testing.T) {
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	bad := &host.Host{FS: fsys, Runner: r}
+	bad := &host.Host{FS: fsys, Runner: r, Kernel: scriptedKernel{}}
 	if res, err := Run(context.Background(), bad, spec); err == nil || res != nil {
 		t.Errorf("unreadable inventory: %v %v", res, err)
 	}

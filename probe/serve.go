@@ -39,6 +39,9 @@ func (r Responder) String() string { return host.Cmd{Args: r.Args}.String() }
 // InfiniBand ports. ping needs none (the kernel answers). The spec is
 // the probing side's; the same file is given to both sides.
 func Responders(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Responder, error) {
+	if h.Offline() {
+		return nil, ErrOffline
+	}
 	inv, err := inventory.Discover(ctx, h)
 	if err != nil {
 		return nil, err
@@ -157,6 +160,9 @@ func sameGUID(gid, guid string) bool {
 // process's own child, ended by PID through its context). A responder
 // that fails to start is an error; the others keep serving.
 func Serve(ctx context.Context, h *host.Host, rs []Responder, d time.Duration, log io.Writer) error {
+	if h.Offline() {
+		return ErrOffline
+	}
 	if d <= 0 || d > MaxServe {
 		return fmt.Errorf("--for %s: give a duration from 1s to %s", d, MaxServe)
 	}

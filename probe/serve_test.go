@@ -22,7 +22,7 @@ func serveLab(t *testing.T) (*host.Host, *netns.Lab) {
 	l.IP(t, "addr", "add", "192.0.2.1/24", "dev", netns.Veth0)
 	rdmaFixture(t, l.Root)
 	h := *l.Host
-	h.Runner = l.Runner()
+	h.Runner, h.Kernel = l.Runner(), scriptedKernel{}
 	return &h, l
 }
 
@@ -124,7 +124,7 @@ func TestServeWindow(t *testing.T) {
 	ib := Responder{Probes: []string{"mad"}, Args: []string{"ibping", "-S", "-C", "ibx0", "-P", "1"}}
 
 	t.Run("bounds", func(t *testing.T) {
-		h := &host.Host{Runner: &scripted{run: func(context.Context, host.Cmd) (host.Result, error) { t.Error("ran"); return host.Result{}, nil }}}
+		h := &host.Host{Runner: &scripted{run: func(context.Context, host.Cmd) (host.Result, error) { t.Error("ran"); return host.Result{}, nil }}, Kernel: scriptedKernel{}}
 		for _, d := range []time.Duration{0, -time.Second, MaxServe + time.Nanosecond} {
 			if err := Serve(context.Background(), h, []Responder{persistent}, d, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "give a duration from 1s to 1h0m0s") {
 				t.Errorf("--for %s: %v", d, err)
@@ -153,7 +153,7 @@ func TestServeWindow(t *testing.T) {
 			}
 			cancel() // Ctrl-C
 		}()
-		if err := Serve(ctx, &host.Host{Runner: r}, []Responder{persistent, once}, MaxServe, &log); err != nil {
+		if err := Serve(ctx, &host.Host{Runner: r, Kernel: scriptedKernel{}}, []Responder{persistent, once}, MaxServe, &log); err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 		if n := onceRuns.Load(); n != 4 {
@@ -177,7 +177,7 @@ func TestServeWindow(t *testing.T) {
 			<-ctx.Done()
 			return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.CtxErr(ctx)}
 		}}
-		h := &host.Host{Runner: looking{r, map[string]bool{"rping": true}}}
+		h := &host.Host{Runner: looking{r, map[string]bool{"rping": true}}, Kernel: scriptedKernel{}}
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			for !served.Load() {
@@ -199,7 +199,7 @@ func TestServeWindow(t *testing.T) {
 		r := &scripted{run: func(_ context.Context, c host.Cmd) (host.Result, error) {
 			return host.Result{}, &host.ExitError{Cmd: c, Code: -1, Err: host.ErrNotFound}
 		}}
-		err := Serve(context.Background(), &host.Host{Runner: r}, []Responder{once}, time.Minute, &bytes.Buffer{})
+		err := Serve(context.Background(), &host.Host{Runner: r, Kernel: scriptedKernel{}}, []Responder{once}, time.Minute, &bytes.Buffer{})
 		if !errors.Is(err, host.ErrNotFound) || len(r.Calls()) != 1 {
 			t.Errorf("Serve: %v after %d runs", err, len(r.Calls()))
 		}
@@ -213,7 +213,7 @@ func TestServeWindow(t *testing.T) {
 			time.Sleep(1100 * time.Millisecond)
 			return exitWith(c, sample(t, "rping-peer-down"), 255)
 		}}
-		err := Serve(context.Background(), &host.Host{Runner: r}, []Responder{persistent}, time.Minute, &bytes.Buffer{})
+		err := Serve(context.Background(), &host.Host{Runner: r, Kernel: scriptedKernel{}}, []Responder{persistent}, time.Minute, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "RDMA_CM_EVENT_UNREACHABLE") || len(r.Calls()) != 1 {
 			t.Errorf("Serve: %v after %d runs", err, len(r.Calls()))
 		}
@@ -226,7 +226,7 @@ func TestServeWindow(t *testing.T) {
 			return exitWith(c, host.Result{Stderr: []byte("Couldn't listen to port 18515\n")}, 1)
 		}}
 		var log bytes.Buffer
-		err := Serve(context.Background(), &host.Host{Runner: r}, []Responder{once}, time.Minute, &log)
+		err := Serve(context.Background(), &host.Host{Runner: r, Kernel: scriptedKernel{}}, []Responder{once}, time.Minute, &log)
 		if err == nil || !strings.Contains(err.Error(), "Couldn't listen to port 18515") || len(r.Calls()) != 3 {
 			t.Errorf("Serve: %v after %d runs", err, len(r.Calls()))
 		}

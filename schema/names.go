@@ -59,6 +59,37 @@ func CheckNetdev(s string) string {
 	return ""
 }
 
+// udevSpecial are the characters a value in a udev rule cannot carry as
+// they are (udev(7), "Values" and "String substitutions"; systemd's
+// udev_rule_parse_value and udev_event_apply_format): '"' ends the quoted
+// value and '\' escapes the quote after it (so a trailing one swallows
+// the closing quote); '$' and '%' begin a substitution ($kernel, %k,
+// $attr{...}, %E{...}, $$, %%), which udev expands at every boot.
+const udevSpecial = `"\$%`
+
+// CheckNetdevName checks a netdev name rdmaform gives (devices[].names
+// .netdev, and each name a rail template expands to), which it writes
+// into a udev rule's NAME="..." for the boot: the kernel's rules
+// (CheckNetdev), and only printable ASCII (0x21-0x7e) other than the
+// characters udev reads in a value (udevSpecial). udev would replace a
+// byte outside printable ASCII in a netdev's NAME (systemd's
+// ifname_valid_char), so the name at boot would not be the spec's.
+func CheckNetdevName(s string) string {
+	if m := CheckNetdev(s); m != "" {
+		return m
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c <= 0x20 || c >= 0x7f:
+			return fmt.Sprintf("%q holds the byte 0x%02x: a netdev name rdmaform gives is printable ASCII (udev would change it at boot)", s, c)
+		case strings.IndexByte(udevSpecial, c) >= 0:
+			return fmt.Sprintf("%q holds %q, which udev reads in a rule's value (quote, escape or substitution): a netdev name rdmaform gives holds none of \" \\ $ %%", s, string(c))
+		}
+	}
+	return ""
+}
+
 var rdmaNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // CheckRDMAName checks an RDMA device or link name (mlx5_0, rxe0).

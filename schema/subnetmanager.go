@@ -124,8 +124,10 @@ func (v *validator) subnetManager() {
 		v.add(p+".fabric", "%q is not a fabric name (letters, digits, _ . -)", truncate(sm.Fabric))
 	}
 	if o := sm.Options; o != nil && o.RoutingEngine != "" {
+		// One line of opensm.conf: the engines, commas and spaces (which
+		// the file drops), no other white space.
 		for _, e := range strings.Split(o.RoutingEngine, ",") {
-			if !slices.Contains(RoutingEngines, strings.TrimSpace(e)) {
+			if !slices.Contains(RoutingEngines, strings.Trim(e, " ")) {
 				v.add(p+".options.routing_engine", "unknown routing engine %q: opensm knows %s", truncate(e), strings.Join(RoutingEngines, ", "))
 			}
 		}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,5 +132,27 @@ func TestPartitionIPoIBForms(t *testing.T) {
 	}
 	if d := cmp.Diff(spec.SubnetManager, again.SubnetManager, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Text" }, cmp.Ignore())); d != "" {
 		t.Errorf("round trip (-first +again):\n%s", d)
+	}
+}
+
+// TestRoutingEngineOneLine: routing_engine is written into opensm.conf
+// as one line ("routing_engine ENGINES", spaces dropped), so only the
+// engines, commas and spaces are taken: a newline, tab or other white
+// space around an engine name would break the value onto lines of
+// their own in opensm.conf, and is refused at its file:line:col.
+func TestRoutingEngineOneLine(t *testing.T) {
+	spec := func(v string) string {
+		return "version: 1\nsubnet_manager:\n  options: {routing_engine: " + strconv.Quote(v) + "}\n"
+	}
+	for _, v := range []string{"ftree", "ftree,updn", "ftree, updn , minhop", " ftree"} {
+		if _, rep := Parse("s.yaml", []byte(spec(v))); len(rep) != 0 {
+			t.Errorf("routing_engine %q refused: %v", v, rep)
+		}
+	}
+	for _, v := range []string{"ftree,\nupdn", "ftree\n", "ftree,\tupdn", "\rftree", "ftree,\vupdn", "ftree\u00a0"} {
+		_, rep := Parse("s.yaml", []byte(spec(v)))
+		if len(rep) != 1 || rep[0].Path != "$.subnet_manager.options.routing_engine" || rep[0].Pos.String() != "s.yaml:3:29" {
+			t.Errorf("routing_engine %q: %v, want one finding at s.yaml:3:29", v, rep)
+		}
 	}
 }

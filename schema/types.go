@@ -62,7 +62,7 @@ type Device struct {
 // Names are the names a device and its netdev get.
 type Names struct {
 	RDMA   string `yaml:"rdma,omitempty" doc:"RDMA device name, 1-63 of letters, digits, _ . - (IB_DEVICE_NAME_MAX 64 with NUL); on a device with match, a rail template: {rail} is the function's rail number"`
-	Netdev string `yaml:"netdev,omitempty" doc:"netdev name, 1-15 bytes (IFNAMSIZ 16 with NUL); the netdev is taken down to be renamed and brought back up; on a device with match, a rail template: {rail} is the function's rail number"`
+	Netdev string `yaml:"netdev,omitempty" pattern:"^[!#&-,.0-9;-\\[\\]-~][!#&-.0-9;-\\[\\]-~]*$" doc:"netdev name, 1-15 bytes (IFNAMSIZ 16 with NUL) of printable ASCII without space, / or : (the kernel's) nor \" \\ $ % (udev's quote, escape and substitutions: the name goes into a udev rule), not starting with -; the netdev is taken down to be renamed and brought back up; on a device with match, a rail template: {rail} is the function's rail number"`
 	// FirstRail is the rail number of the first function a match selects
 	// (functions ordered by NUMA node, then PCI address).
 	FirstRail *int `yaml:"first_rail,omitempty" min:"0" max:"999" default:"0" doc:"with match: the rail number of the first function the match selects, the functions ordered by NUMA node, then PCI address (default 0)"`

@@ -417,7 +417,8 @@ func (v *validator) names(d *Device, p string, seen map[string]string) {
 		}
 		check := CheckRDMAName
 		if x.key == "netdev" {
-			check = CheckNetdev
+			// Written into a udev rule for the boot: safe there too.
+			check = CheckNetdevName
 		}
 		if d.Match != nil {
 			// A rail template: its names are checked again, expanded, when

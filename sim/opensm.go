@@ -3,8 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,33 +55,32 @@ func (o *OpenSMState) dir() string {
 	return "/etc/opensm"
 }
 
-// renderOpenSM puts the stand-in binary in the tree.
+// renderOpenSM puts the stand-in binary in the tree. The package's files
+// are written inside the tree, a symlink on the way followed only inside
+// it (host.RootFS), as a package manager's --root would.
 func (st *State) renderOpenSM(root string) error {
 	if st.OpenSM == nil {
 		return nil
 	}
-	p := filepath.Join(root, opensmBinary)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	tree, err := host.NewRootFS(root)
+	if err != nil {
 		return err
 	}
 	body := "#!/bin/sh\n# stands for opensm on the simulated host\nexit 0\n\x00partition_config_file " + st.OpenSM.dir() + "/partitions.conf\x00" + st.OpenSM.dir() + "/opensm.conf\x00"
-	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+	if err := tree.WriteFile(opensmBinary, []byte(body), 0o755); err != nil {
 		return err
 	}
 	if st.OpenSM.Layout == "rhel" {
 		if st.OpenSM.NoLauncher {
 			return nil
 		}
-		return renderRHELLaunch(root)
+		return renderRHELLaunch(tree)
 	}
-	d := filepath.Join(root, "/etc/default/opensm")
-	if _, err := os.Lstat(d); err == nil {
+	const d = "/etc/default/opensm"
+	if _, err := tree.Lstat(d); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(d, []byte(debianDefaults), 0o644)
+	return tree.WriteFile(d, []byte(debianDefaults), 0o644)
 }
 
 // debianDefaults is /etc/default/opensm as Debian 12's opensm 3.3.23
@@ -105,16 +102,12 @@ PORTS=ALL
 
 // renderRHELLaunch puts RHEL's launcher in the tree, and its
 // /etc/sysconfig/opensm unless the host has one.
-func renderRHELLaunch(root string) error {
+func renderRHELLaunch(tree *host.RootFS) error {
 	for p, body := range map[string]string{rhelLauncher: rhelLaunch, rhelSysconfig: rhelSysconfigDefault} {
-		f := filepath.Join(root, p)
-		if _, err := os.Lstat(f); err == nil && p == rhelSysconfig {
+		if _, err := tree.Lstat(p); err == nil && p == rhelSysconfig {
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(f, []byte(body), 0o755); err != nil {
+		if err := tree.WriteFile(p, []byte(body), 0o755); err != nil {
 			return err
 		}
 	}
@@ -322,7 +315,7 @@ func (s *Sim) sweepLocked(st *State) {
 		return
 	}
 	read := func(p string) string {
-		b, _ := os.ReadFile(filepath.Join(s.Dir, p))
+		b, _ := s.readTree(p)
 		return string(b)
 	}
 	conf := map[string]string{}
@@ -445,7 +438,7 @@ func (s *Sim) smStarted(st *State, name string) {
 		return
 	}
 	if name == "opensm.service" && o.Layout != "rhel" {
-		b, _ := os.ReadFile(filepath.Join(s.Dir, "/etc/default/opensm"))
+		b, _ := s.readTree("/etc/default/opensm")
 		ports := "ALL"
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "PORTS="); ok {
@@ -481,7 +474,7 @@ func (s *Sim) smStarted(st *State, name string) {
 		sd.sortUnits()
 	}
 	if name == "opensm.service" && o.Layout == "rhel" && !o.NoLauncher {
-		b, _ := os.ReadFile(filepath.Join(s.Dir, rhelSysconfig))
+		b, _ := s.readTree(rhelSysconfig)
 		o.Launch = launchOf(string(b))
 	}
 	s.sweepLocked(st)
@@ -609,4 +602,15 @@ func hasDefault(body string) bool {
 		}
 	}
 	return false
+}
+
+// readTree reads a file of the simulated host as its programs (opensm)
+// do: inside the tree, a symlink followed only inside it, as under
+// --root (host.RootFS).
+func (s *Sim) readTree(p string) ([]byte, error) {
+	tree, err := host.NewRootFS(s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return tree.ReadFile(p)
 }

@@ -254,21 +254,28 @@ func (m *simSystemd) toggle(name string, enable bool) error {
 			}
 			return nil
 		}
+		// The links are the simulated host's files: made inside its
+		// tree, a symlink on the way followed only inside it, as
+		// systemctl enable --root does.
+		tree, err := host.NewRootFS(m.sim.Dir)
+		if err != nil {
+			return err
+		}
 		for _, t := range uf.wantedBy {
-			link := filepath.Join(m.sim.Dir, wantsLink(t, name))
+			link := wantsLink(t, name)
 			if !enable {
-				if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				if err := tree.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
 				}
 				continue
 			}
-			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			if err := tree.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 				return err
 			}
-			if _, err := os.Lstat(link); err == nil {
+			if _, err := tree.Lstat(link); err == nil {
 				continue
 			}
-			if err := os.Symlink(filepath.Join(UnitDir, name), link); err != nil {
+			if err := tree.Symlink(filepath.Join(UnitDir, name), link); err != nil {
 				return err
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -376,5 +377,40 @@ func TestAgentLeastPrivilege(t *testing.T) {
 	// Its own state, deleted last.
 	if err := a.dyn.Resource(states).Delete(ctx, "rbac-1", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete its own state: %v", err)
+	}
+}
+
+// TestCRDRefusesUnsafeNetdevName: whoever may write an RDMAHostConfig
+// gives its nodes' netdev names, which the agent writes into a udev rule
+// (devices[].names.netdev). The API server itself refuses a name that
+// would close the rule's quoted value or be substituted by udev (the
+// CRD's pattern, from the spec's JSON Schema), and takes a plain one and
+// a rail template; the agent checks again when it parses the spec.
+func TestCRDRefusesUnsafeNetdevName(t *testing.T) {
+	l := applied(t)
+	ctx := context.Background()
+	config := func(netdev string) []byte {
+		return []byte(`apiVersion: rdmaform.io/v1alpha1
+kind: RDMAHostConfig
+metadata: {name: names}
+spec:
+  nodeSelector: {matchLabels: {rdma.example.com/rail: "0"}}
+  hostSpec:
+    version: 1
+    devices:
+      - pci: "0000:3b:00.0"
+        names: {netdev: ` + strconv.Quote(netdev) + `}
+`)
+	}
+	for _, name := range []string{`a",RUN+="/bin/x`, `$kernel`, `eth%k`, `eth\`, "-eth0"} {
+		_, err := l.KubectlWith(ctx, l.Kubeconfig, config(name), "apply", "--server-side", "--dry-run=server", "-f", "-")
+		if err == nil || !strings.Contains(err.Error(), "spec.hostSpec.devices[0].names.netdev") {
+			t.Errorf("names.netdev %q: %v, want the API server to refuse it naming the field", name, err)
+		}
+	}
+	for _, name := range []string{"rail0eth", "rail{rail}", "e!#&'()*+,;<=>"} {
+		if _, err := l.KubectlWith(ctx, l.Kubeconfig, config(name), "apply", "--server-side", "--dry-run=server", "-f", "-"); err != nil {
+			t.Errorf("names.netdev %q refused: %v", name, err)
+		}
 	}
 }

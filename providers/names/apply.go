@@ -22,6 +22,9 @@ func (p *Provider) Make(_ context.Context, h *host.Host, _ *plan.Change, pl *pay
 			}
 			return nil
 		}
+		if err := checkRules(pl.rules); err != nil {
+			return err
+		}
 		if err := h.FS.MkdirAll("/etc/udev/rules.d", 0o755); err != nil {
 			return err
 		}

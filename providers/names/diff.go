@@ -100,6 +100,10 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		return prop // the rules of a spec the host cannot resolve would be partial
 	}
 	want := renderRules(rules)
+	if err := checkRules(want); err != nil {
+		prop.Errors = append(prop.Errors, req.Finding("$.devices", "%v", err))
+		return prop
+	}
 	if !bytes.Equal(obs.Rules, want) {
 		action := plan.Update
 		if obs.Rules == nil {

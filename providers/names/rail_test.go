@@ -188,6 +188,8 @@ func TestBadRailTemplates(t *testing.T) {
 		{"stray brace", `{netdev: "rail{rail"}`, `has no {rail}`},
 		{"invalid with the first rail", `{rdma: "rail {rail}"}`, `"rail 0" is not a valid RDMA device name`},
 		{"too long with the first rail", `{netdev: "abcdefghijklmno{rail}"}`, `"abcdefghijklmno0" is longer than the kernel's 15-byte interface name limit`},
+		{"a quote that would add a key to the udev rule", `{netdev: 'r{rail}",RUN+="x'}`, `host.yaml:4:21: error: $.devices[0].names.netdev: "r0\",RUN+=\"x" holds "\"", which udev reads in a rule's value`},
+		{"udev's substitution", `{netdev: "$kernel{rail}"}`, `host.yaml:4:21: error: $.devices[0].names.netdev: "$kernel0" holds "$"`},
 		{"first_rail one past", `{netdev: "rail{rail}", first_rail: 1000}`, `$.devices[0].names.first_rail`},
 		{"first_rail below 0", `{netdev: "rail{rail}", first_rail: -1}`, `$.devices[0].names.first_rail`},
 	} {

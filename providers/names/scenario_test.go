@@ -145,6 +145,18 @@ func TestBadNames(t *testing.T) {
 		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {netdev: abcdefghijklmnop}\n",
 		msg:  `host.yaml:4:21: error: $.devices[0].names.netdev: "abcdefghijklmnop" is longer than the kernel's 15-byte interface name limit`,
 	}, {
+		name: "a netdev name that would add a key to the udev rule",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {netdev: 'a\",RUN+=\"x'}\n",
+		msg:  `host.yaml:4:21: error: $.devices[0].names.netdev: "a\",RUN+=\"x" holds "\"", which udev reads in a rule's value`,
+	}, {
+		name: "a netdev name udev substitutes at boot",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {netdev: $kernel}\n",
+		msg:  `host.yaml:4:21: error: $.devices[0].names.netdev: "$kernel" holds "$", which udev reads in a rule's value`,
+	}, {
+		name: "a netdev name with udev's other substitution",
+		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {netdev: eth%k}\n",
+		msg:  `host.yaml:4:21: error: $.devices[0].names.netdev: "eth%k" holds "%", which udev reads in a rule's value`,
+	}, {
 		name: "an RDMA name one past IB_DEVICE_NAME_MAX",
 		spec: "version: 1\ndevices:\n  - pci: 0000:5e:00.0\n    names: {rdma: " + strings.Repeat("r", 64) + "}\n",
 		msg:  "is longer than 63 bytes",
@@ -207,6 +219,42 @@ func TestLimits(t *testing.T) {
 	want(t, code, 0, out, "No changes")
 	if st := state(t, dir); st.Device(rdma) == nil || st.Netdev("abcdefghijklmno") == nil {
 		t.Fatal("names at the limits were not set")
+	}
+}
+
+// TestHostValueUnsafeInRule: a value the rules take from the host (an
+// rxe netdev's MAC, here a simulated host's) that would add a key to
+// the rule is a finding, not a change: plan and apply exit 1 naming the
+// line, and no rules are written.
+func TestHostValueUnsafeInRule(t *testing.T) {
+	s, _ := simtest.New(t, "vm-soft", 0, nil)
+	dir := s.Dir
+	withRdmaRename(t, dir)
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, "version: 1\nrxe:\n  - {name: rxe0, netdev: enp1s0, state: present}\n"))
+	want(t, code, 0, out)
+	guid := state(t, dir).Device("rxe0").NodeGUID
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - node_guid: "+guid+"\n    names: {netdev: rxe0eth}\n")
+	// The same spec on the host as it is: a rule by MAC, written.
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 2, out, "+ udev_rules[59-rdmaform-names.rules]")
+	// The simulated host's state gives the netdev's MAC to its netlink
+	// and sysfs alike.
+	f := filepath.Join(dir, "sim.yaml")
+	b, err := os.ReadFile(f)
+	mac := state(t, dir).Netdev("enp1s0").MAC
+	if err != nil || strings.Count(string(b), "mac: \""+mac+"\"\n") != 1 {
+		t.Fatalf("sim.yaml (%v) has not one mac: %s", err, mac)
+	}
+	b = []byte(strings.Replace(string(b), "mac: \""+mac+"\"\n", "mac: '02:00\", RUN+=\"/bin/x'\n", 1))
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"plan"}, {"apply", "--yes"}} {
+		code, out = rf(t, append(append([]string{"--sim", dir}, cmd...), "-f", spec)...)
+		want(t, code, 1, out, `59-rdmaform-names.rules line 2: refusing to write`, `RUN+=\"/bin/x`)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err == nil {
+		t.Fatal("rules with the host's hostile value were written")
 	}
 }
 

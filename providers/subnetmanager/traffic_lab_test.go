@@ -2,6 +2,7 @@ package subnetmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,8 +32,15 @@ func peerHost(t *testing.T, f *smlab.Fabric, simHost string) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), env...), Dir: f.Dir}, Name: "sm lab " + simHost}
+	return &host.Host{FS: fsys, Runner: &host.ExecRunner{Env: append(os.Environ(), env...), Dir: f.Dir}, Kernel: fabricKernel{}, Name: "sm lab " + simHost}
 }
+
+// fabricKernel makes a peer a running host (host.Host.Offline is
+// false), as the probes need: its tools run on the lab's fabric, and it
+// mounts nothing.
+type fabricKernel struct{}
+
+func (fabricKernel) EnsureConfigfs() error { return errors.New("the fabric lab's peers mount nothing") }
 
 // TestLabTrafficFollowsPartitions: the partition rdmaform gives opensm
 // decides who may talk: the subnet manager's SA gives a path in the
