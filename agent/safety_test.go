@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/agent"
 	"github.com/rdmaform/rdmaform/api/v1alpha1"
+	"github.com/rdmaform/rdmaform/plan"
 )
 
 // slotLeases lists the config's slot Leases.
@@ -64,8 +65,8 @@ func TestActivationNoneLeavesFirmwareStaged(t *testing.T) {
 	if c.Status != metav1.ConditionTrue || c.Reason != "ActivationNotAllowed" || !strings.Contains(c.Message, "activation none") {
 		t.Fatalf("ActivationRequired %s %s: %s; want True, ActivationNotAllowed, naming activation none", c.Status, c.Reason, c.Message)
 	}
-	if st.Status.LastApply == nil || st.Status.LastApply.Action != "apply" || st.Status.LastApply.ExitCode != 0 {
-		t.Errorf("last apply %+v, want the runtime part applied", st.Status.LastApply)
+	if la := st.Status.LastApply; la == nil || la.Action != "apply" || la.ExitCode != plan.ExitReboot || la.Applied != 2 {
+		t.Errorf("last apply %+v, want the apply (the module and the staging), exit 3: the firmware waits", la)
 	}
 	if _, takers := sw.result(); len(takers) != 0 {
 		t.Errorf("slots taken by %v, want none", takers)
