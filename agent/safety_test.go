@@ -240,9 +240,11 @@ func TestSlotTakeLosesARace(t *testing.T) {
 	}
 }
 
-// TestSlotsHeldPastALowerLimit: slots held above the config's current
-// limit (maxUnavailable lowered from 3 to 1 while two nodes activate, on
-// slots 1 and 2) count: a third node takes none, though slot 0 is free.
+// TestSlotsHeldPastALowerLimit: slots held count against the limit
+// wherever they are (maxUnavailable lowered while nodes activate on slots
+// 1 and 2): with slot 0 free, a node takes none while as many slots as
+// the limit are held, at the limit and past it, and takes slot 0 once
+// the limit is one more than the slots held.
 func TestSlotsHeldPastALowerLimit(t *testing.T) {
 	k := newCluster(t)
 	ctx := context.Background()
@@ -252,7 +254,7 @@ func TestSlotsHeldPastALowerLimit(t *testing.T) {
 			_ = k.c.Delete(ctx, &l)
 		}
 	})
-	for i, h := range map[int]string{1: "node-b", 2: "node-c"} {
+	hold := func(i int, h string) {
 		l := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: agent.SlotName(cfg, i), Namespace: ns, Labels: map[string]string{agent.LabelConfig: cfg}},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &h},
@@ -261,17 +263,27 @@ func TestSlotsHeldPastALowerLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	held := map[string]bool{}
-	for _, l := range k.slotLeases(cfg) {
-		held[l.Name] = l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
-	}
-	if len(held) != 2 || !held[agent.SlotName(cfg, 1)] || !held[agent.SlotName(cfg, 2)] {
-		t.Fatalf("setup: slots %v, want 1 and 2 held", held)
-	}
 	s := &agent.Slots{C: k.c, Namespace: ns, Holder: "node-a", Now: time.Now}
-	got, err := s.Take(ctx, cfg, 1)
-	if err != nil || got != nil {
-		t.Fatalf("Take with 2 slots held and a limit of 1: %v, %v; want none", got, err)
+	take := func(n int) *coordinationv1.Lease {
+		t.Helper()
+		got, err := s.Take(ctx, cfg, n)
+		if err != nil {
+			t.Fatalf("Take(%d): %v", n, err)
+		}
+		return got
+	}
+	hold(1, "node-b")
+	if got := take(1); got != nil {
+		t.Fatalf("slot 1 held, limit 1: took %s, want none", got.Name)
+	}
+	hold(2, "node-c")
+	for _, n := range []int{1, 2} {
+		if got := take(n); got != nil {
+			t.Fatalf("slots 1 and 2 held, limit %d: took %s, want none", n, got.Name)
+		}
+	}
+	if got := take(3); got == nil || got.Name != agent.SlotName(cfg, 0) {
+		t.Fatalf("slots 1 and 2 held, limit 3: took %v, want slot 0", got)
 	}
 }
 
