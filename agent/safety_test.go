@@ -311,3 +311,31 @@ func TestSlotNameLimit(t *testing.T) {
 		t.Errorf("a short name: %q", agent.SlotName("rail", 7))
 	}
 }
+
+// TestSlotLabelLimit: a slot's Lease carries its config's name as a
+// label value, which the API server limits to 63 characters: a config
+// named with 63 takes and releases a slot by that label, one named with
+// 64 by its hash, and each finds its own slot again.
+func TestSlotLabelLimit(t *testing.T) {
+	k := newCluster(t)
+	ctx := context.Background()
+	for _, n := range []int{63, 64} {
+		cfg := strings.Repeat("l", n)
+		s := &agent.Slots{C: k.c, Namespace: ns, Holder: "node-l", Now: time.Now}
+		got, err := s.Take(ctx, cfg, 1)
+		if err != nil || got == nil {
+			t.Fatalf("a config name of %d: Take: %v, %v", n, got, err)
+		}
+		label := got.Labels[agent.LabelConfig]
+		if (n == 63) != (label == cfg) || len(label) > 63 {
+			t.Errorf("a config name of %d: label %q", n, label)
+		}
+		held, err := s.Held(ctx, cfg)
+		if err != nil || held == nil || held.Name != got.Name {
+			t.Fatalf("a config name of %d: Held: %v, %v; want %s", n, held, err, got.Name)
+		}
+		if err := s.Release(ctx, held); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
