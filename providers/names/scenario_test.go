@@ -436,3 +436,27 @@ func TestRenameRefusedOrNotTaken(t *testing.T) {
 		t.Fatal("mlx5_1 not renamed rail1")
 	}
 }
+
+// TestRuleByMACNeedsAMAC: the netdev of a device without a PCI function
+// (an rxe device's) is matched by its MAC in the rule; a netdev whose MAC
+// rdmaform cannot read is a finding at the spec line, and no rules are
+// written.
+func TestRuleByMACNeedsAMAC(t *testing.T) {
+	s, _ := simtest.New(t, "vm-soft", 0, func(st *sim.State) {
+		st.Netdevs = append(st.Netdevs, &sim.Netdev{Name: "nomac0", Kind: "veth", MTU: 1500, Up: true})
+	})
+	dir := s.Dir
+	withRdmaRename(t, dir)
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, "version: 1\nrxe:\n  - {name: rxe0, netdev: nomac0, state: present}\n"))
+	want(t, code, 0, out)
+	guid := state(t, dir).Device("rxe0").NodeGUID
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - node_guid: "+guid+"\n    names: {netdev: rxenet0}\n")
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 1, out, "host.yaml:4:21: error: $.devices[0].names.netdev: netdev nomac0 has no MAC address rdmaform can read (/sys/class/net/nomac0/address)")
+	if _, err := os.Stat(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err == nil {
+		t.Error("rules written without the netdev's MAC")
+	}
+	if state(t, dir).Netdev("nomac0") == nil {
+		t.Error("nomac0 renamed")
+	}
+}
