@@ -25,7 +25,7 @@ LDFLAGS   = -s -w -X $(MOD)/version.Version=$(VERSION) -X $(MOD)/version.Commit=
 # $(call gobuild,ARCH,SBINDIR,OUT,PKG): a static, reproducible build.
 gobuild   = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -ldflags '$(call LDFLAGS,$(2))' -o $(3) $(4)
 
-.PHONY: help build test kernel-test test-short lint fuzz demo clean docs manpages install uninstall package
+.PHONY: help build test kernel-test test-short mutate lint fuzz demo clean docs manpages install uninstall package
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -111,6 +111,10 @@ kernel-test: ## boot Debian's kernel under QEMU with Soft-RoCE and run the guest
 
 test-short: ## unit tests only, no lab components
 	$(GO) test -count=1 -short $(PKGS)
+
+MUTATEFLAGS ?=
+mutate: ## hand mutation run: each mutant of internal/mutate/mutants.yaml alone on a copy of the tree, its tests, the kill rate (MUTATEFLAGS: -only, -timeout, -min)
+	$(GO) run ./internal/mutate $(MUTATEFLAGS)
 
 lint: ## gofmt, go vet, and the OS-boundary check
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -292,6 +292,9 @@ func (l *liveNM) Connections(ctx context.Context) ([]NMConnection, error) {
 	if err := objs.Store(&managed); err != nil {
 		return nil, nmErr("GetManagedObjects", err)
 	}
+	if nmBetweenRounds != nil {
+		nmBetweenRounds()
+	}
 	// Round 2: every profile's settings at once.
 	calls := make([]*dbus.Call, len(paths))
 	done := make(chan *dbus.Call, len(paths))
@@ -301,21 +304,7 @@ func (l *liveNM) Connections(ctx context.Context) ([]NMConnection, error) {
 	for range paths {
 		<-done
 	}
-	active := map[dbus.ObjectPath]NMConnection{}
-	for _, props := range managed {
-		ac, ok := props[nmActiveIface]
-		if !ok {
-			continue
-		}
-		conn, _ := ac["Connection"].Value().(dbus.ObjectPath)
-		state, _ := ac["State"].Value().(uint32)
-		devs, _ := ac["Devices"].Value().([]dbus.ObjectPath)
-		a := NMConnection{Active: state}
-		if len(devs) > 0 {
-			a.Device, _ = managed[devs[0]][nmDeviceIface]["Interface"].Value().(string)
-		}
-		active[conn] = a
-	}
+	active := activeByProfile(managed)
 	out := make([]NMConnection, 0, len(paths))
 	for i, p := range paths {
 		var s NMSettings
@@ -329,12 +318,45 @@ func (l *liveNM) Connections(ctx context.Context) ([]NMConnection, error) {
 			return nil, nmErr("GetSettings", err)
 		}
 		a := active[p]
-		if a.Active == NMActiveDeactivated {
-			a = NMConnection{}
-		}
 		out = append(out, NMConnection{Path: string(p), Settings: s, Active: a.Active, Device: a.Device})
 	}
 	return out, nil
+}
+
+// nmBetweenRounds, when set (by tests), runs between Connections' two
+// rounds: a profile deleted there is listed but has no settings.
+var nmBetweenRounds func()
+
+// activeByProfile is each profile's active connection (its state and
+// its first device's interface) among GetManagedObjects' objects. An
+// active connection that has ended (deactivated: NetworkManager drops the
+// object from an idle callback, so it can still be listed) is none; of
+// two for one profile (a reactivation: the old one going down, the new
+// one coming up) the further along wins: activated, then activating,
+// then deactivating.
+func activeByProfile(managed map[dbus.ObjectPath]map[string]map[string]dbus.Variant) map[dbus.ObjectPath]NMConnection {
+	rank := map[uint32]int{NMActiveActivated: 3, NMActiveActivating: 2, NMActiveDeactivating: 1}
+	active := map[dbus.ObjectPath]NMConnection{}
+	for _, props := range managed {
+		ac, ok := props[nmActiveIface]
+		if !ok {
+			continue
+		}
+		conn, _ := ac["Connection"].Value().(dbus.ObjectPath)
+		state, _ := ac["State"].Value().(uint32)
+		if rank[state] == 0 {
+			continue // deactivated, or unknown
+		}
+		devs, _ := ac["Devices"].Value().([]dbus.ObjectPath)
+		a := NMConnection{Active: state}
+		if len(devs) > 0 {
+			a.Device, _ = managed[devs[0]][nmDeviceIface]["Interface"].Value().(string)
+		}
+		if have, ok := active[conn]; !ok || rank[state] > rank[have.Active] {
+			active[conn] = a
+		}
+	}
+	return active
 }
 
 // byUUID finds a profile's object path. Equivalent to:

@@ -30,9 +30,10 @@ import (
 )
 
 // allowed are the directories that are the OS boundary: the host's door,
-// the simulator, the programs and the test harnesses (the labs, and
-// cli/clitest, which writes the spec files it runs the command line on).
-var allowed = []string{"host", "sim", "internal/testlab", "internal/lint", "cmd", "cli/clitest"}
+// the simulator, the programs, the test harnesses (the labs, and
+// cli/clitest, which writes the spec files it runs the command line on)
+// and the developer tools that run the go tool on a copy of the tree.
+var allowed = []string{"host", "sim", "internal/testlab", "internal/lint", "internal/mutate", "cmd", "cli/clitest"}
 
 // forbiddenImports may only be imported at the boundary.
 var forbiddenImports = map[string]bool{

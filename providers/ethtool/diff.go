@@ -90,8 +90,15 @@ func planOne(req *plan.Request, obs *Observed, t target, prop *plan.Proposal) {
 		}
 	}
 	if channels != nil && ifc.Channels != nil {
-		if n := total(ifc.Channels.Cur, channels); n == 0 {
-			problems = append(problems, fmt.Sprintf("channels: %s would have no channel left (combined, rx and tx all 0)", t.name))
+		// The kernel refuses counts that leave no channel to receive or
+		// none to send (net/ethtool/channels.c: "requested channel counts
+		// would result in no RX or TX channel").
+		n := after(ifc.Channels.Cur, channels)
+		for _, dir := range []string{"rx", "tx"} {
+			if n["combined"]+n[dir] == 0 {
+				problems = append(problems, fmt.Sprintf("channels: %s would have no channel left for %s (combined and %s both 0; the kernel refuses it)", t.name, dir, dir))
+				break
+			}
 		}
 	}
 	if len(problems) > 0 {
@@ -106,16 +113,16 @@ func planOne(req *plan.Request, obs *Observed, t target, prop *plan.Proposal) {
 		Payload: &payload{netdev: t.name, rings: rings, channels: channels, before: ifc}})
 }
 
-// total is the channel count after the change: the current values with
+// after is the channel counts after the change: the current values with
 // the wanted ones put over them.
-func total(cur, want map[string]int) int {
-	n := 0
+func after(cur, want map[string]int) map[string]int {
+	n := map[string]int{}
 	for _, k := range []string{"combined", "rx", "tx"} {
 		v, ok := want[k]
 		if !ok {
 			v = cur[k]
 		}
-		n += v
+		n[k] = v
 	}
 	return n
 }

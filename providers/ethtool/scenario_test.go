@@ -177,3 +177,42 @@ func TestDocsHostKnobs(t *testing.T) {
 		t.Errorf("docs/guides/host-knobs.md does not hold examples/host-knobs.yaml as it is")
 	}
 }
+
+// TestChannelsSeparateRxTx: on a driver with combined, rx and tx channels
+// a spec that sets only some of them is checked with the current values
+// of the others: combined 0 leaves the rx and tx channels and converges;
+// rx 0 (or tx 0) with combined 0 leaves nothing to receive (or send) on,
+// which the kernel refuses, so the plan refuses it naming the direction,
+// and nothing changes; one channel each way is the limit that converges.
+func TestChannelsSeparateRxTx(t *testing.T) {
+	dir := simtest.Dir(t, "cx5-roce", func(st *sim.State) {
+		st.Netdev("ens1f0np0").Channels = &sim.QueueState{
+			Max: map[string]int{"combined": 8, "rx": 8, "tx": 8},
+			Cur: map[string]int{"combined": 4, "rx": 2, "tx": 2},
+		}
+	})
+	out := clitest.Converge(t, dir, spec(t, "ens1f0np0", "{channels: {combined: 0}}"))
+	if !strings.Contains(out, "channels.combined: 4 -> 0") {
+		t.Errorf("plan does not set combined alone:\n%s", out)
+	}
+	if _, c := queues(t, dir, "ens1f0np0"); c["combined"] != 0 || c["rx"] != 2 || c["tx"] != 2 {
+		t.Fatalf("after apply: channels %v, want combined 0, rx 2, tx 2", c)
+	}
+	for _, c := range []struct{ ethtool, want string }{
+		{"{channels: {rx: 0}}", "channels: ens1f0np0 would have no channel left for rx (combined and rx both 0"},
+		{"{channels: {tx: 0}}", "channels: ens1f0np0 would have no channel left for tx (combined and tx both 0"},
+		{"{channels: {rx: 0, tx: 0}}", "channels: ens1f0np0 would have no channel left for rx"},
+	} {
+		out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", spec(t, "ens1f0np0", c.ethtool))
+		if !strings.Contains(out, "$.interfaces[0].ethtool: ") || !strings.Contains(out, c.want) {
+			t.Errorf("%s: want the finding %q at the spec line:\n%s", c.ethtool, c.want, out)
+		}
+	}
+	if _, c := queues(t, dir, "ens1f0np0"); c["combined"] != 0 || c["rx"] != 2 || c["tx"] != 2 {
+		t.Errorf("a refused spec changed the channels: %v", c)
+	}
+	clitest.Converge(t, dir, spec(t, "ens1f0np0", "{channels: {rx: 1, tx: 1}}"))
+	if _, c := queues(t, dir, "ens1f0np0"); c["combined"] != 0 || c["rx"] != 1 || c["tx"] != 1 {
+		t.Errorf("after apply: channels %v, want combined 0, rx 1, tx 1", c)
+	}
+}

@@ -72,6 +72,13 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 			}
 			continue
 		}
+		if d.PCI == "" && nd.MAC == "" {
+			// Without a PCI function the rule matches the netdev by its
+			// MAC: none read (or not one the kernel could print) is no rule.
+			complete = false
+			prop.Errors = append(prop.Errors, req.Finding(base+".netdev", "netdev %s has no MAC address rdmaform can read (/sys/class/net/%s/address), which its udev rule matches", nd.Name, nd.Name))
+			continue
+		}
 		rules = append(rules, netdevRule(d.PCI, nd, n.Netdev))
 		if nd.Name == n.Netdev {
 			continue

@@ -158,12 +158,23 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 func readNetdev(h *host.Host, n string) Netdev {
 	dir := path.Join("/sys/class/net", n)
 	nd := Netdev{Name: n}
+	// What goes into a udev rule between quotes is only what the kernel
+	// writes there (a number, a MAC): a tree under --root is anyone's.
 	nd.Type, _ = host.ReadAttr(h.FS, path.Join(dir, "type"))
+	if !numberRE.MatchString(nd.Type) {
+		nd.Type = ""
+	}
 	nd.DevPort, _ = host.ReadAttr(h.FS, path.Join(dir, "dev_port"))
+	if !numberRE.MatchString(nd.DevPort) {
+		nd.DevPort = ""
+	}
 	if l, err := h.Net.LinkByName(n); err == nil {
 		nd.Up, nd.MAC = l.AdminUp, l.HWAddr
 	} else {
 		nd.MAC, _ = host.ReadAttr(h.FS, path.Join(dir, "address"))
+	}
+	if !macRE.MatchString(nd.MAC) {
+		nd.MAC = ""
 	}
 	if b, err := h.FS.ReadFile(path.Join(dir, "uevent")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -175,6 +186,13 @@ func readNetdev(h *host.Host, n string) Netdev {
 	nd.Driver = host.Exists(h.FS, path.Join(dir, "device", "driver"))
 	return nd
 }
+
+// numberRE is a sysfs number (type, dev_port); macRE a link-layer
+// address as sysfs and netlink print it (6 bytes Ethernet, 20 IPoIB).
+var (
+	numberRE = regexp.MustCompile(`^[0-9]{1,10}$`)
+	macRE    = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){0,31}$`)
+)
 
 // devTypeRE is a DEVTYPE a rule may name (the kernel's are words: vlan,
 // bond, bridge, wlan).

@@ -433,3 +433,78 @@ func TestRxeOnVLANRuleLeavesTheParent(t *testing.T) {
 	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
 	want(t, code, 0, out, "No changes")
 }
+
+// TestRenameRefusedOrNotTaken: the kernel's refusal of a netdev rename
+// (a fault: EBUSY) fails the apply naming it, and the netdev, taken down
+// to be renamed, is up again under its old name; an RDMA rename the
+// kernel accepts without making it (a dropped call) is found by reading
+// the devices back. Each time, the next apply converges and plan is
+// empty.
+func TestRenameRefusedOrNotTaken(t *testing.T) {
+	dir := newHost(t, nil)
+	s, err := sim.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nd := state(t, dir).Netdev("ens1f1np1"); nd == nil || !nd.Up {
+		t.Fatalf("ens1f1np1: %+v, want it up before the rename", nd)
+	}
+	if err := s.AddFault(sim.Fault{Netlink: "LinkSetName", Match: "ens1f1np1", Errno: "EBUSY", Stderr: "injected: rename refused", Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {netdev: rail1eth}\n")
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 1, out, "netdev_name[0000:5e:00.1]", "injected: rename refused")
+	st := state(t, dir)
+	if nd := st.Netdev("ens1f1np1"); nd == nil || !nd.Up || st.Netdev("rail1eth") != nil {
+		t.Fatalf("after the refused rename: ens1f1np1 %+v, rail1eth %+v; want ens1f1np1 up, as before", nd, st.Netdev("rail1eth"))
+	}
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	if nd := state(t, dir).Netdev("rail1eth"); nd == nil || !nd.Up {
+		t.Fatalf("rail1eth: %+v, want it renamed and up", nd)
+	}
+
+	if err := s.AddFault(sim.Fault{Netlink: "RdmaDevSetName", Match: "mlx5_1", Drop: true, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	spec = clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1, netdev: rail1eth}\n")
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 1, out, "rdma_name[0000:5e:00.1]", "rdma dev set mlx5_1 name rail1: no device rail1 reads back")
+	if st := state(t, dir); st.Device("mlx5_1") == nil {
+		t.Fatal("the dropped rename renamed mlx5_1")
+	}
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+	if state(t, dir).Device("rail1") == nil {
+		t.Fatal("mlx5_1 not renamed rail1")
+	}
+}
+
+// TestRuleByMACNeedsAMAC: the netdev of a device without a PCI function
+// (an rxe device's) is matched by its MAC in the rule; a netdev whose MAC
+// rdmaform cannot read is a finding at the spec line, and no rules are
+// written.
+func TestRuleByMACNeedsAMAC(t *testing.T) {
+	s, _ := simtest.New(t, "vm-soft", 0, func(st *sim.State) {
+		st.Netdevs = append(st.Netdevs, &sim.Netdev{Name: "nomac0", Kind: "veth", MTU: 1500, Up: true})
+	})
+	dir := s.Dir
+	withRdmaRename(t, dir)
+	code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", clitest.WriteSpec(t, "version: 1\nrxe:\n  - {name: rxe0, netdev: nomac0, state: present}\n"))
+	want(t, code, 0, out)
+	guid := state(t, dir).Device("rxe0").NodeGUID
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - node_guid: "+guid+"\n    names: {netdev: rxenet0}\n")
+	code, out = rf(t, "--sim", dir, "apply", "--yes", "-f", spec)
+	want(t, code, 1, out, "host.yaml:4:21: error: $.devices[0].names.netdev: netdev nomac0 has no MAC address rdmaform can read (/sys/class/net/nomac0/address)")
+	if _, err := os.Stat(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err == nil {
+		t.Error("rules written without the netdev's MAC")
+	}
+	if state(t, dir).Netdev("nomac0") == nil {
+		t.Error("nomac0 renamed")
+	}
+}

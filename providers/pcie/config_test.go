@@ -3,6 +3,7 @@ package pcie
 import (
 	"encoding/hex"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,6 +79,44 @@ func TestMaxReadRequestEncoding(t *testing.T) {
 	for _, v := range []uint16{0x6000, 0x7000} {
 		if got := (&Func{DevCtl: v}).MaxReadRequest(); got != 0 {
 			t.Errorf("reserved %#04x reads as %d", v, got)
+		}
+	}
+}
+
+// TestParseDevCtlReservedPointerBits: the two low bits of every
+// capability pointer are reserved (PCI Local Bus 3.0 §6.7: software
+// masks them); a next pointer with them set still leads to the PCI
+// Express capability.
+func TestParseDevCtlReservedPointerBits(t *testing.T) {
+	cfg := realConfig(t)
+	if cfg[0x7c] != 0x01 || cfg[0x7d] != 0x40 {
+		t.Fatalf("the capture changed: the power management capability at 0x7c is %#x -> %#x", cfg[0x7c], cfg[0x7d])
+	}
+	cfg[0x7d] |= 3 // 0x7c's next pointer: 0x43, read as 0x40
+	cfg[0x34] |= 3 // the list's head: 0xdf, read as 0xdc
+	cap, devctl, err := ParseDevCtl(cfg)
+	if err != nil || cap != 0x40 || devctl != 0 {
+		t.Fatalf("ParseDevCtl = %#x, %#04x, %v; want 0x40, 0x0000 with the reserved bits masked", cap, devctl, err)
+	}
+}
+
+// TestParseDevCtlCutAtDeviceControl: a read that ends inside the PCI
+// Express capability is refused unless it holds all of Device Control
+// (capability+8, two bytes): one byte short is an error naming the cut,
+// exactly enough reads the register.
+func TestParseDevCtlCutAtDeviceControl(t *testing.T) {
+	cfg := realConfig(t)
+	cfg[0x34] = 0x40                  // the PCI Express capability first (its next is 0)
+	cfg[0x48], cfg[0x49] = 0x10, 0x20 // Device Control 0x2010
+	end := 0x40 + 8 + 2               // one past Device Control's last byte
+	for _, n := range []int{end - 2, end - 1} {
+		if _, _, err := ParseDevCtl(cfg[:n]); err == nil || !strings.Contains(err.Error(), "the PCI Express capability at 0x40 ends past the "+strconv.Itoa(n)+" bytes read") {
+			t.Errorf("%d bytes: %v, want the capability named as cut", n, err)
+		}
+	}
+	for _, n := range []int{end, end + 1} {
+		if cap, devctl, err := ParseDevCtl(cfg[:n]); err != nil || cap != 0x40 || devctl != 0x2010 {
+			t.Errorf("%d bytes: %#x, %#04x, %v; want 0x40, 0x2010", n, cap, devctl, err)
 		}
 	}
 }

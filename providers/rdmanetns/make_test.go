@@ -3,6 +3,7 @@ package rdmanetns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,5 +122,84 @@ func TestNamespacesLeaveOutTheInitialOne(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"/run/netns/blue", "net:[4026532111]"}, got); diff != "" {
 		t.Errorf("namespaces (-want +got):\n%s", diff)
+	}
+}
+
+// procLink makes dir/proc/PID/ns/net a symlink to target.
+func procLink(t *testing.T, dir, pid, target string) {
+	t.Helper()
+	p := filepath.Join(dir, "proc", pid, "ns")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(p, "net")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// namedNS makes dir/run/netns/NAME and returns its id as /proc shows a
+// namespace (net:[INODE]): a bind mount of a namespace has its inode.
+func namedNS(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, NetnsDir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("net:[%d]", fi.Sys().(*syscall.Stat_t).Ino)
+}
+
+// TestNamespacesNamedOnce: a named namespace that processes also run in
+// is listed once, by its name; a /run/netns entry for the initial
+// namespace (ip netns attach NAME 1) is not another namespace.
+func TestNamespacesNamedOnce(t *testing.T) {
+	dir := t.TempDir()
+	root := namedNS(t, dir, "host")
+	red := namedNS(t, dir, "red")
+	procLink(t, dir, "1", root)
+	procLink(t, dir, "42", root)
+	procLink(t, dir, "77", red)
+	procLink(t, dir, "78", red)
+	procLink(t, dir, "90", "net:[4026532999]")
+	fsys, err := host.NewRootFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := namespaces(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"/run/netns/red", "net:[4026532999]"}, got); diff != "" {
+		t.Errorf("namespaces (-want +got):\n%s", diff)
+	}
+}
+
+// TestConfModeWords: ib_core's netns_mode is a bool parameter, which the
+// kernel reads as 1/0, Y/N or y/n (param_set_bool, kstrtobool); the last
+// netns_mode on ib_core's lines wins, and other modules' lines are not
+// ib_core's.
+func TestConfModeWords(t *testing.T) {
+	for _, c := range []struct{ conf, want string }{
+		{"options ib_core netns_mode=0\n", host.NetnsExclusive},
+		{"options ib_core netns_mode=N\n", host.NetnsExclusive},
+		{"options ib_core netns_mode=n\n", host.NetnsExclusive},
+		{"options ib_core netns_mode=1\n", host.NetnsShared},
+		{"options ib_core netns_mode=Y\n", host.NetnsShared},
+		{"options ib_core netns_mode=y\n", host.NetnsShared},
+		{"options ib_core netns_mode=N\noptions ib_core netns_mode=y\n", host.NetnsShared},
+		{"options ib_core foo=1 netns_mode=n\n", host.NetnsExclusive},
+		{"options ib_uverbs netns_mode=0\n", ""},
+		{"# options ib_core netns_mode=0\n", ""},
+		{"", ""},
+	} {
+		if got := confMode([]byte(c.conf)); got != c.want {
+			t.Errorf("%q: %q, want %q", c.conf, got, c.want)
+		}
 	}
 }

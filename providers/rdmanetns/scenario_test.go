@@ -140,3 +140,28 @@ func TestWithoutIBCore(t *testing.T) {
 		t.Fatalf("ib_core loaded in mode %q", m)
 	}
 }
+
+// TestHandWrittenConf: a file a person wrote with netns_mode=N (a bool
+// parameter: ib_core loads exclusive) is read as exclusive: show
+// captures it on a host where ib_core is not loaded yet, and the plan
+// rewriting it for shared says exclusive -> shared; apply, then plan is
+// empty.
+func TestHandWrittenConf(t *testing.T) {
+	s, _ := simtest.New(t, "vm-soft", 0, func(st *sim.State) { st.Modules = nil })
+	conf := filepath.Join(s.Dir, "etc/modprobe.d/rdmaform.conf")
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("options ib_core netns_mode=N\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := rf(t, "--sim", s.Dir, "show")
+	want(t, code, 0, out, "netns_mode: exclusive")
+	spec := clitest.WriteSpec(t, "version: 1\nrdma:\n  netns_mode: shared\n")
+	code, out = rf(t, "--sim", s.Dir, "plan", "-f", spec)
+	want(t, code, 2, out, "~ rdma_netns[boot]", "netns_mode_at_boot: exclusive -> shared")
+	code, out = rf(t, "--sim", s.Dir, "apply", "--yes", "-f", spec)
+	want(t, code, 0, out)
+	code, out = rf(t, "--sim", s.Dir, "plan", "-f", spec)
+	want(t, code, 0, out, "No changes")
+}
