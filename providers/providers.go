@@ -20,6 +20,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
 	"github.com/rdmaform/rdmaform/providers/subnetmanager"
+	"github.com/rdmaform/rdmaform/providers/sysctl"
 )
 
 // All returns every provider, in the order their changes apply.
@@ -34,6 +35,7 @@ func All() []plan.Provider {
 		mlx4port.New(),
 		rxe.New(),
 		netdev.New(),
+		sysctl.New(),
 		ethtool.New(),
 		qos.New(),
 		rdmacm.New(),

@@ -36,6 +36,9 @@ type State struct {
 	Unprobed []*Device `yaml:"unprobed,omitempty"`
 
 	Netdevs []*Netdev `yaml:"netdevs,omitempty"`
+	// Sysctl holds the /proc/sys values written since boot, by path below
+	// /proc/sys (sysctl.go); the others have the kernel's defaults.
+	Sysctl map[string]string `yaml:"sysctl,omitempty"`
 
 	// DefaultRoute names the netdev the default route leaves through (the
 	// management network).
