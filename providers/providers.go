@@ -8,6 +8,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/ethtool"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/memlock"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/names"
@@ -42,6 +43,7 @@ func All() []plan.Provider {
 		ipoib.New(),
 		subnetmanager.New(),
 		services.New(),
+		memlock.New(),
 		bootunit.New(),
 	}
 }
