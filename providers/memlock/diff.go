@@ -70,12 +70,19 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		content := renderDropIn(want)
 		fileOK := bytes.Equal(content, have.DropIn)
 		loadedOK := have.Soft == want && have.Hard == want
-		if fileOK && loadedOK {
+		processOK := have.Process == nil || have.Process[0] == want && have.Process[1] == want
+		if fileOK && loadedOK && processOK {
 			continue
 		}
-		attrs := []plan.Attr{{Name: "LimitMEMLOCK", Before: pair(have.Soft, have.Hard), After: Human(want)}}
+		var attrs []plan.Attr
+		if !loadedOK || !fileOK {
+			attrs = append(attrs, plan.Attr{Name: "LimitMEMLOCK", Before: pair(have.Soft, have.Hard), After: Human(want)})
+		}
 		if !fileOK {
 			attrs = append(attrs, plan.Attr{Name: "drop_in", Before: state(have.DropIn), After: DropInPath(u)})
+		}
+		if !processOK {
+			attrs = append(attrs, plan.Attr{Name: "main_process", Before: pair(have.Process[0], have.Process[1]), After: Human(want)})
 		}
 		restart := have.State.Active()
 		if restart {

@@ -82,6 +82,10 @@ type Unit struct {
 	// Soft and Hard are LimitMEMLOCKSoft and LimitMEMLOCK (bytes,
 	// math.MaxUint64 for infinity).
 	Soft, Hard uint64
+	// Process is the limits the unit's main process runs with (soft and
+	// hard, from /proc/PID/limits); nil when it runs none or the host's
+	// files show no /proc.
+	Process *[2]uint64 `json:",omitempty"`
 }
 
 // Observe implements plan.TypedProvider: LimitsFile, and for each unit the
@@ -136,6 +140,11 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		}
 		if o.State.LoadState == "loaded" {
 			if o.Soft, o.Hard, err = lim.Memlock(ctx, u); err != nil {
+				return nil, err
+			}
+		}
+		if r, ok := h.Systemd.(host.UnitSignaller); ok && o.State.Active() {
+			if o.Process, err = mainProcess(ctx, h, r, u); err != nil {
 				return nil, err
 			}
 		}
