@@ -34,17 +34,19 @@ ExecStart=/bin/sleep infinity
 // in /etc/systemd/system: the unit's drop-in directory there is a symlink
 // to the one rdmaform writes in the host's tree (systemd follows a
 // symlinked UNIT.d).
-func labHost(t *testing.T, l *systemdlab.Lab) *host.Host {
+func labHost(t *testing.T, l *systemdlab.Lab) *host.Host { return labHostFor(t, l, labUnitName) }
+
+func labHostFor(t *testing.T, l *systemdlab.Lab, unit string) *host.Host {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := filepath.Join(root, "etc/systemd/system", labUnitName+".d")
+	d := filepath.Join(root, "etc/systemd/system", unit+".d")
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(d, filepath.Join(l.UnitDir, labUnitName+".d")); err != nil {
+	if err := os.Symlink(d, filepath.Join(l.UnitDir, unit+".d")); err != nil {
 		t.Fatal(err)
 	}
 	fsys, err := host.NewRootFS(root)
