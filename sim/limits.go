@@ -31,7 +31,6 @@ var _ host.UnitLimiter = (*simSystemd)(nil)
 
 // Memlock implements host.UnitLimiter: the limits the manager loaded.
 func (m *simSystemd) Memlock(ctx context.Context, name string) (soft, hard uint64, err error) {
-	m.record("Get LimitMEMLOCK " + name)
 	if err := m.sim.inject(faultSystemd, "Memlock", name); err != nil {
 		return 0, 0, unlessDropped(err)
 	}

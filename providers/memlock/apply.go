@@ -33,7 +33,7 @@ func (p *Provider) Make(ctx context.Context, h *host.Host, _ *plan.Change, pl *p
 	} else if err := h.FS.WriteFile(pl.file, pl.content, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", pl.file, err)
 	}
-	if pl.unit == "" {
+	if pl.unit == "" || pl.offline {
 		return nil
 	}
 	if h.Systemd == nil {

@@ -63,11 +63,19 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		if have == nil {
 			continue
 		}
+		content := renderDropIn(want)
+		if obs.Offline {
+			if !bytes.Equal(content, have.DropIn) {
+				prop.Changes = append(prop.Changes, &plan.Change{Address: Address(u), Action: plan.Update, Activation: plan.Now,
+					Source: req.Pos(path), Attributes: []plan.Attr{{Name: "drop_in", Before: state(have.DropIn), After: DropInPath(u)}},
+					Payload: &payload{file: DropInPath(u), content: content, before: have.DropIn, unit: u, offline: true}})
+			}
+			continue
+		}
 		if have.State.LoadState != "loaded" {
 			prop.Errors = append(prop.Errors, req.Finding(schema.Path("services", i, "name"), "unit %s is not loaded (LoadState=%s): install the package that provides it", u, orNone(have.State.LoadState)))
 			continue
 		}
-		content := renderDropIn(want)
 		fileOK := bytes.Equal(content, have.DropIn)
 		loadedOK := have.Soft == want && have.Hard == want
 		processOK := have.Process == nil || have.Process[0] == want && have.Process[1] == want

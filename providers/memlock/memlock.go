@@ -13,6 +13,9 @@
 //     reads the unit's LimitMEMLOCK and LimitMEMLOCKSoft back over D-Bus,
 //     and restarts the unit when it runs, so that its processes have the
 //     limit.
+//
+// On an offline tree (--root, no service manager) the files are compared
+// and written, and nothing is loaded or restarted.
 package memlock
 
 import (
@@ -69,6 +72,10 @@ type Observed struct {
 	Limits []byte
 	// NoSystemd: the host has no service manager.
 	NoSystemd bool
+	// Offline: an offline tree (--root) with no service manager: the
+	// drop-ins are compared and written, nothing is loaded or restarted
+	// (an image a later boot loads them from).
+	Offline bool `json:",omitempty"`
 	// Units are the units of the spec (for show, those with rdmaform's
 	// drop-in), by name with suffix.
 	Units map[string]*Unit
@@ -117,6 +124,17 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		}
 	}
 	if len(units) == 0 {
+		return obs, nil
+	}
+	if h.Systemd == nil && h.Offline() {
+		obs.Offline = true
+		for _, u := range units {
+			o := &Unit{}
+			if o.DropIn, err = readOptional(h, DropInPath(u)); err != nil {
+				return nil, err
+			}
+			obs.Units[u] = o
+		}
 		return obs, nil
 	}
 	if h.Systemd == nil {
@@ -233,4 +251,6 @@ type payload struct {
 	// the check (a revert).
 	want    uint64
 	restart bool
+	// offline: the file only (an offline tree).
+	offline bool
 }

@@ -14,7 +14,7 @@ func (p *Provider) Revert(c *plan.Change) (*plan.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	back := &payload{file: pl.file, content: pl.before, before: pl.content, unit: pl.unit, restart: pl.restart}
+	back := &payload{file: pl.file, content: pl.before, before: pl.content, unit: pl.unit, restart: pl.restart, offline: pl.offline}
 	action := plan.Update
 	if pl.before == nil {
 		action = plan.Delete

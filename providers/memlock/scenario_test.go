@@ -194,3 +194,26 @@ func TestRevertShowAudit(t *testing.T) {
 	}
 	clitest.Converge(t, dir, f)
 }
+
+// TestOfflineTree: on an offline tree (--root, no service manager: an
+// image being built) the files are planned and written, and nothing is
+// loaded or restarted; the next plan is empty.
+func TestOfflineTree(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := clitest.WriteSpec(t, spec)
+	out := clitest.MustRun(t, 2, "--root", root, "plan", "-f", f)
+	if !strings.Contains(out, "~ memlock[slurmd.service]") || strings.Contains(out, "restart") || strings.Contains(out, "LimitMEMLOCK:") {
+		t.Errorf("offline plan:\n%s", out)
+	}
+	clitest.MustRun(t, 0, "--root", root, "apply", "--yes", "-f", f)
+	clitest.MustRun(t, 0, "--root", root, "plan", "-f", f)
+	if got := read(t, root, dropIn); !strings.Contains(got, "LimitMEMLOCK=infinity\n") {
+		t.Errorf("drop-in:\n%s", got)
+	}
+	if got := read(t, root, limitsFile); !strings.Contains(got, "root\thard\tmemlock\tunlimited\n") {
+		t.Errorf("limits.d:\n%s", got)
+	}
+}
