@@ -819,7 +819,7 @@ func (v *validator) services() {
 			continue
 		}
 		if s.Enabled == nil && s.Active == nil && s.Limits == nil {
-			v.add(p, "give enabled, active, limits or more than one")
+			v.add(p, "give at least one of enabled, active, limits")
 		}
 		u := UnitName(s.Name)
 		if seen[u] {

@@ -35,12 +35,17 @@ func (s *State) sysctlFiles() map[string]string {
 	for k, v := range kernelSysctlDefaults {
 		out[k] = v
 	}
+	// conf/all and conf/default are there whatever netdevs exist.
+	names := []string{"all", "default"}
 	for _, n := range s.Netdevs {
+		names = append(names, n.Name)
+	}
+	for _, n := range names {
 		for a, v := range ipv4ConfDefaults {
-			out["net/ipv4/conf/"+n.Name+"/"+a] = v
+			out["net/ipv4/conf/"+n+"/"+a] = v
 		}
 		for a, v := range ipv6ConfDefaults {
-			out["net/ipv6/conf/"+n.Name+"/"+a] = v
+			out["net/ipv6/conf/"+n+"/"+a] = v
 		}
 	}
 	for k, v := range s.Sysctl {

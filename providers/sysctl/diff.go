@@ -1,6 +1,8 @@
 package sysctl
 
 import (
+	"strconv"
+
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -41,6 +43,15 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 				prop.Errors = append(prop.Errors, req.Finding(s.path, "%s does not exist: this kernel has no automatic NUMA balancing (CONFIG_NUMA_BALANCING)", s.key.Proc()))
 			}
 			continue
+		}
+		if ak, ok := allKey(s.key); ok {
+			if all, err := strconv.Atoi(obs.Now[ak]); err == nil {
+				if want, _ := strconv.Atoi(s.value); all > want {
+					prop.Errors = append(prop.Errors, req.Finding(s.path, "%s is %d, and the kernel uses the larger of it and %s (ip-sysctl.rst): %s would not take effect; lower %s first (another file of /etc/sysctl.d may set it)",
+						ak.Name(), all, s.key.Name(), s.value, ak.Name()))
+					continue
+				}
+			}
 		}
 		inFile, listed := obs.File[s.key]
 		pl := &payload{key: s.key, nowBefore: now, fileBefore: inFile}

@@ -233,3 +233,32 @@ func TestRevertShowAudit(t *testing.T) {
 	}
 	clitest.Converge(t, dir, spec)
 }
+
+// TestAllIsLarger: arp_ignore, arp_announce and rp_filter take the larger
+// of conf/all's value and the netdev's, so a netdev value below conf/all's
+// is a finding naming both, and nothing is written; at conf/all's value
+// it converges.
+func TestAllIsLarger(t *testing.T) {
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	s, err := sim.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What systemd's 50-default.conf does on many distributions.
+	if err := h.FS.WriteAttr("/proc/sys/net/ipv4/conf/all/rp_filter", []byte("2\n")); err != nil {
+		t.Fatal(err)
+	}
+	one := clitest.WriteSpec(t, "version: 1\nsysctl:\n  interfaces:\n    - {name: ens1f0np0, rp_filter: 1}\n")
+	out := clitest.MustRun(t, 1, "--sim", dir, "apply", "--yes", "-f", one)
+	if !strings.Contains(out, "$.sysctl.interfaces[0].rp_filter: net.ipv4.conf.all.rp_filter is 2, and the kernel uses the larger of it and net.ipv4.conf.ens1f0np0.rp_filter (ip-sysctl.rst): 1 would not take effect") {
+		t.Errorf("apply:\n%s", out)
+	}
+	if got := procSys(t, dir, "net/ipv4/conf/ens1f0np0/rp_filter"); got != "0" {
+		t.Errorf("a refused plan wrote rp_filter: %s", got)
+	}
+	clitest.Converge(t, dir, clitest.WriteSpec(t, "version: 1\nsysctl:\n  interfaces:\n    - {name: ens1f0np0, rp_filter: 2}\n"))
+}

@@ -163,6 +163,9 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	var keys []Key
 	for _, s := range settings(req.Spec) {
 		keys = append(keys, s.key)
+		if k, ok := allKey(s.key); ok {
+			keys = append(keys, k)
+		}
 	}
 	if req.Full {
 		for k := range obs.File {
@@ -182,6 +185,20 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 		}
 	}
 	return obs, nil
+}
+
+// maxOfAll are the IPv4 settings whose effective value for a netdev is
+// the larger of conf/all's and the netdev's (Documentation/networking/
+// ip-sysctl.rst: "The max value from conf/{all,interface}/... is used").
+var maxOfAll = map[string]bool{"arp_ignore": true, "arp_announce": true, "rp_filter": true}
+
+// allKey is the conf/all key of a netdev key in maxOfAll.
+func allKey(k Key) (Key, bool) {
+	e := strings.Split(string(k), "/")
+	if len(e) != 5 || e[0] != "net" || e[1] != "ipv4" || e[2] != "conf" || !maxOfAll[e[4]] {
+		return "", false
+	}
+	return Key("net/ipv4/conf/all/" + e[4]), true
 }
 
 // safeKey: a key read from the file stays below /proc/sys.
