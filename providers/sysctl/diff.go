@@ -35,10 +35,26 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	want := map[Key]bool{}
 	for _, s := range ss {
 		want[s.key] = true
+		if s.iface != "" && !obs.Netdevs[s.iface] {
+			// A netdev an earlier stage makes (a VF sriov creates, here
+			// or in the boot unit's apply): set once it is there, Make
+			// waits for it; a name that never appears fails apply.
+			inFile, listed := obs.File[s.key]
+			pl := &payload{key: s.key, now: s.value, fileBefore: inFile}
+			attrs := []plan.Attr{{Name: attrNow, Before: "(no netdev " + s.iface + " yet)", After: s.value}}
+			when := plan.Runtime
+			if !listed || inFile != s.value {
+				pl.file, pl.fileValue, when = true, s.value, plan.Now
+				attrs = append(attrs, plan.Attr{Name: attrBoot, Before: orAbsent(inFile, listed), After: s.value})
+			}
+			prop.Changes = append(prop.Changes, &plan.Change{Address: Address(s.key), Action: plan.Update, Activation: when,
+				Source: req.Pos(s.path), Attributes: attrs, Payload: pl})
+			continue
+		}
 		now, ok := obs.Now[s.key]
 		if !ok {
 			if s.iface != "" {
-				prop.Errors = append(prop.Errors, req.Finding(s.path, "%s does not exist: netdev %s is not on this host (or its protocol is off: ipv6.disable=1)", s.key.Proc(), s.iface))
+				prop.Errors = append(prop.Errors, req.Finding(s.path, "%s does not exist: the kernel has no IPv6 on %s (ipv6.disable=1?)", s.key.Proc(), s.iface))
 			} else {
 				prop.Errors = append(prop.Errors, req.Finding(s.path, "%s does not exist: this kernel has no automatic NUMA balancing (CONFIG_NUMA_BALANCING)", s.key.Proc()))
 			}

@@ -142,6 +142,9 @@ type Observed struct {
 	// File maps the keys ConfFile sets to their values; nil when the file
 	// does not exist.
 	File map[Key]string
+	// Netdevs are the spec's netdevs that exist (their
+	// /proc/sys/net/ipv4/conf directory is there).
+	Netdevs map[string]bool
 }
 
 // Observe implements plan.TypedProvider: each spec key's /proc/sys file
@@ -152,7 +155,7 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	if req.Spec.Sysctl == nil && !req.Full {
 		return nil, nil
 	}
-	obs := &Observed{Now: map[Key]string{}}
+	obs := &Observed{Now: map[Key]string{}, Netdevs: map[string]bool{}}
 	b, err := h.FS.ReadFile(ConfFile)
 	switch {
 	case err == nil:
@@ -162,6 +165,9 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	}
 	var keys []Key
 	for _, s := range settings(req.Spec) {
+		if s.iface != "" && !obs.Netdevs[s.iface] && host.Exists(h.FS, "/proc/sys/net/ipv4/conf/"+s.iface) {
+			obs.Netdevs[s.iface] = true
+		}
 		keys = append(keys, s.key)
 		if k, ok := allKey(s.key); ok {
 			keys = append(keys, k)
