@@ -363,6 +363,7 @@ func (s *State) sortAll() {
 	sort.Slice(s.Netdevs, func(i, j int) bool { return s.Netdevs[i].Name < s.Netdevs[j].Name })
 	sort.Strings(s.Modules)
 	sort.Strings(s.CMGroups)
+	s.pruneSysctl()
 }
 
 // initialRoce is the kernel's initial rdma_cm mode of a port, as

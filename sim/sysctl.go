@@ -118,3 +118,31 @@ func (s *Sim) rebootSysctl(st *State) {
 		}
 	}
 }
+
+// renameSysctl moves a renamed netdev's values: its conf directories are
+// the netdev's, and keep what was written.
+func (s *State) renameSysctl(old, name string) {
+	for _, fam := range []string{"net/ipv4/conf/", "net/ipv6/conf/"} {
+		for k, v := range s.Sysctl {
+			if rest, ok := strings.CutPrefix(k, fam+old+"/"); ok {
+				delete(s.Sysctl, k)
+				s.Sysctl[fam+name+"/"+rest] = v
+			}
+		}
+	}
+}
+
+// pruneSysctl drops the values of netdevs that are gone: one made again
+// (a VF after sriov_numvfs 0, a card's netdevs after a reset) starts from
+// the defaults, as the kernel's new conf directories do.
+func (s *State) pruneSysctl() {
+	files := s.sysctlFiles()
+	for k := range s.Sysctl {
+		if _, ok := files[k]; !ok {
+			delete(s.Sysctl, k)
+		}
+	}
+	if len(s.Sysctl) == 0 {
+		s.Sysctl = nil
+	}
+}

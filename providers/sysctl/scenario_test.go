@@ -305,4 +305,18 @@ sysctl:
 	if got := procSys(t, dir, "net/ipv6/conf/ens1f0v0/accept_ra"); got != "0" {
 		t.Errorf("after the reboot accept_ra = %s", got)
 	}
+	// VFs removed and made again have the kernel's defaults (new conf
+	// directories), and the spec sets them again.
+	vfs := func(n string) string {
+		return clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \"0000:5e:00.0\"\n    sriov: {num_vfs: "+n+"}\n")
+	}
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", vfs("0"))
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", vfs("2"))
+	if got := procSys(t, dir, "net/ipv6/conf/ens1f0v0/accept_ra"); got != "1" {
+		t.Errorf("a VF made again has accept_ra = %s, want the kernel's 1", got)
+	}
+	out = clitest.Converge(t, dir, spec)
+	if !strings.Contains(out, "sysctl[net.ipv6.conf.ens1f0v0.accept_ra]") || !strings.Contains(out, "value: 1 -> 0") {
+		t.Errorf("plan for VFs made again:\n%s", out)
+	}
 }
