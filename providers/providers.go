@@ -9,6 +9,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/ethtool"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/memlock"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/names"
@@ -21,6 +22,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/services"
 	"github.com/rdmaform/rdmaform/providers/sriov"
 	"github.com/rdmaform/rdmaform/providers/subnetmanager"
+	"github.com/rdmaform/rdmaform/providers/sysctl"
 )
 
 // All returns every provider, in the order their changes apply.
@@ -36,12 +38,14 @@ func All() []plan.Provider {
 		mlx4port.New(),
 		rxe.New(),
 		netdev.New(),
+		sysctl.New(),
 		ethtool.New(),
 		qos.New(),
 		rdmacm.New(),
 		ipoib.New(),
 		subnetmanager.New(),
 		services.New(),
+		memlock.New(),
 		bootunit.New(),
 	}
 }

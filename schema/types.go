@@ -21,6 +21,8 @@ type Spec struct {
 	Interfaces  []Interface `yaml:"interfaces,omitempty" doc:"plain netlink settings for netdevs NetworkManager does not own"`
 	Modules     []string    `yaml:"modules,omitempty" doc:"kernel modules loaded now and listed in /etc/modules-load.d/rdmaform.conf"`
 	Services    []Service   `yaml:"services,omitempty" doc:"systemd unit states"`
+	Limits      *Limits     `yaml:"limits,omitempty" doc:"resource limits of login sessions (pam_limits), in /etc/security/limits.d/90-rdmaform.conf"`
+	Sysctl      *Sysctl     `yaml:"sysctl,omitempty" doc:"the RDMA-relevant kernel settings of /proc/sys, set now and in /etc/sysctl.d/90-rdmaform.conf"`
 	Persistence string      `yaml:"persistence,omitempty" enum:"none,boot-unit" default:"none" doc:"none | boot-unit: re-apply volatile settings at boot"`
 	Probes      []Probe     `yaml:"probes,omitempty" doc:"connectivity checks (rdmaform probe, audit --probes); they never change the host"`
 	// SubnetManager is the opensm side of the fabric: its priority and
@@ -356,9 +358,10 @@ type Channels struct {
 
 // Service is a systemd unit's desired state.
 type Service struct {
-	Name    string `yaml:"name" doc:"unit name; .service is added when no suffix is given"`
-	Enabled *bool  `yaml:"enabled,omitempty" doc:"started at boot (systemctl enable, disable); absent: left alone"`
-	Active  *bool  `yaml:"active,omitempty" doc:"running now (systemctl start, stop); absent: left alone"`
+	Name    string         `yaml:"name" doc:"unit name; .service is added when no suffix is given"`
+	Enabled *bool          `yaml:"enabled,omitempty" doc:"started at boot (systemctl enable, disable); absent: left alone"`
+	Active  *bool          `yaml:"active,omitempty" doc:"running now (systemctl start, stop); absent: left alone"`
+	Limits  *ServiceLimits `yaml:"limits,omitempty" doc:"the unit's resource limits, in the drop-in /etc/systemd/system/UNIT.d/rdmaform.conf"`
 }
 
 // Probe is one connectivity check: a name and exactly one kind.

@@ -102,6 +102,7 @@ func Validate(spec *Spec) Report {
 	v.interfaces()
 	v.modules()
 	v.services()
+	v.hostSettings()
 	v.probes()
 	v.subnetManager()
 	v.ownership()
@@ -821,8 +822,8 @@ func (v *validator) services() {
 			v.add(p+".name", "%s", msg)
 			continue
 		}
-		if s.Enabled == nil && s.Active == nil {
-			v.add(p, "give enabled, active or both")
+		if s.Enabled == nil && s.Active == nil && s.Limits == nil {
+			v.add(p, "give at least one of enabled, active, limits")
 		}
 		u := UnitName(s.Name)
 		if seen[u] {

@@ -139,6 +139,9 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 	if m := pciDrvRE.FindStringSubmatch(name); m != nil {
 		return f.sim.mutate(false, func(st *State) error { return st.writeBind(name, m[1], m[2], string(data)) })
 	}
+	if m := sysctlRE.FindStringSubmatch(name); m != nil {
+		return f.sim.mutate(false, func(st *State) error { return st.writeSysctl(name, m[1], string(data)) })
+	}
 	if strings.HasPrefix(name, "/sys/") || strings.HasPrefix(name, "/proc/") {
 		if _, err := f.RootFS.Stat(name); err != nil {
 			return err

@@ -130,6 +130,7 @@ func (st *State) renameNetdev(nd *Netdev, name string) {
 		nd.KernelName = ""
 	}
 	nd.Name = name
+	st.renameSysctl(old, name)
 	for _, d := range st.Devices {
 		if d.Parent == old {
 			d.Parent = name

@@ -656,6 +656,7 @@ func (s *State) renderProc(t *tree) {
 		fmt.Fprintf(&b, "%s 16384 0 - Live 0x0000000000000000\n", m)
 	}
 	t.file("/proc/modules", b.String())
+	s.renderSysctl(t)
 	// /sys/module/ib_core/holders: the loaded modules that use the RDMA
 	// core, as symlinks to their /sys/module directories.
 	if s.ModuleLoaded("ib_core") {

@@ -418,6 +418,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 		s.rebootNames(st)
 		st.reconcilePorts()
 		st.rebootNM()
+		s.rebootSysctl(st)
 		return s.rebootSystemd(st)
 	})
 }

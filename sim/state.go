@@ -40,6 +40,9 @@ type State struct {
 	Unprobed []*Device `yaml:"unprobed,omitempty"`
 
 	Netdevs []*Netdev `yaml:"netdevs,omitempty"`
+	// Sysctl holds the /proc/sys values written since boot, by path below
+	// /proc/sys (sysctl.go); the others have the kernel's defaults.
+	Sysctl map[string]string `yaml:"sysctl,omitempty"`
 
 	// Bridges and GPUs are the PCI hierarchy of a GPU node (gpu.go).
 	Bridges []*Bridge `yaml:"bridges,omitempty"`
@@ -373,6 +376,7 @@ func (s *State) sortAll() {
 	sort.Slice(s.Netdevs, func(i, j int) bool { return s.Netdevs[i].Name < s.Netdevs[j].Name })
 	sort.Strings(s.Modules)
 	sort.Strings(s.CMGroups)
+	s.pruneSysctl()
 }
 
 // initialRoce is the kernel's initial rdma_cm mode of a port, as

@@ -47,16 +47,21 @@ type Unit struct {
 	// unit's command that exited with a status the unit does not count
 	// as success leaves it.
 	Failed bool `yaml:"failed,omitempty"`
+	// Memlock is LimitMEMLOCK= as the manager loaded it from the unit's
+	// drop-ins (limits.go); "" is the default.
+	Memlock string `yaml:"memlock,omitempty"`
 }
 
 // DefaultUnits are the stock units of a simulated host: a Debian server
-// with rdma-core, opensm and NetworkManager installed, opensm not enabled.
+// with rdma-core, opensm, NetworkManager and slurmd (an HPC compute
+// node) installed, opensm not enabled.
 func DefaultUnits() []*Unit {
 	return []*Unit{
 		{Name: "NetworkManager.service", File: "enabled", Active: true},
 		{Name: "ibacm.service", File: "disabled"},
 		{Name: "opensm.service", File: "disabled"},
 		{Name: "rdma-ndd.service", File: "static", Active: true},
+		{Name: "slurmd.service", File: "enabled", Active: true},
 		{Name: "srp_daemon.service", File: "disabled"},
 		{Name: "systemd-modules-load.service", File: "static", Active: true},
 	}
@@ -353,10 +358,13 @@ func (m *simSystemd) job(ctx context.Context, name string, start bool) error {
 }
 
 // Reload implements host.Systemd; the simulated manager reads unit files
-// when asked, so there is nothing to re-read.
+// when asked, and loads the units' limits again (limits.go).
 func (m *simSystemd) Reload(context.Context) error {
 	m.record("Reload")
-	return unlessDropped(m.sim.inject(faultSystemd, "Reload", ""))
+	if err := m.sim.inject(faultSystemd, "Reload", ""); err != nil {
+		return unlessDropped(err)
+	}
+	return m.sim.mutate(true, m.sim.loadLimits)
 }
 
 // rebootSystemd does to the service manager what a boot does: enabled
@@ -364,6 +372,9 @@ func (m *simSystemd) Reload(context.Context) error {
 // did, everything else is inactive; units that were only started are lost.
 // Callers hold the lock.
 func (s *Sim) rebootSystemd(st *State) error {
+	if err := s.loadLimits(st); err != nil {
+		return err
+	}
 	sd := st.units()
 	for _, u := range sd.Units {
 		u.Failed = false

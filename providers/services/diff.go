@@ -15,6 +15,9 @@ import (
 func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	prop := diff(req, obs, facts)
 	for i, sv := range req.Spec.Services {
+		if !statesOf(sv) {
+			continue
+		}
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(schema.UnitName(sv.Name)), Path: schema.Path("services", i)})
 	}
 	return prop
@@ -22,7 +25,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) pla
 
 func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
-	if len(req.Spec.Services) == 0 || obs == nil {
+	if len(unitsOf(req)) == 0 || obs == nil {
 		return prop
 	}
 	if obs.NoSystemd {
@@ -30,6 +33,9 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 		return prop
 	}
 	for i, s := range req.Spec.Services {
+		if !statesOf(s) {
+			continue
+		}
 		path := schema.Path("services", i)
 		u := schema.UnitName(s.Name)
 		have, ok := obs.Units[u]

@@ -82,12 +82,19 @@ func unitsOf(req *plan.Request) []string {
 	}
 	var units []string
 	for _, s := range req.Spec.Services {
+		if !statesOf(s) {
+			continue // limits only: the memlock provider's
+		}
 		if schema.CheckUnitName(s.Name) == "" { // else validation reported it; never ask about it
 			units = append(units, schema.UnitName(s.Name))
 		}
 	}
 	return units
 }
+
+// statesOf reports whether a spec entry asks for a unit's state (enabled
+// or active), what this provider manages.
+func statesOf(s schema.Service) bool { return s.Enabled != nil || s.Active != nil }
 
 // payload is what Apply does to one unit; nil fields are left alone.
 type payload struct {

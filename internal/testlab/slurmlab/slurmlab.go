@@ -89,6 +89,15 @@ func init() {
 		fmt.Fprintf(os.Stderr, "slurmlab launcher: "+format+"; not starting the daemon\n", args...)
 		os.Exit(113)
 	}
+	// "@FILE": the instructions are in a file (a systemd unit's
+	// Environment= cannot hold JSON's quotes).
+	if f, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			fail("%v", err)
+		}
+		v = string(b)
+	}
 	var l launch
 	if err := json.Unmarshal([]byte(v), &l); err != nil || len(l.Argv) == 0 {
 		fail("bad %s=%q: %v", envLaunch, v, err)
@@ -153,6 +162,7 @@ type Lab struct {
 	Nodes []string
 
 	daemons []*daemon
+	extra   []string
 }
 
 type daemon struct {
@@ -165,7 +175,23 @@ type daemon struct {
 // Start runs munged, slurmctld and one slurmd for each of nodes nodes,
 // waits until every node is idle, and stops them all by PID (then
 // deletes the namespace) at the end of the test.
-func Start(t testing.TB, nodes int) *Lab {
+func Start(t testing.TB, nodes int) *Lab { return StartWith(t, nodes, Options{}) }
+
+// Options vary a lab.
+type Options struct {
+	// Conf are lines added to slurm.conf.
+	Conf []string
+	// StartNode, when set, starts each node's slurmd instead of the lab
+	// (as a unit of a systemd lab, whose limits it then has): argv is
+	// the command to run, env what it needs besides the caller's
+	// environment; the caller stops it. The command makes the PID and UTS
+	// namespaces itself (unshare), enters the lab's network namespace and
+	// runs the launcher, as the lab does.
+	StartNode func(t testing.TB, node string, argv, env []string)
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, nodes int, o Options) *Lab {
 	t.Helper()
 	need.Root(t, "network, PID, UTS and mount namespaces for the Slurm daemons")
 	bin := map[string]string{}
@@ -176,7 +202,7 @@ func Start(t testing.TB, nodes int) *Lab {
 	if err := unix.Statfs("/sys/fs/cgroup/systemd", &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
 		need.Skip(t, "slurmd 22.05 needs a cgroup v1 name=systemd hierarchy at /sys/fs/cgroup/systemd, and this machine has none")
 	}
-	l := &Lab{Dir: t.TempDir(), NS: fmt.Sprintf("rdmaform-slurm-%d-%d", os.Getpid(), seq.Add(1))}
+	l := &Lab{Dir: t.TempDir(), NS: fmt.Sprintf("rdmaform-slurm-%d-%d", os.Getpid(), seq.Add(1)), extra: o.Conf}
 	// munged wants every directory above its socket searchable by all.
 	for d := l.Dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -250,7 +276,12 @@ func Start(t testing.TB, nodes int) *Lab {
 	})
 	l.start(t, "slurmctld", "ctl", bin["slurmctld"], "-D", "-f", l.Conf)
 	for _, n := range l.Nodes {
-		l.start(t, "slurmd-"+n, n, bin["slurmd"], "-D", "-N", n, "-f", l.Conf)
+		argv := []string{bin["slurmd"], "-D", "-N", n, "-f", l.Conf}
+		if o.StartNode != nil {
+			l.startOutside(t, o.StartNode, n, argv)
+			continue
+		}
+		l.start(t, "slurmd-"+n, n, argv...)
 	}
 	want := strings.Join(l.Nodes, " idle\n") + " idle\n"
 	l.wait(t, 60*time.Second, "every node idle", func() (bool, string) {
@@ -295,7 +326,33 @@ func (l *Lab) config() string {
 		fmt.Fprintf(&b, "NodeName=%s NodeAddr=%s Port=%d CPUs=1 State=UNKNOWN\n", n, Addr, nodePort+1+i)
 	}
 	p("PartitionName", "lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+	for _, c := range l.extra {
+		b.WriteString(c + "\n")
+	}
 	return b.String()
+}
+
+// startOutside has the caller start a node's daemon (Options.StartNode)
+// with the launcher's instructions in a file.
+func (l *Lab) startOutside(t testing.TB, start func(testing.TB, string, []string, []string), node string, argv []string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := json.Marshal(launch{Hostname: node, Argv: argv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(l.Dir, "run", node+".launch")
+	if err := os.WriteFile(f, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unshare := need.Tool(t, "unshare", "apt-get install util-linux")
+	ip := need.Tool(t, "ip", "apt-get install iproute2")
+	// -test.run matches no test: the launcher execs the daemon first.
+	start(t, node, []string{unshare, "--pid", "--uts", "--fork", "--kill-child", "--", ip, "netns", "exec", l.NS, self, "-test.run=^NoTestRunsInTheLauncher"},
+		[]string{envLaunch + "=@" + f, "SLURM_CONF=" + l.Conf})
 }
 
 // start runs argv through the launcher, as hostname, in the lab's
