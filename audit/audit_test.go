@@ -32,7 +32,7 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // newSim creates a simulated host of a profile, changed by mutate.
 func newSim(t *testing.T, profile string, mutate func(st *sim.State)) (*sim.Sim, *host.Host) {
 	t.Helper()
-	return simtest.New(t, profile, 1, mutate)
+	return simtest.New(t, profile, 0, mutate) // 0: the profile's own number of cards
 }
 
 func parse(t *testing.T, text string) *schema.Spec {
