@@ -73,8 +73,10 @@ func Rounds(hosts []string) []Round {
 		pos[i] = i
 	}
 	rounds := make([]Round, m-1)
+	per := n / 2
+	all := make([]Pair, 0, (m-1)*per) // one allocation for every pair
 	for r := range rounds {
-		pairs := make([]Pair, 0, m/2)
+		pairs := all[len(all) : len(all) : len(all)+per]
 		for i := 0; i < m/2; i++ {
 			a, b := pos[i], pos[m-1-i]
 			if a >= n || b >= n {
@@ -86,6 +88,7 @@ func Rounds(hosts []string) []Round {
 			pairs = append(pairs, Pair{hosts[a], hosts[b]})
 		}
 		rounds[r].Pairs = pairs
+		all = all[:len(all)+len(pairs)]
 		// Keep position 0, turn the others one step.
 		last := pos[m-1]
 		copy(pos[2:], pos[1:m-1])
@@ -98,13 +101,30 @@ func Rounds(hosts []string) []Round {
 // of each group (groups share no host, so no host is twice in a round).
 // Its length is the longest group's.
 func Schedule(groups []Group) []Round {
-	var out []Round
+	var each [][]Round
+	longest := 0
 	for _, g := range groups {
-		for r, round := range Rounds(g.Hosts) {
-			if r == len(out) {
-				out = append(out, Round{})
+		if rs := Rounds(g.Hosts); len(rs) > 0 {
+			each = append(each, rs)
+			longest = max(longest, len(rs))
+		}
+	}
+	if len(each) == 1 {
+		return each[0]
+	}
+	out := make([]Round, longest)
+	for r := range out {
+		n := 0
+		for _, rs := range each {
+			if r < len(rs) {
+				n += len(rs[r].Pairs)
 			}
-			out[r].Pairs = append(out[r].Pairs, round.Pairs...)
+		}
+		out[r].Pairs = make([]Pair, 0, n)
+		for _, rs := range each {
+			if r < len(rs) {
+				out[r].Pairs = append(out[r].Pairs, rs[r].Pairs...)
+			}
 		}
 	}
 	return out
