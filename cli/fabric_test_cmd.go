@@ -528,7 +528,7 @@ func (a *app) reportText(d fabricReportDoc) {
 	for _, g := range d.Groups {
 		fmt.Fprintf(out, "%s: %d %s, %d %s measured", fabricGroupText(g), g.Hosts, words.Plural(g.Hosts, "host", "hosts"), *g.Pairs, words.Plural(*g.Pairs, "pair", "pairs"))
 		if g.BestBandwidthGbps != nil {
-			fmt.Fprintf(out, "; best %g Gb/s, %g µs", *g.BestBandwidthGbps, *g.BestLatencyUs)
+			fmt.Fprintf(out, "; best %.6g Gb/s, %.6g µs", *g.BestBandwidthGbps, *g.BestLatencyUs)
 		}
 		fmt.Fprintln(out)
 	}

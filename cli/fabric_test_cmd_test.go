@@ -228,6 +228,8 @@ func TestFabricTestReportExitCodes(t *testing.T) {
 		{report("--results", good, "--no-such-flag"), 3, ""},
 		{report("--results", good, "-o", "yaml"), 3, ""},
 		{report("--results", filepath.Join(dir, "missing.json")), 3, ""},
+		{[]string{"fabric-test", "retest", "--inventory", inv, "--results", good, "--min-bandwidth", "93.01"}, 0, "retest, 1 round of 2 pairs\n  the fabric with no name, no link layer given: 4 hosts\nround 1: c-a d-b\n"},
+		{[]string{"fabric-test", "retest", "--inventory", inv, "--results", good}, 0, "retest, 0 rounds of 0 pairs\n"},
 		{[]string{"fabric-test", "retest", "--inventory", inv, "--results", notInv}, 1, ""},
 		{[]string{"fabric-test", "retest", "--inventory", inv, "--results", good, "--max-latency", "10.01"}, 1, ""},
 		{[]string{"fabric-test", "schedule", "--inventory", filepath.Join(dir, "missing.yaml")}, 1, ""},

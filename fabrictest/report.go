@@ -176,10 +176,10 @@ func Analyze(groups []Group, results []Result, t Thresholds) (*Report, error) {
 			m.Reasons = append(m.Reasons, "not measured: "+m.Err)
 		default:
 			if floor := g.BestBandwidthGbps * t.MinBandwidthPercent / 100; m.BandwidthGbps < floor {
-				m.Reasons = append(m.Reasons, fmt.Sprintf("bandwidth %g Gb/s is below %g%% of the best pair's %g Gb/s (%.4g Gb/s)", m.BandwidthGbps, t.MinBandwidthPercent, g.BestBandwidthGbps, floor))
+				m.Reasons = append(m.Reasons, fmt.Sprintf("bandwidth %.6g Gb/s is below %g%% of the best pair's %.6g Gb/s (%.6g Gb/s)", m.BandwidthGbps, t.MinBandwidthPercent, g.BestBandwidthGbps, floor))
 			}
 			if ceil := g.BestLatencyUs * t.MaxLatencyFactor; m.LatencyUs > ceil {
-				m.Reasons = append(m.Reasons, fmt.Sprintf("latency %g µs is above %g× the best pair's %g µs (%.4g µs)", m.LatencyUs, t.MaxLatencyFactor, g.BestLatencyUs, ceil))
+				m.Reasons = append(m.Reasons, fmt.Sprintf("latency %.6g µs is above %g× the best pair's %.6g µs (%.6g µs)", m.LatencyUs, t.MaxLatencyFactor, g.BestLatencyUs, ceil))
 			}
 		}
 		if m.Bad() {
