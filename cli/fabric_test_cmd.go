@@ -113,17 +113,21 @@ type fabricFlags struct {
 	results   []string
 	minBW     string
 	maxLat    string
+	// files are the results files read, in order.
+	files []string
 }
 
 func (f *fabricFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.inventory, "inventory", "", "the inventory `FILE` the schedule was made from")
-	cmd.Flags().StringArrayVar(&f.results, "results", nil, "a results `FILE` (repeat it: the schedule's results, then each retest round's; a pair measured again counts by its latest result)")
+	cmd.Flags().StringArrayVar(&f.results, "results", nil, "a results `FILE` (repeat it, or name more files as arguments: the schedule's results, then each retest round's; a pair measured again counts by its latest result)")
 	cmd.Flags().StringVar(&f.minBW, "min-bandwidth", "93", fmt.Sprintf("a pair is bad below `P` %% of the best pair's bandwidth in its group (%d to %d)", fabrictest.MinPercent, fabrictest.MaxPercent))
 	cmd.Flags().StringVar(&f.maxLat, "max-latency", "2.1", fmt.Sprintf("a pair is bad above `F` times the best pair's latency in its group (%d to %d)", fabrictest.MinFactor, fabrictest.MaxFactor))
 }
 
-// analyze reads the inventory and the results and judges them.
-func (a *app) fabricAnalyze(f *fabricFlags) (string, *fabrictest.Report, error) {
+// fabricAnalyze reads the inventory and the results (--results, then
+// the arguments) and judges them.
+func (a *app) fabricAnalyze(f *fabricFlags, args []string) (string, *fabrictest.Report, error) {
+	files := append(append([]string{}, f.results...), args...)
 	var th fabrictest.Thresholds
 	var err error
 	if th.MinBandwidthPercent, err = strconv.ParseFloat(strings.TrimSuffix(f.minBW, "%"), 64); err != nil {
@@ -135,7 +139,7 @@ func (a *app) fabricAnalyze(f *fabricFlags) (string, *fabrictest.Report, error) 
 	if err := th.Check(); err != nil {
 		return "", nil, err
 	}
-	if len(f.results) == 0 {
+	if len(files) == 0 {
 		return "", nil, errors.New("no --results FILE")
 	}
 	name, inv, err := a.readFabricInventory(f.inventory)
@@ -143,10 +147,13 @@ func (a *app) fabricAnalyze(f *fabricFlags) (string, *fabrictest.Report, error) 
 		return "", nil, err
 	}
 	var all []fabrictest.Result
-	for _, file := range f.results {
+	for _, file := range files {
 		data, err := host.ReadLocalFile(file, a.env.Stdin)
 		if err != nil {
 			return "", nil, fmt.Errorf("reading results: %w", err)
+		}
+		if len(data) > host.MaxLocalFile {
+			return "", nil, fmt.Errorf("results file %s: more than %d bytes (write one results file per round)", file, host.MaxLocalFile)
 		}
 		rs, err := fabrictest.ReadResults(file, data)
 		if err != nil {
@@ -155,6 +162,7 @@ func (a *app) fabricAnalyze(f *fabricFlags) (string, *fabrictest.Report, error) 
 		all = append(all, rs...)
 	}
 	rep, err := fabrictest.Analyze(fabrictest.Groups(inv), all, th)
+	f.files = files
 	return name, rep, err
 }
 
@@ -162,7 +170,7 @@ func (a *app) fabricReportCmd() *cobra.Command {
 	var f fabricFlags
 	unknown := func(err error) error { return &exitError{code: int(fabrictest.Unknown), err: err} }
 	cmd := &cobra.Command{
-		Use:   "report --inventory FILE --results FILE... [--min-bandwidth P] [--max-latency F] [-o text|json]",
+		Use:   "report --inventory FILE --results FILE [FILE...] [--min-bandwidth P] [--max-latency F] [-o text|json]",
 		Short: "Judge a fabric test's results: the bad pairs, the bad hosts they name, with Nagios exit codes",
 		Long: `Judge the per-pair results of a fabric test. A results file is JSON:
 
@@ -172,9 +180,13 @@ func (a *app) fabricReportCmd() *cobra.Command {
 
 bandwidth_gbps is one direction's Gb/s (above 0, at most 100000),
 latency_us microseconds (above 0, at most 10000000); a pair that could
-not be measured has error instead, and is bad. --results takes the
-schedule's results and then each retest round's; a pair measured again
-counts by its latest result.
+not be measured has error instead, and is bad. The results files are
+--results FILE (repeatable) and then the arguments, so that
+'--results results/*.json' reads them all: the schedule's results, then
+each retest round's, in that order (name them so that the shell sorts
+them so: round-001.json); a pair measured again counts by its latest
+result. A file holds at most 16 MiB: write one per round (a round of
+500 pairs is about 40 KB).
 
 A pair is bad below --min-bandwidth % of the best pair's bandwidth of
 its group (fabric and link layer; default 93, from 1 to 100) or above
@@ -196,24 +208,19 @@ Exit codes (Nagios's, for health-check frameworks):
   2  CRITICAL: a host is named bad;
   3  UNKNOWN: no verdict: a bad inventory, results file, threshold or
      command line.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return unknown(fmt.Errorf("unexpected argument %q (results go in --results FILE)", args[0]))
-			}
-			return nil
-		},
+		Args: cobra.ArbitraryArgs,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.checkOutput(cmd); err != nil {
 				return unknown(err)
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			name, rep, err := a.fabricAnalyze(&f)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, rep, err := a.fabricAnalyze(&f, args)
 			if err != nil {
 				return unknown(err)
 			}
-			doc := reportDoc(name, f.results, rep)
+			doc := reportDoc(name, f.files, rep)
 			if a.jsonOut() {
 				if err := a.writeJSON(doc); err != nil {
 					return unknown(err)
@@ -236,7 +243,7 @@ Exit codes (Nagios's, for health-check frameworks):
 func (a *app) fabricRetestCmd() *cobra.Command {
 	var f fabricFlags
 	cmd := &cobra.Command{
-		Use:   "retest --inventory FILE --results FILE... [--min-bandwidth P] [--max-latency F] [-o text|json]",
+		Use:   "retest --inventory FILE --results FILE [FILE...] [--min-bandwidth P] [--max-latency F] [-o text|json]",
 		Short: "Print the next retest round of a fabric test: each suspect host with a host known good",
 		Long: `Print the next round of a fabric test's retest, from the results so
 far (judged as 'fabric-test report' judges them, with the same flags).
@@ -256,9 +263,9 @@ The document is the schedule's (rounds of pairs), with stage "retest".
 
 Exit codes: 0 the round is printed (none when nothing is left to
 retest); 1 a bad inventory, results file or threshold.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			name, rep, err := a.fabricAnalyze(&f)
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, rep, err := a.fabricAnalyze(&f, args)
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}

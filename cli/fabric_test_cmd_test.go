@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmaform/rdmaform/host"
 )
 
 // fabricResults simulates the engine: it measures every pair of the
@@ -200,6 +202,10 @@ func TestFabricTestReportExitCodes(t *testing.T) {
   {"hosts": ["b", "c"], "bandwidth_gbps": 399, "latency_us": 2}]}`)
 	notInv := write("stranger.json", `{"format_version": 1, "results": [
   {"hosts": ["a", "z"], "bandwidth_gbps": 400, "latency_us": 2}]}`)
+	// A results file of 16 MiB is read; one byte more is refused.
+	goodText, _ := os.ReadFile(good)
+	atLimit := write("at-limit.json", string(goodText)+strings.Repeat(" ", host.MaxLocalFile-len(goodText)))
+	pastLimit := write("past-limit.json", string(goodText)+strings.Repeat(" ", host.MaxLocalFile-len(goodText)+1))
 	report := func(args ...string) []string {
 		return append([]string{"fabric-test", "report", "--inventory", inv}, args...)
 	}
@@ -225,6 +231,14 @@ func TestFabricTestReportExitCodes(t *testing.T) {
 		{report("--results", notInv), 3, ""},
 		{report(), 3, ""},
 		{report("--results", good, "extra"), 3, ""},
+		{report("--results", partial, good), 0, "FABRIC OK - 2 pairs, none bad"},
+		// The latest result of a pair counts: c-d measured well after
+		// its error clears d, and a-d is a path between good hosts;
+		// the other way round d is named.
+		{report("--results", named, good), 1, "FABRIC WARNING - 1 bad path between good hosts"},
+		{report("--results", good, named), 2, "FABRIC CRITICAL - 1 bad host: d"},
+		{report("--results", atLimit), 0, "FABRIC OK"},
+		{report("--results", pastLimit), 3, ""},
 		{report("--results", good, "--no-such-flag"), 3, ""},
 		{report("--results", good, "-o", "yaml"), 3, ""},
 		{report("--results", filepath.Join(dir, "missing.json")), 3, ""},

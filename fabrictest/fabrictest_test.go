@@ -409,7 +409,14 @@ func TestReadResults(t *testing.T) {
 		{row(`{"hosts": ["a", "b"], "bandwidth_gbps": 1, "latency_us": 1, "error": "x"}`), "an error and figures"},
 		{row(`{"hosts": ["a", "b"], "error": ""}`), "results[0].error: want the message"},
 		{row(`{"hosts": ["a", "b"], "speed": 1}`), `results[0]: unknown key "speed"`},
-		{"[", "r.json: yaml:"},
+		{"[", `r.json:1:1: want {"format_version": 1, "results": [...]}`},
+		{`{"format_version": 1, "results": [}`, "r.json:1:35: not JSON: invalid character '}'"},
+		{`{"format_version": 1, "results": [`, "r.json: not JSON: the document ends too soon"},
+		{`{"format_version": 1, "results": []} {}`, "r.json:1:38: more after the document"},
+		{"{\"format_version\": 1,\n \"results\": [\n  {\"hosts\": [\"a\", \"b\", \"c\"], \"bandwidth_gbps\": 1, \"latency_us\": 1}]}", "r.json:3:13: results[0].hosts: want two host names"},
+		{row(`{"hosts": ["a", 7], "bandwidth_gbps": 1, "latency_us": 1}`), "r.json:1:51: results[0].hosts[1]: want a host name"},
+		{row(`{"bandwidth_gbps": 1, "latency_us": 1}`), "r.json:1:35: results[0]: no hosts"},
+		{row(`7`), "r.json:1:35: results[0]: want a mapping"},
 	} {
 		_, err := fabrictest.ReadResults("r.json", []byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
