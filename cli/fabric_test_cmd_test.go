@@ -255,3 +255,50 @@ func TestFabricTestReportExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestFabricResultsSchemaAgrees: the results file's schema
+// (fabric_test_results) accepts what fabric-test report reads and
+// refuses what it refuses (exit 3), for the shapes the schema can say.
+func TestFabricResultsSchemaAgrees(t *testing.T) {
+	s := loadSchemas(t)
+	sch, err := s.c.Compile(outputSchemaID + "#/$defs/fabric_test_results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "inv.yaml")
+	if err := os.WriteFile(inv, []byte("hosts:\n  - {name: a}\n  - {name: b}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	row := func(r string) string { return `{"format_version": 1, "results": [` + r + `]}` }
+	for _, tc := range []struct {
+		doc  string
+		exit int // 3: refused
+	}{
+		{row(`{"hosts": ["a", "b"], "bandwidth_gbps": 100000, "latency_us": 10000000}`), 0},
+		{row(`{"hosts": ["a", "b"], "error": "ib_write_bw failed"}`), 1},
+		{row(`{"hosts": ["a", "b"], "bandwidth_gbps": 100000.5, "latency_us": 1}`), 3},
+		{row(`{"hosts": ["a", "b"], "bandwidth_gbps": 1, "latency_us": 10000001}`), 3},
+		{row(`{"hosts": ["a", "b"], "bandwidth_gbps": 0, "latency_us": 1}`), 3},
+		{row(`{"hosts": ["a", "b"], "bandwidth_gbps": 1}`), 3},
+		{row(`{"hosts": ["a", "b"], "bandwidth_gbps": 1, "latency_us": 1, "error": "x"}`), 3},
+		{row(`{"hosts": ["a", "b"], "error": ""}`), 3},
+		{row(`{"hosts": ["a"], "error": "x"}`), 3},
+		{row(`{"hosts": ["a", "b"], "error": "x", "x": 1}`), 3},
+		{`{"format_version": 2, "results": []}`, 3},
+		{`{"results": []}`, 3},
+	} {
+		inst, err := jsonschemaUnmarshal(tc.doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); (err == nil) != (tc.exit != 3) {
+			t.Errorf("schema: %s: %v, want ok=%v", tc.doc, err, tc.exit != 3)
+		}
+		file := filepath.Join(dir, "r.json")
+		if err := os.WriteFile(file, []byte(tc.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runJSON(t, "", tc.exit, "fabric-test", "report", "--inventory", inv, "--results", file, "-o", "json")
+	}
+}
