@@ -131,3 +131,18 @@ func BenchmarkPlanGPUNode(b *testing.B) {
 func BenchmarkWaves10000(b *testing.B) {
 	Waves(b, FleetInventory(FleetHosts, FleetLeaves, FleetFabrics))
 }
+
+// BenchmarkFabricSchedule1000: the fabric test's schedule of 1,000 hosts
+// of one fabric (999 rounds of 500 pairs).
+func BenchmarkFabricSchedule1000(b *testing.B) {
+	FabricSchedule(b, FabricInventory(FabricHosts))
+}
+
+// BenchmarkFabricScheduleJSON1000: the same, the command with -o json.
+func BenchmarkFabricScheduleJSON1000(b *testing.B) {
+	file := filepath.Join(b.TempDir(), "fabric.yaml")
+	if err := os.WriteFile(file, FabricInventory(FabricHosts), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	FabricScheduleJSON(b, file)
+}

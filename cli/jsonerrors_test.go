@@ -75,6 +75,10 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 	notPlan := write("plans/node1.json", `{"format_version": 1}`)
 	write("plans/node2.json", `{"format_version": 1, "changes": [], "pending": [], "deferred": [], "summary": {}}`)
 	okInv := write("ok-inventory.yaml", "hosts:\n  - {name: node1}\n  - {name: node2}\n")
+	// A fabric test's result naming a host the inventory lacks: its
+	// hosts at 2:13; a results file with a key it does not have, at 1:38.
+	stranger := write("stranger.json", "{\"format_version\": 1, \"results\": [\n  {\"hosts\": [\"node1\", \"z\"], \"bandwidth_gbps\": 1, \"latency_us\": 1}]}\n")
+	badResults := write("bad-results.json", `{"format_version": 1, "results": [], "x": 1}`)
 	// A saved plan cut short: the JSON stops after 2:20.
 	cut := write("cut.plan", "{\"kind\": \"rdmaform-plan\",\n \"format_version\": 1,\n")
 
@@ -104,6 +108,9 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 		{"probe", "probe", []string{"--sim", roce, "probe", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},
 		{"waves", "waves", []string{"waves", "-o", "json", "--inventory", inv}, "errors", "errors", &pos{inv, 3, 19}},
 		{"waves, a plan file", "waves", []string{"waves", "-o", "json", "--inventory", okInv, "--plans", plans}, "errors", "errors", &pos{notPlan, 0, 0}},
+		{"fabric-test schedule", "fabric-test schedule", []string{"fabric-test", "schedule", "-o", "json", "--inventory", inv}, "errors", "errors", &pos{inv, 3, 19}},
+		{"fabric-test report", "fabric-test report", []string{"fabric-test", "report", "-o", "json", "--inventory", okInv, "--results", stranger}, "errors", "errors", &pos{stranger, 2, 13}},
+		{"fabric-test retest", "fabric-test retest", []string{"fabric-test", "retest", "-o", "json", "--inventory", okInv, "--results", badResults}, "errors", "errors", &pos{badResults, 1, 38}},
 		{"show-plan", "show-plan", []string{"show-plan", "-o", "json", cut}, "errors", "errors", &pos{cut, 2, 21}},
 		// facts, show and version read no file the user names: their
 		// errors have a message alone.
@@ -125,7 +132,11 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 			if c.name == "validate, a firmware parameter" {
 				need.File(t, firmware.ParamDBPath, "apt-get install mstflint")
 			}
-			doc := s.check(t, strings.Join(c.args, " "), c.def, runJSON(t, "", 1, c.args...))
+			exit := 1
+			if c.cmd == "fabric-test report" {
+				exit = 3 // Nagios's UNKNOWN
+			}
+			doc := s.check(t, strings.Join(c.args, " "), c.def, runJSON(t, "", exit, c.args...))
 			var errs []any
 			switch c.field {
 			case "errors":
@@ -141,7 +152,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 				m := e.(map[string]any)
 				msg, _ := m["message"].(string)
 				// The position is the source's, never the message's.
-				for _, f := range []string{bad, absent, param, inv, waivers, cut, notPlan} {
+				for _, f := range []string{bad, absent, param, inv, waivers, cut, notPlan, stranger, badResults} {
 					if strings.Contains(msg, f+":") {
 						t.Errorf("the message carries a position: %q", msg)
 					}
@@ -158,7 +169,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 			if src == nil || src["file"] != c.want.file || src["line"] != float64(c.want.line) || src["col"] != float64(c.want.col) {
 				t.Errorf("first error %v; want its source at %s:%d:%d", first, c.want.file, c.want.line, c.want.col)
 			}
-			if p, _ := first["path"].(string); !strings.HasPrefix(p, "$") && c.cmd != "waves" {
+			if p, _ := first["path"].(string); !strings.HasPrefix(p, "$") && c.cmd != "waves" && !strings.HasPrefix(c.cmd, "fabric-test") {
 				t.Errorf("first error %v has no spec path", first)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rdmaform/rdmaform/fabrictest"
 	"github.com/rdmaform/rdmaform/fleet"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
@@ -148,11 +149,14 @@ func findingErrors(rep schema.Report) []jsonError {
 func errorsOf(err error) []jsonError {
 	var fe *findingsError
 	var ie *fleet.Error
+	var re *fabrictest.Error
 	switch {
 	case errors.As(err, &fe):
 		return findingErrors(fe.Report)
 	case errors.As(err, &ie):
 		return []jsonError{{Pos: schema.Pos{File: ie.File, Line: ie.Line, Col: ie.Col}, Message: ie.Msg}}
+	case errors.As(err, &re):
+		return []jsonError{{Pos: schema.Pos{File: re.File, Line: re.Line, Col: re.Col}, Message: re.Msg}}
 	}
 	return []jsonError{{Message: err.Error()}}
 }

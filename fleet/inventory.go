@@ -74,7 +74,12 @@ type Host struct {
 	// Fabric tells apart the subnet manager hosts of different fabrics;
 	// "" is the one fabric of an inventory that names none.
 	Fabric string
-	Roles  []string
+	// LinkLayer is the hosts' RDMA link layer, LinkIB or LinkEthernet
+	// (inventory link_layer, rdmaform_link_layer); "" when the inventory
+	// gives none. The fabric test pairs only hosts of one fabric and one
+	// link layer.
+	LinkLayer string
+	Roles     []string
 	// Pending and Why: whether something waits on the host and what
 	// said so.
 	Pending Pending
@@ -214,6 +219,8 @@ func readOwn(file string, root *yaml.Node) ([]Host, error) {
 				h.Fabric, err = scalar(v)
 			case "roles":
 				h.Roles, err = roles(v)
+			case "link_layer":
+				h.LinkLayer, err = linkLayer(v)
 			case "pending":
 				h.Pending, err = pendingOf(v)
 				h.Why = "inventory: pending: " + v.Value
@@ -221,7 +228,7 @@ func readOwn(file string, root *yaml.Node) ([]Host, error) {
 				h.Groups, err = roles(v)
 				sort.Strings(h.Groups)
 			default:
-				return nil, at(file, k, "%s: unknown key %q (name, domain, fabric, roles, pending, groups)", path, k.Value)
+				return nil, at(file, k, "%s: unknown key %q (name, domain, fabric, link_layer, roles, pending, groups)", path, k.Value)
 			}
 			if err != nil {
 				return nil, at(file, v, "%s.%s: %v", path, k.Value, err)
@@ -306,6 +313,7 @@ func readAnsible(file string, root *yaml.Node) ([]Host, error) {
 				{"rdmaform_domain", func(v *yaml.Node) (err error) { h.Domain, err = scalar(v); return }},
 				{"rdmaform_fabric", func(v *yaml.Node) (err error) { h.Fabric, err = scalar(v); return }},
 				{"rdmaform_roles", func(v *yaml.Node) (err error) { h.Roles, err = roles(v); return }},
+				{"rdmaform_link_layer", func(v *yaml.Node) (err error) { h.LinkLayer, err = linkLayer(v); return }},
 				{"rdmaform_pending", func(v *yaml.Node) (err error) {
 					h.Pending, err = pendingOf(v)
 					h.Why = "inventory: rdmaform_pending=" + v.Value
@@ -413,6 +421,29 @@ func scalar(v *yaml.Node) (string, error) {
 		return "", fmt.Errorf("want a string, not the boolean %s", v.Value)
 	}
 	return v.Value, nil
+}
+
+// The link layers an inventory may give a host, as sysfs spells a port's
+// link_layer.
+const (
+	LinkIB       = "InfiniBand"
+	LinkEthernet = "Ethernet"
+)
+
+// linkLayer is InfiniBand or Ethernet, in any case (sysfs writes
+// InfiniBand and Ethernet; ib and eth are accepted as well).
+func linkLayer(v *yaml.Node) (string, error) {
+	s, err := scalar(v)
+	if err != nil {
+		return "", err
+	}
+	switch strings.ToLower(s) {
+	case "infiniband", "ib":
+		return LinkIB, nil
+	case "ethernet", "eth":
+		return LinkEthernet, nil
+	}
+	return "", fmt.Errorf("want InfiniBand or Ethernet, not %q", s)
 }
 
 // roles is a list of names, or one string of names split at commas (an

@@ -32,6 +32,30 @@ func TestReadInventoryOwn(t *testing.T) {
 	}
 }
 
+// TestReadInventoryLinkLayer: link_layer (rdmaform_link_layer in an
+// Ansible inventory) is InfiniBand or Ethernet in any case, ib or eth,
+// stored as sysfs spells it; unset is "".
+func TestReadInventoryLinkLayer(t *testing.T) {
+	inv, err := fleet.ReadInventory("inv.yaml", []byte("hosts:\n  - {name: a, link_layer: infiniband}\n  - {name: b, link_layer: ETH}\n  - {name: c, link_layer: ib}\n  - {name: d}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, h := range inv.Hosts {
+		got[h.Name] = h.LinkLayer
+	}
+	if diff := cmp.Diff(map[string]string{"a": fleet.LinkIB, "b": fleet.LinkEthernet, "c": fleet.LinkIB, "d": ""}, got); diff != "" {
+		t.Errorf("own inventory (-want +got):\n%s", diff)
+	}
+	inv, err = fleet.ReadInventory("inv.json", []byte(`{"_meta": {"hostvars": {"a": {"rdmaform_link_layer": "Ethernet"}, "b": {}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Hosts[0].LinkLayer != fleet.LinkEthernet || inv.Hosts[1].LinkLayer != "" {
+		t.Errorf("ansible inventory: %+v", inv.Hosts)
+	}
+}
+
 func TestReadInventoryErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"hosts: []\n", "inv.yaml: no hosts"},
@@ -46,6 +70,8 @@ func TestReadInventoryErrors(t *testing.T) {
 		{"hosts:\n  - {name: a, domain: true}\n", "hosts[0].domain: want a string, not the boolean true"},
 		{"hosts:\n  - {name: a, pending: maybe}\n", `inv.yaml:2:24: hosts[0].pending: want true or false, not "maybe"`},
 		{"hosts:\n  - {name: a, roles: {x: 1}}\n", "hosts[0].roles: want a list of names"},
+		{"hosts:\n  - {name: a, link_layer: roce}\n", `inv.yaml:2:27: hosts[0].link_layer: want InfiniBand or Ethernet, not "roce"`},
+		{`{"_meta": {"hostvars": {"a": {"rdmaform_link_layer": "IPoIB"}}}}`, `host a: rdmaform_link_layer: want InfiniBand or Ethernet, not "IPoIB"`},
 		{`{"_meta": {"hostvars": {"a": {"rdmaform_domain": ["x"]}}}}`, "host a: rdmaform_domain: want a string"},
 		{`{"all": {"children": ["g"]}, "g": {"hosts": ["a"], "vars": {"rdmaform_domain": "x"}}}`, "--list --export"},
 		{"hosts: [\n", "inv.yaml: yaml:"},

@@ -12,7 +12,8 @@
 //  5. validate and plan of a 2,000-resource spec: CPU, allocations, peak RSS;
 //  6. the kernel lab (make kernel-test): build, boot to the first guest
 //     test, the guest tests, and the whole run;
-//  7. rdmaform waves on a 10,000-host inventory.
+//  7. rdmaform waves on a 10,000-host inventory;
+//  8. rdmaform fabric-test schedule of 1,000 hosts.
 //
 // Parts that need root, NetworkManager or Ansible say why they were
 // skipped (with -require they fail instead).
@@ -94,7 +95,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
 	fs.StringVar(&o.nmcliBaseline, "nmcli-baseline", "", "an rdmaform binary from before the D-Bus switch (nmcli per profile), measured beside the current one in the nm part")
-	fs.StringVar(&o.only, "only", "", "run one part: plan, activate, qos, nm, big, kernel, waves, rollout")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, activate, qos, nm, big, kernel, waves, fabric, rollout")
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.IntVar(&o.rolloutHosts, "rollout-hosts", 1000, "simulated hosts of the rollout part (the role rdmaform.rdma.rollout against a serial: playbook)")
 	fs.DurationVar(&o.activation, "activation-latency", 2*time.Minute, "the rollout part's activation latency A: the run time of each host's firmware reset")
@@ -147,6 +148,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		{"big", r.big},
 		{"kernel", r.kernelLab},
 		{"waves", r.waves},
+		{"fabric", r.fabric},
 		{"rollout", r.rollout},
 	}
 	failed := false
