@@ -3,6 +3,9 @@ package qos
 import (
 	"context"
 	"fmt"
+	"path"
+	"strconv"
+	"strings"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
@@ -178,52 +181,90 @@ func planChain(req *plan.Request, t target, w want, have *Port) *schema.Finding 
 	return &f
 }
 
-// Chain is the audit's result of one port's chain.
-type Chain struct {
-	Address plan.Address
-	// Path is the spec path of the port's qos block.
-	Path   string
-	Result lossless.Result
-	// Err is why the port could not be read.
-	Err error
-}
+// CheckLossless is the name of the lossless path's health check.
+const CheckLossless = "lossless"
 
-// Chains checks the chain of every port whose spec has a qos block, on
-// the host as it is: every dcb object, ECN and CNPs read anew, and the
-// rdma_cm ToS given (from the plan, which read it) by tos.
+var _ plan.HealthChecker = (*Provider)(nil)
+
+// Health implements plan.HealthChecker: one lossless check per port whose
+// spec has a qos block, on the host as it is. It fails at the first
+// broken link; a link the NIC cannot prove (trust pcp, the CNPs' DSCP)
+// passes with a warning. Every dcb object, ECN and the CNPs are read
+// anew; the rdma_cm ToS is the one the plan read.
 //
 // Equivalent to, per port: dcb -j {pfc,ets,app,dcbx} show dev X;
-// ethtool -a X; cat /sys/class/net/X/ecn/roce_{rp,np}/...
-func Chains(ctx context.Context, h *host.Host, req *plan.Request, tos func(dev string, port int) (int, string, bool)) []Chain {
-	var out []Chain
+// cat /sys/class/net/X/ecn/roce_{rp,np}/enable/{0..7} and roce_np/cnp_*
+func (*Provider) Health(ctx context.Context, h *host.Host, res *plan.Result) []plan.Health {
+	var out []plan.Health
+	req := res.Request
 	sem := make(chan struct{}, MaxReads)
-	all := need{dcb: true, pause: false, ecn: true, cnp: true}
+	all := need{dcb: true, ecn: true, cnp: true}
 	for _, t := range targets(req) {
-		c := Chain{Address: Address(t.dev, t.port), Path: t.specPath}
-		now := req.NetdevNow(t.netdev)
-		if t.netdev == "" || !host.Exists(h.FS, "/sys/class/net/"+now) {
-			c.Err = fmt.Errorf("port %d of %s has no netdev to read DCB on", t.port, t.dev)
-			out = append(out, c)
-			continue
+		c := plan.Health{Address: Address(t.dev, t.port), Path: t.specPath, Check: CheckLossless}
+		r, err := hostChain(ctx, h, req, res.Plan, t, all, sem)
+		l, broken := r.First()
+		switch {
+		case err != nil:
+			c.Fail, c.Message = true, "not checked: "+err.Error()
+		case broken && l.Severity == lossless.Error:
+			c.Fail, c.Message = true, l.Text
+		case broken:
+			c.Warning, c.Message = true, l.Text
+		default:
+			c.Message = r.Summary()
 		}
-		p, err := readPort(ctx, h, now, all, sem)
-		if err != nil {
-			c.Err = err
-			out = append(out, c)
-			continue
-		}
-		if p.NoDCB != "" {
-			c.Err = fmt.Errorf("%s has no DCB: %s", now, p.NoDCB)
-			out = append(out, c)
-			continue
-		}
-		f := hostFacts(p, all)
-		f.Named = namedDSCPs(t.q)
-		if v, from, ok := tos(t.dev, t.port); ok {
-			f.ToS, f.ToSFrom = &v, from
-		}
-		c.Result = lossless.Check(f)
 		out = append(out, c)
 	}
 	return out
+}
+
+// hostChain reads one port and follows its chain.
+func hostChain(ctx context.Context, h *host.Host, req *plan.Request, p *plan.Plan, t target, all need, sem chan struct{}) (lossless.Result, error) {
+	now := req.NetdevNow(t.netdev)
+	if t.netdev == "" || !host.Exists(h.FS, "/sys/class/net/"+now) {
+		return lossless.Result{}, fmt.Errorf("port %d of %s has no netdev to read DCB on", t.port, t.dev)
+	}
+	port, err := readPort(ctx, h, now, all, sem)
+	if err != nil {
+		return lossless.Result{}, err
+	}
+	if port.NoDCB != "" {
+		return lossless.Result{}, fmt.Errorf("%s has no DCB: %s", now, port.NoDCB)
+	}
+	f := hostFacts(port, all)
+	f.Named = namedDSCPs(t.q)
+	if v, why := hostToS(h, req, p, t); why == "" {
+		f.ToS, f.ToSFrom = &v, "the host"
+	} else {
+		f.ToSWhy = why
+	}
+	return lossless.Check(f), nil
+}
+
+// hostToS is the rdma_cm ToS of a port on the host: read from configfs
+// when the device's group exists; else the spec's, when the plan changes
+// nothing of the port's rdma_cm (so the host has it). Otherwise unknown:
+// reading it would create the group, and the plan's rdma_cm drift says
+// the host's differs.
+//
+// Equivalent to: cat /sys/kernel/config/rdma_cm/DEV/ports/N/default_roce_tos
+func hostToS(h *host.Host, req *plan.Request, p *plan.Plan, t target) (int, string) {
+	f := path.Join("/sys/kernel/config/rdma_cm", t.dev, "ports", strconv.Itoa(t.port), "default_roce_tos")
+	if s, err := host.ReadAttr(h.FS, f); err == nil {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return 0, fmt.Sprintf("%s: %q is not a number", f, s)
+		}
+		return v, ""
+	}
+	addr := plan.Addr("rdma_cm", key(t.dev, t.port))
+	for _, c := range p.Changes {
+		if c.Address == addr {
+			return 0, addr.String() + " differs from the spec: see its drift check"
+		}
+	}
+	if tos, _ := specToS(req, t); tos != nil {
+		return *tos, ""
+	}
+	return 0, "the spec sets no roce tos or dscp"
 }

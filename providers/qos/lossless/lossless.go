@@ -24,6 +24,8 @@ type Facts struct {
 	// it is ("the spec", "the host").
 	ToS     *int
 	ToSFrom string
+	// ToSWhy says why the ToS is not known.
+	ToSWhy string
 	// Trust is "dscp", "pcp" or "" (unknown).
 	Trust string
 	// Map is the DSCP → priority map the port uses with trust dscp.
@@ -119,23 +121,25 @@ func (r Result) FirstError() (Link, bool) {
 }
 
 // Summary words the whole chain as far as it was followed: the first
-// break, or the last link of the RoCE part and of the CNP part.
+// break; or the RoCE part's last link, the CNP part's last link, and
+// every link of the RoCE part that could not be checked.
 func (r Result) Summary() string {
 	if l, ok := r.First(); ok {
 		return l.Text
 	}
 	var roce, cnp string
-	for _, l := range r.Links {
-		if l.Name == LinkCNP || l.Name == LinkCNPDSCP {
+	var unknown []string
+	for i, l := range r.Links {
+		switch {
+		case l.Name == LinkCNP || l.Name == LinkCNPDSCP:
 			cnp = l.Text
-		} else {
+		case l.Severity == Unknown && i+1 < len(r.Links) && r.Links[i+1].Name != LinkCNP:
+			unknown = append(unknown, l.Text)
+		default:
 			roce = l.Text
 		}
 	}
-	if cnp == "" {
-		return roce
-	}
-	return roce + "; " + cnp
+	return strings.Join(slices.DeleteFunc(append(append([]string{roce}, unknown...), cnp), func(s string) bool { return s == "" }), "; ")
 }
 
 // strictClass reports whether priority p's class is served before the
@@ -181,7 +185,11 @@ type adder func(name, field string, s Severity, format string, args ...any)
 // roce follows the RoCE traffic: ToS → DSCP → priority → PFC, ECN, ETS.
 func (r *Result) roce(f Facts, add adder) {
 	if f.ToS == nil {
-		add(LinkToS, "roce.tos", Unknown, "the rdma_cm ToS is not known (the spec sets no roce tos or dscp): RoCE's DSCP is whatever each application sets")
+		why := f.ToSWhy
+		if why == "" {
+			why = "the spec sets no roce tos or dscp"
+		}
+		add(LinkToS, "roce.tos", Unknown, "the rdma_cm ToS is not known (%s): the chain of RoCE's own traffic is not followed", why)
 		return
 	}
 	tos, dscp := *f.ToS, *f.ToS>>2
@@ -237,6 +245,7 @@ func (r *Result) roce(f Facts, add adder) {
 			why = "not known"
 		}
 		add(LinkECN, "qos.ecn", Unknown, "%s → ECN %s", head, why)
+		head += " → ECN unknown"
 	case !f.ECN[prio]:
 		add(LinkECN, "qos.ecn", Error, "%s, but ECN (DCQCN) is off on priority %d: no CNPs slow the senders, PFC alone holds the congestion back", head, prio)
 		return
