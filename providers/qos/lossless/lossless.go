@@ -143,8 +143,9 @@ func (r Result) Summary() string {
 }
 
 // strictClass reports whether priority p's class is served before the
-// ets classes: tsa strict, or mlx5's default vendor classes (strict
-// priority by class number, mlx5e_ets_init).
+// ets classes: tsa strict, or mlx5's default vendor classes (mlx5e_ets_init
+// sets them; mlx5e_build_tc_group in en_dcbnl.c puts them in the highest
+// group, 7, and ets classes of 0% in the lowest, which is "no share").
 func strictClass(e *ETS, p int) bool {
 	if e == nil {
 		return false

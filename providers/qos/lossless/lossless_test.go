@@ -154,3 +154,21 @@ func TestStrictBoundary(t *testing.T) {
 		t.Errorf("class 8: %+v %v", l, ok)
 	}
 }
+
+// TestToSLimits: the ToS at its limit, 255, is DSCP 63 with the CE
+// codepoint (a break); 254 is DSCP 63 with ECT(0) and holds on a port
+// whose DSCP 63 goes to a PFC priority; ToS 0 is DSCP 0 (priority 0).
+func TestToSLimits(t *testing.T) {
+	f := good()
+	f.Map, f.Named, f.PFC, f.ECN = defaultMap(nil), nil, on(7), on(7)
+	for _, c := range []struct {
+		tos  int
+		link string // "" holds
+	}{{254, ""}, {252, ""}, {255, LinkToS}, {0, LinkDSCPMap}} {
+		f.ToS = ip(c.tos)
+		l, ok := Check(f).First()
+		if (c.link == "") == ok || (ok && l.Name != c.link) {
+			t.Errorf("ToS %d: broken %v at %s (%s), want %q", c.tos, ok, l.Name, l.Text, c.link)
+		}
+	}
+}
