@@ -6,6 +6,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
@@ -195,26 +196,33 @@ var _ plan.HealthChecker = (*Provider)(nil)
 // Equivalent to, per port: dcb -j {pfc,ets,app,dcbx} show dev X;
 // cat /sys/class/net/X/ecn/roce_{rp,np}/enable/{0..7} and roce_np/cnp_*
 func (*Provider) Health(ctx context.Context, h *host.Host, res *plan.Result) []plan.Health {
-	var out []plan.Health
 	req := res.Request
+	ts := targets(req)
+	out := make([]plan.Health, len(ts))
 	sem := make(chan struct{}, MaxReads)
 	all := need{dcb: true, ecn: true, cnp: true}
-	for _, t := range targets(req) {
-		c := plan.Health{Address: Address(t.dev, t.port), Path: t.specPath, Check: CheckLossless}
-		r, err := hostChain(ctx, h, req, res.Plan, t, all, sem)
-		l, broken := r.First()
-		switch {
-		case err != nil:
-			c.Fail, c.Message = true, "not checked: "+err.Error()
-		case broken && l.Severity == lossless.Error:
-			c.Fail, c.Message = true, l.Text
-		case broken:
-			c.Warning, c.Message = true, l.Text
-		default:
-			c.Message = r.Summary()
-		}
-		out = append(out, c)
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Add(1)
+		go func() { // every port at once, as Observe reads them
+			defer wg.Done()
+			c := plan.Health{Address: Address(t.dev, t.port), Path: t.specPath, Check: CheckLossless}
+			r, err := hostChain(ctx, h, req, res.Plan, t, all, sem)
+			l, broken := r.First()
+			switch {
+			case err != nil:
+				c.Fail, c.Message = true, "not checked: "+err.Error()
+			case broken && l.Severity == lossless.Error:
+				c.Fail, c.Message = true, l.Text
+			case broken:
+				c.Warning, c.Message = true, l.Text
+			default:
+				c.Message = r.Summary()
+			}
+			out[i] = c
+		}()
 	}
+	wg.Wait()
 	return out
 }
 
