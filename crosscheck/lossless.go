@@ -17,7 +17,7 @@ func (l *linter) lossless() {
 	for _, h := range l.hosts {
 		for _, r := range rocePorts(h) {
 			p := r.ref.p()
-			if p.QoS == nil || p.Roce == nil || p.Roce.Tos == nil {
+			if p.QoS == nil || p.Roce == nil || p.Roce.Tos == nil || !lossless.Asks(p.QoS.Trust, p.QoS.PFC) {
 				continue
 			}
 			res := lossless.Check(specFacts(p))

@@ -172,6 +172,9 @@ func chainPath(req *plan.Request, qosPath, portPath string, l lossless.Link) str
 // broken on the NIC's side; nil when it holds or cannot be proven (a
 // warning: trust pcp, CNPs' DSCP, which audit and lint report).
 func planChain(req *plan.Request, t target, w want, have *Port) *schema.Finding {
+	if !lossless.Asks(t.q.Trust, t.q.PFC) {
+		return nil
+	}
 	tos, pp := specToS(req, t)
 	r := lossless.Check(afterApply(w, have, t.q, tos))
 	l, ok := r.FirstError()
@@ -188,7 +191,7 @@ const CheckLossless = "lossless"
 var _ plan.HealthChecker = (*Provider)(nil)
 
 // Health implements plan.HealthChecker: one lossless check per port whose
-// spec has a qos block, on the host as it is. It fails at the first
+// qos block asks for a lossless class (lossless.Asks), on the host as it is. It fails at the first
 // broken link; a link the NIC cannot prove (trust pcp, the CNPs' DSCP)
 // passes with a warning. Every dcb object, ECN and the CNPs are read
 // anew; the rdma_cm ToS is the one the plan read.
@@ -197,7 +200,12 @@ var _ plan.HealthChecker = (*Provider)(nil)
 // cat /sys/class/net/X/ecn/roce_{rp,np}/enable/{0..7} and roce_np/cnp_*
 func (*Provider) Health(ctx context.Context, h *host.Host, res *plan.Result) []plan.Health {
 	req := res.Request
-	ts := targets(req)
+	var ts []target
+	for _, t := range targets(req) {
+		if t.q != nil && lossless.Asks(t.q.Trust, t.q.PFC) {
+			ts = append(ts, t)
+		}
+	}
 	out := make([]plan.Health, len(ts))
 	sem := make(chan struct{}, MaxReads)
 	all := need{dcb: true, ecn: true, cnp: true}

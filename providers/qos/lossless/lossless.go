@@ -51,6 +51,14 @@ type ETS struct {
 	BW     [8]int
 }
 
+// Asks reports whether a qos block asks for a lossless class, so that
+// its chain is followed: it trusts DSCP, or it turns PFC on for some
+// priority. A block that only describes a port (what show captures of
+// a port in PCP trust with PFC off) asks for none.
+func Asks(trust string, pfc *[]int) bool {
+	return trust == "dscp" || (pfc != nil && len(*pfc) > 0)
+}
+
 // Severity is a link's result.
 type Severity int
 

@@ -172,3 +172,18 @@ func TestToSLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestAsks: trust dscp or PFC on one priority asks for a lossless class;
+// trust pcp with PFC off (or unset) does not.
+func TestAsks(t *testing.T) {
+	none, three := []int{}, []int{3}
+	for _, c := range []struct {
+		trust string
+		pfc   *[]int
+		want  bool
+	}{{"dscp", nil, true}, {"dscp", &none, true}, {"pcp", &three, true}, {"", &three, true}, {"pcp", &none, false}, {"pcp", nil, false}, {"", nil, false}} {
+		if got := Asks(c.trust, c.pfc); got != c.want {
+			t.Errorf("Asks(%q, %v) = %v", c.trust, c.pfc, got)
+		}
+	}
+}
