@@ -208,8 +208,8 @@ func (r *Result) roce(f Facts, add adder) {
 		return
 	}
 	switch f.Trust {
-	case "pcp":
-		add(LinkDSCPMap, "qos.trust", Warning, "%s, but the port trusts pcp: RoCE's priority is then its VLAN PCP (rdma_cm's sl: a VLAN's egress map of the ToS, priority 0 untagged), not the DSCP, and rdmaform does not follow a VLAN's egress map; with trust: dscp the chain can be proven", head)
+	case "pcp": // iboe_tos_to_sl in drivers/infiniband/core/cma.c
+		add(LinkDSCPMap, "qos.trust", Warning, "%s, but the port trusts pcp: RoCE's priority is then its VLAN PCP, rdma_cm's sl (a VLAN's egress map of the ToS's priority, else the netdev's priority-to-class map, else 0), not the DSCP, and rdmaform does not follow those maps; with trust: dscp the chain can be proven", head)
 		return
 	case "":
 		add(LinkDSCPMap, "qos.trust", Unknown, "%s → priority unknown (the trust is not known)", head)
