@@ -99,11 +99,15 @@ const (
 	CheckHostname = "hostname"
 	// CheckProbe: a connectivity probe of the spec passed (audit --probes).
 	CheckProbe = "probe"
+	// CheckLossless: a RoCE port's lossless path holds on the host (the
+	// qos provider's health check: ToS → DSCP → priority → PFC, ECN, an
+	// ETS share; CNPs lossless or strict).
+	CheckLossless = "lossless"
 )
 
 // checkOrder orders a resource's checks in reports.
 var checkOrder = []string{CheckHostname, CheckDrift, CheckPendingReboot, CheckFinding, CheckLinkLayer,
-	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckRoCEMode, CheckPKey, CheckProbe}
+	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckRoCEMode, CheckPKey, CheckLossless, CheckProbe}
 
 func checkRank(c string) int {
 	for i, x := range checkOrder {
@@ -239,6 +243,8 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	r.Checks = append(r.Checks, a.resourceChecks()...)
 	r.Checks = append(r.Checks, a.portChecks()...)
 	r.Checks = append(r.Checks, a.pkeyChecks()...)
+	lc, lw := healthChecks(ctx, h, res, providers)
+	r.Checks, r.Warnings = append(r.Checks, lc...), append(r.Warnings, lw...)
 	r.ActivationFailures = res.Plan.ActivationFailures
 	checks, errs := a.findings(r.Checks)
 	r.Checks = append(r.Checks, checks...)

@@ -39,6 +39,10 @@ Each resource is reported with these checks:
                   (roce without mode: which version the kernel uses there,
                   v1 on a ConnectX-3 that is not a Pro; always passes)
   pkey            an IPoIB connection's P_Key is in its port's table
+  lossless        a port with qos: its lossless path holds on the host
+                  (rdma_cm ToS -> DSCP -> priority -> PFC, ECN, an ETS
+                  share; CNPs lossless or strict); fails at the first
+                  broken link, warns on trust pcp
   hostname        the host is host.hostname
   probe           with --probes: each connectivity probe of the spec
                   passed (see rdmaform probe; a probe that cannot run,

@@ -71,6 +71,7 @@ func Lint(hosts []*Host) schema.Report {
 	l.roce()
 	l.tos()
 	l.qos()
+	l.lossless()
 	l.mtu()
 	l.ipoib()
 	l.addresses()

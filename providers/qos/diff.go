@@ -550,6 +550,10 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 			}
 			continue
 		}
+		if f := planChain(req, t, w, have); f != nil {
+			prop.Errors = append(prop.Errors, *f)
+			continue
+		}
 		if len(cmp.steps) == 0 {
 			continue
 		}
