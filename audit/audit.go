@@ -103,7 +103,8 @@ const (
 
 // checkOrder orders a resource's checks in reports.
 var checkOrder = []string{CheckHostname, CheckDrift, CheckPendingReboot, CheckFinding, CheckLinkLayer,
-	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckRoCEMode, CheckPKey, CheckProbe}
+	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckRoCEMode, CheckPKey, CheckProbe, CheckGPURelation, CheckGPUACS, CheckGPUATS,
+	CheckGPURelaxedOrdering, CheckGPUPeerMemory, CheckGPUDriverParams, CheckGPUNUMA}
 
 func checkRank(c string) int {
 	for i, x := range checkOrder {
@@ -239,10 +240,13 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	r.Checks = append(r.Checks, a.resourceChecks()...)
 	r.Checks = append(r.Checks, a.portChecks()...)
 	r.Checks = append(r.Checks, a.pkeyChecks()...)
+	gc, gerrs := a.gpuDirectChecks(ctx)
+	r.Checks = append(r.Checks, gc...)
+	r.Errors = append(r.Errors, gerrs...)
 	r.ActivationFailures = res.Plan.ActivationFailures
 	checks, errs := a.findings(r.Checks)
 	r.Checks = append(r.Checks, checks...)
-	r.Errors = errs
+	r.Errors = append(r.Errors, errs...)
 	if o.Probes {
 		pc, perrs, results, warn := probeChecks(ctx, h, spec)
 		r.Checks = append(r.Checks, pc...)

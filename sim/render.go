@@ -347,6 +347,7 @@ func (s *State) render(root string) *tree {
 		s.renderNetdev(t, n)
 	}
 	s.renderProc(t)
+	s.renderNVIDIA(t)
 	s.renderCM(t)
 	return t
 }

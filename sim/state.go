@@ -44,6 +44,8 @@ type State struct {
 	// Bridges and GPUs are the PCI hierarchy of a GPU node (gpu.go).
 	Bridges []*Bridge `yaml:"bridges,omitempty"`
 	GPUs    []*GPU    `yaml:"gpus,omitempty"`
+	// NVIDIA is the GPU driver (nvidia.go); nil on a host without one.
+	NVIDIA *NVIDIADriver `yaml:"nvidia,omitempty"`
 
 	// DefaultRoute names the netdev the default route leaves through (the
 	// management network).
