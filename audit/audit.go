@@ -221,6 +221,9 @@ type Options struct {
 	Now time.Time
 	// Probes runs the spec's connectivity probes too.
 	Probes bool
+	// GPUPath reads ACS and NIC firmware for the GPUDirect checks
+	// (providers.GPUPath); nil fails the checks that need it.
+	GPUPath GPUPathReader
 }
 
 // Run audits the host against a golden spec: it builds the plan with the
@@ -235,7 +238,7 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	v := version.Get()
 	r := &Report{FormatVersion: FormatVersion, Host: hostname, Spec: spec.Src.File, Rdmaform: Build{Version: v.Version, Commit: v.Commit},
 		Time: o.Now.UTC().Truncate(time.Second)}
-	a := &auditor{h: h, req: res.Request, plan: res.Plan, facts: res.Facts, managed: res.Managed, hostname: hostname}
+	a := &auditor{h: h, req: res.Request, plan: res.Plan, facts: res.Facts, managed: res.Managed, hostname: hostname, gpuPath: o.GPUPath}
 	r.Checks = append(r.Checks, a.hostCheck()...)
 	r.Checks = append(r.Checks, a.resourceChecks()...)
 	r.Checks = append(r.Checks, a.portChecks()...)
@@ -298,6 +301,7 @@ type auditor struct {
 	// managed is what the providers declared the spec asks for.
 	managed  []plan.Managed
 	hostname string
+	gpuPath  GPUPathReader
 }
 
 func (a *auditor) pos(path string) *schema.Pos { return a.req.Pos(path) }

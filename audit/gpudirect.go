@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -9,8 +10,6 @@ import (
 
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
-	"github.com/rdmaform/rdmaform/providers/acs"
-	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -59,6 +58,22 @@ const (
 // accepts GPUDirect on coherent systems without
 // NVreg_GrdmaPciTopoCheckOverride (NVIDIA aicr docs/user/validation.md).
 const grdmaFixedMajor = 595
+
+// GPUPathReader reads what only the providers know how to read: a
+// bridge's ACS Control register and a NIC's firmware parameters. The
+// command line gives providers.GPUPath; without one (nil) the checks that
+// need it fail saying so.
+type GPUPathReader interface {
+	// ACSControl: ok is false when the bridge has no ACS capability; text
+	// names the bits that are on.
+	ACSControl(h *host.Host, bridge string) (ok bool, control uint16, text string, err error)
+	// P2PMask is the Control bits peer-to-peer needs off.
+	P2PMask() uint16
+	// NICParams reads the current values of firmware parameters, as the
+	// tool prints them and as numbers; a parameter it cannot tell is
+	// missing from both.
+	NICParams(ctx context.Context, h *host.Host, pci string, names []string) (text map[string]string, num map[string]int64, err error)
+}
 
 // GPUDirectAddress is the resource of a pair's checks.
 func GPUDirectAddress(dev, gpu string) string { return "gpudirect[" + dev + "/" + gpu + "]" }
@@ -115,22 +130,41 @@ func (a *auditor) gpuDirectChecks(ctx context.Context) ([]Result, []schema.Findi
 	if derr != nil {
 		errs = append(errs, schema.Finding{Message: "reading the NVIDIA driver: " + derr.Error()})
 	}
-	fw := map[string]*firmware.AdapterObs{}
-	tools := &firmware.ToolPicker{}
-	mst := &firmware.MSTMap{}
+	type nicParams struct {
+		text map[string]string
+		num  map[string]int64
+		err  error
+	}
+	fw := map[string]*nicParams{}
 	var out []Result
 	for _, p := range pairs {
 		fa, ok := fw[p.dev.PCI]
 		if !ok {
-			fa = firmware.ReadAdapter(ctx, a.h, tools, mst, "auto", p.dev.PCI, []string{paramATS, paramWrOrdering})
+			fa = &nicParams{err: errNoReader}
+			if a.gpuPath != nil {
+				fa.text, fa.num, fa.err = a.gpuPath.NICParams(ctx, a.h, p.dev.PCI, []string{paramATS, paramWrOrdering})
+			}
 			fw[p.dev.PCI] = fa
 		}
-		out = append(out, a.gpuPairChecks(p, drv, derr, fa)...)
+		param := func(name string) (string, int64, error) {
+			if fa.err != nil {
+				return "", 0, fa.err
+			}
+			t, ok := fa.text[name]
+			if !ok {
+				return "", 0, fmt.Errorf("the firmware tool does not report %s with a value", name)
+			}
+			return t, fa.num[name], nil
+		}
+		out = append(out, a.gpuPairChecks(p, drv, derr, param)...)
 	}
 	return out, errs
 }
 
-func (a *auditor) gpuPairChecks(p gpuPair, drv *inventory.NVIDIADriver, derr error, fa *firmware.AdapterObs) []Result {
+// errNoReader: the audit was given no GPUPathReader.
+var errNoReader = errors.New("no reader of ACS and firmware parameters was given to the audit")
+
+func (a *auditor) gpuPairChecks(p gpuPair, drv *inventory.NVIDIADriver, derr error, param func(string) (string, int64, error)) []Result {
 	addr := GPUDirectAddress(p.dev.Name, p.aff.GPU)
 	res := func(check string) Result { return Result{Resource: addr, Check: check, Source: p.src} }
 	fail := func(r Result, format string, args ...any) Result {
@@ -143,25 +177,7 @@ func (a *auditor) gpuPairChecks(p gpuPair, drv *inventory.NVIDIADriver, derr err
 	rel.Message = fmt.Sprintf("%s %s GPU %s through %s", p.dev.Name, p.aff.Relation, p.aff.GPU, bridgeList(p.aff.Bridges))
 	out = append(out, rel)
 
-	out = append(out, acsCheck(a.h.FS, res(CheckGPUACS), p.aff.Bridges, fail))
-
-	param := func(name string) (string, int64, error) {
-		if fa.Err != nil {
-			return "", 0, fa.Err
-		}
-		if e, ok := fa.Unknown[name]; ok {
-			return "", 0, fmt.Errorf("%s does not know %s: %v", fa.Tool, name, e)
-		}
-		v, ok := fa.Params[name]
-		if !ok {
-			return "", 0, fmt.Errorf("%s did not print %s", fa.Tool, name)
-		}
-		n, ok := v.Current.Number()
-		if !ok {
-			return "", 0, fmt.Errorf("%s of %s is %s, not a number", name, p.dev.PCI, v.Current.Display())
-		}
-		return v.Current.String(), n, nil
-	}
+	out = append(out, a.acsCheck(res(CheckGPUACS), p.aff.Bridges, fail))
 
 	ats := res(CheckGPUATS)
 	if txt, _, err := param(paramATS); err != nil {
@@ -245,25 +261,22 @@ func (a *auditor) gpuPairChecks(p gpuPair, drv *inventory.NVIDIADriver, derr err
 	return out
 }
 
-// acsCheck reads each bridge's ACS Control register from its config
-// space (root reads all 4096 bytes) and names the bridges that redirect.
-func acsCheck(f host.FS, r Result, bridges []string, fail func(Result, string, ...any) Result) Result {
+func (a *auditor) acsCheck(r Result, bridges []string, fail func(Result, string, ...any) Result) Result {
+	if a.gpuPath == nil {
+		return fail(r, "%v", errNoReader)
+	}
 	var bad, noACS []string
 	for _, b := range bridges {
-		cfg, err := f.ReadFile(acs.ConfigPath(b))
+		ok, ctl, text, err := a.gpuPath.ACSControl(a.h, b)
 		if err != nil {
 			return fail(r, "bridge %s: %v", b, err)
 		}
-		c, err := acs.ParseACS(cfg)
-		if err != nil {
-			return fail(r, "bridge %s: %s: %v", b, acs.ConfigPath(b), err)
-		}
-		if c.Offset == 0 {
+		if !ok {
 			noACS = append(noACS, b)
 			continue
 		}
-		if on := c.Control & acs.P2PMask; on != 0 {
-			bad = append(bad, fmt.Sprintf("bridge %s ACS Control %s", b, acs.Describe(c.Control)))
+		if ctl&a.gpuPath.P2PMask() != 0 {
+			bad = append(bad, fmt.Sprintf("bridge %s ACS Control %s", b, text))
 		}
 	}
 	if len(bad) > 0 {

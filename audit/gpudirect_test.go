@@ -32,7 +32,7 @@ func gpuAudit(t *testing.T, profile string, mutate func(st *sim.State), pcis ...
 	for _, p := range pcis {
 		text += "  - pci: \"" + p + "\"\n"
 	}
-	r, err := audit.Run(context.Background(), h, parse(t, text), providers.All(), audit.Options{Now: now})
+	r, err := audit.Run(context.Background(), h, parse(t, text), providers.All(), audit.Options{Now: now, GPUPath: &providers.GPUPath{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestGPUDirectShapes(t *testing.T) {
 	if len(rep) > 0 {
 		t.Fatal(rep)
 	}
-	r, err := audit.Run(context.Background(), h, spec, providers.All(), audit.Options{Now: now, Waivers: ws})
+	r, err := audit.Run(context.Background(), h, spec, providers.All(), audit.Options{Now: now, Waivers: ws, GPUPath: &providers.GPUPath{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,18 @@ func TestGPUDirectShapes(t *testing.T) {
 			t.Errorf("%s lacks the gpudirect checks:\n%s", f, b.String())
 		}
 	}
-	got, _ := gpuAudit(t, "cx5-roce", nil, "0000:03:00.0")
+	// Without a reader (a caller that gives none), the checks that need
+	// one fail saying so.
+	r, err = audit.Run(context.Background(), h, spec, providers.All(), audit.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Checks {
+		if c.Resource == gdPair && (c.Check == "gpu_acs" || c.Check == "gpu_ats") && (c.Status != audit.Fail || !strings.Contains(c.Message, "no reader")) {
+			t.Errorf("without a reader: %+v", c)
+		}
+	}
+	got, _ := gpuAudit(t, "cx5-roce", nil, "0000:5e:00.0")
 	if len(got) != 0 {
 		t.Errorf("a host without GPUs has gpudirect checks: %v", keys(got))
 	}
