@@ -2,12 +2,15 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rdmaform/rdmaform/cli/clitest"
 	"github.com/rdmaform/rdmaform/sim"
 	"github.com/rdmaform/rdmaform/sim/simtest"
 )
@@ -206,4 +209,33 @@ func TestFactsAffinity(t *testing.T) {
 		t.Errorf("cx5-roce: %s", raw)
 	}
 	s.check(t, "facts -o affinity, cx5-roce", "facts_affinity", raw)
+}
+
+// TestAuditGPUDirectJSON: audit -o json on gpu-switch carries the
+// gpudirect checks in the output schema's shape, the failing ACS check
+// naming its bridges, and a waiver file waives it by resource and check.
+func TestAuditGPUDirectJSON(t *testing.T) {
+	s := loadSchemas(t)
+	dir := simtest.Dir(t, "gpu-switch", nil)
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: \"0000:18:00.0\"\n")
+	doc := s.check(t, "audit, gpu-switch", "audit", runJSON(t, "", 2, "--sim", dir, "audit", "-o", "json", "-f", spec))
+	var checks []string
+	for _, c := range doc["checks"].([]any) {
+		c := c.(map[string]any)
+		if c["resource"] == "gpudirect[mlx5_0/0000:19:00.0]" {
+			checks = append(checks, c["check"].(string)+" "+c["status"].(string))
+			if c["check"] == "gpu_acs" && !strings.Contains(c["message"].(string), "bridge 0000:17:00.0 ACS Control 0x001d") {
+				t.Errorf("gpu_acs: %v", c["message"])
+			}
+		}
+	}
+	want := []string{"gpu_relation pass", "gpu_acs fail", "gpu_ats pass", "gpu_relaxed_ordering pass", "gpu_peer_memory pass", "gpu_driver_params pass", "gpu_numa pass"}
+	if diff := cmp.Diff(want, checks); diff != "" {
+		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+	waivers := filepath.Join(t.TempDir(), "w.yaml")
+	if err := os.WriteFile(waivers, []byte("- {resource: \"gpudirect[mlx5_0/0000:19:00.0]\", check: gpu_acs, reason: BIOS, expires: 2026-12-31}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runJSON(t, "", 0, "--sim", dir, "audit", "-o", "json", "-f", spec, "--waivers", waivers)
 }
