@@ -239,3 +239,21 @@ func TestAuditGPUDirectJSON(t *testing.T) {
 	}
 	runJSON(t, "", 0, "--sim", dir, "audit", "-o", "json", "-f", spec, "--waivers", waivers)
 }
+
+// TestFactsEnvNoRdmaCM: without rdma_cm loaded there is no ToS to read:
+// no NCCL_IB_TC, a warning, and nothing loaded by facts.
+func TestFactsEnvNoRdmaCM(t *testing.T) {
+	got, errs := factsEnv(t, "cx5-roce", func(st *sim.State) {
+		roceAddrs(st)
+		var mods []string
+		for _, m := range st.Modules {
+			if m != "rdma_cm" && m != "rdma_ucm" {
+				mods = append(mods, m)
+			}
+		}
+		st.Modules = mods
+	})
+	if _, ok := got["NCCL_IB_TC"]; ok || !strings.Contains(errs, "no NCCL_IB_TC: mlx5_0:1's RoCE ToS (rdma_cm's default_roce_tos) cannot be read") || got["NCCL_IB_GID_INDEX"] != "3" {
+		t.Errorf("without rdma_cm: %v\n%s", got, errs)
+	}
+}
