@@ -23,8 +23,9 @@ const (
 	// CheckGPURelation is the relation and the bridges between (always
 	// passes: it is the report).
 	CheckGPURelation = "gpu_relation"
-	// CheckGPUACS fails when a bridge of the path has P2P Request
-	// Redirect, Completion Redirect or Egress Control on.
+	// CheckGPUACS fails when a bridge of a path below one host bridge
+	// (PIX, PXB, PHB) has P2P Request Redirect, Completion Redirect or
+	// Egress Control on; across host bridges it reports ACS only.
 	CheckGPUACS = "gpu_acs"
 	// CheckGPUATS reports the NIC firmware's ATS_ENABLED.
 	CheckGPUATS = "gpu_ats"
@@ -177,7 +178,7 @@ func (a *auditor) gpuPairChecks(p gpuPair, drv *inventory.NVIDIADriver, derr err
 	rel.Message = fmt.Sprintf("%s %s GPU %s through %s", p.dev.Name, p.aff.Relation, p.aff.GPU, bridgeList(p.aff.Bridges))
 	out = append(out, rel)
 
-	out = append(out, a.acsCheck(res(CheckGPUACS), p.aff.Bridges, fail))
+	out = append(out, a.acsCheck(res(CheckGPUACS), p.aff, fail))
 
 	ats := res(CheckGPUATS)
 	if txt, _, err := param(paramATS); err != nil {
@@ -261,9 +262,31 @@ func (a *auditor) gpuPairChecks(p gpuPair, drv *inventory.NVIDIADriver, derr err
 	return out
 }
 
-func (a *auditor) acsCheck(r Result, bridges []string, fail func(Result, string, ...any) Result) Result {
+// acsCheck names the bridges of a path below one host bridge (PIX, PXB,
+// PHB) whose ACS redirects peer-to-peer. A path across host bridges
+// (NODE, as on Grace) goes through the root complex whatever ACS says;
+// the masks its root ports need are the platform's (rdma_topo's
+// asymmetric masks), so they are reported, not judged.
+func (a *auditor) acsCheck(r Result, aff inventory.Affinity, fail func(Result, string, ...any) Result) Result {
 	if a.gpuPath == nil {
 		return fail(r, "%v", errNoReader)
+	}
+	bridges := aff.Bridges
+	if !aff.Relation.BelowHostBridge() {
+		var parts []string
+		for _, b := range bridges {
+			ok, _, text, err := a.gpuPath.ACSControl(a.h, b)
+			switch {
+			case err != nil:
+				parts = append(parts, fmt.Sprintf("%s: %v", b, err))
+			case !ok:
+				parts = append(parts, b+" no ACS")
+			default:
+				parts = append(parts, b+" "+text)
+			}
+		}
+		r.Message = fmt.Sprintf("%s: the path crosses host bridges, whose ACS is the platform's (not checked): %s", aff.Relation, strings.Join(parts, "; "))
+		return r
 	}
 	var bad, noACS []string
 	for _, b := range bridges {

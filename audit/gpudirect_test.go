@@ -163,6 +163,8 @@ func TestGPUDirectGrace(t *testing.T) {
 	const pair = "gpudirect[mlx5_0/0009:01:00.0]"
 	got, _ := gpuAudit(t, "gpu-grace", nil, "0000:01:00.0")
 	want(t, got, pair+" gpu_relation", audit.Pass, "NODE")
+	// Across host bridges ACS is reported, not judged.
+	want(t, got, pair+" gpu_acs", audit.Pass, "not checked", "0000:00:00.0 0x001d", "0009:00:00.0 0x001d")
 	want(t, got, pair+" gpu_driver_params", audit.Fail, "NVreg_GrdmaPciTopoCheckOverride is 0", "0009:00:00.0", "570.133.20")
 	got, _ = gpuAudit(t, "gpu-grace", func(st *sim.State) { st.NVIDIA.Params = map[string]uint32{"GrdmaPciTopoCheckOverride": 1} }, "0000:01:00.0")
 	want(t, got, pair+" gpu_driver_params", audit.Pass, "NVreg_GrdmaPciTopoCheckOverride=1")
