@@ -117,7 +117,7 @@ func (r *Reconciler) auditMetrics(ctx context.Context, spec *schema.Spec) []byte
 	if err != nil {
 		return nil
 	}
-	rep, err := audit.Run(ctx, h, spec, providers.All(), audit.Options{Now: now})
+	rep, err := audit.Run(ctx, h, spec, providers.All(), audit.Options{Now: now, GPUPath: &providers.GPUPath{}})
 	if err != nil {
 		return nil
 	}

@@ -107,7 +107,8 @@ const (
 
 // checkOrder orders a resource's checks in reports.
 var checkOrder = []string{CheckHostname, CheckDrift, CheckPendingReboot, CheckFinding, CheckLinkLayer,
-	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckRoCEMode, CheckPKey, CheckLossless, CheckProbe}
+	CheckPhysState, CheckState, CheckRate, CheckSubnetManager, CheckRoCEv2GID, CheckRoCEMode, CheckPKey, CheckLossless, CheckProbe, CheckGPURelation, CheckGPUACS, CheckGPUATS,
+	CheckGPURelaxedOrdering, CheckGPUPeerMemory, CheckGPUDriverParams, CheckGPUNUMA}
 
 func checkRank(c string) int {
 	for i, x := range checkOrder {
@@ -224,6 +225,9 @@ type Options struct {
 	Now time.Time
 	// Probes runs the spec's connectivity probes too.
 	Probes bool
+	// GPUPath reads ACS and NIC firmware for the GPUDirect checks
+	// (providers.GPUPath); nil fails the checks that need it.
+	GPUPath GPUPathReader
 }
 
 // Run audits the host against a golden spec: it builds the plan with the
@@ -238,17 +242,20 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	v := version.Get()
 	r := &Report{FormatVersion: FormatVersion, Host: hostname, Spec: spec.Src.File, Rdmaform: Build{Version: v.Version, Commit: v.Commit},
 		Time: o.Now.UTC().Truncate(time.Second)}
-	a := &auditor{h: h, req: res.Request, plan: res.Plan, facts: res.Facts, managed: res.Managed, hostname: hostname}
+	a := &auditor{h: h, req: res.Request, plan: res.Plan, facts: res.Facts, managed: res.Managed, hostname: hostname, gpuPath: o.GPUPath}
 	r.Checks = append(r.Checks, a.hostCheck()...)
 	r.Checks = append(r.Checks, a.resourceChecks()...)
 	r.Checks = append(r.Checks, a.portChecks()...)
 	r.Checks = append(r.Checks, a.pkeyChecks()...)
 	lc, lw := healthChecks(ctx, h, res, providers)
 	r.Checks, r.Warnings = append(r.Checks, lc...), append(r.Warnings, lw...)
+	gc, gerrs := a.gpuDirectChecks(ctx)
+	r.Checks = append(r.Checks, gc...)
+	r.Errors = append(r.Errors, gerrs...)
 	r.ActivationFailures = res.Plan.ActivationFailures
 	checks, errs := a.findings(r.Checks)
 	r.Checks = append(r.Checks, checks...)
-	r.Errors = errs
+	r.Errors = append(r.Errors, errs...)
 	if o.Probes {
 		pc, perrs, results, warn := probeChecks(ctx, h, spec)
 		r.Checks = append(r.Checks, pc...)
@@ -300,6 +307,7 @@ type auditor struct {
 	// managed is what the providers declared the spec asks for.
 	managed  []plan.Managed
 	hostname string
+	gpuPath  GPUPathReader
 }
 
 func (a *auditor) pos(path string) *schema.Pos { return a.req.Pos(path) }

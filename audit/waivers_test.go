@@ -22,7 +22,7 @@ func TestLoadWaiversFindings(t *testing.T) {
 - {resource: "port[mlx5_0/1]", check: state, expires: 31.01.2027}
 - {resource: "port[mlx5_0/1]", check: state, reason: x, expires: 2027-01-31, owner: me}
 `, []string{
-			"w.yaml:1:3: error: $[0].check: unknown check \"stat\" (known: *, hostname, drift, pending_reboot, finding, link_layer, phys_state, state, rate, subnet_manager, roce_v2_gid, roce_mode, pkey, lossless, probe)",
+			"w.yaml:1:3: error: $[0].check: unknown check \"stat\" (known: *, hostname, drift, pending_reboot, finding, link_layer, phys_state, state, rate, subnet_manager, roce_v2_gid, roce_mode, pkey, lossless, probe, gpu_relation, gpu_acs, gpu_ats, gpu_relaxed_ordering, gpu_peer_memory, gpu_driver_params, gpu_numa)",
 			"w.yaml:2:3: error: $[1]: reason: is required",
 			"w.yaml:2:3: error: $[1].expires: \"31.01.2027\" is not a date (YYYY-MM-DD)",
 			"w.yaml:3:78: error: $[2].owner: unknown key \"owner\"; a waiver has resource, check, reason, expires",

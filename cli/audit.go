@@ -110,7 +110,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 				return &exitError{code: plan.ExitError, err: err}
 			}
 			defer a.recordSimCalls()
-			r, err := audit.Run(cmd.Context(), h, spec, providers.All(), audit.Options{Waivers: waivers, Now: now, Probes: probes})
+			r, err := audit.Run(cmd.Context(), h, spec, providers.All(), audit.Options{Waivers: waivers, Now: now, Probes: probes, GPUPath: &providers.GPUPath{}})
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}

@@ -14,7 +14,7 @@ import (
 
 func (a *app) factsCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "facts [-o text|json]",
+		Use:   "facts [-o text|json|env|affinity]",
 		Short: "List the host's RDMA adapters with what a fleet needs to know of them; changes nothing",
 		Long: `List every RDMA device of the host: PCI address, RDMA name, netdevs,
 link layer of each port, node and port GUIDs, running firmware version,
@@ -22,6 +22,15 @@ PSID, part number and serial (the PN and SN of the card's PCI VPD, read
 by root only), NUMA node, and the firmware values staged for the next
 boot (queried from every card, as status does). These are the values a
 devices[].match compares: part_number, psid and model (hca_type).
+
+-o env prints what NCCL needs as shell-safe KEY=value lines: NCCL_IB_HCA
+(the rails in rail order: by NUMA node, then PCI address, then port;
+software devices last; virtual functions left out), NCCL_IB_GID_INDEX
+(the RoCE v2 GID index of the rails' address, from the GID table),
+NCCL_IB_TC (rdma_cm's default_roce_tos of the rails) and
+NCCL_SOCKET_IFNAME (the netdevs of the default routes). A value that
+cannot be told is left out with a warning. -o affinity prints, as JSON,
+each GPU and its nearest rails.
 
 Exit codes: 0 listed; 1 the host could not be read.`,
 		Args: cobra.NoArgs,
@@ -34,6 +43,13 @@ Exit codes: 0 listed; 1 the host could not be read.`,
 			inv, err := inventory.Discover(cmd.Context(), h)
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: fmt.Errorf("reading RDMA devices from sysfs: %w", err)}
+			}
+			switch a.output {
+			case "env":
+				a.factsEnv(cmd.Context(), h, inv)
+				return nil
+			case "affinity":
+				return a.writeJSON(affinityOf(h.FS, inv))
 			}
 			pending, err := pendingAll(cmd.Context(), h, a.env.Stderr)
 			if err != nil {
@@ -48,7 +64,7 @@ Exit codes: 0 listed; 1 the host could not be read.`,
 			return nil
 		},
 	}
-	a.outputFlag(cmd, "text", "text", "json")
+	a.outputFlag(cmd, "text", "text", "json", "env", "affinity")
 	a.hostFlags(cmd)
 	return cmd
 }

@@ -187,8 +187,13 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
 		if profile == "gpu-switch" {
 			newSwitchedGPUNode(st)
+			st.newNVIDIADriver("570.133.20", "x86_64")
 		} else {
 			newGraceNode(st)
+			st.newNVIDIADriver("570.133.20", "aarch64")
+		}
+		for _, a := range st.Firmware {
+			a.Params = append(a.Params, gpuDirectParams()...)
 		}
 		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
 	default:

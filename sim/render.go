@@ -347,6 +347,7 @@ func (s *State) render(root string) *tree {
 		s.renderNetdev(t, n)
 	}
 	s.renderProc(t)
+	s.renderNVIDIA(t)
 	s.renderCM(t)
 	return t
 }
@@ -529,7 +530,8 @@ func guidBytes(guid string) []byte {
 
 // gidTable is the port's GID table: the link-local GID from the port GUID
 // on InfiniBand; on Ethernet, link-local v1/v2 then one v1/v2 pair per IPv4
-// address of the port's netdev (the order show_gids prints on real hosts).
+// address of the port's netdev (the order show_gids prints on real hosts),
+// then of each vlan on it.
 func (s *State) gidTable(d *Device, p *Port) []gid {
 	var out []gid
 	ll := gid{}
@@ -549,17 +551,25 @@ func (s *State) gidTable(d *Device, p *Port) []gid {
 		g.typ, g.ndev = typ, nd.Name
 		out = append(out, g)
 	}
-	for _, a := range append(append([]string{}, nd.Addrs...), nd.DynAddrs...) {
-		pre, err := netip.ParsePrefix(a)
-		if err != nil || !pre.Addr().Is4() {
-			continue
+	uppers := []*Netdev{nd}
+	for _, n := range s.Netdevs {
+		if n.Kind == "vlan" && n.Lower == nd.Name {
+			uppers = append(uppers, n)
 		}
-		v4 := pre.Addr().As4()
-		for _, typ := range types {
-			g := gid{typ: typ, ndev: nd.Name}
-			g.addr[10], g.addr[11] = 0xff, 0xff
-			copy(g.addr[12:], v4[:])
-			out = append(out, g)
+	}
+	for _, u := range uppers {
+		for _, a := range append(append([]string{}, u.Addrs...), u.DynAddrs...) {
+			pre, err := netip.ParsePrefix(a)
+			if err != nil || !pre.Addr().Is4() {
+				continue
+			}
+			v4 := pre.Addr().As4()
+			for _, typ := range types {
+				g := gid{typ: typ, ndev: u.Name}
+				g.addr[10], g.addr[11] = 0xff, 0xff
+				copy(g.addr[12:], v4[:])
+				out = append(out, g)
+			}
 		}
 	}
 	if len(out) > gidTableLen {

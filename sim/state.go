@@ -47,6 +47,8 @@ type State struct {
 	// Bridges and GPUs are the PCI hierarchy of a GPU node (gpu.go).
 	Bridges []*Bridge `yaml:"bridges,omitempty"`
 	GPUs    []*GPU    `yaml:"gpus,omitempty"`
+	// NVIDIA is the GPU driver (nvidia.go); nil on a host without one.
+	NVIDIA *NVIDIADriver `yaml:"nvidia,omitempty"`
 
 	// DefaultRoute names the netdev the default route leaves through (the
 	// management network).
@@ -210,6 +212,11 @@ type Netdev struct {
 	// PCI function. Both empty for other netdevs.
 	VFOf string `yaml:"vf_of,omitempty"`
 	PCI  string `yaml:"pci,omitempty"`
+	// Lower is the netdev a vlan sits on (8021q's real device): the RDMA
+	// core gives the port of that netdev GIDs for the vlan's addresses
+	// too (drivers/infiniband/core/roce_gid_mgmt.c follows
+	// rdma_vlan_dev_real_dev). Empty for other netdevs.
+	Lower string `yaml:"lower,omitempty"`
 	// DCB, Pause and ECN are the netdev's QoS state (see dcb.go); nil
 	// where the driver has none.
 	DCB   *DCBState   `yaml:"dcb,omitempty"`

@@ -332,3 +332,17 @@ type payload struct {
 	// of that, which registers the card anew once more.
 	reregistered bool
 }
+
+// ReadPort reads a port's rdma_cm defaults (default_roce_mode and
+// default_roce_tos) through configfs, making the device's group for the
+// read as a plan does. It neither loads rdma_cm nor mounts configfs:
+// without them it fails.
+func ReadPort(ctx context.Context, h *host.Host, dev string, port int) (PortValues, error) {
+	var v PortValues
+	err := withGroup(ctx, h, dev, func(group string) error {
+		var err error
+		v, err = readPort(h, group, port)
+		return err
+	})
+	return v, err
+}
