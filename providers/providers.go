@@ -8,6 +8,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/ethtool"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/names"
@@ -26,6 +27,7 @@ import (
 func All() []plan.Provider {
 	return []plan.Provider{
 		firmware.New(),
+		kcmdline.New(),
 		rdmanetns.New(),
 		modules.New(),
 		names.New(),

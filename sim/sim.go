@@ -415,6 +415,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 			st.rebootFirmware()
 		}
 		s.rebootNames(st)
+		s.rebootCmdline(st)
 		st.reconcilePorts()
 		st.rebootNM()
 		return s.rebootSystemd(st)

@@ -1,0 +1,130 @@
+package kcmdline
+
+import (
+	"slices"
+
+	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/schema"
+)
+
+// Plan implements plan.TypedProvider.
+func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Proposal {
+	var prop plan.Proposal
+	if req.Spec.KernelArgs == nil || obs == nil {
+		return prop
+	}
+	for i, a := range req.Spec.KernelArgs {
+		prop.Managed = append(prop.Managed, plan.Managed{Address: ArgAddress(keyOf(a.Arg)), Path: schema.Path("kernel_args", i)})
+	}
+	switch obs.Bootloader {
+	case BootGrub:
+	case BootGrubby, BootKernelInstall:
+		prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
+			"this host's kernel command line is written with %s, which this rdmaform does not drive yet (it writes Debian's /etc/default/grub.d with update-grub); set the arguments with %s by hand", obs.Bootloader, obs.Bootloader))
+		return prop
+	default:
+		prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
+			"rdmaform does not recognise this host's bootloader: none of update-grub, grubby, or kernel-install with %s is installed; set the kernel arguments by hand", KernelCmdline))
+		return prop
+	}
+	if obs.LedgerErr != nil {
+		prop.Errors = append(prop.Errors, req.Unreadable("$.kernel_args", "%v", obs.LedgerErr))
+		return prop
+	}
+	var want []string
+	var absent []schema.KernelArg
+	for i, a := range req.Spec.KernelArgs {
+		if !a.Absent {
+			want = append(want, a.Arg)
+			continue
+		}
+		absent = append(absent, a)
+		if f, ok := obs.Elsewhere[keyOf(a.Arg)]; ok {
+			prop.Errors = append(prop.Errors, req.Finding(schema.Path("kernel_args", i),
+				"%s sets %s: rdmaform writes only %s and cannot make it absent; remove it from %s (then run update-grub)", f, keyOf(a.Arg), GrubFile, f))
+		}
+	}
+	listed := obs.Listed
+	if listed == nil {
+		listed = []string{}
+	}
+	changed := map[string]bool{}
+	if !slices.Equal(listed, want) && !(len(want) == 0 && obs.Raw == nil) {
+		var attrs []plan.Attr
+		for _, a := range want {
+			if !slices.Contains(listed, a) {
+				attrs = append(attrs, plan.Attr{Name: keyOf(a), Before: valueIn(listed, keyOf(a)), After: a})
+				changed[a] = true
+			}
+		}
+		for _, a := range listed {
+			if !slices.Contains(want, a) && !slices.ContainsFunc(want, func(w string) bool { return keyOf(w) == keyOf(a) }) {
+				attrs = append(attrs, plan.Attr{Name: keyOf(a), Before: a, After: ""})
+			}
+		}
+		if len(attrs) == 0 {
+			attrs = append(attrs, plan.Attr{Name: "order", Before: joinArgs(listed), After: joinArgs(want)})
+		}
+		action := plan.Update
+		switch {
+		case obs.Raw == nil:
+			action = plan.Create
+		case len(want) == 0:
+			action = plan.Delete
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{
+			Address: plan.Addr(Kind, GrubFile), Action: action, Activation: plan.NextBoot, Source: req.Pos("$.kernel_args"),
+			Attributes: attrs,
+			Payload:    &payload{content: renderOwnFile(want), args: want, absent: absent, running: obs.Running, before: obs.Raw},
+		})
+	}
+	// What the written configuration already gives waits for a reboot, or
+	// is an activation failure when it was written in an earlier boot.
+	for i, a := range req.Spec.KernelArgs {
+		if changed[a.Arg] || satisfied(obs.Running, a) {
+			continue
+		}
+		if a.Absent {
+			if _, ok := obs.Elsewhere[keyOf(a.Arg)]; ok || slices.ContainsFunc(want, func(w string) bool { return keyOf(w) == keyOf(a.Arg) }) {
+				continue
+			}
+		}
+		path := schema.Path("kernel_args", i)
+		cur, _ := lastOf(obs.Running, keyOf(a.Arg))
+		next := a.Arg
+		if a.Absent {
+			next = ""
+		}
+		e := obs.Ledger.Find(a.Arg, a.Absent)
+		if e != nil && obs.BootID != "" && e.BootID != obs.BootID {
+			prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{
+				Address: ArgAddress(keyOf(a.Arg)), Attribute: "cmdline", Current: cur, Staged: next,
+				StagedAt: e.StagedAt.Format("2006-01-02T15:04:05Z07:00"), BootID: e.BootID, Tool: e.Tool, Source: req.Pos(path),
+				Activation: &plan.ActivateBy{By: plan.ByReboot, Why: "the bootloader's configuration was written; a reboot did not bring it"},
+			})
+			prop.Errors = append(prop.Errors, req.Finding(path, "%s", e.DidNotTake(obs.BootID)))
+			continue
+		}
+		prop.Pending = append(prop.Pending, plan.Pending{
+			Address: ArgAddress(keyOf(a.Arg)), Attribute: "cmdline", Current: cur, NextBoot: next, Source: req.Pos(path),
+			Activation: &plan.ActivateBy{By: plan.ByReboot, Why: GrubFile + " is written and update-grub ran: the next boot reads it"},
+		})
+	}
+	return prop
+}
+
+func valueIn(args []string, key string) string {
+	v, _ := lastOf(args, key)
+	return v
+}
+
+func joinArgs(a []string) string {
+	out := ""
+	for i, x := range a {
+		if i > 0 {
+			out += " "
+		}
+		out += x
+	}
+	return out
+}
