@@ -172,7 +172,7 @@ func (v *validator) kernelArgs() {
 	}
 	seen := map[string]bool{}
 	for i, a := range v.spec.KernelArgs {
-		p := Path("kernel_args", i)
+		p := Path("kernel_args", i, "arg")
 		key, msg := CheckKernelArg(a)
 		if msg != "" {
 			v.add(p, "%s", msg)
