@@ -114,12 +114,15 @@ func record(h *host.Host, pl *payload) error {
 var _ plan.Settler = (*Provider)(nil)
 
 // Settle implements plan.Settler: entries the running kernel matches now,
-// or that the spec no longer asks for, leave the ledger.
+// or that the spec no longer asks for, leave the ledger; an argument the
+// plan reports pending without an entry (an absent one that no file
+// rdmaform reads sets, so no write of rdmaform's was needed) gets one in
+// this boot, so that the boot after it can tell whether it went.
 //
 // Equivalent to: editing /var/lib/rdmaform/staged-cmdline.json
 func (p *Provider) Settle(_ context.Context, h *host.Host, res *plan.Result) error {
 	obs := plan.Observation[*Observed](res.Observed[p.Name()])
-	if obs == nil || obs.LedgerErr != nil || obs.Ledger == nil || len(obs.Ledger.Entries) == 0 {
+	if obs == nil || obs.LedgerErr != nil || obs.Ledger == nil || obs.Bootloader != BootGrub {
 		return nil
 	}
 	var keep []LedgerEntry
@@ -129,7 +132,23 @@ func (p *Provider) Settle(_ context.Context, h *host.Host, res *plan.Result) err
 			keep = append(keep, e)
 		}
 	}
-	if len(keep) == len(obs.Ledger.Entries) {
+	changed := len(keep) != len(obs.Ledger.Entries)
+	pending := map[plan.Address]bool{}
+	for _, pe := range res.Plan.Pending {
+		pending[pe.Address] = true
+	}
+	boot := obs.BootID
+	if boot == "" {
+		boot = "unknown"
+	}
+	for _, a := range res.Request.Spec.KernelArgs {
+		if !pending[ArgAddress(keyOf(a.Arg))] || satisfied(obs.Running, a) || obs.Ledger.Find(a.Arg, a.Absent) != nil {
+			continue
+		}
+		keep = append(keep, LedgerEntry{BootID: boot, StagedAt: time.Now().UTC().Truncate(time.Second), Arg: a.Arg, Absent: a.Absent, Tool: BootGrub, File: GrubFile})
+		changed = true
+	}
+	if !changed {
 		return nil
 	}
 	return writeLedger(h.FS, &Ledger{Entries: keep})

@@ -47,8 +47,8 @@ func TestScenario(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "kernel_cmdline[/etc/default/grub.d/90-rdmaform.cfg]") || !strings.Contains(out, "after reboot") {
 		t.Fatalf("plan: exit %d\n%s", code, out)
 	}
-	if code, out := rf(t, "--sim", dir, "apply", "-f", f, "--yes"); code != 0 && code != 3 {
-		t.Fatalf("apply: exit %d\n%s", code, out)
+	if code, out := rf(t, "--sim", dir, "apply", "-f", f, "--yes"); code != 3 {
+		t.Fatalf("apply: exit %d, want 3 (a reboot is needed)\n%s", code, out)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "etc/default/grub.d/90-rdmaform.cfg"))
 	if err != nil || !strings.Contains(string(b), `GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt intel_iommu=on numa_balancing=disable"`) {
@@ -108,8 +108,8 @@ func TestCloudOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := clitest.WriteSpec(t, "version: 1\nkernel_args:\n  - {arg: iommu=pt}\n")
-	if code, out := rf(t, "--sim", dir, "apply", "-f", f, "--yes"); code != 0 && code != 3 {
-		t.Fatalf("apply: exit %d\n%s", code, out)
+	if code, out := rf(t, "--sim", dir, "apply", "-f", f, "--yes"); code != 3 {
+		t.Fatalf("apply: exit %d, want 3 (a reboot is needed)\n%s", code, out)
 	}
 	reboot(t, dir)
 	code, out := rf(t, "--sim", dir, "plan", "-f", f)
@@ -180,5 +180,24 @@ func TestRollback(t *testing.T) {
 	cfg, _ = os.ReadFile(filepath.Join(dir, "boot/grub/grub.cfg"))
 	if !strings.Contains(string(cfg), "iommu=nopt") || strings.Contains(string(cfg), "iommu=pt") {
 		t.Fatalf("grub.cfg after the second rollback:\n%s", cfg)
+	}
+}
+
+// TestAbsentOnlyRunning: an argument to make absent that is on
+// /proc/cmdline but in no file rdmaform reads needs no write: it is
+// pending, apply records it in the ledger, and when the reboot keeps it
+// (the boot entry itself has it) the plan names the failure.
+func TestAbsentOnlyRunning(t *testing.T) {
+	dir := simtest.Dir(t, "cx5-roce", func(st *sim.State) { st.Cmdline = sim.DefaultCmdline + " amd_iommu=off" })
+	f := clitest.WriteSpec(t, "version: 1\nkernel_args:\n  - {arg: amd_iommu, absent: true}\n")
+	if code, out := rf(t, "--sim", dir, "plan", "-f", f); code != 3 || !strings.Contains(out, "kernel_arg[amd_iommu]") {
+		t.Fatalf("plan: exit %d, want 3 (pending)\n%s", code, out)
+	}
+	if code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", f); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s", code, out)
+	}
+	reboot(t, dir)
+	if code, out := rf(t, "--sim", dir, "plan", "-f", f); code != 1 || !strings.Contains(out, "amd_iommu did not take") || !strings.Contains(out, "is still on /proc/cmdline") {
+		t.Fatalf("plan after the reboot: exit %d, want 1\n%s", code, out)
 	}
 }
