@@ -19,6 +19,16 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	switch obs.Bootloader {
 	case BootGrub:
 	case BootGrubby, BootKernelInstall:
+		// Not driven yet. grubby (rhboot/grubby, grubby-bls: update_args)
+		// edits each BLS entry's options line with sed by prefix and
+		// substring: --remove-args=iommu also strips iommu.passthrough=1
+		// and the "iommu" inside intel_iommu=on, and --args=iommu=pt
+		// rewrites the first "iommu=..." it finds, which may be
+		// intel_iommu's; a driver must refuse such keys or write the
+		// entries itself. kernel-install (kernel-install(8)) takes the
+		// whole line from /etc/kernel/cmdline, else /proc/cmdline, when it
+		// installs a kernel; writing that file needs "kernel-install add"
+		// for the running kernel to make its entry or UKI again.
 		prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
 			"this host's kernel command line is written with %s, which this rdmaform does not drive yet (it writes Debian's /etc/default/grub.d with update-grub); set the arguments with %s by hand", obs.Bootloader, obs.Bootloader))
 		return prop
@@ -36,6 +46,13 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	for i, a := range req.Spec.KernelArgs {
 		if !a.Absent {
 			want = append(want, a.Arg)
+			// The files are sourced before rdmaform's, but
+			// GRUB_CMDLINE_LINUX_DEFAULT comes after GRUB_CMDLINE_LINUX
+			// on the linux line, and the kernel takes a key's last value.
+			if other, ok := obs.ElsewhereArg[keyOf(a.Arg)]; ok && other != a.Arg {
+				prop.Errors = append(prop.Errors, req.Finding(schema.Path("kernel_args", i),
+					"%s sets %s: with it on the command line the kernel may see that value instead of %s; remove it from %s (then run update-grub)", obs.Elsewhere[keyOf(a.Arg)], other, a.Arg, obs.Elsewhere[keyOf(a.Arg)]))
+			}
 			continue
 		}
 		absent = append(absent, a)

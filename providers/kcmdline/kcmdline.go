@@ -84,8 +84,10 @@ type Observed struct {
 	Listed []string
 	// Raw is GrubFile's content as read (nil when absent), for rollback.
 	Raw []byte `json:"-"`
-	// Elsewhere maps a key to the other GRUB file that sets it.
-	Elsewhere map[string]string
+	// Elsewhere maps a key to the other GRUB file that sets it, and
+	// ElsewhereArg to the argument it sets there (its last).
+	Elsewhere    map[string]string
+	ElsewhereArg map[string]string
 	// BootID is this boot's.
 	BootID string
 	// Ledger is the staged ledger of kernel arguments.
@@ -100,7 +102,7 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	if req.Spec.KernelArgs == nil && !req.Full {
 		return nil, nil
 	}
-	obs := &Observed{Elsewhere: map[string]string{}}
+	obs := &Observed{Elsewhere: map[string]string{}, ElsewhereArg: map[string]string{}}
 	obs.Bootloader = detect(h)
 	b, err := h.FS.ReadFile(ProcCmdline)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -139,10 +141,9 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 			}
 			return nil, fmt.Errorf("reading %s: %w", f, err)
 		}
-		for _, k := range keysSetIn(string(b)) {
-			if _, ok := obs.Elsewhere[k]; !ok {
-				obs.Elsewhere[k] = f
-			}
+		for _, a := range argsSetIn(string(b)) {
+			obs.Elsewhere[keyOf(a)] = f
+			obs.ElsewhereArg[keyOf(a)] = a
 		}
 	}
 	return obs, nil
@@ -261,11 +262,12 @@ func renderOwnFile(args []string) []byte {
 	return []byte(header + `GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} ` + strings.Join(args, " ") + "\"\n")
 }
 
-// keysSetIn lists the kernel parameter keys a GRUB defaults file sets in
+// argsSetIn lists the kernel arguments a GRUB defaults file sets in
 // GRUB_CMDLINE_LINUX or GRUB_CMDLINE_LINUX_DEFAULT: a textual scan of the
-// words of those assignments (quotes dropped), enough to name the file
-// that sets an argument the spec wants absent.
-func keysSetIn(s string) []string {
+// words of those assignments (quotes dropped, variables skipped), enough
+// to name the file that sets an argument the spec wants absent or sets
+// its key to another value.
+func argsSetIn(s string) []string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		l = strings.TrimSpace(l)
@@ -282,7 +284,7 @@ func keysSetIn(s string) []string {
 			if strings.HasPrefix(w, "$") || strings.HasPrefix(w, "#") {
 				continue
 			}
-			out = append(out, keyOf(w))
+			out = append(out, w)
 		}
 	}
 	return out

@@ -201,3 +201,18 @@ func TestAbsentOnlyRunning(t *testing.T) {
 		t.Fatalf("plan after the reboot: exit %d, want 1\n%s", code, out)
 	}
 }
+
+// TestPresentSetElsewhere: an argument whose key another GRUB file sets
+// to another value is refused naming the file (the kernel takes a key's
+// last value, and GRUB_CMDLINE_LINUX_DEFAULT comes last on the line); the
+// same argument there is fine.
+func TestPresentSetElsewhere(t *testing.T) {
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	os.MkdirAll(filepath.Join(dir, "etc/default"), 0o755)
+	os.WriteFile(filepath.Join(dir, "etc/default/grub"), []byte("GRUB_CMDLINE_LINUX_DEFAULT=\"quiet iommu=nopt\"\nGRUB_CMDLINE_LINUX=\"intel_iommu=on\"\n"), 0o644)
+	f := clitest.WriteSpec(t, "version: 1\nkernel_args:\n  - {arg: iommu=pt}\n  - {arg: intel_iommu=on}\n")
+	code, out := rf(t, "--sim", dir, "plan", "-f", f)
+	if code != 1 || !strings.Contains(out, ".yaml:3:") || !strings.Contains(out, "/etc/default/grub sets iommu=nopt") || strings.Contains(out, "sets intel_iommu") {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+}
