@@ -107,10 +107,13 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 			}
 		}
 		path := schema.Path("kernel_args", i)
-		cur, _ := lastOf(obs.Running, keyOf(a.Arg))
+		cur, ok := lastOf(obs.Running, keyOf(a.Arg))
+		if !ok {
+			cur = notOnLine
+		}
 		next := a.Arg
 		if a.Absent {
-			next = ""
+			next = notOnLine
 		}
 		e := obs.Ledger.Find(a.Arg, a.Absent)
 		if e != nil && obs.BootID != "" && e.BootID != obs.BootID {
@@ -129,6 +132,9 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	}
 	return prop
 }
+
+// notOnLine is a pending item's value for a key not on the command line.
+const notOnLine = "absent"
 
 func valueIn(args []string, key string) string {
 	v, _ := lastOf(args, key)
