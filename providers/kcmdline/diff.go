@@ -34,7 +34,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		return prop
 	default:
 		prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
-			"rdmaform does not recognise this host's bootloader: none of update-grub, grubby, or kernel-install with %s is installed; set the kernel arguments by hand", KernelCmdline))
+			"rdmaform does not recognise this host's bootloader: update-grub is not installed, nor grubby, nor kernel-install with %s; set the kernel arguments by hand", KernelCmdline))
 		return prop
 	}
 	if obs.LedgerErr != nil {

@@ -151,9 +151,19 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 
 // detect names the host's bootloader tool: kernel-install with
 // /etc/kernel/cmdline first (a systemd-boot or UKI host may keep GRUB's
-// tools installed), then grubby, then update-grub.
+// tools installed), then grubby, then update-grub. A live host is asked
+// through its PATH; an offline tree (--root), whose programs are not
+// this machine's, by the files in its /usr/sbin, /sbin, /usr/bin, /bin.
 func detect(h *host.Host) string {
 	has := func(n string) bool {
+		if h.Offline() {
+			for _, d := range []string{"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"} {
+				if host.Exists(h.FS, d+n) {
+					return true
+				}
+			}
+			return false
+		}
 		found, ok := host.Installed(h.Runner, n)
 		return ok && found
 	}

@@ -216,3 +216,20 @@ func TestPresentSetElsewhere(t *testing.T) {
 		t.Fatalf("plan: exit %d\n%s", code, out)
 	}
 }
+
+// TestRootTreeBootloader: under --root the bootloader is the tree's (its
+// /usr/sbin/update-grub), not a program of the machine rdmaform runs on.
+func TestRootTreeBootloader(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
+	os.WriteFile(filepath.Join(root, "proc/cmdline"), []byte(sim.DefaultCmdline+"\n"), 0o644)
+	f := clitest.WriteSpec(t, "version: 1\nkernel_args:\n  - {arg: iommu=pt}\n")
+	if code, out := rf(t, "--root", root, "plan", "-f", f); code != 1 || !strings.Contains(out, "update-grub is not installed") {
+		t.Fatalf("a tree without update-grub: exit %d\n%s", code, out)
+	}
+	os.MkdirAll(filepath.Join(root, "usr/sbin"), 0o755)
+	os.WriteFile(filepath.Join(root, "usr/sbin/update-grub"), []byte("#!/bin/sh\n"), 0o755)
+	if code, out := rf(t, "--root", root, "plan", "-f", f); code != 2 || !strings.Contains(out, "kernel_cmdline[/etc/default/grub.d/90-rdmaform.cfg]") {
+		t.Fatalf("a tree with update-grub: exit %d\n%s", code, out)
+	}
+}
