@@ -9,6 +9,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/subnetmanager"
 	"github.com/rdmaform/rdmaform/session"
 )
@@ -54,9 +55,11 @@ func (a *app) retellOpenSM(ctx context.Context, h *host.Host) error {
 // manager reloads a restored boot unit, and opensm reads its files again.
 // Failures are warnings: the files are back.
 func (a *app) afterRestore(ctx context.Context, h *host.Host, changed []session.FileState) {
-	unit, sm := false, false
+	unit, sm, grub := false, false, false
 	for _, f := range changed {
 		switch {
+		case f.Path == kcmdline.GrubFile:
+			grub = true
 		case f.Path == bootunit.UnitPath || f.Path == bootunit.WantsPath:
 			unit = true
 		case slices.Contains(session.JournalPaths(subnetmanager.PartitionsAddr), f.Path) || slices.Contains(session.JournalPaths(subnetmanager.ConfAddr), f.Path) || f.Path == subnetmanager.Debian.Ports:
@@ -66,6 +69,11 @@ func (a *app) afterRestore(ctx context.Context, h *host.Host, changed []session.
 	if unit && h.Systemd != nil {
 		if err := h.Systemd.Reload(ctx); err != nil {
 			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: reloading the service manager after restoring %s: %v\n", bootunit.UnitPath, err)
+		}
+	}
+	if grub {
+		if err := kcmdline.Regenerate(ctx, h); err != nil {
+			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: after restoring %s: %v\n", kcmdline.GrubFile, err)
 		}
 	}
 	if sm {

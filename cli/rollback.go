@@ -18,6 +18,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/session"
@@ -297,6 +298,10 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *session.Jour
 	if spec.Modules == nil && slices.ContainsFunc(j.Addresses, func(s string) bool { return strings.HasPrefix(s, modules.Kind+"[") }) {
 		// No modules-load.d file before: what the apply listed goes.
 		spec.Modules = []string{}
+	}
+	if spec.KernelArgs == nil && slices.ContainsFunc(j.Addresses, func(s string) bool { return strings.HasPrefix(s, kcmdline.Kind+"[") }) {
+		// No grub.d file before: the one the apply wrote goes.
+		spec.KernelArgs = []schema.KernelArg{}
 	}
 	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[c.Address.String()] })
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/ethtool"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/memlock"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
 	"github.com/rdmaform/rdmaform/providers/modules"
@@ -29,6 +30,7 @@ import (
 func All() []plan.Provider {
 	return []plan.Provider{
 		firmware.New(),
+		kcmdline.New(),
 		rdmanetns.New(),
 		modules.New(),
 		names.New(),

@@ -20,6 +20,7 @@ type Spec struct {
 	Rxe         []Rxe       `yaml:"rxe,omitempty" doc:"Soft-RoCE links (not persistent)"`
 	Interfaces  []Interface `yaml:"interfaces,omitempty" doc:"plain netlink settings for netdevs NetworkManager does not own"`
 	Modules     []string    `yaml:"modules,omitempty" doc:"kernel modules loaded now and listed in /etc/modules-load.d/rdmaform.conf"`
+	KernelArgs  []KernelArg `yaml:"kernel_args,omitempty" doc:"kernel command line arguments to add or make absent, written as the host's bootloader takes them (Debian's /etc/default/grub.d/90-rdmaform.cfg and update-grub); effective after a reboot, checked against /proc/cmdline"`
 	Services    []Service   `yaml:"services,omitempty" doc:"systemd unit states"`
 	Limits      *Limits     `yaml:"limits,omitempty" doc:"resource limits of login sessions (pam_limits), in /etc/security/limits.d/90-rdmaform.conf"`
 	Sysctl      *Sysctl     `yaml:"sysctl,omitempty" doc:"the RDMA-relevant kernel settings of /proc/sys, set now and in /etc/sysctl.d/90-rdmaform.conf"`

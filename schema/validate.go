@@ -101,6 +101,7 @@ func Validate(spec *Spec) Report {
 	v.rxe()
 	v.interfaces()
 	v.modules()
+	v.kernelArgs()
 	v.services()
 	v.hostSettings()
 	v.probes()

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/names"
 	"github.com/rdmaform/rdmaform/providers/rdmanetns"
@@ -47,6 +48,8 @@ func JournalPaths(a plan.Address) []string {
 		return []string{names.RulesFile}
 	case modules.Kind:
 		return []string{modules.ConfFile}
+	case kcmdline.Kind:
+		return []string{kcmdline.GrubFile}
 	case bootunit.Kind:
 		return []string{bootunit.SpecPath, bootunit.UnitPath, bootunit.WantsPath}
 	case subnetmanager.Kind:

@@ -659,6 +659,7 @@ func (s *State) renderNetdev(t *tree, n *Netdev) {
 func (s *State) renderProc(t *tree) {
 	t.file("/proc/sys/kernel/hostname", s.Hostname+"\n")
 	t.file("/proc/sys/kernel/random/boot_id", s.BootID()+"\n")
+	t.file("/proc/cmdline", s.cmdline()+"\n")
 	var b strings.Builder
 	mods := append([]string{}, s.Modules...)
 	sort.Strings(mods)

@@ -41,6 +41,10 @@ var tools = map[string]toolFunc{
 	"ibv_rc_pingpong": pingpongTool,
 	// The subnet manager (sim/opensm.go).
 	"sminfo": sminfoTool,
+	// The bootloader (sim/grub.go).
+	"update-grub":    updateGrubTool,
+	"grubby":         unsupportedBootTool,
+	"kernel-install": unsupportedBootTool,
 }
 
 // runner runs emulated programs in-process, with the simulated host's

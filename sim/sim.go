@@ -416,6 +416,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 			st.rebootFirmware()
 		}
 		s.rebootNames(st)
+		s.rebootCmdline(st)
 		st.reconcilePorts()
 		st.rebootNM()
 		s.rebootSysctl(st)

@@ -23,6 +23,14 @@ const StateFile = "sim.yaml"
 // tree is rendered from it.
 type State struct {
 	Hostname string `yaml:"hostname"`
+	// Bootloader is how the host's kernel command line is configured:
+	// "" is Debian's GRUB (update-grub on the PATH, /etc/default/grub and
+	// grub.d sourced into /boot/grub/grub.cfg); "none" has no bootloader
+	// tool; "grubby" and "kernel-install" have those tools.
+	Bootloader string `yaml:"bootloader,omitempty"`
+	// Cmdline is /proc/cmdline ("": DefaultCmdline); a reboot takes it
+	// from the first entry of /boot/grub/grub.cfg when there is one.
+	Cmdline string `yaml:"cmdline,omitempty"`
 	// Boot counts reboots; the boot_id is derived from it.
 	Boot int `yaml:"boot"`
 	// Tools installed on PATH: mlxconfig, mstconfig, mst, nmcli, modprobe, ...
@@ -339,6 +347,9 @@ func (d *Device) Port(n int) *Port {
 
 // HasTool reports whether a tool is on the simulated PATH.
 func (s *State) HasTool(name string) bool {
+	if t, ok := bootTools[name]; ok {
+		return s.Bootloader == t
+	}
 	for _, t := range s.Tools {
 		if t == name {
 			return true

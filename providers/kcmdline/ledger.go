@@ -1,0 +1,107 @@
+package kcmdline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/rdmaform/rdmaform/host"
+)
+
+// LedgerPath is the staged ledger of kernel arguments, beside the
+// firmware's (/var/lib/rdmaform/staged.json) and of the same shape: each
+// argument a bootloader configuration was written for, with the boot it
+// was written in, so that a later run tells an argument a reboot did not
+// bring (an activation failure) from one that waits for its first reboot.
+// It is a file of its own because the firmware provider's settling keeps
+// only the firmware values a spec asks for.
+const LedgerPath = "/var/lib/rdmaform/staged-cmdline.json"
+
+// LedgerEntry is one staged argument.
+type LedgerEntry struct {
+	BootID   string    `json:"boot_id"`
+	StagedAt time.Time `json:"staged_at"`
+	// Arg is the spec's argument (KEY=VALUE, or KEY for an absent one).
+	Arg    string `json:"arg"`
+	Absent bool   `json:"absent,omitempty"`
+	// Tool is what regenerated the bootloader's configuration; File what
+	// rdmaform wrote.
+	Tool string `json:"tool"`
+	File string `json:"file"`
+}
+
+// Ledger is the staged ledger's content.
+type Ledger struct {
+	Entries []LedgerEntry `json:"entries"`
+}
+
+// ReadLedger reads the ledger (empty when the file does not exist).
+func ReadLedger(f host.FS) (*Ledger, error) {
+	data, err := host.ReadStateFile(f, LedgerPath, host.MaxStateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Ledger{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
+	}
+	l := &Ledger{}
+	if err := json.Unmarshal(data, l); err != nil {
+		return nil, fmt.Errorf("staged ledger %s: not a ledger rdmaform wrote (%v); move it away to start a new one", LedgerPath, err)
+	}
+	for i, e := range l.Entries {
+		if e.Arg == "" || e.BootID == "" {
+			return nil, fmt.Errorf("staged ledger %s: entry %d lacks its arg or boot_id; move the file away to start a new one", LedgerPath, i+1)
+		}
+	}
+	return l, nil
+}
+
+// Find returns the entry of an argument, or nil.
+func (l *Ledger) Find(arg string, absent bool) *LedgerEntry {
+	if l == nil {
+		return nil
+	}
+	for i := range l.Entries {
+		if l.Entries[i].Arg == arg && l.Entries[i].Absent == absent {
+			return &l.Entries[i]
+		}
+	}
+	return nil
+}
+
+// writeLedger writes the ledger (0600, atomically), or removes the file
+// when it is empty.
+func writeLedger(f host.FS, l *Ledger) error {
+	if len(l.Entries) == 0 {
+		if err := f.Remove(LedgerPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
+		}
+		return nil
+	}
+	sort.SliceStable(l.Entries, func(i, j int) bool { return l.Entries[i].Arg < l.Entries[j].Arg })
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := f.MkdirAll(path.Dir(LedgerPath), 0o755); err != nil {
+		return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
+	}
+	if err := f.WriteFile(LedgerPath, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
+	}
+	return nil
+}
+
+// DidNotTake says why an argument is an activation failure and what to do.
+func (e LedgerEntry) DidNotTake(bootID string) string {
+	what := "is not on"
+	if e.Absent {
+		what = "is still on"
+	}
+	return fmt.Sprintf("kernel argument %s did not take: %s was written for it and %s ran on %s (boot %s), and after a reboot it %s /proc/cmdline (this is boot %s). Something else decides the command line: a later file in %s, a cloud image's or the firmware's boot entry, or a second bootloader. rdmaform will not write it again; find what boots this host and fix it there",
+		e.Arg, e.File, e.Tool, e.StagedAt.Format(time.RFC3339), e.BootID, what, bootID, GrubDir)
+}
