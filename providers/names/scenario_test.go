@@ -513,3 +513,26 @@ func TestRuleByMACNeedsAMAC(t *testing.T) {
 		t.Error("nomac0 renamed")
 	}
 }
+
+// TestMissingDeviceLeavesTheRules: a spec that names two adapters, one
+// of them not on this host, is a plan error; the plan proposes no rules
+// file, which would hold the present adapter's rule alone and drop the
+// other's, and apply writes none.
+func TestMissingDeviceLeavesTheRules(t *testing.T) {
+	s, _ := simtest.New(t, "cx5-roce", 0, nil)
+	withRdmaRename(t, s.Dir)
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1}\n  - pci: 0000:99:00.0\n    names: {rdma: rail9}\n")
+	one := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1}\n")
+	code, out := rf(t, "--sim", s.Dir, "plan", "-f", one)
+	want(t, code, 2, out, "+ udev_rules[59-rdmaform-names.rules]")
+	for _, cmd := range [][]string{{"plan"}, {"apply", "--yes"}} {
+		code, out = rf(t, append(append([]string{"--sim", s.Dir}, cmd...), "-f", spec)...)
+		want(t, code, 1, out, "0000:99:00.0")
+		if strings.Contains(out, "udev_rules[") {
+			t.Errorf("%s with a device the host lacks proposes partial rules:\n%s", cmd[0], out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err == nil {
+		t.Error("rules were written for a spec the host cannot resolve")
+	}
+}
