@@ -850,3 +850,33 @@ func TestStatusAfterAResetNobodyRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestActivateLeavesADeferral: a spec whose firmware part is staged and
+// whose RDMA netns switch the kernel refuses while a container's network
+// namespace exists (EBUSY: the switch waits for the boot the modprobe
+// file sets it at). activate -f resets the card and applies the spec
+// again; the deferral is left, so it exits 3 ("a reboot is still
+// needed"), as plan does, and never says the host matches the spec.
+func TestActivateLeavesADeferral(t *testing.T) {
+	dir, h := activateHost(t, nil)
+	s, err := sim.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddNetns("ctr1"); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "eth-exclusive.yaml")
+	writeActivateSpec(t, spec, ethSpec+"rdma:\n  netns_mode: exclusive\n")
+	if code, out, errs := runCLI(t, "--sim", h, "apply", "--yes", "-f", spec); code != 3 {
+		t.Fatalf("apply: exit %d, want 3\n%s%s", code, out, errs)
+	}
+	code, out, errs := runCLI(t, "--sim", h, "activate", "--by", "fw-reset", "-f", spec)
+	if code != 3 || !strings.Contains(out, "A reboot is still needed to finish.") || strings.Contains(out, "matches the spec") {
+		t.Errorf("activate with the netns switch deferred: exit %d, want 3 and a reboot still needed\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "--sim", h, "plan", "-f", spec)
+	if code != 3 || !strings.Contains(out, "? rdma_netns[runtime]") || strings.Contains(out, "~ ") || strings.Contains(out, "+ ") {
+		t.Errorf("plan after activate: exit %d, want 3 with only the deferred switch\n%s%s", code, out, errs)
+	}
+}

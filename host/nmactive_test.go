@@ -62,6 +62,38 @@ func TestActiveByProfile(t *testing.T) {
 	}
 }
 
+// TestActiveByProfileReactivation: a reactivation lists two active
+// connections of one profile; the further along wins (activated over
+// activating over deactivating) in either order of the objects. Each map
+// holds the two alone, so both orders come up within a few hundred
+// rounds (Go starts each range at a random place; with more objects
+// between the two, one order can stay rare).
+func TestActiveByProfileReactivation(t *testing.T) {
+	const s = "/org/freedesktop/NetworkManager/Settings/1"
+	const a = "/org/freedesktop/NetworkManager/ActiveConnection/"
+	const d = "/org/freedesktop/NetworkManager/Devices/"
+	for _, tc := range []struct {
+		win, lose uint32
+	}{
+		{NMActiveActivated, NMActiveActivating},
+		{NMActiveActivated, NMActiveDeactivating},
+		{NMActiveActivating, NMActiveDeactivating},
+	} {
+		managed := map[dbus.ObjectPath]map[string]map[string]dbus.Variant{
+			d + "1": managedDevice("ib0"),
+			d + "2": managedDevice("ib0.8001"),
+			a + "1": managedAC(s, tc.lose, d+"1"),
+			a + "2": managedAC(s, tc.win, d+"2"),
+		}
+		for i := 0; i < 500; i++ {
+			got := activeByProfile(managed)[s]
+			if got.Active != tc.win || got.Device != "ib0.8001" {
+				t.Fatalf("states %d and %d of one profile, round %d: %+v, want state %d on ib0.8001", tc.win, tc.lose, i, got, tc.win)
+			}
+		}
+	}
+}
+
 // TestActiveReason: the reasons NetworkManager 1.42 defines
 // (NMActiveConnectionStateReason, 0 to 14) are worded as nmcli words
 // them; the first number past the table is named by its number.

@@ -248,3 +248,73 @@ func TestCheckImage(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerFindByParameter: a function can have several values staged
+// at once (a LINK_TYPE and SRIOV_EN, or a burned image beside them).
+// Find picks the entry of the asked parameter, not the function's first;
+// a second set on the function adds its own entry and keeps the first;
+// and a burn of the asked version counts when a parameter's entry comes
+// before it in the ledger.
+func TestLedgerFindByParameter(t *testing.T) {
+	const pci = "0000:3b:00.0"
+	l := &Ledger{Entries: []LedgerEntry{
+		{BootID: "b0", Device: pci, Parameter: "LINK_TYPE_P1", Value: "ETH", Tool: MSTConfig},
+		{BootID: "b0", Device: pci, Parameter: "SRIOV_EN", Value: "True", Tool: MSTConfig},
+		{BootID: "b0", Device: pci, Parameter: LedgerImage, Value: "20.36.1012", Tool: "mstflint"},
+		{BootID: "b0", Device: "0000:3b:00.1", Parameter: "NUM_OF_VFS", Value: "8", Tool: MSTConfig},
+	}}
+	for _, tc := range []struct{ pci, param, want string }{
+		{pci, "LINK_TYPE_P1", "ETH"},
+		{pci, "SRIOV_EN", "True"},
+		{pci, LedgerImage, "20.36.1012"},
+		{pci, "NUM_OF_VFS", ""},
+		{"0000:3b:00.1", "NUM_OF_VFS", "8"},
+		{"0000:3b:00.1", "SRIOV_EN", ""},
+	} {
+		got := l.Find(tc.pci, tc.param)
+		switch {
+		case tc.want == "" && got != nil:
+			t.Errorf("Find(%s, %s) = %+v, want none", tc.pci, tc.param, *got)
+		case tc.want != "" && (got == nil || got.Parameter != tc.param || got.Value != tc.want):
+			t.Errorf("Find(%s, %s) = %+v, want %s=%s", tc.pci, tc.param, got, tc.param, tc.want)
+		}
+	}
+
+	img := &ImageObs{Flash: &mlxfmt.FlintQuery{FWVersion: "20.36.1012", PSID: "MT_0000000222"}}
+	if !burnedHere(&Observed{Ledger: l}, pci, "20.36.1012", img) {
+		t.Error("a burn recorded after a parameter's entry on the function is not seen")
+	}
+
+	dir := t.TempDir()
+	h, err := host.NewRooted(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FS.MkdirAll("/proc/sys/kernel/random", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FS.WriteFile(BootIDPath, []byte("b0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stage := func(name, value string) {
+		t.Helper()
+		pl := &payload{tool: MSTConfig, pci: pci, sets: []string{name + "=" + value}, values: map[string]string{name: value}}
+		if waits, _, err := recordStaged(h, nil, pl); err != nil || !waits {
+			t.Fatalf("staging %s=%s: waits %v, %v", name, value, waits, err)
+		}
+	}
+	stage("LINK_TYPE_P1", "ETH")
+	stage("SRIOV_EN", "True")
+	stage("LINK_TYPE_P1", "IB")
+	got, err := ReadLedger(h.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	for _, e := range got.Entries {
+		have = append(have, e.Device+" "+e.Parameter+"="+e.Value)
+	}
+	if want := []string{pci + " LINK_TYPE_P1=IB", pci + " SRIOV_EN=True"}; strings.Join(have, "; ") != strings.Join(want, "; ") {
+		t.Errorf("the ledger after three sets on one function:\n  %s\nwant\n  %s", strings.Join(have, "\n  "), strings.Join(want, "\n  "))
+	}
+}

@@ -225,7 +225,9 @@ func TestLimits(t *testing.T) {
 // TestHostValueUnsafeInRule: a value the rules take from the host (an
 // rxe netdev's MAC, here a simulated host's) that would add a key to
 // the rule is a finding, not a change: plan and apply exit 1, and no
-// rules are written.
+// rules are written. A MAC that is not one as the kernel prints it is
+// read as none, so the finding is the rule by MAC without a MAC, at the
+// spec's line (checkRules, the last guard, is not reached).
 func TestHostValueUnsafeInRule(t *testing.T) {
 	s, _ := simtest.New(t, "vm-soft", 0, nil)
 	dir := s.Dir
@@ -249,14 +251,12 @@ func TestHostValueUnsafeInRule(t *testing.T) {
 	if err := os.WriteFile(f, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The address is read only as the kernel writes it (six hex pairs),
-	// so the hostile value never reaches the rule: the netdev has no MAC
-	// rdmaform can read, a finding at the spec line. checkRules, which
-	// refuses such a line when it is written, is the second guard
-	// (TestRulesGuard).
 	for _, cmd := range [][]string{{"plan"}, {"apply", "--yes"}} {
 		code, out = rf(t, append(append([]string{"--sim", dir}, cmd...), "-f", spec)...)
-		want(t, code, 1, out, `netdev enp1s0 has no MAC address rdmaform can read`)
+		want(t, code, 1, out, "$.devices[0].names.netdev: netdev enp1s0 has no MAC address rdmaform can read")
+		if strings.Contains(out, "/bin/x") {
+			t.Errorf("the host's hostile value reaches the output:\n%s", out)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err == nil {
 		t.Fatal("rules with the host's hostile value were written")
@@ -511,5 +511,28 @@ func TestRuleByMACNeedsAMAC(t *testing.T) {
 	}
 	if state(t, dir).Netdev("nomac0") == nil {
 		t.Error("nomac0 renamed")
+	}
+}
+
+// TestMissingDeviceLeavesTheRules: a spec that names two adapters, one
+// of them not on this host, is a plan error; the plan proposes no rules
+// file, which would hold the present adapter's rule alone and drop the
+// other's, and apply writes none.
+func TestMissingDeviceLeavesTheRules(t *testing.T) {
+	s, _ := simtest.New(t, "cx5-roce", 0, nil)
+	withRdmaRename(t, s.Dir)
+	spec := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1}\n  - pci: 0000:99:00.0\n    names: {rdma: rail9}\n")
+	one := clitest.WriteSpec(t, "version: 1\ndevices:\n  - pci: 0000:5e:00.1\n    names: {rdma: rail1}\n")
+	code, out := rf(t, "--sim", s.Dir, "plan", "-f", one)
+	want(t, code, 2, out, "+ udev_rules[59-rdmaform-names.rules]")
+	for _, cmd := range [][]string{{"plan"}, {"apply", "--yes"}} {
+		code, out = rf(t, append(append([]string{"--sim", s.Dir}, cmd...), "-f", spec)...)
+		want(t, code, 1, out, "0000:99:00.0")
+		if strings.Contains(out, "udev_rules[") {
+			t.Errorf("%s with a device the host lacks proposes partial rules:\n%s", cmd[0], out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "etc/udev/rules.d/59-rdmaform-names.rules")); err == nil {
+		t.Error("rules were written for a spec the host cannot resolve")
 	}
 }
