@@ -25,7 +25,7 @@ var _ RouteLister = (*Netlink)(nil)
 func (n *Netlink) DefaultRouteLinks() ([]string, error) {
 	seen := map[string]bool{}
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		routes, err := n.h.RouteList(nil, fam)
+		routes, err := redump(func() ([]netlink.Route, error) { return n.h.RouteList(nil, fam) })
 		if err != nil {
 			return nil, err
 		}

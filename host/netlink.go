@@ -12,6 +12,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// dumpTries bounds how often a dump is read when the kernel says it was
+// interrupted (NLM_F_DUMP_INTR: the table changed while it was read, as
+// when an address is added or IPv6 configures one just then).
+const dumpTries = 10
+
+// redump reads a netlink dump until the kernel did not interrupt it, at
+// most dumpTries times; the last error stands after that.
+// vishvananda/netlink returns such a dump's partial results with
+// netlink.ErrDumpInterrupted.
+func redump[T any](dump func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range dumpTries {
+		if v, err = dump(); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+	}
+	return v, err
+}
+
 // Netlink is Net over a real netlink handle (vishvananda/netlink).
 type Netlink struct {
 	h *netlink.Handle
@@ -92,7 +112,7 @@ func (n *Netlink) AddrList(name string) ([]Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	as, err := n.h.AddrList(l, netlink.FAMILY_ALL)
+	as, err := redump(func() ([]netlink.Addr, error) { return n.h.AddrList(l, netlink.FAMILY_ALL) })
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +181,7 @@ func (n *Netlink) fs() (FS, error) {
 //
 // Equivalent to: rdma link show; cat /sys/class/infiniband/NAME/parent
 func (n *Netlink) RdmaLinkList() ([]RdmaLink, error) {
-	ls, err := n.h.RdmaLinkList()
+	ls, err := redump(n.h.RdmaLinkList)
 	if err != nil {
 		return nil, rdmaErr(err)
 	}
@@ -192,7 +212,7 @@ func (n *Netlink) RdmaLinkAdd(name, netdev string) error {
 // RdmaLinkDel implements Net. Equivalent to: rdma link delete NAME
 // A missing link is ENODEV, as the kernel answers for a missing index.
 func (n *Netlink) RdmaLinkDel(name string) error {
-	ls, err := n.h.RdmaLinkList()
+	ls, err := redump(n.h.RdmaLinkList)
 	if err != nil {
 		return rdmaErr(err)
 	}

@@ -21,7 +21,7 @@ func (n *Netlink) LinkSetName(old, name string) error {
 // RdmaDevSetName implements Net. Equivalent to: rdma dev set OLD name NEW
 // A missing device is ENODEV.
 func (n *Netlink) RdmaDevSetName(old, name string) error {
-	ls, err := n.h.RdmaLinkList()
+	ls, err := redump(n.h.RdmaLinkList)
 	if err != nil {
 		return rdmaErr(err)
 	}
