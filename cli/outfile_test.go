@@ -38,7 +38,7 @@ func TestOutputFilesRefuseNonRegular(t *testing.T) {
 	}{
 		{"symlink", func(p string) error { return os.Symlink(target, p) }, "symlink"},
 		{"char device", func(p string) error { return unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))) }, "character device"},
-		{"fifo", func(p string) error { return unix.Mkfifo(p, 0o644) }, "named pipe (FIFO)"},
+		{"fifo", func(p string) error { return unix.Mkfifo(p, 0o644) }, "FIFO"},
 		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, "directory"},
 	}
 	for cmdName, args := range commands {

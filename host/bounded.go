@@ -57,7 +57,7 @@ func ReadStateFile(f FS, name string, max int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &StateFileError{Path: name, Err: fmt.Errorf("is a %s, not a regular file", fileKind(fi.Mode()))}
+		return nil, &StateFileError{Path: name, Err: fmt.Errorf("is a %s, not a regular file", kindOf(fi.Mode()))}
 	}
 	if fi.Size() > max {
 		return nil, &StateFileError{Path: name, Err: fmt.Errorf("is %d bytes, over the %d bytes rdmaform ever writes there", fi.Size(), max)}
@@ -71,25 +71,6 @@ func ReadStateFile(f FS, name string, max int64) ([]byte, error) {
 		return nil, &StateFileError{Path: name, Err: fmt.Errorf("is over the %d bytes rdmaform ever writes there", max)}
 	}
 	return b, nil
-}
-
-// fileKind names a non-regular file's type for a message.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	}
-	return "special file"
 }
 
 // openLocal opens an operator file for ReadLocalFile without blocking: a
@@ -118,7 +99,7 @@ func openLocal(name string) (*os.File, error) {
 		}
 	default:
 		f.Close()
-		return nil, fmt.Errorf("%s is a %s, not a regular file: name a file, or - to read standard input", name, fileKind(m))
+		return nil, fmt.Errorf("%s is a %s, not a regular file: name a file, or - to read standard input", name, kindOf(m))
 	}
 	return f, nil
 }

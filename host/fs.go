@@ -471,7 +471,7 @@ func CheckLocalTarget(name string) error {
 	case unix.S_IFBLK:
 		kind = "block device"
 	case unix.S_IFIFO:
-		kind = "named pipe (FIFO)"
+		kind = "FIFO"
 	case unix.S_IFSOCK:
 		kind = "socket"
 	default:

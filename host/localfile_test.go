@@ -29,7 +29,7 @@ func TestWriteLocalFileRefusesNonRegular(t *testing.T) {
 		{"symlink", func(p string) error { return os.Symlink(target, p) }, "symlink"},
 		{"dangling symlink", func(p string) error { return os.Symlink(filepath.Join(dir, "nothing"), p) }, "symlink"},
 		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, "directory"},
-		{"fifo", func(p string) error { return unix.Mkfifo(p, 0o644) }, "named pipe (FIFO)"},
+		{"fifo", func(p string) error { return unix.Mkfifo(p, 0o644) }, "FIFO"},
 		// /dev/null's numbers (1, 3): a device node like the one an
 		// operator might name by mistake.
 		{"char device", func(p string) error { return unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))) }, "character device"},

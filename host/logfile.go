@@ -43,7 +43,8 @@ func OpenLog(fsys FS, name string) (*os.File, string, error) {
 	return f, p, nil
 }
 
-// kindOf names a file type for a *NotRegularError.
+// kindOf names a file type that is not a regular one, for a message
+// (a *NotRegularError, and the bounded reads of bounded.go).
 func kindOf(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
@@ -51,7 +52,7 @@ func kindOf(m fs.FileMode) string {
 	case m.IsDir():
 		return "directory"
 	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
+		return "FIFO"
 	case m&fs.ModeSocket != 0:
 		return "socket"
 	case m&fs.ModeCharDevice != 0:
