@@ -184,10 +184,14 @@ const (
 	ByReboot = "reboot"
 	// ByPowerCycle: only a power cycle does (the tool said so).
 	ByPowerCycle = "power-cycle"
+	// ByDriverReload: the value is read when a kernel driver loads (the
+	// nvidia module's modprobe.d options): reloading that driver, or a
+	// reboot, makes it current.
+	ByDriverReload = "driver-reload"
 )
 
 // ActivateBy is how a pending value can become current and why: By is
-// ByFWReset (with its Level), ByReboot or ByPowerCycle.
+// ByFWReset (with its Level), ByReboot, ByPowerCycle or ByDriverReload.
 type ActivateBy struct {
 	By    string `json:"by"`
 	Level int    `json:"level,omitempty"`

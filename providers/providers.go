@@ -8,6 +8,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/ethtool"
 	"github.com/rdmaform/rdmaform/providers/firmware"
+	"github.com/rdmaform/rdmaform/providers/gpudriver"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/memlock"
@@ -32,6 +33,7 @@ func All() []plan.Provider {
 		firmware.New(),
 		kcmdline.New(),
 		rdmanetns.New(),
+		gpudriver.New(),
 		modules.New(),
 		names.New(),
 		sriov.New(),

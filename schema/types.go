@@ -31,6 +31,8 @@ type Spec struct {
 	SubnetManager *SubnetManager `yaml:"subnet_manager,omitempty" doc:"opensm on this host: priority, partitions (partitions.conf, rdmaform's whole) and an allow-list of opensm.conf options; InfiniBand hosts only"`
 	// Rdma is the RDMA subsystem's own settings.
 	Rdma *RdmaSystem `yaml:"rdma,omitempty" doc:"the RDMA subsystem: its network namespace mode (rdma system)"`
+	// GPU is the GPU driver side of GPUDirect RDMA on this node.
+	GPU *GPU `yaml:"gpu,omitempty" doc:"the NVIDIA GPU driver side of GPUDirect RDMA: the peer-memory path and the driver's NVreg_ parameters (written to /etc/modprobe.d/rdmaform-nvidia.conf, effective when the driver loads again)"`
 
 	// Src maps logical paths ("$.devices[0].pci") to file positions.
 	Src *Sources `yaml:"-"`

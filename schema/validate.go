@@ -102,6 +102,7 @@ func Validate(spec *Spec) Report {
 	v.interfaces()
 	v.modules()
 	v.kernelArgs()
+	v.gpu()
 	v.services()
 	v.hostSettings()
 	v.probes()

@@ -382,6 +382,12 @@ func (a *activator) stagedCards(ctx context.Context, h *host.Host, spec *schema.
 		if act == nil {
 			act = &plan.ActivateBy{By: plan.ByReboot, Why: "no way to activate was found"}
 		}
+		if act.By == plan.ByDriverReload {
+			// A driver's module options: activate does not reload the
+			// GPU driver (it would stop every GPU process); a reboot
+			// loads it again.
+			act = &plan.ActivateBy{By: plan.ByReboot, Why: act.Why + "; rdmaform activate does not reload the GPU driver, it reboots"}
+		}
 		if rank[act.By] > rank[c.By] {
 			c.By, c.Level, c.Why, c.tool, c.resetDev = act.By, act.Level, act.Why, act.Tool, dev
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/gpudriver"
 	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/names"
@@ -50,6 +51,13 @@ func JournalPaths(a plan.Address) []string {
 		return []string{modules.ConfFile}
 	case kcmdline.Kind:
 		return []string{kcmdline.GrubFile}
+	case gpudriver.Kind:
+		switch a {
+		case gpudriver.ConfAddress:
+			return []string{gpudriver.ConfFile}
+		case gpudriver.PeermemAddress:
+			return []string{gpudriver.LoadFile}
+		}
 	case bootunit.Kind:
 		return []string{bootunit.SpecPath, bootunit.UnitPath, bootunit.WantsPath}
 	case subnetmanager.Kind:

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/gpudriver"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/providers/names"
@@ -131,6 +132,11 @@ func NewJournal(ctx context.Context, h *host.Host, spec *schema.Spec, p *plan.Pl
 			// A module change that creates loads the module.
 			if ch.Action == plan.Create {
 				loaded = append(loaded, ch.Address.Key)
+			}
+		case gpudriver.Kind:
+			// gpu.peer_memory: nvidia-peermem loaded nvidia_peermem.
+			if gpudriver.LoadedPeermem(ch) {
+				loaded = append(loaded, gpudriver.PeermemModule)
 			}
 		case sriov.Kind:
 			// show leaves out a PF with no VFs: the rollback needs its 0.

@@ -434,6 +434,9 @@ func (s *Sim) DelNetns(name string) error {
 // loadedModule is what loading a module does besides listing it: ib_core
 // takes its netns_mode from modprobe.d.
 func (s *Sim) loadedModule(st *State, name string) {
+	if name == "nvidia" {
+		s.loadNVIDIA(st, false)
+	}
 	if name == "ib_core" {
 		st.RdmaNetnsMode = ""
 		if s.modprobeNetnsMode() == "0" {

@@ -2,6 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rdmaform/rdmaform/sim/mlxemu"
@@ -43,6 +47,10 @@ type NVIDIADriver struct {
 	// Params are the nv_parms values that differ from the driver's
 	// defaults, by name without NVreg_: EnablePCIERelaxedOrderingMode: 1.
 	Params map[string]uint32 `yaml:"params,omitempty"`
+	// StaleInitramfs models an initramfs that carries the nvidia module
+	// and an older copy of /etc/modprobe.d: when set, the driver loads at
+	// boot with these parameters (by params name), not modprobe.d's.
+	StaleInitramfs map[string]uint32 `yaml:"stale_initramfs,omitempty"`
 }
 
 // nvParmDefaults are the numeric parameters of nv_parms[] in their table
@@ -136,4 +144,80 @@ func (s *State) newNVIDIADriver(version, arch string) {
 	s.NVIDIA = &NVIDIADriver{Version: version, Open: true, Arch: arch}
 	s.Modules = append(s.Modules, "nvidia")
 	s.Available = append(append([]string(nil), s.Available...), "nvidia", "nvidia_peermem")
+}
+
+// nvModuleParamKey is the nv_parms name of a module parameter without its
+// NVreg_: the same, but for NV_DEFINE_PARAMS_TABLE_ENTRY_CUSTOM_NAME's
+// RmProfilingAdminOnly, whose module parameter is
+// NVreg_RestrictProfilingToAdminUsers (nv-reg.h).
+func nvModuleParamKey(param string) string {
+	if param == "RestrictProfilingToAdminUsers" {
+		return "RmProfilingAdminOnly"
+	}
+	return param
+}
+
+// driverLoadParams is what the nvidia module gets when modprobe loads it:
+// the NVreg_ options of the "options nvidia" lines of
+// /etc/modprobe.d/*.conf, files in name order, a later value of one
+// parameter winning (the kernel's parse_args sets it again). A name the
+// module lacks is ignored (the kernel logs "unknown parameter ... ignored");
+// a value kstrtoint (base 0) refuses makes the load fail (ok false), as
+// the kernel's "invalid for parameter" does.
+func (s *Sim) driverLoadParams() (map[string]uint32, bool) {
+	files, _ := filepath.Glob(filepath.Join(s.Dir, "etc/modprobe.d/*.conf"))
+	sort.Strings(files)
+	out := map[string]uint32{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		text := strings.ReplaceAll(string(b), "\\\n", " ")
+		for _, line := range strings.Split(text, "\n") {
+			w := strings.Fields(line)
+			if len(w) < 3 || w[0] != "options" || strings.ReplaceAll(w[1], "-", "_") != "nvidia" {
+				continue
+			}
+			for _, o := range w[2:] {
+				name, val, _ := strings.Cut(o, "=")
+				param, isNV := strings.CutPrefix(name, "NVreg_")
+				if !isNV || !NVParmKnown(nvModuleParamKey(param)) {
+					continue
+				}
+				n, err := strconv.ParseInt(val, 0, 32)
+				if err != nil {
+					return nil, false
+				}
+				out[nvModuleParamKey(param)] = uint32(int32(n))
+			}
+		}
+	}
+	return out, true
+}
+
+// loadNVIDIA is the nvidia module loading: its parameters from modprobe.d
+// (or a stale initramfs at boot); a load that fails leaves it unloaded.
+func (s *Sim) loadNVIDIA(st *State, boot bool) {
+	if st.NVIDIA == nil {
+		return
+	}
+	if boot && st.NVIDIA.StaleInitramfs != nil {
+		st.NVIDIA.Params = st.NVIDIA.StaleInitramfs
+		return
+	}
+	p, ok := s.driverLoadParams()
+	if !ok {
+		st.Modules = without(st.Modules, "nvidia")
+		return
+	}
+	st.NVIDIA.Params = p
+}
+
+// rebootNVIDIA is the boot's load of the GPU driver, when the boot loads
+// it (the profile's boot modules).
+func (s *Sim) rebootNVIDIA(st *State) {
+	if st.NVIDIA != nil && st.ModuleLoaded("nvidia") {
+		s.loadNVIDIA(st, true)
+	}
 }

@@ -213,6 +213,12 @@ func modprobe(_ context.Context, s *Sim, args []string, _ []byte) (string, strin
 				code = 1
 				continue
 			}
+			if n == "nvidia_peermem" && !st.ModuleLoaded("nvidia") && contains(st.Available, "nvidia") {
+				// nvidia-peermem needs the driver: modprobe loads it
+				// first (modules.dep).
+				st.Modules = append(st.Modules, "nvidia")
+				s.loadedModule(st, "nvidia")
+			}
 			if n == "rdma_cm" && st.ConfigfsModule && !st.ModuleLoaded("configfs") {
 				// rdma_cm's configfs support needs configfs: modprobe
 				// loads it first (modules.dep).

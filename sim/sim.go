@@ -416,6 +416,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 			st.rebootFirmware()
 		}
 		s.rebootNames(st)
+		s.rebootNVIDIA(st)
 		s.rebootCmdline(st)
 		st.reconcilePorts()
 		st.rebootNM()
