@@ -193,3 +193,18 @@ func TestDriverRollback(t *testing.T) {
 		t.Error("nvidia_peermem is still loaded after the rollback")
 	}
 }
+
+// TestActivateReboots: rdmaform activate takes a pending driver
+// parameter to a reboot (it never reloads the GPU driver itself), and
+// after it the value is there.
+func TestActivateReboots(t *testing.T) {
+	dir := simtest.Dir(t, "gpu-switch", nil)
+	s := spec(t, "  driver_params:\n    - {name: NVreg_EnablePCIERelaxedOrderingMode, value: 1}\n")
+	clitest.MustRun(t, 3, "--sim", dir, "apply", "--yes", "-f", s)
+	out := clitest.MustRun(t, 0, "--sim", dir, "activate", "--yes", "-f", s)
+	has(t, out, "A reboot activates:", "gpu_param[NVreg_EnablePCIERelaxedOrderingMode]", "Reboot started.")
+	if st := simtest.State(t, dir); st.Boot != 1 || st.NVIDIA.Params["EnablePCIERelaxedOrderingMode"] != 1 {
+		t.Fatalf("after activate: boot %d, params %v", st.Boot, st.NVIDIA.Params)
+	}
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", s)
+}
