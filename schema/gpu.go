@@ -137,3 +137,52 @@ func unknownNVIDIAParam(name string) string {
 	}
 	return fmt.Sprintf("%q is not an integer parameter of the nvidia module (NVIDIA's kernel-open/nvidia/nv-reg.h, 595.45.04)", truncate(name))
 }
+
+// NIC firmware parameters of the GPU path (NVIDIA's mlxconfig
+// documentation): PCI_WR_ORDERING per_mkey(0), the default, leaves
+// relaxed ordering to each memory key, force_relax(1) sets it on every
+// PCIe write; ATS_ENABLED turns PCIe Address Translation Services on.
+const (
+	FirmwareWrOrdering = "PCI_WR_ORDERING"
+	FirmwareATS        = "ATS_ENABLED"
+)
+
+// WrOrderingRelaxed reads a PCI_WR_ORDERING value as the spec or the
+// tool gives it: force_relax or 1 is relaxed, per_mkey or 0 is not; ok
+// is false for anything else.
+func WrOrderingRelaxed(v string) (relaxed, ok bool) {
+	switch strings.ToLower(v) {
+	case "force_relax", "force_relax(1)", "1":
+		return true, true
+	case "per_mkey", "per_mkey(0)", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// FirmwareBool reads a boolean firmware parameter's value (ATS_ENABLED)
+// as the spec or the tool gives it: true, True(1), 1; ok is false for
+// anything else.
+func FirmwareBool(v string) (on, ok bool) {
+	switch strings.ToLower(v) {
+	case "true", "true(1)", "1":
+		return true, true
+	case "false", "false(0)", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// FirmwareParam returns a device's firmware parameter as the spec gives
+// it, and its spec path.
+func (d *Device) FirmwareParam(index int, name string) (value, path string, ok bool) {
+	if d.Firmware == nil {
+		return "", "", false
+	}
+	for _, p := range d.Firmware.Params {
+		if strings.EqualFold(p.Name, name) {
+			return p.Value, Path("devices", index, "firmware", "params") + "." + p.Name, true
+		}
+	}
+	return "", "", false
+}

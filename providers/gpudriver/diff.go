@@ -20,7 +20,7 @@ var reloadWhy = plan.ActivateBy{By: plan.ByDriverReload,
 	Why: ConfFile + " is written: the nvidia module reads it when it loads again (a reboot, or the nvidia modules unloaded with no GPU process running and loaded again)"}
 
 // Plan implements plan.TypedProvider.
-func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Proposal {
+func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
 	g := req.Spec.GPU
 	if g == nil || obs == nil {
@@ -44,6 +44,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	}
 	p.peerMemory(req, obs, &prop)
 	p.params(req, obs, &prop)
+	p.ordering(req, obs, facts, &prop)
 	return prop
 }
 

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
+	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -108,6 +110,19 @@ type Observed struct {
 	BootID    string
 	Ledger    *Ledger
 	LedgerErr error `json:"-"`
+	// NICs are the firmware's PCIe ordering and ATS of each RDMA
+	// function with GPUs on its path, read when the spec sets one of the
+	// three relaxed-ordering settings.
+	NICs []NICFirmware `json:",omitempty"`
+}
+
+// NICFirmware is a NIC function's PCI_WR_ORDERING and ATS_ENABLED as the
+// next boot will have them (the Next Boot column: the current value, or
+// the one staged); "" where the tool did not give it.
+type NICFirmware struct {
+	PCI        string
+	WrOrdering string
+	ATS        string
 }
 
 // Option is one NAME=VALUE of an options line; File is where it was read.
@@ -120,7 +135,7 @@ type Option struct {
 // Observe implements plan.TypedProvider.
 //
 // Equivalent to: cat /proc/driver/nvidia/params /proc/driver/nvidia/version /etc/modprobe.d/*.conf; ls /sys/module/nvidia_peermem /sys/kernel/mm/memory_peers/nv_mem
-func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if req.Spec.GPU == nil && !req.Full {
 		return nil, nil
 	}
@@ -165,7 +180,46 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	}
 	obs.BootID, _ = host.ReadAttr(h.FS, BootIDPath)
 	obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
+	if req.Inv != nil && orderingAsked(req.Spec) {
+		var tools firmware.ToolPicker
+		var mst firmware.MSTMap
+		for _, dev := range req.Inv.Devices {
+			if dev.PCI == "" || len(dev.GPUAffinity) == 0 || slices.ContainsFunc(obs.NICs, func(n NICFirmware) bool { return n.PCI == dev.PCI }) {
+				continue
+			}
+			a := firmware.ReadAdapter(ctx, h, &tools, &mst, "auto", dev.PCI, []string{schema.FirmwareWrOrdering, schema.FirmwareATS})
+			if a.Err != nil {
+				continue // not a card whose firmware rdmaform reads (a VF, another vendor's)
+			}
+			n := NICFirmware{PCI: dev.PCI}
+			if p, ok := a.Params[schema.FirmwareWrOrdering]; ok {
+				n.WrOrdering = p.NextBoot.String()
+			}
+			if p, ok := a.Params[schema.FirmwareATS]; ok {
+				n.ATS = p.NextBoot.String()
+			}
+			obs.NICs = append(obs.NICs, n)
+		}
+	}
 	return obs, nil
+}
+
+// orderingAsked tells whether the spec sets one of the settings that must
+// agree: the GPU driver's relaxed ordering, or a NIC's PCI_WR_ORDERING or
+// ATS_ENABLED.
+func orderingAsked(s *schema.Spec) bool {
+	if _, ok := s.GPU.DriverParam(schema.RelaxedOrderingParam); ok {
+		return true
+	}
+	for i := range s.Devices {
+		if _, _, ok := s.Devices[i].FirmwareParam(i, schema.FirmwareWrOrdering); ok {
+			return true
+		}
+		if _, _, ok := s.Devices[i].FirmwareParam(i, schema.FirmwareATS); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func readOptional(h *host.Host, f string) ([]byte, error) {

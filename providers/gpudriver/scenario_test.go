@@ -30,6 +30,19 @@ func has(t *testing.T, out string, want ...string) {
 	}
 }
 
+// relaxedNICs is a node whose NICs' firmware has PCI_WR_ORDERING
+// force_relax(1), current and next boot: the relaxed-ordering check
+// agrees with a driver that turns it on.
+func relaxedNICs(st *sim.State) {
+	for _, a := range st.Firmware {
+		for i := range a.Params {
+			if a.Params[i].Name == "PCI_WR_ORDERING" {
+				a.Params[i].Current, a.Params[i].Next = 1, 1
+			}
+		}
+	}
+}
+
 func exists(dir, f string) bool {
 	_, err := os.Stat(filepath.Join(dir, f))
 	return err == nil
@@ -42,7 +55,7 @@ func exists(dir, f string) bool {
 // loads again: a reload (modprobe -r, modprobe) or a reboot make
 // /proc/driver/nvidia/params show it, and the plan is empty.
 func TestDriverParamsScenario(t *testing.T) {
-	dir := simtest.Dir(t, "gpu-switch", nil)
+	dir := simtest.Dir(t, "gpu-switch", relaxedNICs)
 	s := spec(t, "  peer_memory: nvidia-peermem\n  driver_params:\n    - {name: NVreg_EnablePCIERelaxedOrderingMode, value: 1}\n    - {name: NVreg_ResmanDebugLevel, value: -1}\n")
 	out := clitest.MustRun(t, 2, "--sim", dir, "plan", "-f", s)
 	has(t, out, "+ gpu_driver[modprobe.d]", "NVreg_EnablePCIERelaxedOrderingMode: 1", "+ gpu_driver[nvidia_peermem]", "loaded: true", "load_at_boot: true")
@@ -92,6 +105,7 @@ func TestDriverParamsScenario(t *testing.T) {
 // line and saying why, and apply never writes it again.
 func TestDriverParamDidNotTake(t *testing.T) {
 	dir := simtest.Dir(t, "gpu-switch", func(st *sim.State) {
+		relaxedNICs(st)
 		st.NVIDIA.StaleInitramfs = map[string]uint32{"EnableMSI": 1}
 	})
 	s := spec(t, "  driver_params:\n    - {name: NVreg_EnablePCIERelaxedOrderingMode, value: 1}\n")
@@ -198,7 +212,7 @@ func TestDriverRollback(t *testing.T) {
 // parameter to a reboot (it never reloads the GPU driver itself), and
 // after it the value is there.
 func TestActivateReboots(t *testing.T) {
-	dir := simtest.Dir(t, "gpu-switch", nil)
+	dir := simtest.Dir(t, "gpu-switch", relaxedNICs)
 	s := spec(t, "  driver_params:\n    - {name: NVreg_EnablePCIERelaxedOrderingMode, value: 1}\n")
 	clitest.MustRun(t, 3, "--sim", dir, "apply", "--yes", "-f", s)
 	out := clitest.MustRun(t, 0, "--sim", dir, "activate", "--yes", "-f", s)
