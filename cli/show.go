@@ -33,7 +33,9 @@ that 'rdmaform show > golden.yaml' captures a golden config and
                devices by name (name, node GUID, firmware version, HCA type
                in a comment); firmware parameters (--firmware, default
                ` + strings.Join(firmware.CaptureParams, ", ") + ` where the
-               card has them; Next Boot values); SR-IOV of a PF with VFs
+               card has them, and ` + strings.Join(firmware.GPUDirectCaptureParams, ", ") + `
+               on a function with GPUs on its PCIe path; Next Boot values);
+               SR-IOV of a PF with VFs
                enabled (num_vfs, drivers_autoprobe, what was set on single
                VFs); each port's link layer, mlx4 port type, RoCE mode and
                ToS (Ethernet ports, when the rdma_cm module is loaded), qos
@@ -48,6 +50,10 @@ that 'rdmaform show > golden.yaml' captures a golden config and
   modules      what /etc/modules-load.d/rdmaform.conf lists
   services     the RDMA stack's units that are installed (opensm, ibacm,
                srp_daemon, rdma-ndd, iwpmd)
+  gpu          peer_memory: nvidia-peermem when nvidia_peermem is loaded or
+               rdmaform's modules-load.d file loads it (dma-buf needs
+               nothing on the host and is not captured); driver_params
+               from rdmaform's /etc/modprobe.d/rdmaform-nvidia.conf
 
 persistence is left out: the boot unit holds a copy of the spec it was
 installed with, which no captured spec matches byte for byte.

@@ -17,6 +17,21 @@ import (
 // Ethernet-only ConnectX-5 has no LINK_TYPE_Pn) simply has no row for it.
 var CaptureParams = []string{"LINK_TYPE_P1", "LINK_TYPE_P2", "SRIOV_EN", "NUM_OF_VFS"}
 
+// GPUDirectCaptureParams are captured besides CaptureParams on an
+// adapter function with GPUs on its PCIe path (inventory's gpu_affinity):
+// the PCIe write ordering and ATS that GPUDirect RDMA depends on, which
+// plan and lint check against the GPU driver's relaxed ordering.
+var GPUDirectCaptureParams = []string{"PCI_WR_ORDERING", "ATS_ENABLED"}
+
+// defaultCaptureParams are the parameters show asks a device for when
+// not told which.
+func defaultCaptureParams(gpus bool) []string {
+	if !gpus {
+		return CaptureParams
+	}
+	return append(append([]string(nil), CaptureParams...), GPUDirectCaptureParams...)
+}
+
 var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
 
 // CaptureFrom implements plan.TypedCapturer. Observe queried only the
@@ -51,7 +66,11 @@ func (p *Provider) CaptureFrom(obs *Observed, req *plan.Request, spec *schema.Sp
 			return fmt.Errorf("reading firmware of %s: %w", dev.PCI, a.Err)
 		}
 		fw := &schema.Firmware{}
-		for _, name := range names {
+		devNames := names
+		if !explicit {
+			devNames = defaultCaptureParams(len(dev.GPUAffinity) > 0)
+		}
+		for _, name := range devNames {
 			if te := a.Unknown[name]; te != nil {
 				// An adapter that lacks a parameter asked for by name (an
 				// Ethernet-only ConnectX-5 has no LINK_TYPE_Pn) is noted,

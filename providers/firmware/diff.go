@@ -90,10 +90,6 @@ func targets(req *plan.Request) []target {
 // function of a card shows the same values), with the parameters show
 // asks for (Request.Capture.FirmwareParams, or CaptureParams).
 func showTargets(req *plan.Request) []target {
-	names := req.Capture.FirmwareParams
-	if len(names) == 0 {
-		names = CaptureParams
-	}
 	var out []target
 	seen := map[string]bool{}
 	for i, d := range req.Devices {
@@ -101,6 +97,10 @@ func showTargets(req *plan.Request) []target {
 			continue
 		}
 		seen[slotOf(d.PCI)] = true
+		names := req.Capture.FirmwareParams
+		if len(names) == 0 {
+			names = defaultCaptureParams(len(d.GPUAffinity) > 0)
+		}
 		out = append(out, target{index: i, pci: d.PCI, tool: "auto", path: schema.Path("devices", i, "firmware"), names: names})
 	}
 	return out
