@@ -173,8 +173,8 @@ type PendingItem struct {
 	// Value is the staged value.
 	// +optional
 	Value string `json:"value,omitempty"`
-	// Activation is what makes it current: fw-reset, reboot or
-	// power-cycle.
+	// Activation is what makes it current: fw-reset, reboot,
+	// power-cycle or driver-reload (a GPU driver parameter).
 	// +optional
 	Activation string `json:"activation,omitempty"`
 }

@@ -97,6 +97,17 @@ func TestDriverParamsScenario(t *testing.T) {
 	if exists(dir, "var/lib/rdmaform/staged-nvidia.json") {
 		t.Error("the staged ledger outlived the value's activation")
 	}
+	clitest.MustRun(t, 0, "--sim", dir, "audit", "-f", s)
+
+	// Drift: the file edited behind rdmaform's back is a failed audit
+	// check naming it (exit 2), and apply mends it.
+	if err := os.WriteFile(filepath.Join(dir, conf), []byte("options nvidia NVreg_EnablePCIERelaxedOrderingMode=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = clitest.MustRun(t, 2, "--sim", dir, "audit", "-f", s)
+	has(t, out, "FAIL    gpu_driver[modprobe.d] drift: update (NVreg_EnablePCIERelaxedOrderingMode: 0 -> 1")
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", s)
+	clitest.MustRun(t, 0, "--sim", dir, "audit", "-f", s)
 }
 
 // TestDriverParamDidNotTake: an initramfs with an older copy of
