@@ -187,6 +187,12 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 			if dev.PCI == "" || len(dev.GPUAffinity) == 0 || slices.ContainsFunc(obs.NICs, func(n NICFirmware) bool { return n.PCI == dev.PCI }) {
 				continue
 			}
+			if specGivesBoth(req, dev.PCI) {
+				// The spec's values are the ones checked: no query (one
+				// mlxconfig run per NIC otherwise).
+				obs.NICs = append(obs.NICs, NICFirmware{PCI: dev.PCI})
+				continue
+			}
 			a := firmware.ReadAdapter(ctx, h, &tools, &mst, "auto", dev.PCI, []string{schema.FirmwareWrOrdering, schema.FirmwareATS})
 			if a.Err != nil {
 				continue // not a card whose firmware rdmaform reads (a VF, another vendor's)
@@ -202,6 +208,22 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 		}
 	}
 	return obs, nil
+}
+
+// specGivesBoth tells whether a device entry of the spec that selects the
+// function pci gives both PCI_WR_ORDERING and ATS_ENABLED.
+func specGivesBoth(req *plan.Request, pci string) bool {
+	for i, d := range req.Devices {
+		if d == nil || d.PCI != pci || i >= len(req.Spec.Devices) {
+			continue
+		}
+		_, _, wr := req.Spec.Devices[i].FirmwareParam(i, schema.FirmwareWrOrdering)
+		_, _, ats := req.Spec.Devices[i].FirmwareParam(i, schema.FirmwareATS)
+		if wr && ats {
+			return true
+		}
+	}
+	return false
 }
 
 // orderingAsked tells whether the spec sets one of the settings that must

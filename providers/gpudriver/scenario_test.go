@@ -233,3 +233,22 @@ func TestActivateReboots(t *testing.T) {
 	}
 	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", s)
 }
+
+// TestDriverParamsRemoved: driver_params: [] removes rdmaform's
+// modprobe.d file, and the staged ledger entry of a value no longer asked
+// for goes with the next apply.
+func TestDriverParamsRemoved(t *testing.T) {
+	dir := simtest.Dir(t, "gpu-switch", nil)
+	clitest.MustRun(t, 3, "--sim", dir, "apply", "--yes", "-f", spec(t, "  driver_params:\n    - {name: NVreg_GrdmaPciTopoCheckOverride, value: 1}\n"))
+	if !exists(dir, "var/lib/rdmaform/staged-nvidia.json") {
+		t.Fatal("no ledger entry for the pending value")
+	}
+	none := spec(t, "  driver_params: []\n")
+	out := clitest.MustRun(t, 2, "--sim", dir, "plan", "-f", none)
+	has(t, out, "- gpu_driver[modprobe.d]", "NVreg_GrdmaPciTopoCheckOverride: 1 -> (none)")
+	clitest.MustRun(t, 0, "--sim", dir, "apply", "--yes", "-f", none)
+	if exists(dir, conf) || exists(dir, "var/lib/rdmaform/staged-nvidia.json") {
+		t.Errorf("after driver_params: [], file %v, ledger %v", exists(dir, conf), exists(dir, "var/lib/rdmaform/staged-nvidia.json"))
+	}
+	clitest.MustRun(t, 0, "--sim", dir, "plan", "-f", none)
+}
