@@ -295,9 +295,23 @@ type LeftOut struct {
 
 // Restrict makes p a partial plan of the activation only: the other
 // changes move to LeftOut. Pending and deferred items stay: they still
-// describe the host.
+// describe the host. A runtime plan (the boot unit's apply --only
+// runtime) leaves out the errors of activation failures, which stay in
+// ActivationFailures: a staged value a reboot did not bring (firmware, a
+// kernel argument, a GPU driver parameter) is nothing a runtime apply
+// sets, and must not keep it from setting the runtime state again at
+// boot (ACS on the GPU path); plan, audit and status still report it.
 func (p *Plan) Restrict(only Activation) {
 	p.Only = only.String()
+	if only == Runtime {
+		var keep []schema.Finding
+		for _, f := range p.Errors {
+			if !p.ActivationFailed(f) {
+				keep = append(keep, f)
+			}
+		}
+		p.Errors = keep
+	}
 	var keep []*Change
 	p.LeftOut = nil
 	for _, c := range p.Changes {

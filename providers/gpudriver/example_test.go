@@ -152,3 +152,43 @@ func TestGPUNodeExampleRollback(t *testing.T) {
 		}
 	}
 }
+
+// TestBootUnitDespiteDriverFailure: a driver parameter that did not take
+// (an initramfs with an older modprobe.d) does not keep the boot unit
+// from opening ACS again at boot; plan still names the failure (exit 1).
+func TestBootUnitDespiteDriverFailure(t *testing.T) {
+	dir := exampleDir(t)
+	clitest.MustRun(t, 3, "--sim", dir, "apply", "--yes", "--allow-firmware", "-f", exampleSpec)
+	staleInitramfs(t, dir)
+	clitest.MustRun(t, 0, "sim", "reboot", dir)
+	if got := acsControls(t, dir); got["0000:17:00.0"] != 0x0011 {
+		t.Errorf("ACS after the boot: %#04x, want 0x0011 (the boot unit's)", got["0000:17:00.0"])
+	}
+	out := clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", exampleSpec)
+	has(t, out, "driver parameter NVreg_EnablePCIERelaxedOrderingMode=1 did not take")
+	if strings.Contains(out, "acs[") {
+		t.Errorf("ACS left to do after the boot:\n%s", out)
+	}
+}
+
+// staleInitramfs gives the simulated host an initramfs that loads the
+// driver at boot with none of rdmaform's parameters (sim.NVIDIADriver's
+// StaleInitramfs), by editing its state file.
+func staleInitramfs(t *testing.T, dir string) {
+	t.Helper()
+	f := filepath.Join(dir, "sim.yaml")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "\nnvidia:\n", "\nnvidia:\n    stale_initramfs: {EnableMSI: 1}\n", 1)
+	if s == string(b) {
+		t.Fatal("no nvidia: in the state file")
+	}
+	if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if simtest.State(t, dir).NVIDIA.StaleInitramfs == nil {
+		t.Fatal("the stale initramfs did not take")
+	}
+}
