@@ -65,3 +65,24 @@ func (g *GPUPath) NICParams(ctx context.Context, h *host.Host, pci string, names
 	}
 	return text, num, nil
 }
+
+// NICNextBoot queries the named firmware parameters of the NIC function
+// at pci: each one's Next Boot value as the tool prints it (per_mkey(0)),
+// what the card runs after the next boot. A parameter the tool does not
+// know is missing. It implements gpudriver.NICReader (a provider does not
+// import another: providers.All hands it to the GPU driver provider).
+func (g *GPUPath) NICNextBoot(ctx context.Context, h *host.Host, pci string, names []string) (map[string]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := firmware.ReadAdapter(ctx, h, &g.tools, &g.mst, "auto", pci, names)
+	if a.Err != nil {
+		return nil, a.Err
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		if p, ok := a.Params[n]; ok {
+			out[n] = p.NextBoot.String()
+		}
+	}
+	return out, nil
+}

@@ -33,7 +33,7 @@ func All() []plan.Provider {
 		firmware.New(),
 		kcmdline.New(),
 		rdmanetns.New(),
-		gpudriver.New(),
+		gpudriver.NewWith(&GPUPath{}),
 		modules.New(),
 		names.New(),
 		sriov.New(),

@@ -35,7 +35,6 @@ import (
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/inventory"
 	"github.com/rdmaform/rdmaform/plan"
-	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
@@ -81,12 +80,29 @@ var (
 func ParamAddress(name string) plan.Address { return plan.Addr(ParamKind, name) }
 
 // Provider is the GPU driver provider.
-type Provider struct{}
+type Provider struct {
+	// nics reads the NICs' firmware (nil: the relaxed-ordering check
+	// knows only the spec's values and what the firmware stage stages).
+	nics NICReader
+}
+
+// NICReader reads the Next Boot values of a NIC function's firmware
+// parameters, as the tool prints them (providers.GPUPath: the firmware
+// provider's query; a provider does not import another).
+type NICReader interface {
+	NICNextBoot(ctx context.Context, h *host.Host, pci string, names []string) (map[string]string, error)
+}
 
 var _ plan.TypedProvider[*Observed, *payload] = (*Provider)(nil)
 
-// New is the provider as plan.Build and apply take it.
-func New() plan.Provider { return plan.Adapt[*Observed, *payload](&Provider{}) }
+// New is the provider as plan.Build and apply take it, without a NIC
+// firmware reader.
+func New() plan.Provider { return NewWith(nil) }
+
+// NewWith is the provider with the NIC firmware reader r.
+func NewWith(r NICReader) plan.Provider {
+	return plan.Adapt[*Observed, *payload](&Provider{nics: r})
+}
 
 // Name implements plan.Provider.
 func (*Provider) Name() string { return "gpu" }
@@ -181,30 +197,21 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 	obs.BootID, _ = host.ReadAttr(h.FS, BootIDPath)
 	obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
 	if req.Inv != nil && orderingAsked(req.Spec) {
-		var tools firmware.ToolPicker
-		var mst firmware.MSTMap
 		for _, dev := range req.Inv.Devices {
 			if dev.PCI == "" || len(dev.GPUAffinity) == 0 || slices.ContainsFunc(obs.NICs, func(n NICFirmware) bool { return n.PCI == dev.PCI }) {
 				continue
 			}
-			if specGivesBoth(req, dev.PCI) {
+			if specGivesBoth(req, dev.PCI) || p.nics == nil {
 				// The spec's values are the ones checked: no query (one
 				// mlxconfig run per NIC otherwise).
 				obs.NICs = append(obs.NICs, NICFirmware{PCI: dev.PCI})
 				continue
 			}
-			a := firmware.ReadAdapter(ctx, h, &tools, &mst, "auto", dev.PCI, []string{schema.FirmwareWrOrdering, schema.FirmwareATS})
-			if a.Err != nil {
+			vals, err := p.nics.NICNextBoot(ctx, h, dev.PCI, []string{schema.FirmwareWrOrdering, schema.FirmwareATS})
+			if err != nil {
 				continue // not a card whose firmware rdmaform reads (a VF, another vendor's)
 			}
-			n := NICFirmware{PCI: dev.PCI}
-			if p, ok := a.Params[schema.FirmwareWrOrdering]; ok {
-				n.WrOrdering = p.NextBoot.String()
-			}
-			if p, ok := a.Params[schema.FirmwareATS]; ok {
-				n.ATS = p.NextBoot.String()
-			}
-			obs.NICs = append(obs.NICs, n)
+			obs.NICs = append(obs.NICs, NICFirmware{PCI: dev.PCI, WrOrdering: vals[schema.FirmwareWrOrdering], ATS: vals[schema.FirmwareATS]})
 		}
 	}
 	return obs, nil
