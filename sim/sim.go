@@ -420,6 +420,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 		st.reconcilePorts()
 		st.rebootNM()
 		s.rebootSysctl(st)
+		st.IRQAffinity = nil // the kernel's default affinity again
 		return s.rebootSystemd(st)
 	})
 }
