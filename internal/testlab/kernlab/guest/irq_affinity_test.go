@@ -62,7 +62,7 @@ func TestIRQAffinityKernelSemantics(t *testing.T) {
 		t.Fatalf("online CPUs %s, want 0-1 (run.sh's -smp 2)", got)
 	}
 	if got := strings.TrimSpace(readFile(t, "/sys/bus/pci/devices/"+pci+"/local_cpulist")); got != "0-1" {
-		t.Errorf("local_cpulist %s, want 0-1 (no NUMA)", got)
+		t.Errorf("local_cpulist %s, want 0-1 (the main bus has no NUMA node)", got)
 	}
 	irq := irqs[len(irqs)-1]
 	name := "/proc/irq/" + strconv.Itoa(irq) + "/smp_affinity_list"
@@ -97,10 +97,9 @@ func TestIRQAffinityKernelSemantics(t *testing.T) {
 }
 
 // TestIRQAffinityOnRealKernel: rdmaform spreads the lab's virtio NIC's
-// MSI-X vectors (a multi-queue virtio-net, 10 vectors, on a guest with 2
-// CPUs) over its local CPUs, one each in IRQ order; the real
-// smp_affinity_list and effective_affinity_list read each vector's CPU
-// back and the plan is empty. CPU 1, the last, converges; CPU 2 is a
+// MSI-X vectors (a multi-queue virtio-net, 9 vectors in use, on a guest
+// with 2 CPUs) over its local CPUs, one each in IRQ order; the real
+// smp_affinity_list reads each vector's CPU back and the plan is empty. CPU 1, the last, converges; CPU 2 is a
 // finding with nothing written. An unconfirmed apply puts every list
 // back. Reloading the driver allocates the vectors anew with the
 // kernel's affinity, as a boot does: the plan shows the work and the
@@ -130,9 +129,12 @@ func TestIRQAffinityOnRealKernel(t *testing.T) {
 		if got := affinity(t, irq, "smp_affinity_list"); got != w {
 			t.Errorf("IRQ %d (vector %d): smp_affinity_list %s, want %s", irq, i, got, w)
 		}
-		if got := affinity(t, irq, "effective_affinity_list"); got != w {
-			t.Errorf("IRQ %d (vector %d): effective_affinity_list %s, want %s", irq, i, got, w)
-		}
+		// x86 moves a vector that is not remapped at its next
+		// interrupt; until then smp_affinity_list prints the pending
+		// list and effective_affinity_list the old CPU (kernel/irq/
+		// proc.c show_irq_affinity, CONFIG_GENERIC_PENDING_IRQ). The
+		// lab's NIC is idle, so the effective CPU is only logged.
+		t.Logf("IRQ %d: smp_affinity_list %s, effective_affinity_list %s", irq, w, affinity(t, irq, "effective_affinity_list"))
 	}
 	mustCode(t, 0, "audit", "-f", local)
 
@@ -189,4 +191,56 @@ func TestIRQAffinityOnRealKernel(t *testing.T) {
 	}
 	// The boot unit goes, as the other boot-unit scenario leaves it.
 	rdmaform(t, "apply", "--yes", "-f", writeSpec(t, "version: 1\npersistence: none\n"))
+}
+
+// TestIRQAffinityByNode: on the lab's second virtio NIC, below the NUMA
+// node 1 expander bridge (run.sh: pxb-pcie numa_node=1, two nodes of one
+// CPU each), the kernel gives the function node 1 and local_cpulist 1;
+// cpus: local puts every one of its vectors on CPU 1 alone (read back in
+// smp_affinity_list) and leaves the main
+// bus's NIC as it was; a list naming the other node's CPU is taken as
+// given, as set_irq_affinity_cpulist.sh takes it. Plan empty after each.
+func TestIRQAffinityByNode(t *testing.T) {
+	_, pci := virtioNetdevUnder(t, "pci0000:80")
+	_, other := virtioNetdev(t)
+	dir := "/sys/bus/pci/devices/" + pci
+	if n := strings.TrimSpace(readFile(t, dir+"/numa_node")); n != "1" {
+		t.Fatalf("%s: numa_node %s, want 1 (run.sh's pxb-pcie numa_node=1)", pci, n)
+	}
+	if l := strings.TrimSpace(readFile(t, dir+"/local_cpulist")); l != "1" {
+		t.Fatalf("%s: local_cpulist %s, want 1", pci, l)
+	}
+	if l := strings.TrimSpace(readFile(t, "/sys/devices/system/node/node1/cpulist")); l != "1" {
+		t.Fatalf("node1/cpulist %s, want 1", l)
+	}
+	irqs := vectors(t, pci)
+	if len(irqs) < 2 {
+		t.Fatalf("%s has %d vectors", pci, len(irqs))
+	}
+	otherIRQs := vectors(t, other)
+	otherBefore := affinities(t, otherIRQs)
+	t.Logf("%s: vectors %v, lists %v", pci, irqs, affinities(t, irqs))
+	spec := func(cpus string) string {
+		return writeSpec(t, "version: 1\ndevices:\n  - pci: \""+pci+"\"\n    irq_affinity: {cpus: \""+cpus+"\"}\n")
+	}
+	out, _ := mustCode(t, 2, "plan", "-f", spec("local"))
+	if !strings.Contains(out, "irq_affinity["+pci+"]") || strings.Contains(out, "-> 0\n") {
+		t.Errorf("plan of local on node 1 moves a vector to CPU 0:\n%s", out)
+	}
+	converge(t, spec("local"))
+	for _, irq := range irqs {
+		if got := affinity(t, irq, "smp_affinity_list"); got != "1" {
+			t.Errorf("IRQ %d: smp_affinity_list %s, want 1 (node 1's CPU)", irq, got)
+		}
+	}
+	if got := affinities(t, otherIRQs); strings.Join(got, " ") != strings.Join(otherBefore, " ") {
+		t.Errorf("the main bus's NIC changed: %v, was %v", got, otherBefore)
+	}
+	converge(t, spec("0"))
+	for _, irq := range irqs {
+		if got := affinity(t, irq, "smp_affinity_list"); got != "0" {
+			t.Errorf("IRQ %d: %s after cpus 0", irq, got)
+		}
+	}
+	converge(t, spec("local"))
 }
