@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -123,5 +124,33 @@ func TestGPUAffinityUnknownNUMA(t *testing.T) {
 	want := []Affinity{{GPU: "0000:41:00.0", Relation: RelationNODE, Bridges: []string{"0000:00:02.0", "0000:40:01.0"}}}
 	if diff := cmp.Diff(want, inv.Devices[0].GPUAffinity); diff != "" {
 		t.Errorf("affinity (-want +got):\n%s", diff)
+	}
+}
+
+// TestGPUsWithoutRDMACore: a host whose RDMA core is not loaded (no
+// /sys/class/infiniband) has no RDMA devices, and its GPUs are found all
+// the same, with the path of any function to them (the kernel lab's
+// virtio NIC and ati-vga, below two root ports: PHB).
+func TestGPUsWithoutRDMACore(t *testing.T) {
+	root := t.TempDir()
+	pciTree(t, root, map[string]map[string]string{
+		"pci0000:00/0000:00:01.0/0000:01:00.0": {"vendor": "0x1af4", "class": "0x020000", "numa_node": "-1"},
+		"pci0000:00/0000:00:03.0/0000:03:00.0": {"vendor": "0x1002", "class": "0x030000", "numa_node": "-1"},
+	})
+	fs, err := host.NewRootFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := Discover(context.Background(), &host.Host{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Devices) != 0 || len(inv.GPUs) != 1 || inv.GPUs[0].PCI != "0000:03:00.0" {
+		t.Fatalf("devices %v, GPUs %+v; want none and 0000:03:00.0", inv.Devices, inv.GPUs)
+	}
+	_, aff, ok := inv.FunctionPath(fs, "0000:01:00.0")
+	want := []Affinity{{GPU: "0000:03:00.0", Relation: RelationPHB, Bridges: []string{"0000:00:01.0", "0000:00:03.0"}}}
+	if diff := cmp.Diff(want, aff); !ok || diff != "" {
+		t.Errorf("path of the NIC (ok %v; -want +got):\n%s", ok, diff)
 	}
 }

@@ -192,7 +192,12 @@ func parseHex(s string) int {
 func Discover(ctx context.Context, h *host.Host) (*Inventory, error) {
 	entries, err := h.FS.ReadDir(ClassInfiniband)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &Inventory{}, nil
+		// No RDMA core loaded: no RDMA devices, but the GPUs are there
+		// for the PCI functions a spec names (acs on a GPU or a NIC
+		// whose driver is not an RDMA one).
+		inv := &Inventory{}
+		discoverGPUs(h.FS, inv)
+		return inv, nil
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/gpudriver"
 	"github.com/rdmaform/rdmaform/providers/ipoib"
+	"github.com/rdmaform/rdmaform/providers/irqaffinity"
 	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/memlock"
 	"github.com/rdmaform/rdmaform/providers/mlx4port"
@@ -39,6 +40,7 @@ func All() []plan.Provider {
 		sriov.New(),
 		pcie.New(),
 		acs.New(),
+		irqaffinity.New(),
 		mlx4port.New(),
 		rxe.New(),
 		netdev.New(),

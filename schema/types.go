@@ -59,7 +59,9 @@ type Device struct {
 	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
 	PCIe     *PCIe     `yaml:"pcie,omitempty" doc:"runtime PCI Express settings of this PCI function (its config space); set again by the boot unit"`
 	ACS      *ACS      `yaml:"acs,omitempty" doc:"ACS (Access Control Services) of the PCI bridges between this function and the GPUs (their config space); set again by the boot unit"`
-	Ports    []Port    `yaml:"ports,omitempty" doc:"settings of the adapter's ports, each by its number"`
+	// IRQAffinity pins the function's interrupt vectors to CPUs.
+	IRQAffinity *IRQAffinity `yaml:"irq_affinity,omitempty" doc:"the CPUs this PCI function's interrupt vectors (its msi_irqs) are pinned to, one CPU each (/proc/irq/N/smp_affinity_list); runtime: set again by the boot unit"`
+	Ports       []Port       `yaml:"ports,omitempty" doc:"settings of the adapter's ports, each by its number"`
 	// Names renames the device and its netdev, now and at every boot.
 	Names *Names `yaml:"names,omitempty" doc:"names for this PCI function's RDMA device and netdev, set now (rdma dev set, ip link set) and at boot (udev rules in /etc/udev/rules.d/59-rdmaform-names.rules); the device is selected by pci or node_guid, or by match with rail templates ({rail})"`
 }
@@ -104,6 +106,15 @@ type ACSBridge struct {
 	Control *int   `yaml:"control" min:"0" max:"65535" doc:"the ACS Control register, written whole: 0 to 0xffff (hex with 0x); bits the bridge's ACS Capability lacks are refused"`
 }
 
+// IRQAffinity spreads a PCI function's interrupt vectors over CPUs.
+type IRQAffinity struct {
+	CPUs       string `yaml:"cpus" doc:"local: the online CPUs of the function's NUMA node (its local_cpulist), as set_irq_affinity_bynode.sh spreads them; or a CPU list (0-7,16-23, CPUs 0 to 8191); the vectors, in IRQ number order, take one CPU each, round-robin"`
+	IRQBalance string `yaml:"irqbalance,omitempty" enum:"check,ignore" default:"check" doc:"check: a running irqbalance that does not ban these IRQs (--banirq, --banmod of the function's driver) is a plan finding, since it would move them; ignore: it is kept off them by other means (its policy script)"`
+}
+
+// IRQAffinityLocal is irq_affinity.cpus for the function's NUMA node.
+const IRQAffinityLocal = "local"
+
 // MaxACSBridges is how many bridges one device's acs.bridges may list.
 const MaxACSBridges = 32
 
@@ -134,7 +145,7 @@ type VF struct {
 // so it may name a PCI function that is no RDMA device (a GPU, an NVMe
 // drive, the virtio NIC under Soft-RoCE).
 func (d *Device) PCIeOnly() bool {
-	return (d.PCIe != nil || d.ACS != nil) && d.Firmware == nil && d.SRIOV == nil && len(d.Ports) == 0
+	return (d.PCIe != nil || d.ACS != nil || d.IRQAffinity != nil) && d.Firmware == nil && d.SRIOV == nil && len(d.Ports) == 0
 }
 
 // Selector returns which selector the device uses and its value.

@@ -359,6 +359,9 @@ func (v *validator) devices() {
 		if d.ACS != nil {
 			v.acs(d.ACS, p+".acs")
 		}
+		if d.IRQAffinity != nil {
+			v.irqAffinity(d.IRQAffinity, p+".irq_affinity")
+		}
 		ports := map[int]bool{}
 		for j := range d.Ports {
 			pt := &d.Ports[j]
@@ -908,6 +911,20 @@ func base60Hint(s string) string {
 		return ""
 	}
 	return fmt.Sprintf("; YAML 1.1, which Ansible reads playbooks and variables with, makes the unquoted address %s the base-60 number %s: quote it (pci: \"%s\")", addr, s, addr)
+}
+
+// irqAffinity checks a device's irq_affinity block: local or a CPU list
+// the kernel would parse, every CPU at most MaxCPU.
+func (v *validator) irqAffinity(a *IRQAffinity, p string) {
+	switch {
+	case a.CPUs == "":
+		v.add(p, "cpus: is required (local, or a CPU list such as 0-7,16-23)")
+	case a.CPUs == IRQAffinityLocal:
+	default:
+		if _, err := ParseCPUList(a.CPUs); err != nil {
+			v.add(p+".cpus", "%s (give local, or a CPU list such as 0-7,16-23)", err)
+		}
+	}
 }
 
 // acs checks a device's acs block: something to do, the bridges' count,

@@ -142,6 +142,10 @@ func (f *simFS) WriteAttr(name string, data []byte) error {
 	if m := sysctlRE.FindStringSubmatch(name); m != nil {
 		return f.sim.mutate(false, func(st *State) error { return st.writeSysctl(name, m[1], string(data)) })
 	}
+	if m := irqAffinityRE.FindStringSubmatch(name); m != nil {
+		irq, _ := strconv.Atoi(m[1])
+		return f.sim.mutate(false, func(st *State) error { return st.writeIRQAffinity(name, irq, string(data)) })
+	}
 	if strings.HasPrefix(name, "/sys/") || strings.HasPrefix(name, "/proc/") {
 		if _, err := f.RootFS.Stat(name); err != nil {
 			return err

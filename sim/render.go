@@ -409,6 +409,7 @@ func (s *State) renderDevice(t *tree, d *Device) {
 	if d.PCI != "" {
 		pd := s.pciDir(d.PCI)
 		s.renderPCIFunction(t, d)
+		s.renderIRQs(t, d)
 		t.link(dir+"/device", "../../../"+d.PCI)
 		if d.Driver == "mlx4" {
 			for _, p := range d.Ports {
@@ -449,6 +450,7 @@ func (s *State) renderPCIFunction(t *tree, d *Device) {
 	t.file(pd+"/vendor", "0x15b3\n")
 	t.file(pd+"/device", d.PCIID+"\n")
 	t.file(pd+"/numa_node", fmt.Sprintf("%d\n", d.NUMANode))
+	t.file(pd+"/local_cpulist", cpuListText(s.nodeCPUs(d.NUMANode))+"\n")
 	t.file(pd+"/config", string(configSpace(d)))
 	t.link("/sys/bus/pci/devices/"+d.PCI, rel("/sys/bus/pci/devices/"+d.PCI, pd))
 	if d.PartNumber != "" {
@@ -681,7 +683,13 @@ func (s *State) renderProc(t *tree) {
 	}
 	for _, p := range s.Processes {
 		t.file(fmt.Sprintf("/proc/%d/comm", p.PID), p.Comm+"\n")
+		args := p.Args
+		if len(args) == 0 {
+			args = []string{p.Comm}
+		}
+		t.file(fmt.Sprintf("/proc/%d/cmdline", p.PID), strings.Join(args, "\x00")+"\x00")
 	}
+	s.renderCPUs(t)
 	if c := s.opensmComm(); c != "" {
 		t.file(fmt.Sprintf("/proc/%d/comm", smMainPID), c+"\n")
 	}

@@ -421,6 +421,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 		st.reconcilePorts()
 		st.rebootNM()
 		s.rebootSysctl(st)
+		st.IRQAffinity = nil // the kernel's default affinity again
 		return s.rebootSystemd(st)
 	})
 }

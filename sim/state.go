@@ -52,6 +52,14 @@ type State struct {
 	// /proc/sys (sysctl.go); the others have the kernel's defaults.
 	Sysctl map[string]string `yaml:"sysctl,omitempty"`
 
+	// CPUs, NUMANodes and OfflineCPUs are the simulated machine's CPUs
+	// (irq.go): 16 CPUs on 2 nodes unless set; IRQAffinity holds the
+	// /proc/irq/N/smp_affinity_list values written since boot, by IRQ.
+	CPUs        int            `yaml:"cpus,omitempty"`
+	NUMANodes   int            `yaml:"numa_nodes,omitempty"`
+	OfflineCPUs []int          `yaml:"offline_cpus,omitempty"`
+	IRQAffinity map[int]string `yaml:"irq_affinity,omitempty"`
+
 	// Bridges and GPUs are the PCI hierarchy of a GPU node (gpu.go).
 	Bridges []*Bridge `yaml:"bridges,omitempty"`
 	GPUs    []*GPU    `yaml:"gpus,omitempty"`
@@ -143,6 +151,11 @@ type Device struct {
 	Product    string `yaml:"product,omitempty"`
 	// NUMANode is the function's numa_node in sysfs (0 unless set).
 	NUMANode int `yaml:"numa_node,omitempty"`
+	// MSIVectors is how many MSI-X vectors its driver enabled (irq.go;
+	// 8 unless set); ManagedIRQs: the kernel manages their affinity
+	// (a write to smp_affinity_list fails with EIO).
+	MSIVectors  int  `yaml:"msi_vectors,omitempty"`
+	ManagedIRQs bool `yaml:"managed_irqs,omitempty"`
 	// FlashFW is the firmware version the card's flash holds when a burn
 	// wrote another than the running FWVer; a reboot that reloads the
 	// firmware runs it.
@@ -240,6 +253,9 @@ type Netdev struct {
 type Process struct {
 	PID  int    `yaml:"pid"`
 	Comm string `yaml:"comm"`
+	// Args is its command line (/proc/PID/cmdline), argv[0] first; empty:
+	// the command line is the comm alone.
+	Args []string `yaml:"args,omitempty"`
 }
 
 // NetdevBoot is a netdev's state right after boot.

@@ -218,18 +218,39 @@ boot_guest() {
   # The machine is q35 with one PCIe root port holding a virtio-net device
   # with four queue pairs (mq=on; vectors = 2 per pair + 2): a PCI Express
   # function for the PCIe tests and a multi-queue netdev for the ethtool
-  # ones. Its backend is a multi-queue tap that exists only in a network
-  # namespace of QEMU's own (unshare -n), so this machine's network is
-  # never touched.
+  # ones. Its two CPUs are two NUMA nodes (one each, 768 MiB each), and a
+  # PCI Express expander bridge (pxb-pcie, root bus 0x80) of node 1 holds
+  # a second root port (krp2) with a two-pair virtio-net device (6
+  # vectors): a function whose NUMA-local CPU is CPU 1 alone, for the IRQ
+  # affinity tests (guest/irq_affinity_test.go); the main bus's functions
+  # have no node (-1). The backends are multi-queue taps that exist only
+  # in a network namespace of QEMU's own (unshare -n), so this machine's
+  # network is never touched. The ledger's disk is placed on the main bus
+  # by name (if=virtio would pick the expander's bus, which takes only
+  # bridges). An emulated IOMMU (intel-iommu, with intel_iommu=on) makes
+  # the kernel enable ACS on every port, as on a server (0x001d on the
+  # root ports), and a third root port (krp3) holds QEMU's ati-vga, an
+  # AMD VGA function the inventory counts as a GPU: the NIC and it are
+  # PHB, so the ACS tests (guest/acs_test.go) clear bits the kernel set
+  # on both ports.
   timeout --kill-after=10 "$timeout_s" unshare -n sh -c '
-    ip tuntap add dev ktap0 mode tap multi_queue && ip link set ktap0 up && exec "$@"' sh \
+    ip tuntap add dev ktap0 mode tap multi_queue && ip link set ktap0 up &&
+    ip tuntap add dev ktap1 mode tap multi_queue && ip link set ktap1 up && exec "$@"' sh \
     qemu-system-x86_64 -M q35 -m 1536 -smp 2 -accel tcg \
+    -object memory-backend-ram,id=kmem0,size=768M -object memory-backend-ram,id=kmem1,size=768M \
+    -numa node,nodeid=0,cpus=0,memdev=kmem0 -numa node,nodeid=1,cpus=1,memdev=kmem1 \
+    -device intel-iommu \
     -kernel "$x/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 no_timer_check RDMAFORM_REQUIRE_LAB=$require $*" \
-    -drive "file=$disk,format=raw,if=virtio" \
+    -append "console=ttyS0 quiet panic=-1 no_timer_check intel_iommu=on RDMAFORM_REQUIRE_LAB=$require $*" \
+    -drive "file=$disk,format=raw,if=none,id=kdisk" -device virtio-blk-pci,drive=kdisk,bus=pcie.0 \
     -netdev tap,id=kn0,ifname=ktap0,script=no,downscript=no,queues=4 \
     -device pcie-root-port,id=krp1,bus=pcie.0,chassis=1 \
     -device virtio-net-pci,bus=krp1,netdev=kn0,mq=on,vectors=10 \
+    -device pxb-pcie,id=kpxb1,bus_nr=0x80,numa_node=1,bus=pcie.0 \
+    -netdev tap,id=kn1,ifname=ktap1,script=no,downscript=no,queues=2 \
+    -device pcie-root-port,id=krp2,bus=kpxb1,chassis=2 \
+    -device virtio-net-pci,bus=krp2,netdev=kn1,mq=on,vectors=6 \
+    -device pcie-root-port,id=krp3,bus=pcie.0,chassis=3 -device ati-vga,bus=krp3 \
     -nographic -no-reboot -nic none -monitor none -serial "file:$log" </dev/null >>"$out/qemu.log" 2>&1
   qrc=$?
   set -e

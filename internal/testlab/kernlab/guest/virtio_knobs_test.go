@@ -12,9 +12,18 @@ import (
 
 // virtioNetdev loads the virtio drivers for the lab's multi-queue
 // virtio-net device (run.sh puts it on a PCIe root port of the q35
-// machine) and returns its netdev and PCI address; the drivers are
-// unloaded when the test ends, so the other tests never see the netdev.
+// machine's main bus) and returns its netdev and PCI address; the drivers
+// are unloaded when the test ends, so the other tests never see the
+// netdev.
 func virtioNetdev(t *testing.T) (netdev, pci string) {
+	t.Helper()
+	return virtioNetdevUnder(t, "pci0000:00")
+}
+
+// virtioNetdevUnder is virtioNetdev for the virtio-net device below the
+// PCI root bus root: pci0000:00 (the main bus), pci0000:80 (the NUMA
+// node 1 expander bridge's, run.sh).
+func virtioNetdevUnder(t *testing.T, root string) (netdev, pci string) {
 	t.Helper()
 	run(t, "/sbin/modprobe", "virtio_pci")
 	run(t, "/sbin/modprobe", "virtio_net")
@@ -36,11 +45,14 @@ func virtioNetdev(t *testing.T) (netdev, pci string) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !strings.Contains(dev, "/"+root+"/") {
+				continue
+			}
 			return e.Name(), filepath.Base(filepath.Dir(dev))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal("no virtio_net netdev appeared (is the lab's virtio-net device missing from run.sh?)")
+	t.Fatalf("no virtio_net netdev appeared below %s (is the lab's virtio-net device missing from run.sh?)", root)
 	return "", ""
 }
 
