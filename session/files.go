@@ -49,6 +49,9 @@ func JournalPaths(a plan.Address) []string {
 	case modules.Kind:
 		return []string{modules.ConfFile}
 	case kcmdline.Kind:
+		if a.Key == kcmdline.KernelCmdline {
+			return []string{kcmdline.KernelCmdline}
+		}
 		return []string{kcmdline.GrubFile}
 	case bootunit.Kind:
 		return []string{bootunit.SpecPath, bootunit.UnitPath, bootunit.WantsPath}
