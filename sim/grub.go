@@ -205,6 +205,14 @@ func (s *Sim) installBootFiles(st *State) error {
 	if err := os.WriteFile(img, []byte("simulated kernel image\n"), 0o644); err != nil {
 		return err
 	}
+	// bootctl install marks $BOOT's entries as BLS type 1.
+	srel := filepath.Join(s.Dir, "boot/loader/entries.srel")
+	if err := os.MkdirAll(filepath.Dir(srel), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(srel, []byte("type1\n"), 0o644); err != nil {
+		return err
+	}
 	words := strings.Fields(st.cmdline())
 	kc := filepath.Join(s.Dir, "etc/kernel/cmdline")
 	if err := os.MkdirAll(filepath.Dir(kc), 0o755); err != nil {

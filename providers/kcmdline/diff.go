@@ -32,7 +32,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		return planGrubby(req, obs, prop)
 	default:
 		prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
-			"rdmaform does not recognise this host's bootloader: update-grub is not installed, nor grubby, nor kernel-install with %s; set the kernel arguments by hand", KernelCmdline))
+			"rdmaform does not recognise this host's bootloader: update-grub is not installed, nor grubby, nor kernel-install with %s and a BLS or UKI layout; set the kernel arguments by hand", KernelCmdline))
 		return prop
 	}
 	if obs.LedgerErr != nil {

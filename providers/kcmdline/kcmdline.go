@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -183,8 +184,10 @@ func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request)
 }
 
 // detect names the host's bootloader tool: kernel-install with
-// /etc/kernel/cmdline first (a systemd-boot or UKI host may keep GRUB's
-// tools installed), then grubby, then update-grub. A live host is asked
+// /etc/kernel/cmdline and a BLS or UKI layout first (a systemd-boot or
+// UKI host may keep GRUB's tools installed; a Debian host with systemd's
+// kernel-install and the layout "other" boots GRUB's entries), then
+// grubby, then update-grub. A live host is asked
 // through its PATH; an offline tree (--root), whose programs are not
 // this machine's, by the files in its /usr/sbin, /sbin, /usr/bin, /bin.
 func detect(h *host.Host) string {
@@ -201,7 +204,7 @@ func detect(h *host.Host) string {
 		return ok && found
 	}
 	switch {
-	case host.Exists(h.FS, KernelCmdline) && has(BootKernelInstall):
+	case host.Exists(h.FS, KernelCmdline) && has(BootKernelInstall) && slices.Contains([]string{"bls", "uki"}, kernelInstallLayout(h.FS)):
 		return BootKernelInstall
 	case has(BootGrubby):
 		return BootGrubby

@@ -149,3 +149,49 @@ func RegenerateKernelInstall(ctx context.Context, h *host.Host) error {
 	}
 	return nil
 }
+
+// kernelInstallLayout is the layout kernel-install uses on this host, as
+// its script decides it (systemd 252, src/kernel-install/kernel-install):
+// layout= of the first of /etc/kernel/install.conf and
+// /usr/lib/kernel/install.conf that exists (the one it sources); else,
+// for each of /efi, /boot and /boot/efi, loader/entries.srel ("type1" is
+// bls, anything else other) or an entry directory named after the entry
+// token (/etc/kernel/entry-token, else the machine ID: bls); else other.
+// With "other" kernel-install writes no boot entry (90-loaderentry.install
+// exits), so /etc/kernel/cmdline is not what the next boot reads.
+func kernelInstallLayout(f host.FS) string {
+	for _, conf := range []string{"/etc/kernel/install.conf", "/usr/lib/kernel/install.conf"} {
+		b, err := f.ReadFile(conf)
+		if err != nil {
+			continue
+		}
+		layout := ""
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "layout="); ok {
+				layout = strings.Trim(v, `"'`)
+			}
+		}
+		if layout != "" {
+			return layout
+		}
+		break
+	}
+	token, _ := host.ReadAttr(f, "/etc/kernel/entry-token")
+	if token == "" {
+		token, _ = host.ReadAttr(f, "/etc/machine-id")
+	}
+	for _, boot := range []string{"/efi", "/boot", "/boot/efi"} {
+		if b, err := f.ReadFile(boot + "/loader/entries.srel"); err == nil {
+			if strings.TrimSpace(string(b)) == "type1" {
+				return "bls"
+			}
+			return "other"
+		}
+		if token != "" && !strings.ContainsAny(token, "/.") {
+			if fi, err := f.Stat(path.Join(boot, token)); err == nil && fi.IsDir() {
+				return "bls"
+			}
+		}
+	}
+	return "other"
+}

@@ -441,12 +441,50 @@ func TestGrubbyTextMatch(t *testing.T) {
 		}
 		os.WriteFile(entries[0], []byte(strings.Join(lines, "\n")), 0o644)
 		f := clitest.WriteSpec(t, "version: 1\nkernel_args:\n"+c.spec)
-		code, out := rf(t, "--sim", dir, "apply", "--yes", "-f", f)
-		if code != 1 || !strings.Contains(out, c.want) || !strings.Contains(out, "the boot entry of /vmlinuz-") {
-			t.Errorf("%s with %q: exit %d, want 1 with %q\n%s", c.options, c.spec, code, c.want, out)
+		for _, cmd := range []string{"plan", "apply"} {
+			code, out := rf(t, "--sim", dir, cmd, "--yes", "-f", f)
+			if cmd == "plan" {
+				code, out = rf(t, "--sim", dir, cmd, "-f", f)
+			}
+			if code != 1 || !strings.Contains(out, c.want) || !strings.Contains(out, "the boot entry of /vmlinuz-") || strings.Contains(out, "changed since the plan") {
+				t.Errorf("%s of %s with %q: exit %d, want 1 with %q\n%s", cmd, c.options, c.spec, code, c.want, out)
+			}
 		}
 		if after, _ := os.ReadFile(entries[0]); string(after) != strings.Join(lines, "\n") {
 			t.Errorf("%s: the entry was written:\n%s", c.options, after)
 		}
+	}
+}
+
+// TestKernelInstallLayout: /etc/kernel/cmdline and kernel-install make a
+// kernel-install host only where kernel-install writes boot entries (the
+// layout its script finds: install.conf's layout=, else
+// $BOOT/loader/entries.srel "type1"); a Debian host with systemd's
+// kernel-install, the layout "other" and GRUB is written with
+// update-grub.
+func TestKernelInstallLayout(t *testing.T) {
+	root := t.TempDir()
+	for f, s := range map[string]string{
+		"proc/cmdline":                sim.DefaultCmdline + "\n",
+		"usr/sbin/update-grub":        "#!/bin/sh\n",
+		"usr/bin/kernel-install":      "#!/bin/sh\n",
+		"etc/kernel/cmdline":          "root=/dev/sda1 ro quiet\n",
+		"boot/vmlinuz-6.1.0-28-amd64": "image\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755)
+		os.WriteFile(filepath.Join(root, f), []byte(s), 0o755)
+	}
+	f := clitest.WriteSpec(t, "version: 1\nkernel_args:\n  - {arg: iommu=pt}\n")
+	if code, out := rf(t, "--root", root, "plan", "-f", f); code != 2 || !strings.Contains(out, "kernel_cmdline[/etc/default/grub.d/90-rdmaform.cfg]") {
+		t.Fatalf("layout other: exit %d\n%s", code, out)
+	}
+	os.MkdirAll(filepath.Join(root, "boot/loader"), 0o755)
+	os.WriteFile(filepath.Join(root, "boot/loader/entries.srel"), []byte("type1\n"), 0o644)
+	if code, out := rf(t, "--root", root, "plan", "-f", f); code != 2 || !strings.Contains(out, "kernel_cmdline[/etc/kernel/cmdline]") {
+		t.Fatalf("entries.srel type1: exit %d\n%s", code, out)
+	}
+	os.WriteFile(filepath.Join(root, "etc/kernel/install.conf"), []byte("layout=other\n"), 0o644)
+	if code, out := rf(t, "--root", root, "plan", "-f", f); code != 2 || !strings.Contains(out, "kernel_cmdline[/etc/default/grub.d/90-rdmaform.cfg]") {
+		t.Fatalf("install.conf layout=other: exit %d\n%s", code, out)
 	}
 }
