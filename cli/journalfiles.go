@@ -52,14 +52,18 @@ func (a *app) retellOpenSM(ctx context.Context, h *host.Host) error {
 }
 
 // afterRestore tells the services that read restored files: the service
-// manager reloads a restored boot unit, and opensm reads its files again.
+// manager reloads a restored boot unit, update-grub or kernel-install
+// writes the boot entries again from a restored kernel command line file,
+// and opensm reads its files again.
 // Failures are warnings: the files are back.
 func (a *app) afterRestore(ctx context.Context, h *host.Host, changed []session.FileState) {
-	unit, sm, grub := false, false, false
+	unit, sm, grub, ki := false, false, false, false
 	for _, f := range changed {
 		switch {
 		case f.Path == kcmdline.GrubFile:
 			grub = true
+		case f.Path == kcmdline.KernelCmdline:
+			ki = true
 		case f.Path == bootunit.UnitPath || f.Path == bootunit.WantsPath:
 			unit = true
 		case slices.Contains(session.JournalPaths(subnetmanager.PartitionsAddr), f.Path) || slices.Contains(session.JournalPaths(subnetmanager.ConfAddr), f.Path) || f.Path == subnetmanager.Debian.Ports:
@@ -74,6 +78,11 @@ func (a *app) afterRestore(ctx context.Context, h *host.Host, changed []session.
 	if grub {
 		if err := kcmdline.Regenerate(ctx, h); err != nil {
 			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: after restoring %s: %v\n", kcmdline.GrubFile, err)
+		}
+	}
+	if ki {
+		if err := kcmdline.RegenerateKernelInstall(ctx, h); err != nil {
+			fmt.Fprintf(a.env.Stderr, "rdmaform: warning: after restoring %s: %v\n", kcmdline.KernelCmdline, err)
 		}
 	}
 	if sm {

@@ -361,8 +361,17 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *session.Jour
 	}
 	// A module the apply loaded and listed is one resource, put back by
 	// two changes (its modules-load.d entry, its unload): named once.
-	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, plan.JoinAddrs(session.UniqueAddrs(out.Applied), ", "))
-	if len(out.Applied) == 0 {
+	// A file put back byte for byte that no change of the plan wrote (the
+	// journal's spec cannot say what /etc/kernel/cmdline held) is named
+	// too.
+	back := session.UniqueAddrs(out.Applied)
+	for _, f := range restored {
+		if ad, err := plan.ParseAddr(f.Address); err == nil && !slices.Contains(back, ad) {
+			back = append(back, ad)
+		}
+	}
+	note := fmt.Sprintf("rolled back at %s by %s: %s\n", time.Now().UTC().Format(time.RFC3339), who, plan.JoinAddrs(back, ", "))
+	if len(back) == 0 {
 		note = fmt.Sprintf("rolled back at %s by %s: nothing needed putting back\n", time.Now().UTC().Format(time.RFC3339), who)
 	}
 	_ = h.FS.WriteFile(RolledBackFile, []byte(note), 0o644)

@@ -19,6 +19,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/session"
 )
@@ -39,6 +40,12 @@ an earlier boot and still not current (an activation failure: a reboot
 did not reload the firmware). An entry whose value cannot be read back
 (no tool, no adapter) waits for a reboot when it was staged in this boot,
 and cannot be checked when it was staged in an earlier one.
+
+The kernel arguments apply wrote for the next boot (kernel_args; their
+ledger is /var/lib/rdmaform/staged-cmdline.json) are listed too, each
+checked against /proc/cmdline: written in this boot and waiting for a
+reboot, on the running kernel's command line (took), or written in an
+earlier boot and not there (an activation failure).
 
 It also names an apply --confirm-timeout that waits for its confirmation
 (its deadline, whether the apply and the watcher or timer holding the
@@ -86,6 +93,9 @@ needed (an entry of this boot that cannot be read back waits for one).`,
 				}
 				st.full = fw.unread == ""
 			}
+			if err := st.checkKernelArgs(h); err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
 			marker, err := firmware.ReadRebootMarker(h)
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
@@ -112,6 +122,10 @@ type statusDoc struct {
 	// Staged are the staged ledger's entries, each checked against its
 	// adapter (status without -f).
 	Staged []stagedItem `json:"staged,omitempty"`
+	// KernelArgs are the kernel command line's staged ledger
+	// (/var/lib/rdmaform/staged-cmdline.json), each entry checked against
+	// the running kernel's /proc/cmdline.
+	KernelArgs []kernelArgItem `json:"kernel_args,omitempty"`
 	// RebootRequiredFile is /run/reboot-required (Debian's marker).
 	RebootRequiredFile struct {
 		Present  bool     `json:"present"`
@@ -138,6 +152,80 @@ func unfinishedRollback(h *host.Host) *session.Unfinished {
 	return nil
 }
 
+// kernelArgItem is one entry of the kernel command line's staged ledger
+// in status's document.
+type kernelArgItem struct {
+	// Arg is the argument (KEY=VALUE, or KEY), Absent whether it is to be
+	// absent from the command line.
+	Arg    string `json:"arg"`
+	Absent bool   `json:"absent,omitempty"`
+	// File is what rdmaform wrote, Tool what wrote the boot entries.
+	File     string `json:"file"`
+	Tool     string `json:"tool"`
+	StagedAt string `json:"staged_at"`
+	BootID   string `json:"staged_boot_id"`
+	// State: pending (written in this boot, waits for a reboot), took
+	// (the running kernel has it) or failed (written in an earlier boot,
+	// and the running kernel does not have it: an activation failure).
+	State       string `json:"state"`
+	EarlierBoot bool   `json:"earlier_boot"`
+
+	entry kcmdline.LedgerEntry
+}
+
+// checkKernelArgs reads the kernel command line's staged ledger and
+// checks each entry against /proc/cmdline and this boot's ID.
+func (st *statusOf) checkKernelArgs(h *host.Host) error {
+	l, err := kcmdline.ReadLedger(h.FS)
+	if err != nil || len(l.Entries) == 0 {
+		return err
+	}
+	running, boot, err := kcmdline.Running(h.FS)
+	if err != nil {
+		return err
+	}
+	st.argsBootID = boot
+	for _, e := range l.Entries {
+		st.kernelArgs = append(st.kernelArgs, kernelArgItem{Arg: e.Arg, Absent: e.Absent, File: e.File, Tool: e.Tool, StagedAt: e.StagedAt.Format(time.RFC3339),
+			BootID: e.BootID, State: e.Check(running, boot), EarlierBoot: boot != "" && e.BootID != boot, entry: e})
+	}
+	return nil
+}
+
+// argsWait and argsFailed tell whether a kernel argument waits for a
+// reboot, or did not take after one.
+func (st *statusOf) argsWait() bool   { return st.argsIn(kcmdline.StateWaits) }
+func (st *statusOf) argsFailed() bool { return st.argsIn(kcmdline.StateFailed) }
+
+func (st *statusOf) argsIn(state string) bool {
+	for _, it := range st.kernelArgs {
+		if it.State == state {
+			return true
+		}
+	}
+	return false
+}
+
+// line is a kernel argument's entry in status's text.
+func (it kernelArgItem) line(bootID string) string {
+	what := it.Arg
+	if it.Absent {
+		what += " (to be absent)"
+	}
+	when := "in this boot"
+	if it.EarlierBoot {
+		when = "in boot " + it.BootID + " (an earlier boot)"
+	}
+	what = fmt.Sprintf("%s: %s written at %s %s, %s ran", what, it.File, it.StagedAt, when, it.Tool)
+	switch it.State {
+	case kcmdline.StateFailed:
+		return "  ! " + it.entry.DidNotTake(bootID)
+	case kcmdline.StateTook:
+		return "    " + what + ": on /proc/cmdline now; the next apply or activate drops the entry"
+	}
+	return "    " + what + ": waits for a reboot"
+}
+
 // statusOf is what status read from the firmware: pending values, and
 // activation failures with their findings (-f) or the staged ledger's
 // entries (without -f).
@@ -150,13 +238,17 @@ type statusOf struct {
 	journal  *journalState
 	// full: every adapter was read and the ledger checked (no -f).
 	full bool
+	// kernelArgs are the kernel command line's ledger entries, checked
+	// in boot argsBootID.
+	kernelArgs []kernelArgItem
+	argsBootID string
 }
 
 // staleMarker tells whether /run/reboot-required is rdmaform's alone
 // and nothing rdmaform staged waits, read in full: a run cut short after
 // its firmware reset (activate killed) left it. It does not count.
 func (st *statusOf) staleMarker(m firmware.RebootMarker) bool {
-	if !st.full || !m.Required || len(m.Packages) != 1 || m.Packages[0] != "rdmaform" || len(st.pending) > 0 || len(st.failures) > 0 {
+	if !st.full || !m.Required || len(m.Packages) != 1 || m.Packages[0] != "rdmaform" || len(st.pending) > 0 || len(st.failures) > 0 || st.argsWait() {
 		return false
 	}
 	for _, it := range st.staged {
@@ -296,8 +388,8 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		m.Required = false // only its presence is reported
 	}
 	if a.jsonOut() {
-		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits(), UnfinishedRollback: u,
-			BootID: st.bootID, Staged: st.staged, RollbackJournal: st.journal}
+		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits() || st.argsWait(), UnfinishedRollback: u,
+			BootID: st.bootID, Staged: st.staged, KernelArgs: st.kernelArgs, RollbackJournal: st.journal}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
 		}
@@ -306,7 +398,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
-		if u != nil || len(st.failures) > 0 || st.unchecked() || st.journal.stuck() {
+		if u != nil || len(st.failures) > 0 || st.unchecked() || st.journal.stuck() || st.argsFailed() {
 			return exitCode(plan.ExitError)
 		}
 		if doc.RebootRequired {
@@ -347,6 +439,15 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 			defer func() { err = exitCode(plan.ExitError) }()
 		}
 	}
+	if len(st.kernelArgs) > 0 {
+		fmt.Fprintf(w, "Staged kernel arguments (%s):\n", kcmdline.LedgerPath)
+		for _, it := range st.kernelArgs {
+			fmt.Fprintln(w, words.Printable(it.line(st.argsBootID)))
+		}
+		if st.argsFailed() {
+			defer func() { err = exitCode(plan.ExitError) }()
+		}
+	}
 	if stale {
 		fmt.Fprintf(w, "    %s lists only rdmaform, and nothing rdmaform staged waits: a run cut short after its firmware reset left it (the next %s or %s removes it)\n",
 			firmware.RebootRequired, a.hint("apply"), a.hint("activate"))
@@ -358,7 +459,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		}
 		fmt.Fprintln(w, words.Printable(line))
 	}
-	if len(pending) == 0 && !m.Required && !st.unreadWaits() {
+	if len(pending) == 0 && !m.Required && !st.unreadWaits() && !st.argsWait() {
 		fmt.Fprintln(w, "Nothing waits for a reboot.")
 		return nil
 	}

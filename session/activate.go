@@ -21,6 +21,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/bootunit"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/sriov"
 	"github.com/rdmaform/rdmaform/schema"
 )
@@ -170,6 +171,10 @@ type activator struct {
 	hint    Hint
 	// interruptedApply: a signal stopped the spec's re-apply part way.
 	interruptedApply bool
+	// argFailures are the kernel arguments a reboot did not bring (the
+	// plan's activation failures of kernel_arg addresses): no reset or
+	// reboot brings them, and they are not a card's.
+	argFailures []string
 }
 
 func (a *activator) jsonOut() bool { return a.json }
@@ -300,6 +305,10 @@ func (a *activator) activate(ctx context.Context, h *host.Host, spec *schema.Spe
 	if err != nil {
 		return err
 	}
+	if len(a.argFailures) > 0 {
+		doc.Cards, doc.Refused = cards, a.argFailures
+		return a.activateDone(doc, "Nothing was changed:\n  "+strings.Join(a.argFailures, "\n  "), plan.ExitError)
+	}
 	if len(cards) == 0 {
 		return a.nothingStaged(ctx, h, spec, doc)
 	}
@@ -400,6 +409,17 @@ func (a *activator) stagedCards(ctx context.Context, h *host.Host, spec *schema.
 	}
 	tools := &firmware.ToolPicker{}
 	for _, af := range failures {
+		if af.Address.Kind == kcmdline.ArgKind {
+			what := fmt.Sprintf("kernel argument %s did not take: written in boot %s, and after a reboot it is not on /proc/cmdline", af.Staged, af.BootID)
+			switch {
+			case af.Staged == "absent":
+				what = fmt.Sprintf("kernel argument %s was to be made absent: written in boot %s, and after a reboot /proc/cmdline still has it", af.Current, af.BootID)
+			case af.Current != "absent":
+				what += " (it has " + af.Current + ")"
+			}
+			a.argFailures = append(a.argFailures, fmt.Sprintf("%s: %s; neither a reset nor a reboot brings it, and rdmaform does not write it again (plan -f SPEC names what decides this host's command line)", af.Address, what))
+			continue
+		}
 		pci := af.Address.Key
 		c := card(pci)
 		c.items = append(c.items, fmt.Sprintf("%s %s staged %s in boot %s, still %s (a reboot did not activate it)", af.Address, af.Attribute, af.Staged, af.BootID, af.Current))
@@ -838,11 +858,17 @@ func (a *activator) keepRecord(h *host.Host, rec *activateRecord) {
 // marker lists rdmaform while a value is pending or a ledger entry waits.
 // Failures are warnings.
 func (a *activator) settle(ctx context.Context, h *host.Host, after *plan.Plan) {
+	// The kernel arguments the running kernel has leave their ledger.
+	argsLeft, err := kcmdline.DropTaken(h)
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
+	}
 	left, err := firmware.DropTaken(ctx, h)
 	if err != nil {
 		fmt.Fprintf(a.env.Stderr, "rdmaform: warning: %v\n", err)
 		return
 	}
+	left += argsLeft
 	switch {
 	case after != nil && a.planned != nil:
 		a.syncRebootMarker(h, after)

@@ -50,6 +50,9 @@ func JournalPaths(a plan.Address) []string {
 	case modules.Kind:
 		return []string{modules.ConfFile}
 	case kcmdline.Kind:
+		if a.Key == kcmdline.KernelCmdline {
+			return []string{kcmdline.KernelCmdline}
+		}
 		return []string{kcmdline.GrubFile}
 	case gpudriver.Kind:
 		switch a {

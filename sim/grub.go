@@ -123,6 +123,14 @@ func expand(s string, vars map[string]string) string {
 // line's image and arguments make /proc/cmdline, with BOOT_IMAGE= first.
 // Without a grub.cfg (no update-grub ran) the command line stays.
 func (s *Sim) rebootCmdline(st *State) {
+	switch st.Bootloader {
+	case "kernel-install":
+		s.rebootLoaderEntry(st)
+		return
+	case "grubby":
+		s.rebootGrubby(st)
+		return
+	}
 	if st.Bootloader != "" {
 		return
 	}
@@ -139,8 +147,105 @@ func (s *Sim) rebootCmdline(st *State) {
 	}
 }
 
-// unsupportedBootTool stands for grubby and kernel-install, which the
-// simulator has on the PATH of a host of that kind but does not model.
-func unsupportedBootTool(_ context.Context, _ *Sim, _ []string, _ []byte) (string, string, int) {
-	return "", "not modelled by the simulator\n", 1
+// simEntryToken is the simulated systemd-boot host's entry token.
+const simEntryToken = "sim"
+
+// kernelInstallTool is systemd's kernel-install (252: the kernel-install
+// script and its 90-loaderentry.install plugin, read for this model):
+// "add VERSION IMAGE" writes $BOOT/loader/entries/TOKEN-VERSION.conf
+// whose options line is /etc/kernel/cmdline with its whitespace squeezed
+// (tr -s "$IFS" ' '), else /proc/cmdline without BOOT_IMAGE= and initrd=;
+// an image that is not a file is refused as the script refuses it.
+func kernelInstallTool(_ context.Context, s *Sim, args []string, _ []byte) (string, string, int) {
+	if len(args) < 3 || args[0] != "add" {
+		return "", "Usage:\n  kernel-install [OPTIONS...] add KERNEL-VERSION KERNEL-IMAGE [INITRD-FILE...]\n", 1
+	}
+	version, image := args[1], args[2]
+	if fi, err := os.Stat(filepath.Join(s.Dir, image)); err != nil || !fi.Mode().IsRegular() {
+		return "", "Error: kernel image argument " + image + " not a file\n", 1
+	}
+	var words []string
+	if b, err := os.ReadFile(filepath.Join(s.Dir, "etc/kernel/cmdline")); err == nil {
+		words = strings.Fields(string(b))
+	} else {
+		b, _ := os.ReadFile(filepath.Join(s.Dir, "proc/cmdline"))
+		for _, w := range strings.Fields(string(b)) {
+			if !strings.HasPrefix(w, "BOOT_IMAGE=") && !strings.HasPrefix(w, "initrd=") {
+				words = append(words, w)
+			}
+		}
+	}
+	entry := filepath.Join(s.Dir, "boot/loader/entries", simEntryToken+"-"+version+".conf")
+	if err := os.MkdirAll(filepath.Dir(entry), 0o755); err != nil {
+		return "", err.Error() + "\n", 1
+	}
+	text := "title      Debian GNU/Linux 12 (bookworm)\nversion    " + version + "\nsort-key   debian\noptions    " + strings.Join(words, " ") +
+		"\nlinux      /" + simEntryToken + "/" + version + "/linux\n"
+	if err := os.WriteFile(entry, []byte(text), 0o644); err != nil {
+		return "", err.Error() + "\n", 1
+	}
+	return "", "", 0
+}
+
+// installBootFiles gives a new systemd-boot host (Bootloader
+// "kernel-install") what its installation leaves: the kernel image in
+// /boot, /etc/kernel/cmdline with the running command line's arguments
+// (BOOT_IMAGE= left out), and the kernel's loader entry.
+func (s *Sim) installBootFiles(st *State) error {
+	if st.Bootloader == "grubby" {
+		return s.installGrubbyEntry()
+	}
+	if st.Bootloader != "kernel-install" {
+		return nil
+	}
+	img := filepath.Join(s.Dir, simKernelImage)
+	if err := os.MkdirAll(filepath.Dir(img), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(img, []byte("simulated kernel image\n"), 0o644); err != nil {
+		return err
+	}
+	// bootctl install marks $BOOT's entries as BLS type 1.
+	srel := filepath.Join(s.Dir, "boot/loader/entries.srel")
+	if err := os.MkdirAll(filepath.Dir(srel), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(srel, []byte("type1\n"), 0o644); err != nil {
+		return err
+	}
+	words := strings.Fields(st.cmdline())
+	kc := filepath.Join(s.Dir, "etc/kernel/cmdline")
+	if err := os.MkdirAll(filepath.Dir(kc), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(kc, []byte(strings.Join(words, " ")+"\n"), 0o644); err != nil {
+		return err
+	}
+	if _, _, rc := kernelInstallTool(context.Background(), s, []string{"add", strings.TrimPrefix(simKernelImage, "/boot/vmlinuz-"), simKernelImage}, nil); rc != 0 {
+		return fmt.Errorf("simulated kernel-install failed")
+	}
+	return nil
+}
+
+// systemdBootCmdline is a new systemd-boot host's /proc/cmdline: its
+// entry's options (no BOOT_IMAGE=, which GRUB adds).
+func systemdBootCmdline() string {
+	return strings.TrimSpace(strings.Replace(DefaultCmdline, "BOOT_IMAGE="+simKernelImage, "", 1))
+}
+
+// rebootLoaderEntry boots the simulated kernel's loader entry: its
+// options line is /proc/cmdline (systemd-boot passes it as it is). Without
+// an entry (kernel-install never ran) the command line stays.
+func (s *Sim) rebootLoaderEntry(st *State) {
+	version := strings.TrimPrefix(simKernelImage, "/boot/vmlinuz-")
+	b, err := os.ReadFile(filepath.Join(s.Dir, "boot/loader/entries", simEntryToken+"-"+version+".conf"))
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "options"); ok {
+			st.Cmdline = strings.TrimSpace(v)
+			return
+		}
+	}
 }

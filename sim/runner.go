@@ -43,8 +43,8 @@ var tools = map[string]toolFunc{
 	"sminfo": sminfoTool,
 	// The bootloader (sim/grub.go).
 	"update-grub":    updateGrubTool,
-	"grubby":         unsupportedBootTool,
-	"kernel-install": unsupportedBootTool,
+	"grubby":         grubbyTool,
+	"kernel-install": kernelInstallTool,
 }
 
 // runner runs emulated programs in-process, with the simulated host's

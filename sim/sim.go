@@ -111,10 +111,19 @@ func Create(dir string, st *State) (*Sim, error) {
 	defer s.unlock()
 	s.state, s.stale = st, nil
 	st.sortAll()
+	if st.Bootloader == "kernel-install" && st.Cmdline == "" {
+		st.Cmdline = systemdBootCmdline()
+	}
+	if st.Bootloader == "grubby" && st.Cmdline == "" {
+		st.Cmdline = "BOOT_IMAGE=(hd0,gpt2)/vmlinuz-" + strings.TrimPrefix(simKernelImage, "/boot/vmlinuz-") + " " + simGrubbyOptions
+	}
 	if err := s.save(); err != nil {
 		return nil, err
 	}
 	if err := st.renderAll(abs); err != nil {
+		return nil, err
+	}
+	if err := s.installBootFiles(st); err != nil {
 		return nil, err
 	}
 	return s, nil

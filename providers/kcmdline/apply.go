@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
@@ -20,6 +21,12 @@ import (
 //
 // Equivalent to: printf '...GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} ARGS"\n' > /etc/default/grub.d/90-rdmaform.cfg; update-grub
 func (p *Provider) Make(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	switch pl.tool {
+	case BootKernelInstall:
+		return makeKernelInstall(ctx, h, pl)
+	case BootGrubby:
+		return makeGrubby(ctx, h, pl)
+	}
 	old, err := h.FS.ReadFile(GrubFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w", GrubFile, err)
@@ -63,6 +70,40 @@ func writeOwn(h *host.Host, content []byte) error {
 	return nil
 }
 
+// makeKernelInstall writes /etc/kernel/cmdline (its mode kept), runs
+// kernel-install add for each installed kernel, reads the file back and
+// records the ledger. When kernel-install fails, the file is put back as
+// it was and the kernels are added again with it.
+//
+// Equivalent to: printf 'WORDS\n' > /etc/kernel/cmdline; kernel-install add VERSION IMAGE (each installed kernel)
+func makeKernelInstall(ctx context.Context, h *host.Host, pl *payload) error {
+	old, err := h.FS.ReadFile(KernelCmdline)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", KernelCmdline, err)
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := h.FS.Stat(KernelCmdline); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := h.FS.WriteFile(KernelCmdline, pl.content, mode); err != nil {
+		return fmt.Errorf("writing %s: %w", KernelCmdline, err)
+	}
+	if err := RegenerateKernelInstall(ctx, h); err != nil {
+		if rerr := h.FS.WriteFile(KernelCmdline, old, mode); rerr == nil {
+			_ = RegenerateKernelInstall(ctx, h)
+		}
+		return err
+	}
+	got, err := h.FS.ReadFile(KernelCmdline)
+	if err != nil {
+		return fmt.Errorf("reading %s back: %w", KernelCmdline, err)
+	}
+	if !slices.Equal(strings.Fields(string(got)), strings.Fields(string(pl.content))) {
+		return fmt.Errorf("%s reads back %q, not what was written (%q)", KernelCmdline, got, pl.content)
+	}
+	return record(h, pl)
+}
+
 // Regenerate runs update-grub (Debian's wrapper of grub-mkconfig -o
 // /boot/grub/grub.cfg). Offline (--root) nothing runs.
 func Regenerate(ctx context.Context, h *host.Host) error {
@@ -99,7 +140,7 @@ func record(h *host.Host, pl *payload) error {
 			keep = append(keep, *e)
 			return
 		}
-		keep = append(keep, LedgerEntry{BootID: boot, StagedAt: now, Arg: a.Arg, Absent: a.Absent, Tool: BootGrub, File: GrubFile})
+		keep = append(keep, newEntry(boot, now, a, pl.tool))
 	}
 	for _, a := range pl.args {
 		add(schema.KernelArg{Arg: a})
@@ -109,6 +150,18 @@ func record(h *host.Host, pl *payload) error {
 	}
 	l.Entries = keep
 	return writeLedger(h.FS, l)
+}
+
+// newEntry is a ledger entry of an argument written for tool's file.
+func newEntry(boot string, at time.Time, a schema.KernelArg, tool string) LedgerEntry {
+	e := LedgerEntry{BootID: boot, StagedAt: at, Arg: a.Arg, Absent: a.Absent, Tool: BootGrub, File: GrubFile}
+	switch tool {
+	case BootKernelInstall:
+		e.Tool, e.File = BootKernelInstall, KernelCmdline
+	case BootGrubby:
+		e.Tool, e.File = BootGrubby, "the boot entries (grubby --update-kernel=ALL)"
+	}
+	return e
 }
 
 var _ plan.Settler = (*Provider)(nil)
@@ -122,7 +175,7 @@ var _ plan.Settler = (*Provider)(nil)
 // Equivalent to: editing /var/lib/rdmaform/staged-cmdline.json
 func (p *Provider) Settle(_ context.Context, h *host.Host, res *plan.Result) error {
 	obs := plan.Observation[*Observed](res.Observed[p.Name()])
-	if obs == nil || obs.LedgerErr != nil || obs.Ledger == nil || obs.Bootloader != BootGrub {
+	if obs == nil || obs.LedgerErr != nil || obs.Ledger == nil || (obs.Bootloader != BootGrub && obs.Bootloader != BootKernelInstall && obs.Bootloader != BootGrubby) {
 		return nil
 	}
 	var keep []LedgerEntry
@@ -145,7 +198,7 @@ func (p *Provider) Settle(_ context.Context, h *host.Host, res *plan.Result) err
 		if !pending[ArgAddress(keyOf(a.Arg))] || satisfied(obs.Running, a) || obs.Ledger.Find(a.Arg, a.Absent) != nil {
 			continue
 		}
-		keep = append(keep, LedgerEntry{BootID: boot, StagedAt: time.Now().UTC().Truncate(time.Second), Arg: a.Arg, Absent: a.Absent, Tool: BootGrub, File: GrubFile})
+		keep = append(keep, newEntry(boot, time.Now().UTC().Truncate(time.Second), a, obs.Bootloader))
 		changed = true
 	}
 	if !changed {

@@ -18,28 +18,29 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 	}
 	switch obs.Bootloader {
 	case BootGrub:
-	case BootGrubby, BootKernelInstall:
-		// Not driven yet. grubby (rhboot/grubby, grubby-bls: update_args)
-		// edits each BLS entry's options line with sed by prefix and
-		// substring: --remove-args=iommu also strips iommu.passthrough=1
-		// and the "iommu" inside intel_iommu=on, and --args=iommu=pt
-		// rewrites the first "iommu=..." it finds, which may be
-		// intel_iommu's; a driver must refuse such keys or write the
-		// entries itself. kernel-install (kernel-install(8)) takes the
-		// whole line from /etc/kernel/cmdline, else /proc/cmdline, when it
-		// installs a kernel; writing that file needs "kernel-install add"
-		// for the running kernel to make its entry or UKI again.
-		prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
-			"this host's kernel command line is written with %s, which this rdmaform does not drive yet (it writes Debian's /etc/default/grub.d with update-grub); set the arguments with %s by hand", obs.Bootloader, obs.Bootloader))
-		return prop
+	case BootKernelInstall:
+		if len(obs.Kernels) == 0 {
+			prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
+				"this host's boot entries are written by kernel-install from %s, and no installed kernel was found to add again (%s/VERSION/vmlinuz or /boot/vmlinuz-VERSION); install the kernel, or set the arguments by hand", KernelCmdline, ModulesDir))
+			return prop
+		}
+	case BootGrubby:
+		if obs.LedgerErr != nil {
+			prop.Errors = append(prop.Errors, req.Unreadable("$.kernel_args", "%v", obs.LedgerErr))
+			return prop
+		}
+		return planGrubby(req, obs, prop)
 	default:
 		prop.Errors = append(prop.Errors, req.Finding("$.kernel_args",
-			"rdmaform does not recognise this host's bootloader: update-grub is not installed, nor grubby, nor kernel-install with %s; set the kernel arguments by hand", KernelCmdline))
+			"rdmaform does not recognise this host's bootloader: update-grub is not installed, nor grubby, nor kernel-install with %s and a BLS or UKI layout; set the kernel arguments by hand", KernelCmdline))
 		return prop
 	}
 	if obs.LedgerErr != nil {
 		prop.Errors = append(prop.Errors, req.Unreadable("$.kernel_args", "%v", obs.LedgerErr))
 		return prop
+	}
+	if obs.Bootloader == BootKernelInstall {
+		return planKernelInstall(req, obs, prop)
 	}
 	var want []string
 	var absent []schema.KernelArg
@@ -95,8 +96,58 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 			Payload:    &payload{content: renderOwnFile(want), args: want, absent: absent, running: obs.Running, before: obs.Raw},
 		})
 	}
-	// What the written configuration already gives waits for a reboot, or
-	// is an activation failure when it was written in an earlier boot.
+	return pendingOrFailed(req, obs, prop, changed, want, GrubFile+" is written and update-grub ran: the next boot reads it")
+}
+
+// planKernelInstall plans /etc/kernel/cmdline: its words with the spec's
+// arguments, then kernel-install add for each installed kernel.
+func planKernelInstall(req *plan.Request, obs *Observed, prop plan.Proposal) plan.Proposal {
+	words := editWords(obs.Words, req.Spec.KernelArgs)
+	changed := map[string]bool{}
+	var want []string
+	var absent []schema.KernelArg
+	for _, a := range req.Spec.KernelArgs {
+		if a.Absent {
+			absent = append(absent, a)
+		} else {
+			want = append(want, a.Arg)
+		}
+	}
+	if !slices.Equal(words, nonNil(obs.Words)) {
+		var attrs []plan.Attr
+		for _, a := range req.Spec.KernelArgs {
+			key := keyOf(a.Arg)
+			before := wordsOf(obs.Words, key)
+			after := wordsOf(words, key)
+			if before != after {
+				attrs = append(attrs, plan.Attr{Name: key, Before: before, After: after})
+				changed[a.Arg] = true
+			}
+		}
+		prop.Changes = append(prop.Changes, &plan.Change{
+			Address: plan.Addr(Kind, KernelCmdline), Action: plan.Update, Activation: plan.NextBoot, Source: req.Pos("$.kernel_args"),
+			Attributes: attrs,
+			Payload:    &payload{tool: BootKernelInstall, content: renderKernelCmdline(words), args: want, absent: absent, running: obs.Running, before: obs.Raw},
+		})
+	}
+	return pendingOrFailed(req, obs, prop, changed, want, KernelCmdline+" is written and kernel-install ran: the next boot's entry has it")
+}
+
+// wordsOf joins the words of a key.
+func wordsOf(words []string, key string) string {
+	var out []string
+	for _, w := range words {
+		if keyOf(w) == key {
+			out = append(out, w)
+		}
+	}
+	return joinArgs(out)
+}
+
+// pendingOrFailed adds what the written configuration already gives
+// (changed: what this plan's change gives) as pending a reboot, or as an
+// activation failure when it was written in an earlier boot.
+func pendingOrFailed(req *plan.Request, obs *Observed, prop plan.Proposal, changed map[string]bool, want []string, why string) plan.Proposal {
 	for i, a := range req.Spec.KernelArgs {
 		if changed[a.Arg] || satisfied(obs.Running, a) {
 			continue
@@ -127,7 +178,7 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Pr
 		}
 		prop.Pending = append(prop.Pending, plan.Pending{
 			Address: ArgAddress(keyOf(a.Arg)), Attribute: "cmdline", Current: cur, NextBoot: next, Source: req.Pos(path),
-			Activation: &plan.ActivateBy{By: plan.ByReboot, Why: GrubFile + " is written and update-grub ran: the next boot reads it"},
+			Activation: &plan.ActivateBy{By: plan.ByReboot, Why: why},
 		})
 	}
 	return prop

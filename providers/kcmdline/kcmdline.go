@@ -10,9 +10,14 @@
 // GRUB_CMDLINE_LINUX, and runs update-grub. An argument to make absent
 // that another file sets is refused with a finding naming that file:
 // rdmaform edits no file but its own. Hosts with grubby (RHEL, Fedora,
-// Rocky) or /etc/kernel/cmdline and kernel-install (systemd-boot, UKI)
-// are recognised and refused with a finding, as is a host with no
-// bootloader tool rdmaform knows.
+// Rocky): grubby --update-kernel=ALL --args/--remove-args edits every
+// boot entry, where grubby's text matching gives exactly the spec's
+// arguments (grubby.go). A host with no bootloader tool rdmaform knows is
+// a finding.
+//
+// systemd-boot, BLS and UKI hosts (/etc/kernel/cmdline and
+// kernel-install): rdmaform edits the words of /etc/kernel/cmdline and
+// runs kernel-install add for each installed kernel (kernelinstall.go).
 package kcmdline
 
 import (
@@ -21,6 +26,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -82,8 +88,16 @@ type Observed struct {
 	Running []string
 	// Listed are the arguments GrubFile gives; nil when it does not exist.
 	Listed []string
-	// Raw is GrubFile's content as read (nil when absent), for rollback.
+	// Raw is the file rdmaform writes (GrubFile, or KernelCmdline on a
+	// kernel-install host) as read (nil when absent), for rollback.
 	Raw []byte `json:"-"`
+	// Words are KernelCmdline's words, and Kernels the installed kernels
+	// kernel-install adds again (kernel-install hosts).
+	Words   []string          `json:",omitempty"`
+	Kernels []installedKernel `json:",omitempty"`
+	// Grubby are the boot entries grubby --info=ALL lists (grubby hosts).
+	Grubby    []grubbyEntry `json:",omitempty"`
+	GrubbyErr error         `json:"-"`
 	// Elsewhere maps a key to the other GRUB file that sets it, and
 	// ElsewhereArg to the argument it sets there (its last).
 	Elsewhere    map[string]string
@@ -98,7 +112,7 @@ type Observed struct {
 // Observe implements plan.TypedProvider. It reads /proc/cmdline, the boot
 // ID, the staged ledger, and on a GRUB host /etc/default/grub and
 // /etc/default/grub.d/*.cfg. It changes nothing.
-func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
+func (p *Provider) Observe(ctx context.Context, h *host.Host, req *plan.Request) (*Observed, error) {
 	if req.Spec.KernelArgs == nil && !req.Full {
 		return nil, nil
 	}
@@ -111,6 +125,26 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 	obs.Running = ParseCmdline(string(b))
 	obs.BootID, _ = host.ReadAttr(h.FS, BootIDPath)
 	obs.Ledger, obs.LedgerErr = ReadLedger(h.FS)
+	if obs.Bootloader == BootGrubby {
+		if h.Offline() {
+			obs.GrubbyErr = fmt.Errorf("grubby's boot entries are read by running grubby --info=ALL, which an offline tree (--root) cannot")
+		} else {
+			obs.Grubby, obs.GrubbyErr = readGrubby(ctx, h)
+		}
+		return obs, nil
+	}
+	if obs.Bootloader == BootKernelInstall {
+		b, err := h.FS.ReadFile(KernelCmdline)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", KernelCmdline, err)
+		}
+		obs.Raw = b
+		obs.Words = strings.Fields(string(b))
+		if obs.Kernels, err = installedKernels(h.FS); err != nil {
+			return nil, err
+		}
+		return obs, nil
+	}
 	if obs.Bootloader != BootGrub {
 		return obs, nil
 	}
@@ -150,8 +184,10 @@ func (p *Provider) Observe(_ context.Context, h *host.Host, req *plan.Request) (
 }
 
 // detect names the host's bootloader tool: kernel-install with
-// /etc/kernel/cmdline first (a systemd-boot or UKI host may keep GRUB's
-// tools installed), then grubby, then update-grub. A live host is asked
+// /etc/kernel/cmdline and a BLS or UKI layout first (a systemd-boot or
+// UKI host may keep GRUB's tools installed; a Debian host with systemd's
+// kernel-install and the layout "other" boots GRUB's entries), then
+// grubby, then update-grub. A live host is asked
 // through its PATH; an offline tree (--root), whose programs are not
 // this machine's, by the files in its /usr/sbin, /sbin, /usr/bin, /bin.
 func detect(h *host.Host) string {
@@ -168,7 +204,7 @@ func detect(h *host.Host) string {
 		return ok && found
 	}
 	switch {
-	case host.Exists(h.FS, KernelCmdline) && has(BootKernelInstall):
+	case host.Exists(h.FS, KernelCmdline) && has(BootKernelInstall) && slices.Contains([]string{"bls", "uki"}, kernelInstallLayout(h.FS)):
 		return BootKernelInstall
 	case has(BootGrubby):
 		return BootGrubby
@@ -303,9 +339,18 @@ func argsSetIn(s string) []string {
 // ArgAddress is the plan address of a kernel argument's key.
 func ArgAddress(key string) plan.Address { return plan.Addr(ArgKind, key) }
 
-// payload is what Make needs: GrubFile's new content (nil: remove it),
-// the arguments it gives and the spec's absent entries (for the ledger).
+// payload is what Make needs: the new content of the file (GrubFile, nil:
+// remove it; or KernelCmdline), the arguments it gives and the spec's
+// absent entries (for the ledger).
 type payload struct {
+	// tool is the bootloader the file is for (BootGrub when "").
+	tool string
+	// spec and entries (grubby): the spec's arguments, and the boot
+	// entries as the plan read them; restore: the entries to put back
+	// (a rollback).
+	spec    []schema.KernelArg
+	entries []grubbyEntry
+	restore bool
 	content []byte
 	args    []string
 	absent  []schema.KernelArg

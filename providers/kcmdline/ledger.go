@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // LedgerPath is the staged ledger of kernel arguments, beside the
@@ -102,6 +103,72 @@ func (e LedgerEntry) DidNotTake(bootID string) string {
 	if e.Absent {
 		what = "is still on"
 	}
-	return fmt.Sprintf("kernel argument %s did not take: %s was written for it and %s ran on %s (boot %s), and after a reboot it %s /proc/cmdline (this is boot %s). Something else decides the command line: a later file in %s, a cloud image's or the firmware's boot entry, or a second bootloader. rdmaform will not write it again; find what boots this host and fix it there",
-		e.Arg, e.File, e.Tool, e.StagedAt.Format(time.RFC3339), e.BootID, what, bootID, GrubDir)
+	other := "a later file in " + GrubDir
+	switch e.Tool {
+	case BootKernelInstall:
+		other = "a boot entry kernel-install did not write (another entry token, a UKI with its own command line)"
+	case BootGrubby:
+		other = "a default entry grubby did not list, GRUB_CMDLINE_LINUX in /etc/default/grub written into the entries again by grub2-mkconfig --update-bls-cmdline"
+	}
+	return fmt.Sprintf("kernel argument %s did not take: %s was written for it and %s ran on %s (boot %s), and after a reboot it %s /proc/cmdline (this is boot %s). Something else decides the command line: %s, a cloud image's or the firmware's boot entry, or a second bootloader. rdmaform will not write it again; find what boots this host and fix it there",
+		e.Arg, e.File, e.Tool, e.StagedAt.Format(time.RFC3339), e.BootID, what, bootID, other)
+}
+
+// Entry states, as status reports them.
+const (
+	// StateWaits: written in this boot, a reboot has not come.
+	StateWaits = "pending"
+	// StateTook: the running kernel's command line has it.
+	StateTook = "took"
+	// StateFailed: written in an earlier boot, and the running kernel's
+	// command line does not have it (an activation failure).
+	StateFailed = "failed"
+)
+
+// Check tells an entry's state against the running command line and boot.
+func (e LedgerEntry) Check(running []string, bootID string) string {
+	switch {
+	case satisfied(running, schema.KernelArg{Arg: e.Arg, Absent: e.Absent}):
+		return StateTook
+	case bootID == "" || e.BootID == bootID:
+		return StateWaits
+	}
+	return StateFailed
+}
+
+// Running reads the running kernel's command line and this boot's ID.
+func Running(f host.FS) ([]string, string, error) {
+	b, err := f.ReadFile(ProcCmdline)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("reading %s: %w", ProcCmdline, err)
+	}
+	boot, _ := host.ReadAttr(f, BootIDPath)
+	return ParseCmdline(string(b)), boot, nil
+}
+
+// DropTaken removes from the ledger the arguments the running kernel's
+// command line has (they took), and returns how many entries are left.
+// activate calls it, with or without a spec, so that an argument that
+// took is not reported as waiting.
+//
+// Equivalent to: editing /var/lib/rdmaform/staged-cmdline.json
+func DropTaken(h *host.Host) (int, error) {
+	l, err := ReadLedger(h.FS)
+	if err != nil || len(l.Entries) == 0 {
+		return 0, err
+	}
+	running, boot, err := Running(h.FS)
+	if err != nil {
+		return len(l.Entries), err
+	}
+	var keep []LedgerEntry
+	for _, e := range l.Entries {
+		if e.Check(running, boot) != StateTook {
+			keep = append(keep, e)
+		}
+	}
+	if len(keep) == len(l.Entries) {
+		return len(keep), nil
+	}
+	return len(keep), writeLedger(h.FS, &Ledger{Entries: keep})
 }

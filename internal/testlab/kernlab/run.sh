@@ -64,6 +64,10 @@ kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-im
 [ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
 kver=${kpkg#linux-image-}
 pkgs=("$kpkg" busybox-static kmod libkmod2 liblzma5 libzstd1 libssl3 iproute2 libmnl0 libelf1 libbpf1 libcap2 libselinux1 libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1 zlib1g libdb5.3 libxtables12 libatm1 libbsd0 libmd0 rdmacm-utils ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libc6 libgcc-s1 iputils-ping ethtool)
+# Debian's real update-grub and what grub-mkconfig runs (grub-probe,
+# grub-mkrelpath, grub-script-check and their libraries), for the kernel
+# command line across a second boot (guest/cmdline_test.go).
+pkgs+=(grub-common grub2-common libdevmapper1.02.1 libudev1)
 mkdir -p "$cache/debs"
 # The stamp names the kernel and the package list, so a changed list
 # unpacks again.
@@ -85,7 +89,7 @@ x=$cache/x
 work=$(mktemp -d /tmp/kernlab.XXXXXX)
 out=${KERNLAB_OUT:-$work/out}
 mkdir -p "$out"
-trap 'rm -rf "$work/root" "$work/initrd.gz" "$work/disk.img"' EXIT
+trap 'rm -rf "$work/root" "$work/initrd.gz" "$work/disk.img" "$work/cmdline.img"' EXIT
 r=$work/root
 mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,run,tmp,tests,var/tmp,etc/modules-load.d,root}
 
@@ -123,6 +127,16 @@ mkdir -p "$r/etc/libibverbs.d" "$r/lib/x86_64-linux-gnu/libibverbs"
 cp "$x/etc/libibverbs.d/rxe.driver" "$r/etc/libibverbs.d/"
 cp -L "$x"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$r/lib/x86_64-linux-gnu/libibverbs/"
 ln -s ../lib "$r/usr/lib"
+# GRUB's configuration generator, as grub2-common and grub-common install
+# it (sysconfdir /etc, pkgdatadir /usr/share/grub): the guest's rdmaform
+# runs this update-grub (guest/cmdline_test.go).
+install -m 0755 "$x/usr/sbin/update-grub" "$x/usr/sbin/grub-mkconfig" "$r/usr/sbin/"
+copy_bin "$x/usr/sbin/grub-probe" /usr/sbin/grub-probe
+for t in grub-mkrelpath grub-script-check grub-editenv; do copy_bin "$x/usr/bin/$t" "/usr/bin/$t"; done
+mkdir -p "$r/etc/default" "$r/usr/share/grub/default"
+cp -r "$x/etc/grub.d" "$r/etc/grub.d"
+cp "$x/usr/share/grub/grub-mkconfig_lib" "$r/usr/share/grub/"
+cp "$x/usr/share/grub/default/grub" "$r/usr/share/grub/default/grub"
 
 # Modules and what they depend on.
 mods=(rdma_rxe rdma_ucm rdma_cm ib_uverbs ib_ipoib ib_umad configfs veth crc32_generic)
@@ -208,6 +222,11 @@ echo "kernlab: initramfs $(du -h "$work/initrd.gz" | cut -f1) built in $(secs "$
 # (a KERNLAB-REBOOT line) finds what it wrote there in the next boot.
 disk=$work/disk.img
 truncate -s 16M "$disk"
+# A second one for the kernel command line test (guest/cmdline_test.go):
+# its ext2 holds the root trees whose /etc/default, /boot and ledger
+# rdmaform writes, and the second boot's command line is read from it.
+cmddisk=$work/cmdline.img
+truncate -s 24M "$cmddisk"
 # no_timer_check: on a loaded machine TCG's emulated timer can tick too
 # late for the kernel's IO-APIC timer check, which then panics at boot
 # ("IO-APIC + timer doesn't work!"); a virtual machine needs no such check.
@@ -243,6 +262,7 @@ boot_guest() {
     -kernel "$x/boot/vmlinuz-$kver" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 quiet panic=-1 no_timer_check intel_iommu=on RDMAFORM_REQUIRE_LAB=$require $*" \
     -drive "file=$disk,format=raw,if=none,id=kdisk" -device virtio-blk-pci,drive=kdisk,bus=pcie.0 \
+    -drive "file=$cmddisk,format=raw,if=none,id=kcmd" -device virtio-blk-pci,drive=kcmd,bus=pcie.0 \
     -netdev tap,id=kn0,ifname=ktap0,script=no,downscript=no,queues=4 \
     -device pcie-root-port,id=krp1,bus=pcie.0,chassis=1 \
     -device virtio-net-pci,bus=krp1,netdev=kn0,mq=on,vectors=10 \
@@ -265,7 +285,24 @@ qrc2=0
 if [ -n "$again" ] && [ $qrc -ne 124 ] && [ $qrc -ne 137 ]; then
   echo "kernlab: booting the guest again for ^($again)\$"
   qrc1=$qrc
-  boot_guest "$out/console2.log" KERNLAB_BOOT=2 "KERNLAB_REBOOT_RUN=^($again)\$"
+  # The kernel command line a test's rdmaform wrote: a
+  # "KERNLAB-CMDLINE-FROM FILE [DROP ARG]" line names the grub.cfg (on the
+  # second disk) that the real update-grub generated in the guest; its
+  # first entry's linux line is this boot's command line, as GRUB would
+  # give it (BOOT_IMAGE= first), less ARG, which the lab leaves out as a
+  # cloud image's boot entry that overrides GRUB's would.
+  bootargs=()
+  if read -r _ from _ drop < <(grep '^KERNLAB-CMDLINE-FROM ' "$log.txt" | head -n1); then
+    need debugfs e2fsprogs
+    cfg=$(debugfs -R "cat $from" "$cmddisk" 2>/dev/null)
+    read -r -a linux < <(printf '%s\n' "$cfg" | awk '$1 == "linux" {$1 = ""; print; exit}')
+    [ ${#linux[@]} -gt 0 ] || die "no linux line in the guest's $from:
+$cfg"
+    bootargs+=("BOOT_IMAGE=${linux[0]}")
+    for a in "${linux[@]:1}"; do [ "$a" = "${drop:-}" ] || bootargs+=("$a"); done
+    echo "kernlab: the second boot's command line from the guest's $from: ${bootargs[*]}${drop:+ (left out: $drop)}"
+  fi
+  boot_guest "$out/console2.log" "${bootargs[@]}" KERNLAB_BOOT=2 "KERNLAB_REBOOT_RUN=^($again)\$"
   qrc2=$qrc qrc=$qrc1
   boot2=$out/console2.log.txt
 fi
