@@ -77,6 +77,7 @@ func Lint(hosts []*Host) schema.Report {
 	l.addresses()
 	l.peers()
 	l.subnetManagers()
+	l.rails()
 	sort.SliceStable(l.rep, func(i, j int) bool {
 		a, b := l.rep[i], l.rep[j]
 		if a.Pos.File != b.Pos.File {

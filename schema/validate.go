@@ -104,6 +104,7 @@ func Validate(spec *Spec) Report {
 	v.kernelArgs()
 	v.services()
 	v.hostSettings()
+	v.rails()
 	v.probes()
 	v.subnetManager()
 	v.ownership()
