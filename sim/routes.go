@@ -150,7 +150,8 @@ func addrOrEmpty(a netip.Addr) string {
 }
 
 // RouteAdd implements host.Router with the kernel's errors
-// (net/ipv4/fib_semantics.c, fib_trie.c): ENODEV for a missing netdev,
+// (net/ipv4/fib_semantics.c, fib_trie.c): ErrLinkNotFound for a missing
+// netdev (its name does not resolve to an index),
 // ENETDOWN for one that is down ("Device for nexthop is not up"), EINVAL
 // for a preferred source that is no address of the host ("Invalid
 // prefsrc address"), EEXIST for a destination the table has already
@@ -162,7 +163,7 @@ func (n *simNet) RouteAdd(r host.Route) error {
 	return n.sim.mutate(false, func(st *State) error {
 		nd := st.Netdev(r.Dev)
 		if nd == nil {
-			return fmt.Errorf("ip route add %s: %w", r, syscall.ENODEV)
+			return notFound(r.Dev)
 		}
 		if !nd.Up {
 			return fmt.Errorf("ip route add %s: %w", r, syscall.ENETDOWN)

@@ -211,3 +211,53 @@ rails:
 		}
 	}
 }
+
+// TestPlanFindings: what plan refuses, each at its line: two rails of
+// one subnet with neither setting (lint's error; with half of them
+// plan goes on, lint warns), a rail on a NetworkManager profile, a rail
+// without an IPv4 address, a rail netdev the host lacks; a --root tree
+// has no rules to read.
+func TestPlanFindings(t *testing.T) {
+	dir := simtest.Dir(t, "cx5-roce", nil)
+	bare := "version: 1\ninterfaces:\n  - {name: ens1f0np0, state: up, addresses: [192.0.2.11/24]}\n  - {name: ens1f1np1, state: up, addresses: [192.0.2.12/24]}\n"
+	out := clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, bare))
+	for _, want := range []string{
+		"host.yaml:3:46: error: $.interfaces[0].addresses[0]: ens1f0np0 shares 192.0.2.0/24 with ens1f1np1, with neither the ARP settings",
+		"host.yaml:4:46: error: $.interfaces[1].addresses[0]: ens1f1np1 shares 192.0.2.0/24 with ens1f0np0, with neither the ARP settings",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q:\n%s", want, out)
+		}
+	}
+	clitest.Converge(t, dir, clitest.WriteSpec(t, bare+"rails:\n  - {interface: ens1f0np0, table: 101}\n  - {interface: ens1f1np1, table: 102}\n"))
+
+	out = clitest.MustRun(t, 1, "--sim", dir, "plan", "-f", clitest.WriteSpec(t, `version: 1
+ipoib:
+  - {name: storage, parent: ib0}
+rails:
+  - {interface: ib0, table: 110}
+  - {interface: ens1f0np0, table: 111}
+  - {interface: nope0, table: 112}
+`))
+	for _, want := range []string{
+		`host.yaml:5:17: error: $.rails[0].interface: ib0 is NetworkManager connection storage's interface: give the connection its rail routing instead (nmcli connection modify storage ipv4.routing-rules "priority 2000 from ADDR table 110" ipv4.routes "SUBNET table=110")`,
+		"host.yaml:7:17: error: $.rails[2].interface: no network interface nope0 on this host",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q:\n%s", want, out)
+		}
+	}
+	// ens1f0np0 has the address the converged plan gave it: no finding.
+	if strings.Contains(out, "rails[1]") {
+		t.Errorf("a rail with the host's address is refused:\n%s", out)
+	}
+	noAddr := simtest.Dir(t, "cx5-roce", nil)
+	out = clitest.MustRun(t, 1, "--sim", noAddr, "plan", "-f", clitest.WriteSpec(t, "version: 1\nrails:\n  - {interface: ens1f0np0, table: 101}\n"))
+	if !strings.Contains(out, "host.yaml:3:17: error: $.rails[0].interface: rail ens1f0np0 has no IPv4 address to route from: give it one (interfaces[].addresses)") {
+		t.Errorf("a rail without an address:\n%s", out)
+	}
+	out = clitest.MustRun(t, 1, "--root", t.TempDir(), "plan", "-f", clitest.WriteSpec(t, "version: 1\nrails:\n  - {interface: ens1f0np0, table: 101}\n"))
+	if !strings.Contains(out, "ip -4 rule show: netlink is not available on this host (--root)") {
+		t.Errorf("a --root plan:\n%s", out)
+	}
+}
