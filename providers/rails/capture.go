@@ -1,37 +1,13 @@
 package rails
 
 import (
-	"net/netip"
-	"sort"
+	"slices"
 
-	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
 )
 
 var _ plan.TypedCapturer[*Observed] = (*Provider)(nil)
-
-// captured is the RDMA netdev a rule makes a rail of: a rule of a source
-// address alone (from ADDR/32, no other selector) of the netdev, looking
-// up a table that is not the kernel's.
-func captured(r host.Rule, addrs map[string][]netip.Prefix) (string, bool) {
-	if r.Other != "" || !r.Src.IsValid() || r.Src.Bits() != 32 || r.Table <= 0 || kernelTable(r.Table) {
-		return "", false
-	}
-	names := make([]string, 0, len(addrs))
-	for n := range addrs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		for _, a := range addrs[n] {
-			if a.Addr() == r.Src.Addr() {
-				return n, true
-			}
-		}
-	}
-	return "", false
-}
 
 // CaptureFrom implements plan.TypedCapturer: an RDMA netdev is a rail
 // when a rule from one of its addresses looks up a table whose rules and
@@ -58,7 +34,7 @@ func (p *Provider) CaptureFrom(obs *Observed, _ *plan.Request, spec *schema.Spec
 			continue
 		}
 		wantRules, wantRoutes := want(rail, obs.Addrs[name])
-		haveRoutes := append([]host.Route(nil), obs.Routes[r.Table]...)
+		haveRoutes := slices.Clone(obs.Routes[r.Table])
 		sortRoutes(haveRoutes)
 		if !sameRules(wantRules, rulesOf(obs.Rules, r.Table)) || !sameRoutes(wantRoutes, haveRoutes) {
 			continue

@@ -207,3 +207,25 @@ func joinRoutes(rs []host.Route) string {
 	}
 	return strings.Join(s, "; ")
 }
+
+// captured is the RDMA netdev a rule makes a rail of: a rule of a source
+// address alone (from ADDR/32, no other selector) of the netdev, looking
+// up a table that is not the kernel's.
+func captured(r host.Rule, addrs map[string][]netip.Prefix) (string, bool) {
+	if r.Other != "" || !r.Src.IsValid() || r.Src.Bits() != 32 || r.Table <= 0 || kernelTable(r.Table) {
+		return "", false
+	}
+	names := make([]string, 0, len(addrs))
+	for n := range addrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, a := range addrs[n] {
+			if a.Addr() == r.Src.Addr() {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
