@@ -78,6 +78,7 @@ func Lint(hosts []*Host) schema.Report {
 	l.peers()
 	l.subnetManagers()
 	l.gpuOrdering()
+	l.rails()
 	sort.SliceStable(l.rep, func(i, j int) bool {
 		a, b := l.rep[i], l.rep[j]
 		if a.Pos.File != b.Pos.File {

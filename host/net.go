@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 )
 
@@ -87,6 +88,8 @@ type Net interface {
 	// kernel refuses a switch with EBUSY while a network namespace other
 	// than the initial one exists.
 	RdmaSetNetnsMode(mode string) error
+	// Router: policy-routing rules and the routes of their tables.
+	Router
 }
 
 // VFConfig is what LinkSetVF sets; nil and "" leave a setting alone.
@@ -96,4 +99,80 @@ type VFConfig struct {
 	MAC                string
 	Trust, Spoofchk    *bool
 	State              string // auto, enable, disable
+}
+
+// Rule is one IPv4 policy-routing rule (ip rule), as far as rdmaform
+// compares rules: its priority, its source selector and the table it looks
+// up.
+type Rule struct {
+	Priority int
+	// Table is the table the rule looks up (1-4294967295).
+	Table int
+	// Src is the "from" selector; the zero Prefix is "from all".
+	Src netip.Prefix
+	// Other describes the rule's other selectors and actions (to, iif,
+	// oif, fwmark, not, goto, a type other than lookup), "" for none: a
+	// rule with any is never one rdmaform makes.
+	Other string
+}
+
+// String is the rule as ip rule prints it.
+func (r Rule) String() string {
+	from := "all"
+	if r.Src.IsValid() {
+		from = r.Src.String()
+		if r.Src.Bits() == r.Src.Addr().BitLen() {
+			from = r.Src.Addr().String()
+		}
+	}
+	s := fmt.Sprintf("%d: from %s", r.Priority, from)
+	if r.Other != "" {
+		s += " " + r.Other
+	}
+	return s + fmt.Sprintf(" lookup %d", r.Table)
+}
+
+// Route is one IPv4 unicast route of a table (ip route show table N).
+type Route struct {
+	Table int
+	Dst   netip.Prefix
+	// Dev is the netdev the route leaves through.
+	Dev string
+	// Src is the preferred source address; the zero Addr is none.
+	Src netip.Addr
+	// Gw is the gateway; the zero Addr is a directly connected route
+	// (scope link).
+	Gw netip.Addr
+}
+
+// String is the route as ip route prints it.
+func (r Route) String() string {
+	s := r.Dst.String()
+	if r.Gw.IsValid() {
+		s += " via " + r.Gw.String()
+	}
+	s += " dev " + r.Dev
+	if r.Src.IsValid() {
+		s += " src " + r.Src.String()
+	}
+	return s
+}
+
+// Router is policy routing through netlink: the rules and the routes of
+// tables other than main (multi-rail hosts whose rails share a subnet).
+type Router interface {
+	// RuleList lists the IPv4 rules. Equivalent to: ip -4 rule show
+	RuleList() ([]Rule, error)
+	// RuleAdd is equivalent to: ip -4 rule add priority P from SRC lookup TABLE
+	RuleAdd(r Rule) error
+	// RuleDel is equivalent to: ip -4 rule del priority P from SRC lookup TABLE
+	RuleDel(r Rule) error
+	// RouteList lists the IPv4 unicast routes of one table. Equivalent
+	// to: ip -4 route show table TABLE
+	RouteList(table int) ([]Route, error)
+	// RouteAdd is equivalent to: ip route add DST [via GW] dev DEV
+	// [src SRC] table TABLE (scope link without a gateway)
+	RouteAdd(r Route) error
+	// RouteDel is equivalent to: ip route del DST [via GW] dev DEV table TABLE
+	RouteDel(r Route) error
 }

@@ -73,6 +73,10 @@ func TestOfflineNet(t *testing.T) {
 
 	p := netip.MustParsePrefix("192.0.2.1/24")
 	_, addrErr := n.AddrList("enp1s0")
+	_, ruleErr := n.RuleList()
+	_, routeErr := n.RouteList(101)
+	rule := Rule{Priority: 2000, Table: 101, Src: netip.MustParsePrefix("192.0.2.1/32")}
+	route := Route{Table: 101, Dst: netip.MustParsePrefix("192.0.2.0/24"), Dev: "enp1s0", Src: netip.MustParseAddr("192.0.2.1")}
 	for _, c := range []struct {
 		err error
 		op  string
@@ -85,6 +89,12 @@ func TestOfflineNet(t *testing.T) {
 		{n.RdmaLinkAdd("rxe1", "enp1s0"), "rdma link add rxe1 type rxe netdev enp1s0"},
 		{n.RdmaLinkDel("rxe0"), "rdma link delete rxe0"},
 		{n.LinkSetVF("enp1s0", 2, VFConfig{}), "ip link set dev enp1s0 vf 2"},
+		{ruleErr, "ip -4 rule show"},
+		{routeErr, "ip -4 route show table 101"},
+		{n.RuleAdd(rule), "ip -4 rule add priority 2000 from 192.0.2.1/32 lookup 101"},
+		{n.RuleDel(rule), "ip -4 rule del priority 2000 from 192.0.2.1/32 lookup 101"},
+		{n.RouteAdd(route), "ip route add 192.0.2.0/24 dev enp1s0 src 192.0.2.1 table 101"},
+		{n.RouteDel(route), "ip route del 192.0.2.0/24 dev enp1s0 src 192.0.2.1 table 101"},
 	} {
 		var oe *OfflineError
 		if !errors.As(c.err, &oe) || oe.Op != c.op || !errors.Is(c.err, ErrNoNetlink) {

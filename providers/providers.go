@@ -19,6 +19,7 @@ import (
 	"github.com/rdmaform/rdmaform/providers/netdev"
 	"github.com/rdmaform/rdmaform/providers/pcie"
 	"github.com/rdmaform/rdmaform/providers/qos"
+	"github.com/rdmaform/rdmaform/providers/rails"
 	"github.com/rdmaform/rdmaform/providers/rdmacm"
 	"github.com/rdmaform/rdmaform/providers/rdmanetns"
 	"github.com/rdmaform/rdmaform/providers/rxe"
@@ -49,6 +50,7 @@ func All() []plan.Provider {
 		qos.New(),
 		rdmacm.New(),
 		ipoib.New(),
+		rails.New(),
 		subnetmanager.New(),
 		services.New(),
 		memlock.New(),

@@ -13,19 +13,20 @@ const Version = 1
 
 // Spec is one host's (or one class of hosts') desired RDMA configuration.
 type Spec struct {
-	Version     int         `yaml:"version" doc:"spec format version; must be 1"`
-	Host        *HostSpec   `yaml:"host,omitempty" doc:"host identity checks"`
-	Devices     []Device    `yaml:"devices,omitempty" doc:"RDMA adapters, each selected by exactly one of pci, name, node_guid, netdev, or every adapter function that matches match"`
-	IPoIB       []IPoIB     `yaml:"ipoib,omitempty" doc:"NetworkManager connections of type infiniband"`
-	Rxe         []Rxe       `yaml:"rxe,omitempty" doc:"Soft-RoCE links (not persistent)"`
-	Interfaces  []Interface `yaml:"interfaces,omitempty" doc:"plain netlink settings for netdevs NetworkManager does not own"`
-	Modules     []string    `yaml:"modules,omitempty" doc:"kernel modules loaded now and listed in /etc/modules-load.d/rdmaform.conf"`
-	KernelArgs  []KernelArg `yaml:"kernel_args,omitempty" doc:"kernel command line arguments to add or make absent, written as the host's bootloader takes them (Debian's /etc/default/grub.d/90-rdmaform.cfg and update-grub); effective after a reboot, checked against /proc/cmdline"`
-	Services    []Service   `yaml:"services,omitempty" doc:"systemd unit states"`
-	Limits      *Limits     `yaml:"limits,omitempty" doc:"resource limits of login sessions (pam_limits), in /etc/security/limits.d/90-rdmaform.conf"`
-	Sysctl      *Sysctl     `yaml:"sysctl,omitempty" doc:"the RDMA-relevant kernel settings of /proc/sys, set now and in /etc/sysctl.d/90-rdmaform.conf"`
-	Persistence string      `yaml:"persistence,omitempty" enum:"none,boot-unit" default:"none" doc:"none | boot-unit: re-apply volatile settings at boot"`
-	Probes      []Probe     `yaml:"probes,omitempty" doc:"connectivity checks (rdmaform probe, audit --probes); they never change the host"`
+	Version     int           `yaml:"version" doc:"spec format version; must be 1"`
+	Host        *HostSpec     `yaml:"host,omitempty" doc:"host identity checks"`
+	Devices     []Device      `yaml:"devices,omitempty" doc:"RDMA adapters, each selected by exactly one of pci, name, node_guid, netdev, or every adapter function that matches match"`
+	IPoIB       []IPoIB       `yaml:"ipoib,omitempty" doc:"NetworkManager connections of type infiniband"`
+	Rxe         []Rxe         `yaml:"rxe,omitempty" doc:"Soft-RoCE links (not persistent)"`
+	Interfaces  []Interface   `yaml:"interfaces,omitempty" doc:"plain netlink settings for netdevs NetworkManager does not own"`
+	Modules     []string      `yaml:"modules,omitempty" doc:"kernel modules loaded now and listed in /etc/modules-load.d/rdmaform.conf"`
+	KernelArgs  []KernelArg   `yaml:"kernel_args,omitempty" doc:"kernel command line arguments to add or make absent, written as the host's bootloader takes them (Debian's /etc/default/grub.d/90-rdmaform.cfg and update-grub); effective after a reboot, checked against /proc/cmdline"`
+	Services    []Service     `yaml:"services,omitempty" doc:"systemd unit states"`
+	Limits      *Limits       `yaml:"limits,omitempty" doc:"resource limits of login sessions (pam_limits), in /etc/security/limits.d/90-rdmaform.conf"`
+	Sysctl      *Sysctl       `yaml:"sysctl,omitempty" doc:"the RDMA-relevant kernel settings of /proc/sys, set now and in /etc/sysctl.d/90-rdmaform.conf"`
+	Rails       []RailRouting `yaml:"rails,omitempty" doc:"multi-rail policy routing: per rail a rule from each of its IPv4 addresses to a routing table of its own, holding the rail's subnet route, so that traffic from a rail's address leaves by that rail when several share a subnet (runtime: persistence boot-unit sets them again at boot)"`
+	Persistence string        `yaml:"persistence,omitempty" enum:"none,boot-unit" default:"none" doc:"none | boot-unit: re-apply volatile settings at boot"`
+	Probes      []Probe       `yaml:"probes,omitempty" doc:"connectivity checks (rdmaform probe, audit --probes); they never change the host"`
 	// SubnetManager is the opensm side of the fabric: its priority and
 	// the partitions it programs into every port's P_Key table.
 	SubnetManager *SubnetManager `yaml:"subnet_manager,omitempty" doc:"opensm on this host: priority, partitions (partitions.conf, rdmaform's whole) and an allow-list of opensm.conf options; InfiniBand hosts only"`

@@ -105,6 +105,7 @@ func Validate(spec *Spec) Report {
 	v.gpu()
 	v.services()
 	v.hostSettings()
+	v.rails()
 	v.probes()
 	v.subnetManager()
 	v.ownership()

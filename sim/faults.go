@@ -47,7 +47,7 @@ import (
 // owns DCB): only reading the value back finds it.
 
 // NetlinkOps are the netlink operations a fault can fail.
-var NetlinkOps = []string{"LinkSetUp", "LinkSetDown", "LinkSetMTU", "LinkSetName", "LinkSetVF", "AddrAdd", "AddrDel", "RdmaLinkAdd", "RdmaLinkDel", "RdmaDevSetName", "RdmaSetNetnsMode"}
+var NetlinkOps = []string{"LinkSetUp", "LinkSetDown", "LinkSetMTU", "LinkSetName", "LinkSetVF", "AddrAdd", "AddrDel", "RdmaLinkAdd", "RdmaLinkDel", "RdmaDevSetName", "RdmaSetNetnsMode", "RuleAdd", "RuleDel", "RouteAdd", "RouteDel"}
 
 // SystemdOps are the service manager calls a fault can fail.
 var SystemdOps = []string{"StartUnit", "StopUnit", "EnableUnitFiles", "DisableUnitFiles", "Reload"}

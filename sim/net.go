@@ -63,7 +63,13 @@ func (n *simNet) LinkSetUp(name string, up bool) error {
 	if err := n.sim.inject(faultNetlink, op, name); err != nil {
 		return unlessDropped(err)
 	}
-	return n.change(name, func(_ *State, nd *Netdev) error { nd.Up = up; return nil })
+	return n.change(name, func(st *State, nd *Netdev) error {
+		nd.Up = up
+		if !up {
+			st.flushRoutes(name, "")
+		}
+		return nil
+	})
 }
 
 // LinkSetMTU implements host.Net.
@@ -131,10 +137,11 @@ func (n *simNet) AddrDel(name string, p netip.Prefix) error {
 	if err := n.sim.inject(faultNetlink, "AddrDel", name+" "+p.String()); err != nil {
 		return unlessDropped(err)
 	}
-	return n.change(name, func(_ *State, nd *Netdev) error {
+	return n.change(name, func(st *State, nd *Netdev) error {
 		for i, a := range nd.Addrs {
 			if q, err := netip.ParsePrefix(a); err == nil && q == p {
 				nd.Addrs = append(nd.Addrs[:i], nd.Addrs[i+1:]...)
+				st.flushRoutes("", p.Addr().String())
 				return nil
 			}
 		}

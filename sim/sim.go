@@ -374,6 +374,7 @@ func (s *Sim) RebootWith(o RebootOptions) error {
 		st.Unprobed = nil
 		st.RdmaCM = nil
 		st.CMGroups = nil
+		st.Rules, st.TableRoutes = nil, nil
 		var keep []*Device
 		for _, d := range st.Devices {
 			if d.Driver == "rxe" {
@@ -502,6 +503,7 @@ func (st *State) removeNetdev(name string) {
 		keep = append(keep, n)
 	}
 	st.Netdevs = keep
+	st.flushRoutes(name, "")
 }
 
 func ipoibMAC(d *Device, p *Port) string {

@@ -69,6 +69,11 @@ type State struct {
 	// DefaultRoute names the netdev the default route leaves through (the
 	// management network).
 	DefaultRoute string `yaml:"default_route,omitempty"`
+	// Rules and TableRoutes are the IPv4 policy-routing rules and the
+	// routes of tables other than main (routes.go): runtime state, lost
+	// at a reboot.
+	Rules       []PolicyRule `yaml:"rules,omitempty"`
+	TableRoutes []TableRoute `yaml:"table_routes,omitempty"`
 
 	// Modules loaded now; BootModules are loaded at every boot (plus what
 	// /etc/modules-load.d lists).
