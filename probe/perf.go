@@ -150,7 +150,7 @@ func planPerf(h *host.Host, inv *inventory.Inventory, s *schema.PerfSettings, se
 			if server {
 				return nil, fmt.Errorf("%s port %d carries %s but has no RoCE v2 GID for it", pp.dev.Name, pp.port.Num, s.To)
 			}
-			return nil, fmt.Errorf("%s port %d has no RoCE v2 GID with an IPv4 address on %s's subnet; give gid_index", pp.dev.Name, pp.port.Num, s.To)
+			return nil, fmt.Errorf("%s port %d has no RoCE v2 GID with an IPv4 address; give gid_index", pp.dev.Name, pp.port.Num)
 		}
 		pp.gidIndex = &g.Index
 	}

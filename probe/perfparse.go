@@ -48,7 +48,10 @@ type perfReport struct {
 func (r *perfReport) unmeasured(bidir bool) string {
 	rows := r.bw
 	if bidir {
-		l, rm, _, _ := r.directions()
+		l, rm, _, ok := r.directions()
+		if !ok {
+			return "its report has no per-direction figures of this run (Local results and Remote results of one message size)"
+		}
 		rows = []bwRow{l, rm}
 	} else if len(rows) > 0 {
 		rows = rows[len(rows)-1:]
@@ -246,7 +249,9 @@ func (r *perfReport) directions() (local, remote, sum bwRow, ok bool) {
 			sum, hasS = row, true
 		}
 	}
-	return local, remote, sum, hasL && hasR && hasS
+	// A remote row of another message size is no report (src/send_bw.c
+	// prints memory that holds none: see schema's bidirectional send).
+	return local, remote, sum, hasL && hasR && hasS && local.size == remote.size
 }
 
 // decimalGID turns perftest's GID (16 bytes in decimal, colon-separated:

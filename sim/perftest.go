@@ -266,8 +266,15 @@ func perftestClient(s *Sim, r *perftestRun) (string, string, int) {
 		return "", fmt.Sprintf("Couldn't connect to %s:%d\n Unable to init the socket connection\n", r.peer, r.tcpPort), 1
 	}
 	if r.rdmaCM {
-		// RDMA CM picks the GID of the source address.
+		// RDMA CM resolves the GID of the source address, RoCE v2 by
+		// default, and perftest reports its index.
 		localGID = netip.AddrFrom16(path.src.As16())
+		for i, g := range st.gidTable(d, p) {
+			if netip.AddrFrom16(g.addr) == localGID && (g.typ == "RoCE v2" || !eth) {
+				r.gidIndex = i
+				break
+			}
+		}
 	}
 	factor := 1.0
 	if f := s.takeLocked(faultSlow, r.tool, r.peer); f != nil {
