@@ -94,8 +94,8 @@ func TestPerfProbeGates(t *testing.T) {
 		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 96.62Gb/s}", true, "96.62 Gb/s, floor 96.62 Gb/s"},
 		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 96.63 Gb/s}", false, "96.62 Gb/s below the floor 96.63 Gb/s"},
 		{"bandwidth: {to: 192.168.10.2, device: mlx5_0}", true, "96.62 Gb/s"},
-		{"latency: {to: 192.168.10.2, device: mlx5_0, ceiling: 1600ns}", true, "1.60 us median, ceiling 1.6µs"},
-		{"latency: {to: 192.168.10.2, device: mlx5_0, ceiling: 1599ns}", false, "1.60 us median above the ceiling 1.599µs"},
+		{"latency: {to: 192.168.10.2, device: mlx5_0, ceiling: 1600ns}", true, "1.6 us median, ceiling 1.6µs"},
+		{"latency: {to: 192.168.10.2, device: mlx5_0, ceiling: 1599ns}", false, "1.6 us median above the ceiling 1.599µs"},
 	}
 	for _, c := range cases {
 		code, r := perfProbe(t, dir, c.probe)
@@ -229,7 +229,7 @@ func TestPerfProbeSlowFault(t *testing.T) {
 	if code, out, errs := runCLI(t, "sim", "fault", dir, "--slow", "0.5", "--match", "192.168.10.2", "--times", "1"); code != 0 {
 		t.Fatalf("sim fault: %d %s%s", code, out, errs)
 	}
-	if code, r := perfProbe(t, dir, probe); code != 2 || r.Perf.BandwidthGbps != 48.31 || !strings.Contains(r.Reason, "below the floor 90.00 Gb/s") {
+	if code, r := perfProbe(t, dir, probe); code != 2 || r.Perf.BandwidthGbps != 48.31 || !strings.Contains(r.Reason, "below the floor 90 Gb/s") {
 		t.Errorf("slowed: exit %d %g %q", code, r.Perf.BandwidthGbps, r.Reason)
 	}
 	if code, r := perfProbe(t, dir, probe); code != 0 || r.Perf.BandwidthGbps != 96.62 {

@@ -579,6 +579,12 @@ func gidTypeOf(pt *inventory.Port, idx *int, gid string) string {
 	return typ
 }
 
+// gbps writes a figure as perftest printed it (to six decimals at most:
+// rxe's 0.016622 Gb/s stays that, not 0.02).
+func gbps(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) + " Gb/s"
+}
+
 // verdict gates the figures and the checks.
 func verdict(s *schema.PerfSettings, perf *Perf) (bool, string) {
 	var failed, unverified []string
@@ -593,9 +599,9 @@ func verdict(s *schema.PerfSettings, perf *Perf) (bool, string) {
 	var figure string
 	ok := true
 	if s.Kind == "bandwidth" {
-		figure = fmt.Sprintf("%.2f Gb/s", perf.BandwidthGbps)
+		figure = gbps(perf.BandwidthGbps)
 		if s.Bidirectional {
-			figure = fmt.Sprintf("%.2f Gb/s out, %.2f Gb/s in", perf.OutGbps, perf.InGbps)
+			figure = fmt.Sprintf("%s out, %s in", gbps(perf.OutGbps), gbps(perf.InGbps))
 		}
 		switch {
 		case s.Floor.Pct > 0 && perf.PortRateGbps <= 0:
@@ -607,14 +613,14 @@ func verdict(s *schema.PerfSettings, perf *Perf) (bool, string) {
 				of = fmt.Sprintf(" (%s of %s)", s.Floor.Text, perf.PortRate)
 			}
 			if perf.BandwidthGbps < perf.FloorGbps {
-				figure = fmt.Sprintf("%s below the floor %.2f Gb/s%s", figure, perf.FloorGbps, of)
+				figure = fmt.Sprintf("%s below the floor %s%s", figure, gbps(perf.FloorGbps), of)
 				ok = false
 			} else {
-				figure = fmt.Sprintf("%s, floor %.2f Gb/s%s", figure, perf.FloorGbps, of)
+				figure = fmt.Sprintf("%s, floor %s%s", figure, gbps(perf.FloorGbps), of)
 			}
 		}
 	} else {
-		figure = fmt.Sprintf("%.2f us median", perf.LatencyUs)
+		figure = fmt.Sprintf("%s us median", strconv.FormatFloat(perf.LatencyUs, 'f', -1, 64))
 		if perf.CeilingUs > 0 {
 			if perf.LatencyUs > perf.CeilingUs {
 				figure = fmt.Sprintf("%s above the ceiling %s", figure, s.Ceiling)

@@ -63,6 +63,21 @@ func TestParsePerftestReal(t *testing.T) {
 			unmeasured: "no per-direction figures"},
 		{file: "perftest-write_lat-client", link: "Ethernet", gid: "::ffff:192.0.2.2", gidIndex: 1, tos: -1, latTypical: 2750.77, iters: 1000},
 		{file: "perftest-write_lat-server", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, latTypical: 2866.67, iters: 1000},
+		// RDMA CM looped the run back through the device holding the
+		// peer's address: the GID perftest printed is the peer's.
+		{file: "perftest-write_bw-rdma_cm-client", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, avg: 0.016622, iters: 64},
+		{file: "perftest-write_bw-rdma_cm-server", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, avg: 0.016622, iters: 64},
+		{file: "perftest-write_bw-rdma_cm-no-source-client", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, avg: 0.020927, iters: 80},
+		{file: "perftest-write_bw-rdma_cm-no-source-server", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, avg: 0.020927, iters: 80},
+		{file: "perftest-write_bw-rdma_cm-tos-client", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: 106, avg: 0.004107, iters: 16},
+		{file: "perftest-write_bw-rdma_cm-tos-server", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: 106, avg: 0.004107, iters: 16},
+		{file: "perftest-write_lat-rdma_cm-client", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, latTypical: 11.93, iters: 1000},
+		{file: "perftest-write_lat-rdma_cm-server", link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, latTypical: 12.07, iters: 1000},
+		// rxe failed a bidirectional send: the server's completion
+		// error; the client, killed, printed nothing.
+		{file: "perftest-send_bw-bidir-iters-server", bidir: true, link: "Ethernet", gid: "::ffff:192.0.2.1", gidIndex: 1, tos: -1, problem: "Completion with error at client",
+			unmeasured: "no per-direction figures"},
+		{file: "perftest-send_bw-bidir-iters-client", bidir: true, gidIndex: -1, tos: -1, problem: "no result in its report", unmeasured: "no per-direction figures"},
 		{file: "perftest-write_bw-no-server", gidIndex: -1, tos: -1, problem: "Couldn't connect to 192.0.2.1:18515"},
 		{file: "perftest-write_bw-no-device", gidIndex: -1, tos: -1, cannot: "IB device rxe9 not found"},
 	}

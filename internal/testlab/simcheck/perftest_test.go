@@ -113,3 +113,27 @@ func TestPerftestEmulatorParsesLikeReal(t *testing.T) {
 		})
 	}
 }
+
+// TestRealLoopedRunFailsTheTransportCheck: in the kernel lab RDMA CM
+// looped a run to 192.0.2.1 back through rxepa, the device holding that
+// address, though perftest was given -d rxepb and --source_ip 192.0.2.2
+// (the capture's GIDs are both 192.0.2.1). Replayed, the probe fails it:
+// the GID perftest used is not in rxepb's GID table. The figures alone
+// would have passed.
+func TestRealLoopedRunFailsTheTransportCheck(t *testing.T) {
+	_, h := simtest.New(t, "vm-soft", 0, veth("pvb", "192.0.2.2/24", "rxepb", "ACTIVE"))
+	spec, rep := schema.Parse("probes.yaml", []byte("version: 1\nprobes:\n  - name: p\n    bandwidth: {to: 192.0.2.1, device: rxepb, duration: 2s, rdma_cm: true, floor: 0.001Gb/s}\n"))
+	if len(rep) > 0 {
+		t.Fatal(rep)
+	}
+	realHost := *h
+	realHost.Runner = replay{t, "perftest-write_bw-rdma_cm-client", "ib_write_bw -d rxepb -i 1 -s 65536 -q 1 -D 2 -p 18515 --report_gbits -F -R --source_ip=192.0.2.2 192.0.2.1", 0}
+	got, _ := probe.Run(context.Background(), &realHost, spec)
+	if len(got) != 1 {
+		t.Fatalf("%v", got)
+	}
+	r := got[0]
+	if r.Outcome != probe.OutcomeFailed || r.Reason != "0.016622 Gb/s, floor 0.001 Gb/s; gid_type is ::ffff:192.0.2.1 is not in the GID table of rxepb port 1, not RoCE v2" {
+		t.Errorf("%s %q", r.Outcome, r.Reason)
+	}
+}

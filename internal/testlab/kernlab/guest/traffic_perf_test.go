@@ -127,9 +127,9 @@ probes:
   - name: bw-write
     bandwidth: {to: 192.0.2.1, device: rxepb, duration: 2s, floor: 0.001Gb/s}
   - name: bw-bidir
-    bandwidth: {to: 192.0.2.1, netdev: pvb, duration: 2s, bidirectional: true, tcp_port: 18516, cpus: "0"}
+    bandwidth: {to: 192.0.2.1, netdev: pvb, duration: 2s, bidirectional: true, tcp_port: 18516, cpus: "0", timeout: 60s}
   - name: bw-read
-    bandwidth: {to: 192.0.2.1, device: rxepb, test: read, iterations: 2000, tcp_port: 18517}
+    bandwidth: {to: 192.0.2.1, device: rxepb, test: read, iterations: 100, tcp_port: 18517}
   - name: bw-tc
     bandwidth: {to: 192.0.2.1, device: rxepb, test: send, duration: 2s, traffic_class: 106, tcp_port: 18518}
   - name: bw-cm
@@ -155,9 +155,10 @@ probes:
 	// Under QEMU's TCG perftest's clock calibration fails now and then
 	// (stderr "Correlation coefficient r^2: ... < 0.9"; the run reports
 	// 0 Gb/s, which the probe calls an error): such a probe runs again,
-	// up to three times, alone, against the same responder.
+	// up to eight times, alone, against the same responder (in the lab's
+	// runs about half of the runs failed so).
 	for i, p := range doc.Probes {
-		for try := 0; try < 3 && p.Outcome == "error" && strings.Contains(p.Reason, "measured nothing"); try++ {
+		for try := 0; try < 8 && p.Outcome == "error" && strings.Contains(p.Reason, "measured nothing"); try++ {
 			t.Logf("probe %s again: %s", p.Name, p.Reason)
 			one := perfProbes(t, writeSpec(t, "version: 1\nprobes:\n"+probeBlock(t, spec, p.Name)))
 			p = one.Probes[0]
@@ -165,6 +166,18 @@ probes:
 		}
 	}
 	for _, p := range doc.Probes {
+		if p.Name == "bw-cm" {
+			// Both addresses are this kernel's: RDMA CM resolves
+			// 192.0.2.1 to the device that holds it and loops the run
+			// back through rxepa, whatever perftest's -d and
+			// --source_ip say (the captures: both GIDs 192.0.2.1,
+			// consecutive QPNs of one device). The probe sees it in
+			// perftest's report and the GID table and fails the run.
+			if p.Outcome != "failed" || !strings.Contains(p.Reason, "gid_type is ::ffff:192.0.2.1 is not in the GID table of rxepb port 1") {
+				t.Errorf("probe bw-cm: %s %q; want failed on the GID perftest used", p.Outcome, p.Reason)
+			}
+			continue
+		}
 		if p.Perf == nil {
 			t.Errorf("probe %s: no perf figures: %s", p.Name, p.Reason)
 			continue
@@ -203,7 +216,7 @@ probes:
 	})
 	time.Sleep(3 * time.Second)
 	code, out, errs := rdmaform(t, "probe", "-f", floor, "-o", "json")
-	for try := 0; try < 3 && code == 1 && strings.Contains(out, "measured nothing"); try++ {
+	for try := 0; try < 8 && code == 1 && strings.Contains(out, "measured nothing"); try++ {
 		code, out, errs = rdmaform(t, "probe", "-f", floor, "-o", "json")
 	}
 	t.Logf("floor 90%%: exit %d\n%s%s", code, out, errs)
@@ -359,10 +372,21 @@ func perfProbes(t *testing.T, spec string) perfDoc {
 func TestGIDIndexEnv(t *testing.T) {
 	veth(t, "gva", "gvb")
 	run(t, "/sbin/modprobe", "rdma_rxe")
-	run(t, "/sbin/ip", "addr", "add", "2001:db8:46::1/64", "dev", "gva", "nodad")
-	run(t, "/sbin/ip", "addr", "add", "198.51.100.1/24", "dev", "gva")
+	// The device first, then the addresses: each takes the next free GID
+	// as it comes (the link-local one is 0).
 	run(t, "/sbin/rdma", "link", "add", "rxega", "type", "rxe", "netdev", "gva")
 	t.Cleanup(func() { _, _ = tryRun("/sbin/rdma", "link", "delete", "rxega") })
+	run(t, "/sbin/ip", "addr", "add", "2001:db8:46::1/64", "dev", "gva", "nodad")
+	waitFor(t, "the GID of 2001:db8:46::1", func() bool {
+		entries, _ := filepath.Glob("/sys/class/infiniband/rxega/ports/1/gids/*")
+		for _, e := range entries {
+			if g, _ := os.ReadFile(e); strings.TrimSpace(string(g)) == "2001:0db8:0046:0000:0000:0000:0000:0001" {
+				return true
+			}
+		}
+		return false
+	})
+	run(t, "/sbin/ip", "addr", "add", "198.51.100.1/24", "dev", "gva")
 	var want int
 	waitFor(t, "the GID of 198.51.100.1", func() bool {
 		entries, _ := filepath.Glob("/sys/class/infiniband/rxega/ports/1/gids/*")
@@ -385,7 +409,7 @@ func TestGIDIndexEnv(t *testing.T) {
 	if want <= 1 {
 		t.Errorf("the IPv4 GID is at index %d: the IPv6 address did not take one ahead of it", want)
 	}
-	if !strings.Contains(out, "NCCL_IB_HCA=rxega:1") {
+	if !strings.Contains(out, "NCCL_IB_HCA==rxega:1\n") {
 		t.Errorf("NCCL_IB_HCA does not name rxega:1:\n%s", out)
 	}
 }
