@@ -155,8 +155,8 @@ func TestPerfProbeTransport(t *testing.T) {
 	}{
 		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, link_layer: InfiniBand}", "failed", "96.62 Gb/s; link_layer is Ethernet, not InfiniBand"},
 		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, gid_index: 2}", "failed", "96.62 Gb/s; gid_type is IB/RoCE v1, not RoCE v2"},
-		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, rdma_cm: true, traffic_class: 106}", "passed", "96.62 Gb/s"},
-		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, traffic_class: 106}", "passed", "96.62 Gb/s; traffic_class 106 unverified: not in perftest's report (--tclass without RDMA CM)"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, rdma_cm: true, traffic_class: 106}", "passed", "96.62 Gb/s; priority_counters the traffic class's priority unverified: ens1f0np0 trusts PCP (no DSCP entry in dcb app): its priority is not the traffic class's"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, traffic_class: 106}", "passed", "96.62 Gb/s; traffic_class 106 unverified: not in perftest's report (--tclass without RDMA CM); priority_counters the traffic class's priority unverified: ens1f0np0 trusts PCP (no DSCP entry in dcb app): its priority is not the traffic class's"},
 	}
 	for _, c := range cases {
 		_, r := perfProbe(t, dir, c.probe)
@@ -292,5 +292,53 @@ probes:
 	}
 	if code != 0 || strings.Contains(errs, "elsewhere") {
 		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestPerfProbePriorityCounters: with a traffic class, the port's
+// per-priority counters (the simulator's mlx5 ethtool -S) must move on
+// the priority the port's DSCP map gives (DSCP 26 -> 3 here) or the probe
+// names, and not on the others; a port trusting PCP cannot tell, and a
+// netdev without such counters has no check at all.
+func TestPerfProbePriorityCounters(t *testing.T) {
+	dir := perfHost(t, nil)
+	qos := filepath.Join(t.TempDir(), "qos.yaml")
+	if err := os.WriteFile(qos, []byte("version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        qos: {trust: dscp, pfc: [3], dscp_map: {26: 3}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "--sim", dir, "apply", "--yes", "-f", qos); code != 0 {
+		t.Fatalf("apply: %d\n%s%s", code, out, errs)
+	}
+	check := func(probe string) (string, string, string) {
+		t.Helper()
+		_, r := perfProbe(t, dir, probe)
+		for _, c := range r.Perf.Checks {
+			if c.Name == "priority_counters" {
+				return c.Result, c.Want, c.Got
+			}
+		}
+		return "", "", ""
+	}
+	res, want, got := check("bandwidth: {to: 192.168.10.2, device: mlx5_0, traffic_class: 106}")
+	if res != "ok" || want != "priority 3 (DSCP 26 in ens1f0np0's DSCP map)" || !strings.HasPrefix(got, "tx_prio3_bytes +60389105058, other priorities +2048") {
+		t.Errorf("DSCP 26: %s %q %q", res, want, got)
+	}
+	res, _, got = check("bandwidth: {to: 192.168.10.2, device: mlx5_0, traffic_class: 106, priority: 5}")
+	if res != "failed" || !strings.Contains(got, "tx_prio5_bytes +0") {
+		t.Errorf("priority 5: %s %q", res, got)
+	}
+	// A read moves the data in: rx on priority 3.
+	res, _, got = check("bandwidth: {to: 192.168.10.2, device: mlx5_0, test: read, traffic_class: 106}")
+	if res != "ok" || !strings.HasPrefix(got, "rx_prio3_bytes +") {
+		t.Errorf("read: %s %q", res, got)
+	}
+	// mlx5_1's port trusts PCP: the check cannot tell.
+	res, _, got = check("bandwidth: {to: 192.168.11.2, device: mlx5_1, traffic_class: 106}")
+	if res != "unverified" || !strings.Contains(got, "trusts PCP") {
+		t.Errorf("PCP: %s %q", res, got)
+	}
+	// No traffic class, no check.
+	if res, _, _ = check("bandwidth: {to: 192.168.10.2, device: mlx5_0}"); res != "" {
+		t.Errorf("no traffic class: %q", res)
 	}
 }

@@ -55,6 +55,7 @@ type PerfSettings struct {
 	GIDIndex      *int
 	RdmaCM        bool
 	TrafficClass  *int
+	Priority      *int // bandwidth only
 	TCPPort       int
 	CPUs          string // numa, none or a CPU list
 	UseCUDA       *int
@@ -81,7 +82,7 @@ func (p *Probe) Perf() *PerfSettings {
 		b := p.Bandwidth
 		s := &PerfSettings{Kind: "bandwidth", To: b.To, Device: b.Device, Netdev: b.Netdev, Port: PortOr(b.Port),
 			Size: intOr(b.Size, DefaultBandwidthSize), QPs: intOr(b.QPs, 1), Bidirectional: b.Bidirectional,
-			GIDIndex: b.GIDIndex, RdmaCM: b.RdmaCM, TrafficClass: b.TrafficClass, TCPPort: intOr(b.TCPPort, DefaultPerfTCPPort),
+			GIDIndex: b.GIDIndex, RdmaCM: b.RdmaCM, TrafficClass: b.TrafficClass, Priority: b.Priority, TCPPort: intOr(b.TCPPort, DefaultPerfTCPPort),
 			CPUs: strOr(b.CPUs, "numa"), UseCUDA: b.UseCUDA, LinkLayer: b.LinkLayer}
 		s.Tool = "ib_" + strOr(b.Test, "write") + "_bw"
 		s.Floor, _ = ParseFloor(b.Floor)
@@ -247,6 +248,9 @@ func (v *validator) perfProbe(kp string, pr *Probe) {
 			// run with a duration skips xchg_bw_reports, so its Remote
 			// results print memory that holds no report.
 			v.add(kp+".bidirectional", "perftest does not exchange the two sides' figures of a bidirectional send run with a duration (its Remote results are not a measurement): give iterations")
+		}
+		if b.Priority != nil && b.TrafficClass == nil {
+			v.add(kp+".priority", "priority is where traffic_class must land: give traffic_class too")
 		}
 		if _, err := ParseFloor(b.Floor); err != nil {
 			v.add(kp+".floor", "%v", err)

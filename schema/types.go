@@ -430,6 +430,7 @@ type BandwidthProbe struct {
 	GIDIndex      *int                `yaml:"gid_index,omitempty" min:"0" max:"65535" doc:"local GID index (default on Ethernet: the RoCE v2 GID of the port's IPv4 address)"`
 	RdmaCM        bool                `yaml:"rdma_cm,omitempty" doc:"connect through RDMA CM (perftest -R)"`
 	TrafficClass  *int                `yaml:"traffic_class,omitempty" min:"0" max:"255" doc:"traffic class of the packets, 0-255 (perftest --tclass, or -T with rdma_cm); checked against the port's priority counters where it has them"`
+	Priority      *int                `yaml:"priority,omitempty" min:"0" max:"7" doc:"the priority the traffic class must land on, checked on the port's per-priority counters (ethtool -S rx_prioN_bytes, tx_prioN_bytes, the pause counters); default: the port's DSCP map (dcb app)"`
 	TCPPort       *int                `yaml:"tcp_port,omitempty" min:"1" max:"65535" default:"18515" doc:"TCP port of perftest's exchange, default 18515 (perftest's)"`
 	CPUs          string              `yaml:"cpus,omitempty" default:"numa" doc:"CPUs to run on: numa (the device's NUMA node, taskset -c its local_cpulist), none, or a list such as 0-7,16"`
 	UseCUDA       *int                `yaml:"use_cuda,omitempty" min:"0" max:"63" doc:"GPU index whose memory to send from (perftest --use_cuda)"`

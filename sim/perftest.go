@@ -201,9 +201,9 @@ func perftestTool(tool string) toolFunc {
 			// perftest_parameters.c force_dependecies.
 			return resultLine, " Perftest supports CUDA only in BW tests\n", 1
 		}
-		s.mu.Lock()
+		s.lock()
 		out, errs, code := perftestClient(s, &r)
-		s.mu.Unlock()
+		s.unlock()
 		if code == -2 {
 			return blockUntilDone(ctx) // a server: it waits for its client
 		}
@@ -302,6 +302,26 @@ func perftestClient(s *Sim, r *perftestRun) (string, string, int) {
 		perftestLatency(&b, r, eth, rate, factor)
 	} else {
 		perftestBandwidth(&b, r, rate, factor)
+		// The port's per-priority counters move with the run.
+		tc := r.tclass
+		if r.rdmaCM {
+			tc = r.tos
+		}
+		moved := uint64(float64(r.size) * float64(r.iters*r.qps))
+		if r.duration > 0 {
+			moved = uint64(bwOf(r, rate, factor) * 1e9 / 8 * float64(r.duration))
+		}
+		var out, in uint64
+		switch {
+		case r.bidir:
+			out, in = moved, moved
+		case r.verb == "RDMA_Read":
+			in = moved
+		default:
+			out = moved
+		}
+		countTraffic(path.netdev, tc, out, in)
+		_ = s.save()
 	}
 	return b.String(), warn, 0
 }

@@ -227,9 +227,13 @@ type Netdev struct {
 	Lower string `yaml:"lower,omitempty"`
 	// DCB, Pause and ECN are the netdev's QoS state (see dcb.go); nil
 	// where the driver has none.
-	DCB   *DCBState   `yaml:"dcb,omitempty"`
-	Pause *PauseState `yaml:"pause,omitempty"`
-	ECN   *ECNState   `yaml:"ecn,omitempty"`
+	DCB *DCBState `yaml:"dcb,omitempty"`
+	// PrioStats are mlx5's per-priority counters (ethtool -S), those that
+	// moved: rx_prio3_bytes, tx_prio3_packets, rx_prio3_pause ...; only
+	// a netdev with DCB has them (sim/prioctr.go).
+	PrioStats map[string]uint64 `yaml:"prio_stats,omitempty"`
+	Pause     *PauseState       `yaml:"pause,omitempty"`
+	ECN       *ECNState         `yaml:"ecn,omitempty"`
 	// Rings and Channels are the netdev's ring sizes and queue counts
 	// (see ethtool.go); nil where the driver has no such operation.
 	Rings    *QueueState `yaml:"rings,omitempty"`

@@ -4,6 +4,7 @@ package guest
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,16 +48,10 @@ type perfDoc struct {
 	} `json:"probes"`
 }
 
-// TestPerftest: Debian's perftest runs over two Soft-RoCE links on a veth
-// pair (the pair of TestProbes, rxepa on pva 192.0.2.1 and rxepb on pvb
-// 192.0.2.2): each tool's own output is captured, server and client
-// (KERNLAB-CAPTURE blocks, for probe/testdata/real), then rdmaform's
-// bandwidth and latency probes run against probe serve, pass with the
-// figures rxe gives, and fail at a floor rxe cannot reach.
-func TestPerftest(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/ib_write_bw"); err != nil {
-		t.Skip("perftest is not in the guest")
-	}
+// perfPair converges the pair of TestProbes: rxepa on pva 192.0.2.1 and
+// rxepb on pvb 192.0.2.2, each end reaching the other through its own
+// veth; it returns the RoCE v2 GID index of each address, read from sysfs.
+func perfPair(t *testing.T) (a, b string) {
 	veth(t, "pva", "pvb")
 	t.Cleanup(func() {
 		_, _ = tryRun("/sbin/rdma", "link", "delete", "rxepa")
@@ -74,9 +69,21 @@ interfaces:
 	acrossThePair(t)
 	gidA, gidB := roceV2Index(t, "rxepa", "192.0.2.1"), roceV2Index(t, "rxepb", "192.0.2.2")
 	t.Logf("RoCE v2 GID of 192.0.2.1 on rxepa: %d; of 192.0.2.2 on rxepb: %d", gidA, gidB)
-	a, b := strconv.Itoa(gidA), strconv.Itoa(gidB)
+	return strconv.Itoa(gidA), strconv.Itoa(gidB)
+}
 
-	// The tools' own output, as rdmaform runs them.
+// TestPerftestCapture prints each perftest tool's own output, server and
+// client, as rdmaform runs them (KERNLAB-CAPTURE blocks, for
+// probe/testdata/real and its PROVENANCE.md). It takes minutes under TCG,
+// so it runs only when asked by name: KERNLAB_RUN='^TestPerftestCapture$'.
+func TestPerftestCapture(t *testing.T) {
+	if f := flag.Lookup("test.run"); f == nil || !strings.Contains(f.Value.String(), "TestPerftestCapture") {
+		t.Skip("run by name only: KERNLAB_RUN='^TestPerftestCapture$'")
+	}
+	if _, err := os.Stat("/usr/bin/ib_write_bw"); err != nil {
+		t.Fatal("perftest is not in the guest")
+	}
+	a, b := perfPair(t)
 	common := func(dev, gid string, extra ...string) []string {
 		return append([]string{"-d", dev, "-i", "1", "-x", gid}, extra...)
 	}
@@ -97,10 +104,9 @@ interfaces:
 		cli := append(append([]string{c.tool}, common("rxepb", b, c.extra...)...), "192.0.2.1")
 		capturePair(t, c.name, srv, cli, tcpListen)
 	}
-	// RDMA CM: no -x (the CM resolves the GID). Without --source_ip the
-	// CM takes the route's source, here the peer's own address (both
-	// ends are this guest's): the run is rxepa's loopback, whatever -d
-	// says (the first capture); with it, the pair.
+	// RDMA CM: no -x (the CM resolves the GID). Both addresses are this
+	// guest's, so the CM loops the run back through the device holding
+	// the peer's address, with --source_ip or without.
 	cm := []string{"-s", "65536", "-q", "1", "-D", "2", "-p", "18515", "--report_gbits", "-F", "-R"}
 	capturePair(t, "write_bw-rdma_cm-no-source",
 		append([]string{"ib_write_bw", "-d", "rxepa", "-i", "1"}, cm...),
@@ -116,26 +122,41 @@ interfaces:
 		[]string{"ib_write_lat", "-d", "rxepb", "-i", "1", "-s", "2", "-n", "1000", "-p", "18515", "-F", "-R", "--source_ip=192.0.2.2", "192.0.2.1"}, cmListen)
 	capturePair(t, "send_bw-bidir-iters", []string{"ib_send_bw", "-d", "rxepa", "-i", "1", "-x", a, "-s", "65536", "-q", "1", "-n", "200", "-p", "18515", "--report_gbits", "-F", "-b", "--report-both"},
 		[]string{"ib_send_bw", "-d", "rxepb", "-i", "1", "-x", b, "-s", "65536", "-q", "1", "-n", "200", "-p", "18515", "--report_gbits", "-F", "-b", "--report-both", "192.0.2.1"}, tcpListen)
-	// No server: the client cannot reach the peer. No such device.
 	captureOne(t, "write_bw-no-server", append(append([]string{"ib_write_bw"}, common("rxepb", b, bw...)...), "192.0.2.1"))
 	captureOne(t, "write_bw-no-device", append(append([]string{"ib_write_bw"}, common("rxe9", "1", bw...)...), "192.0.2.1"))
-	captureOne(t, "taskset-cpu0", []string{"taskset", "-c", "0", "ib_write_bw", "-V"})
+}
 
-	// rdmaform's probes against probe serve.
+// calibration says whether a probe's error is perftest's clock
+// calibration failing under QEMU's TCG (the run reports 0 Gb/s over its
+// iterations: stderr "Correlation coefficient r^2: ... < 0.9"), about
+// half of the lab's bandwidth runs; such a probe runs again.
+func calibration(outcome, reason string) bool {
+	return outcome == "error" && strings.Contains(reason, "measured nothing")
+}
+
+// TestPerftest: rdmaform's bandwidth and latency probes run Debian's
+// perftest against probe serve over the rxe pair: they report the device,
+// link layer, GID index and GID type the run used (perftest's report and
+// the GID table, the index the one sysfs gives), pass with the figures
+// rxe gives, and fail a floor of 90 % of the port's rate, which rxe
+// under QEMU cannot reach; an RDMA CM run, looped back by the kernel
+// through the other device, fails its GID type check.
+func TestPerftest(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/ib_write_bw"); err != nil {
+		t.Fatal("perftest is not in the guest (run.sh's package list)")
+	}
+	_, b := perfPair(t)
+	gidB, _ := strconv.Atoi(b)
 	spec := writeSpec(t, `version: 1
 probes:
   - name: bw-write
     bandwidth: {to: 192.0.2.1, device: rxepb, duration: 2s, floor: 0.001Gb/s}
-  - name: bw-bidir
-    bandwidth: {to: 192.0.2.1, netdev: pvb, duration: 2s, bidirectional: true, tcp_port: 18516, cpus: "0", timeout: 60s}
-  - name: bw-read
-    bandwidth: {to: 192.0.2.1, device: rxepb, test: read, iterations: 100, tcp_port: 18517}
-  - name: bw-tc
-    bandwidth: {to: 192.0.2.1, device: rxepb, test: send, duration: 2s, traffic_class: 106, tcp_port: 18518}
+  - name: bw-floor
+    bandwidth: {to: 192.0.2.1, netdev: pvb, duration: 2s, floor: 90%, tcp_port: 18516, cpus: "1"}
   - name: bw-cm
-    bandwidth: {to: 192.0.2.1, device: rxepb, duration: 2s, rdma_cm: true, traffic_class: 106, tcp_port: 18519}
+    bandwidth: {to: 192.0.2.1, device: rxepb, duration: 2s, rdma_cm: true, tcp_port: 18519}
   - name: lat-write
-    latency: {to: 192.0.2.1, device: rxepb, iterations: 1000, ceiling: 1s, tcp_port: 18520}
+    latency: {to: 192.0.2.1, device: rxepb, iterations: 200, ceiling: 1s, tcp_port: 18520}
 `)
 	serve := exec.Command(rdmaformBin, "probe", "serve", "-f", spec, "--for", "10m")
 	var serveOut strings.Builder
@@ -152,81 +173,59 @@ probes:
 	})
 	waitFor(t, "the perftest servers", func() bool { return tcpListen() && cmListen() })
 	doc := perfProbes(t, spec)
-	// Under QEMU's TCG perftest's clock calibration fails now and then
-	// (stderr "Correlation coefficient r^2: ... < 0.9"; the run reports
-	// 0 Gb/s, which the probe calls an error): such a probe runs again,
-	// up to eight times, alone, against the same responder (in the lab's
-	// runs about half of the runs failed so).
 	for i, p := range doc.Probes {
-		for try := 0; try < 8 && p.Outcome == "error" && strings.Contains(p.Reason, "measured nothing"); try++ {
+		for try := 0; try < 4 && calibration(p.Outcome, p.Reason); try++ {
 			t.Logf("probe %s again: %s", p.Name, p.Reason)
 			one := perfProbes(t, writeSpec(t, "version: 1\nprobes:\n"+probeBlock(t, spec, p.Name)))
 			p = one.Probes[0]
 			doc.Probes[i] = p
 		}
 	}
-	for _, p := range doc.Probes {
+	byName := map[string]int{}
+	for i, p := range doc.Probes {
+		byName[p.Name] = i
+		if calibration(p.Outcome, p.Reason) {
+			t.Logf("probe %s: perftest could not time any of its runs: %s", p.Name, p.Reason)
+			continue
+		}
+		f := p.Perf
+		if f == nil {
+			t.Errorf("probe %s: no perf: %s %s", p.Name, p.Outcome, p.Reason)
+			continue
+		}
 		if p.Name == "bw-cm" {
-			// Both addresses are this kernel's: RDMA CM resolves
-			// 192.0.2.1 to the device that holds it and loops the run
-			// back through rxepa, whatever perftest's -d and
-			// --source_ip say (the captures: both GIDs 192.0.2.1,
-			// consecutive QPNs of one device). The probe sees it in
-			// perftest's report and the GID table and fails the run.
+			// RDMA CM resolved 192.0.2.1 to rxepa, which holds it, and
+			// looped the run back there, whatever -d and --source_ip
+			// said: the probe sees it in perftest's report (its GID)
+			// and rxepb's GID table, and fails the run.
 			if p.Outcome != "failed" || !strings.Contains(p.Reason, "gid_type is ::ffff:192.0.2.1 is not in the GID table of rxepb port 1") {
 				t.Errorf("probe bw-cm: %s %q; want failed on the GID perftest used", p.Outcome, p.Reason)
 			}
 			continue
 		}
-		if p.Perf == nil {
-			t.Errorf("probe %s: no perf figures: %s", p.Name, p.Reason)
-			continue
-		}
-		if !p.Passed {
-			t.Errorf("probe %s: %s: %s (%s)", p.Name, p.Outcome, p.Reason, p.Command)
-		}
-		f := p.Perf
-		if f.LinkLayer != "Ethernet" || f.Device != "rxepb" {
-			t.Errorf("probe %s: ran on %s %s, want rxepb Ethernet", p.Name, f.Device, f.LinkLayer)
-		}
-		if f.GIDType != "RoCE v2" || (f.GIDIndex != nil && *f.GIDIndex != gidB) {
-			t.Errorf("probe %s: GID %s index %v type %q; want RoCE v2 at %d", p.Name, f.GID, f.GIDIndex, f.GIDType, gidB)
+		if f.LinkLayer != "Ethernet" || f.Device != "rxepb" || f.GIDType != "RoCE v2" || f.GIDIndex == nil || *f.GIDIndex != gidB || f.GID != "::ffff:192.0.2.2" {
+			t.Errorf("probe %s: ran on %s %s GID %s index %v type %q; want rxepb Ethernet ::ffff:192.0.2.2 at %d, RoCE v2", p.Name, f.Device, f.LinkLayer, f.GID, f.GIDIndex, f.GIDType, gidB)
 		}
 		if p.Kind == "bandwidth" && f.BandwidthGbps <= 0 || p.Kind == "latency" && f.LatencyUs <= 0 {
 			t.Errorf("probe %s: no figure: %+v", p.Name, f)
 		}
 	}
-
-	// The floor is the port's rate: rxe on a veth does not move 90 % of
-	// it under QEMU; the same run fails the gate, naming the rate.
-	floor := writeSpec(t, `version: 1
-probes:
-  - name: bw-floor
-    bandwidth: {to: 192.0.2.1, device: rxepb, duration: 2s, floor: 90%}
-`)
-	serve2 := exec.Command(rdmaformBin, "probe", "serve", "-f", floor, "--for", "2m")
-	if err := serve2.Start(); err != nil {
-		t.Fatal(err)
+	if w := doc.Probes[byName["bw-write"]]; !w.Passed && !calibration(w.Outcome, w.Reason) {
+		t.Errorf("bw-write: %s %s", w.Outcome, w.Reason)
 	}
-	t.Cleanup(func() {
-		if serve2.ProcessState == nil {
-			_ = serve2.Process.Signal(os.Interrupt)
-			_ = serve2.Wait()
+	if l := doc.Probes[byName["lat-write"]]; !l.Passed {
+		t.Errorf("lat-write: %s %s", l.Outcome, l.Reason)
+	}
+	// The floor is 90 % of the port's rate ("10 Gb/sec (1X FDR10)",
+	// rxe's on a veth: 9 Gb/s); rxe under QEMU moves a few hundredths.
+	if f := doc.Probes[byName["bw-floor"]]; !calibration(f.Outcome, f.Reason) {
+		if f.Passed || f.Outcome != "failed" || f.Perf == nil || f.Perf.FloorGbps != 9 || f.Perf.BandwidthGbps >= 9 || !strings.Contains(f.Reason, "below the floor 9 Gb/s (90% of 10 Gb/sec (1X FDR10))") || f.Perf.CPUs != "1" {
+			t.Errorf("bw-floor: %s %q %+v", f.Outcome, f.Reason, f.Perf)
 		}
-	})
-	time.Sleep(3 * time.Second)
-	code, out, errs := rdmaform(t, "probe", "-f", floor, "-o", "json")
-	for try := 0; try < 8 && code == 1 && strings.Contains(out, "measured nothing"); try++ {
-		code, out, errs = rdmaform(t, "probe", "-f", floor, "-o", "json")
 	}
-	t.Logf("floor 90%%: exit %d\n%s%s", code, out, errs)
-	var fd perfDoc
-	if err := json.Unmarshal([]byte(out), &fd); err != nil || len(fd.Probes) != 1 || fd.Probes[0].Perf == nil {
-		t.Fatalf("probe -o json: %v\n%s", err, out)
-	}
-	p := fd.Probes[0]
-	if code != 2 || p.Passed || p.Perf.FloorGbps <= p.Perf.BandwidthGbps || !strings.Contains(p.Reason, "below the floor") {
-		t.Errorf("floor 90%% of %q: exit %d passed=%v floor %.3f measured %.3f: %s", p.Perf.PortRate, code, p.Passed, p.Perf.FloorGbps, p.Perf.BandwidthGbps, p.Reason)
+	w, fl := doc.Probes[byName["bw-write"]], doc.Probes[byName["bw-floor"]]
+	if calibration(w.Outcome, w.Reason) && calibration(fl.Outcome, fl.Reason) {
+		t.Errorf("no bandwidth run of the lab could be timed (%s; %s)", w.Reason, fl.Reason)
 	}
 }
 
