@@ -342,3 +342,17 @@ func TestPerfProbePriorityCounters(t *testing.T) {
 		t.Errorf("no traffic class: %q", res)
 	}
 }
+
+// TestPerfProbeAudit: audit --probes reports a bandwidth probe as one
+// check whose message is its figures (no round trip: it has none).
+func TestPerfProbeAudit(t *testing.T) {
+	dir := perfHost(t, nil)
+	f := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(f, []byte("version: 1\nprobes:\n  - name: bw\n    bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 90%}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "--sim", dir, "audit", "-f", f, "--probes", "-o", "json")
+	if !strings.Contains(out, `"message": "96.62 Gb/s, floor 90 Gb/s (90% of 100 Gb/sec (4X EDR))"`) || strings.Contains(out, "0.000 ms") {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+}
