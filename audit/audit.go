@@ -724,7 +724,10 @@ func probeChecks(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result
 		st, msg := Fail, pr.Reason
 		if pr.Passed {
 			st = Pass
-			msg = fmt.Sprintf("%s, %.3f ms", pr.Reason, pr.RTTms)
+			if pr.Perf == nil {
+				// A bandwidth or latency probe's reason has its figures.
+				msg = fmt.Sprintf("%s, %.3f ms", pr.Reason, pr.RTTms)
+			}
 		}
 		checks = append(checks, Result{Resource: ProbeAddress(pr.Name), Check: CheckProbe, Status: st, Message: msg, Source: &pos, path: path})
 	}

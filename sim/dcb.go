@@ -450,6 +450,9 @@ func ethtoolTool(ctx context.Context, s *Sim, args []string, stdin []byte) (stri
 	if len(args) >= 2 && (args[0] == "-g" || args[0] == "-G" || args[0] == "-l" || args[0] == "-L") {
 		return ethtoolQueues(s, args)
 	}
+	if len(args) == 2 && args[0] == "-S" {
+		return ethtoolStats(s, args[1])
+	}
 	if len(args) < 2 || (args[0] != "-a" && args[0] != "-A") {
 		return "", "ethtool: bad command line argument(s)\nFor more information run ethtool -h\n", 1
 	}

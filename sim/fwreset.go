@@ -285,9 +285,10 @@ func (st *State) unprobed(pci string) bool {
 // cardScopes are the parts of the tree a reset of the card in slot
 // changes: its functions' and VFs' PCI directories (RDMA devices, netdevs,
 // SR-IOV), their rdma_cm groups, and the class and bus directories that
-// link to them, and the netdevs' /proc/sys settings.
+// link to them, the netdevs' /proc/sys settings, and /proc/irq (the
+// functions' interrupt vectors go and come with them).
 func (st *State) cardScopes(slot string) []string {
-	out := []string{"/sys/class/infiniband", "/sys/class/net", "/sys/bus/pci/devices", "/sys/bus/pci/drivers", "/sys/devices/virtual/net", "/proc/sys/net/ipv4/conf", "/proc/sys/net/ipv6/conf"}
+	out := []string{"/sys/class/infiniband", "/sys/class/net", "/sys/bus/pci/devices", "/sys/bus/pci/drivers", "/sys/devices/virtual/net", "/proc/sys/net/ipv4/conf", "/proc/sys/net/ipv6/conf", "/proc/irq"}
 	for _, d := range st.Devices {
 		if d.PCI == "" || slotOf(d.PCI) != slot {
 			continue

@@ -245,9 +245,13 @@ type Netdev struct {
 	Lower string `yaml:"lower,omitempty"`
 	// DCB, Pause and ECN are the netdev's QoS state (see dcb.go); nil
 	// where the driver has none.
-	DCB   *DCBState   `yaml:"dcb,omitempty"`
-	Pause *PauseState `yaml:"pause,omitempty"`
-	ECN   *ECNState   `yaml:"ecn,omitempty"`
+	DCB *DCBState `yaml:"dcb,omitempty"`
+	// PrioStats are mlx5's per-priority counters (ethtool -S), those that
+	// moved: rx_prio3_bytes, tx_prio3_packets, rx_prio3_pause ...; only
+	// a netdev with DCB has them (sim/prioctr.go).
+	PrioStats map[string]uint64 `yaml:"prio_stats,omitempty"`
+	Pause     *PauseState       `yaml:"pause,omitempty"`
+	ECN       *ECNState         `yaml:"ecn,omitempty"`
 	// Rings and Channels are the netdev's ring sizes and queue counts
 	// (see ethtool.go); nil where the driver has no such operation.
 	Rings    *QueueState `yaml:"rings,omitempty"`
@@ -308,6 +312,10 @@ type Fault struct {
 	Drop bool `yaml:"drop,omitempty"`
 	// Times limits how often it fires (0: always).
 	Times int `yaml:"times,omitempty"`
+	// Slow makes the emulated perftest clients measure this share of
+	// the bandwidth (0 < Slow < 1) and the latency divided by it: a slow
+	// host; Match, if set, is the peer address the runs go to.
+	Slow float64 `yaml:"slow,omitempty"`
 }
 
 // Duration is a time.Duration written as "1.4s" in sim.yaml.
