@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -17,6 +18,7 @@ import (
 //	max_unavailable: 20%      # N hosts or P% of the inventory's
 //	max_per_domain: 1
 //	canary: 1                 # the first wave's hosts (needs ramp)
+//	bake: 10m                 # a wait between waves; the finished hosts' probes run again
 //	ramp:
 //	  steps: [5%, 20%]        # later waves; the last step repeats
 //	  # factor: 2             # or: each wave the one before times this
@@ -33,10 +35,11 @@ import (
 
 // Bounds of a policy's numbers, each tested at the limit and one past.
 const (
-	MaxCanary    = MaxHosts // canary: 1 to MaxHosts, and at most max_unavailable
-	MaxRampSteps = 100      // ramp.steps: 1 to 100 entries
-	MaxFactor    = 10       // ramp.factor: more than 1, at most 10
-	MaxGroups    = 64       // compartments.groups: 1 to 64 names
+	MaxCanary    = MaxHosts       // canary: 1 to MaxHosts, and at most max_unavailable
+	MaxRampSteps = 100            // ramp.steps: 1 to 100 entries
+	MaxFactor    = 10             // ramp.factor: more than 1, at most 10
+	MaxGroups    = 64             // compartments.groups: 1 to 64 names
+	MaxBake      = 24 * time.Hour // bake: 0s to 24h, whole seconds
 	maxGroupName = 255
 )
 
@@ -71,8 +74,11 @@ type Compartments struct {
 // and the compartments.
 type Rollout struct {
 	Policy
-	Canary       int // the first wave's hosts; 0 when there is no ramp
-	Ramp         Ramp
+	Canary int // the first wave's hosts; 0 when there is no ramp
+	Ramp   Ramp
+	// Bake is the wait after a wave before the next starts, during which
+	// the hosts that wave finished are probed again (0: none).
+	Bake         time.Duration
 	Stop         Stop
 	Compartments Compartments
 }
@@ -116,7 +122,7 @@ func ReadPolicy(file string, data []byte) (Rollout, error) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return r, at(file, root, "want a mapping (version, max_unavailable, max_per_domain, canary, ramp, stop, compartments)")
+		return r, at(file, root, "want a mapping (version, max_unavailable, max_per_domain, canary, bake, ramp, stop, compartments)")
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -141,6 +147,8 @@ func ReadPolicy(file string, data []byte) (Rollout, error) {
 			r.MaxPerDomain, err = bounded(file, "max_per_domain", v, 1, MaxHosts)
 		case "canary":
 			r.Canary, err = bounded(file, "canary", v, 1, MaxCanary)
+		case "bake":
+			r.Bake, err = readBake(file, v)
 		case "ramp":
 			r.Ramp, err = readRamp(file, v)
 		case "stop":
@@ -148,7 +156,7 @@ func ReadPolicy(file string, data []byte) (Rollout, error) {
 		case "compartments":
 			r.Compartments, err = readCompartments(file, v)
 		default:
-			err = at(file, k, "unknown key %q (version, max_unavailable, max_per_domain, canary, ramp, stop, compartments)", k.Value)
+			err = at(file, k, "unknown key %q (version, max_unavailable, max_per_domain, canary, bake, ramp, stop, compartments)", k.Value)
 		}
 		if err != nil {
 			return r, err
@@ -177,6 +185,15 @@ func bounded(file, key string, v *yaml.Node, lo, hi int) (int, *Error) {
 		return 0, at(file, v, "%s: want a whole number from %d to %d, not %q", key, lo, hi, v.Value)
 	}
 	return n, nil
+}
+
+// readBake reads a Go duration in whole seconds, 0s to MaxBake.
+func readBake(file string, v *yaml.Node) (time.Duration, *Error) {
+	d, err := time.ParseDuration(v.Value)
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" || err != nil || d < 0 || d > MaxBake || d%time.Second != 0 {
+		return 0, at(file, v, "bake: want a duration in whole seconds from 0s to 24h (90s, 10m, 1h30m), not %q", v.Value)
+	}
+	return d, nil
 }
 
 func readRamp(file string, v *yaml.Node) (Ramp, *Error) {
