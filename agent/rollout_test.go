@@ -74,7 +74,8 @@ compartments: {order: sequential, groups: [gpu, storage]}
 		{"failed_percent at the limit", v1alpha1.Rollout{Stop: &v1alpha1.RolloutStop{FailedPercent: i32(99)}}, ""},
 		{"failed_percent past it", v1alpha1.Rollout{Stop: &v1alpha1.RolloutStop{FailedPercent: i32(100)}}, `stop.failed_percent: want a whole number from 0 to 99, not "100"`},
 		{"failed_hosts past the low limit", v1alpha1.Rollout{Stop: &v1alpha1.RolloutStop{FailedHosts: i32(0)}}, `stop.failed_hosts: want a whole number from 1 to 100000, not "0"`},
-		{"parallel", v1alpha1.Rollout{Compartments: &v1alpha1.RolloutCompartments{Order: "parallel", Groups: []string{"a"}}}, `compartments.order: want sequential`},
+		{"parallel", v1alpha1.Rollout{Compartments: &v1alpha1.RolloutCompartments{Order: "parallel", Groups: []string{"a"}}}, ""},
+		{"another order", v1alpha1.Rollout{Compartments: &v1alpha1.RolloutCompartments{Order: "random", Groups: []string{"a"}}}, `compartments.order: want sequential (each compartment's waves before the next's) or parallel`},
 	} {
 		_, err := agent.RolloutOf(v1alpha1.Policy{Rollout: &tc.ro})
 		switch {

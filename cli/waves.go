@@ -61,7 +61,9 @@ A policy file (--policy FILE) adds a canary and a ramp (the first wave
 of --canary N hosts, later waves growing by ramp steps or a factor,
 always within the limits above), stop rules for the rollout, and
 compartments: inventory groups rolled one after the other, each with
-waves of its own. --explain prints, for each host, its domain, SM pair,
+waves of its own (or side by side, order: parallel), a bake between
+waves. waves -o json carries the policy and each wave's step for the
+rollout role. --explain prints, for each host, its domain, SM pair,
 compartment and ramp step.
 
 Exit codes: 0 the waves are printed (none when nothing is pending);

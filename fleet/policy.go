@@ -26,7 +26,7 @@ import (
 //	  failed_hosts: 3         # stop once 3 hosts failed, in all
 //	  failed_percent: 10      # stop when more than 10% of a wave failed
 //	compartments:
-//	  order: sequential       # each compartment's waves before the next's
+//	  order: sequential       # each compartment's waves before the next's (or parallel: side by side)
 //	  groups: [gpu, storage]  # inventory groups, in this order
 //
 // Every key is optional; a file with none is the default policy (20%, 1
@@ -64,7 +64,7 @@ type Stop struct {
 }
 
 // Compartments are node classes, each an inventory group, rolled one
-// after the other (Order "sequential", the only order there is yet).
+// after the other (Order "sequential") or side by side ("parallel").
 type Compartments struct {
 	Order  string
 	Groups []string
@@ -258,7 +258,7 @@ func readStop(file string, v *yaml.Node) (Stop, *Error) {
 }
 
 func readCompartments(file string, v *yaml.Node) (Compartments, *Error) {
-	c := Compartments{Order: "sequential"}
+	c := Compartments{Order: OrderSequential}
 	if v.Kind != yaml.MappingNode {
 		return c, at(file, v, "compartments: want a mapping with groups (and order)")
 	}
@@ -266,9 +266,10 @@ func readCompartments(file string, v *yaml.Node) (Compartments, *Error) {
 		k, e := v.Content[i], v.Content[i+1]
 		switch k.Value {
 		case "order":
-			if e.Value != "sequential" {
-				return c, at(file, e, "compartments.order: want sequential (each compartment's waves before the next's), not %q", e.Value)
+			if e.Kind != yaml.ScalarNode || (e.Value != OrderSequential && e.Value != OrderParallel) {
+				return c, at(file, e, "compartments.order: want sequential (each compartment's waves before the next's) or parallel (side by side), not %q", e.Value)
 			}
+			c.Order = e.Value
 		case "groups":
 			if e.Kind != yaml.SequenceNode || len(e.Content) == 0 || len(e.Content) > MaxGroups {
 				return c, at(file, e, "compartments.groups: want a list of 1 to %d inventory groups", MaxGroups)

@@ -136,7 +136,7 @@ type Rollout struct {
 	// +optional
 	Stop *RolloutStop `json:"stop,omitempty"`
 	// Compartments: node classes (the label rdmaform.io/compartment's
-	// values) rolled one after the other.
+	// values) rolled one after the other, or side by side.
 	// +optional
 	Compartments *RolloutCompartments `json:"compartments,omitempty"`
 }
@@ -171,10 +171,12 @@ type RolloutStop struct {
 	FailedPercent *int32 `json:"failed_percent,omitempty"`
 }
 
-// RolloutCompartments are node classes rolled one after the other.
+// RolloutCompartments are node classes rolled one after the other, or
+// side by side.
 type RolloutCompartments struct {
-	// Order: sequential (each compartment's waves before the next's).
-	// +kubebuilder:validation:Enum=sequential
+	// Order: sequential (each compartment's waves before the next's) or
+	// parallel (side by side, the limits shared). Default sequential.
+	// +kubebuilder:validation:Enum=sequential;parallel
 	// +optional
 	Order string `json:"order,omitempty"`
 	// Groups: the compartments, values of the node label
