@@ -65,7 +65,35 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 		return p, r.fail(ctx, st, gen, held, fmt.Sprintf("after the activation (%s), %d values are still pending: %s", way, len(p.Pending), pendingList(p)))
 	}
 	if held == nil {
-		stop, err := r.slots.Stopped(ctx, cfg.Name)
+		ro, err := RolloutOf(cfg.Spec.Policy)
+		if err != nil {
+			cond(st, gen, v1alpha1.ConditionActivationRequired, true, "BadPolicy", err.Error())
+			return p, nil
+		}
+		var stop *coordinationv1.Lease
+		if ro == nil {
+			stop, err = r.slots.Stopped(ctx, cfg.Name)
+		} else {
+			var ls []coordinationv1.Lease
+			if ls, err = r.slots.List(ctx, cfg.Name); err == nil {
+				var g gate
+				if g, err = r.rolloutGate(ctx, cfg, *ro, ls); err == nil && !g.ok {
+					reason := "WaitingForWave"
+					if g.stopped {
+						reason = "LineStopped"
+						g.why = fmt.Sprintf("%d staged values wait: the rollout policy's stop rule stopped the line (%s): no node of %s activates until a person acts (fix the failed nodes, delete their Leases)", len(p.Pending), g.why, cfg.Name)
+					} else {
+						g.why = fmt.Sprintf("%d staged values wait for %s: %s", len(p.Pending), way, g.why)
+					}
+					if !g.until.IsZero() {
+						r.wakeAt = g.until
+					}
+					cond(st, gen, v1alpha1.ConditionActivationRequired, true, reason, g.why)
+					cond(st, gen, v1alpha1.ConditionActivationFailed, false, "NoFailure", "")
+					return p, nil
+				}
+			}
+		}
 		if err != nil {
 			return nil, err
 		}

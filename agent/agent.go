@@ -61,6 +61,9 @@ type Reconciler struct {
 	// rebootingUntil: the agent started a reboot of its node and waits
 	// for it (activation.go).
 	rebootingUntil time.Time
+	// wakeAt: the rollout's bake ends then; plan again at that time
+	// rather than after the interval (activation.go).
+	wakeAt time.Time
 }
 
 // NewReconciler makes a node's agent on a client.
@@ -79,10 +82,16 @@ func NewReconciler(c client.Client, o Options) *Reconciler {
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.wakeAt = time.Time{}
 	interval, err := r.reconcile(ctx)
 	r.opts.Metrics.reconciled(err, r.opts.Now())
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if !r.wakeAt.IsZero() {
+		if d := r.wakeAt.Sub(r.opts.Now()) + time.Second; d < interval {
+			interval = max(d, time.Second)
+		}
 	}
 	return reconcile.Result{RequeueAfter: interval}, nil
 }

@@ -235,7 +235,8 @@ type slotWatch struct {
 	mu      sync.Mutex
 	holders map[string]string // lease -> holder
 	most    int
-	takers  []string // each acquisition: holder, in order
+	takers  []string    // each acquisition: holder, in order
+	at      []time.Time // each acquisition's Lease acquireTime
 	stop    func()
 	done    chan struct{}
 }
@@ -266,6 +267,11 @@ func (k *cluster) watchSlots(config string) *slotWatch {
 			}
 			if h != "" && sw.holders[l.Name] != h {
 				sw.takers = append(sw.takers, h)
+				var at time.Time
+				if l.Spec.AcquireTime != nil {
+					at = l.Spec.AcquireTime.Time
+				}
+				sw.at = append(sw.at, at)
 			}
 			sw.holders[l.Name] = h
 			n := 0

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ type fleet struct {
 	hooksLog string
 	prefix   []string          // what ansible-playbook runs under (ip netns exec NS)
 	node     map[string]string // each host's rdmaform_drain_node, if any
+	group    map[string]string // each host's inventory group under rdma, if any
 }
 
 // fleetSpec is the spec the rollout benchmark rolls out (bench.RolloutSpec:
@@ -80,7 +82,16 @@ func (f *fleet) writeInventory(t *testing.T, sm []int, warm map[string]bool) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("rdma:\n  hosts:\n")
+	children := map[string][]string{}
+	for _, n := range f.names {
+		if g := f.group[n]; g != "" {
+			children[g] = append(children[g], n)
+		}
+	}
 	for i, n := range f.names {
+		if f.group[n] != "" {
+			continue
+		}
 		fmt.Fprintf(&b, "    %s:\n      ansible_connection: local\n      rdmaform_sim: %s\n      rdmaform_probe_address: %s\n", n, f.dirs[n], f.addr[n])
 		if d := f.domain[n]; d != "" {
 			fmt.Fprintf(&b, "      rdmaform_domain: %s\n", d)
@@ -95,6 +106,32 @@ func (f *fleet) writeInventory(t *testing.T, sm []int, warm map[string]bool) {
 		}
 		if warm[n] {
 			b.WriteString("      rdmaform_sim_reboot_flags: [--keep-firmware]\n")
+		}
+	}
+	if len(children) > 0 {
+		// The hosts of a group are written under it, with their
+		// variables: rdma's children.
+		b.WriteString("  children:\n")
+		gs := make([]string, 0, len(children))
+		for g := range children {
+			gs = append(gs, g)
+		}
+		sort.Strings(gs)
+		for _, g := range gs {
+			fmt.Fprintf(&b, "    %s:\n      hosts:\n", g)
+			for _, n := range children[g] {
+				i := slices.Index(f.names, n)
+				fmt.Fprintf(&b, "        %s:\n          ansible_connection: local\n          rdmaform_sim: %s\n          rdmaform_probe_address: %s\n", n, f.dirs[n], f.addr[n])
+				if d := f.domain[n]; d != "" {
+					fmt.Fprintf(&b, "          rdmaform_domain: %s\n", d)
+				}
+				if slices.Contains(sm, i) {
+					b.WriteString("          rdmaform_roles: [sm]\n")
+				}
+				if warm[n] {
+					b.WriteString("          rdmaform_sim_reboot_flags: [--keep-firmware]\n")
+				}
+			}
 		}
 	}
 	if err := os.WriteFile(filepath.Join(f.l.dir, "inventory.yml"), []byte(b.String()), 0o644); err != nil {
@@ -412,7 +449,8 @@ func TestRolloutLimits(t *testing.T) {
 	}{
 		{"low", map[string]any{"rdmaform_rollout_max_unavailable": "1", "rdmaform_rollout_max_per_domain": 1, "rdmaform_rollout_drain_timeout": 1,
 			"rdmaform_rollout_activate_wait": 1, "rdmaform_rollout_reboot_timeout": 1, "rdmaform_rollout_probe_peers": 1, "rdmaform_rollout_probes": probes(0),
-			"rdmaform_rollout_drain": "command", "rdmaform_rollout_drain_command": argv(1), "rdmaform_rollout_undrain_command": argv(1), "rdmaform_rollout_drain_reason": "r"}},
+			"rdmaform_rollout_drain": "command", "rdmaform_rollout_drain_command": argv(1), "rdmaform_rollout_undrain_command": argv(1), "rdmaform_rollout_drain_reason": "r",
+			"rdmaform_rollout_policy": f.spec}}, // a file on the controller: its text is read at the waves
 		{"low percent", map[string]any{"rdmaform_rollout_max_unavailable": "1%"}},
 		{"high", map[string]any{"rdmaform_rollout_max_unavailable": "100000", "rdmaform_rollout_max_per_domain": 100000, "rdmaform_rollout_drain_timeout": 86400,
 			"rdmaform_rollout_activate_wait": 3600, "rdmaform_rollout_reboot_timeout": 86400, "rdmaform_rollout_probe_peers": 16, "rdmaform_rollout_probes": probes(16),
@@ -450,6 +488,8 @@ func TestRolloutLimits(t *testing.T) {
 				"rdmaform_rollout_drain_reason has 257 characters: want 1 to 256"}},
 		{"above percent", map[string]any{"rdmaform_rollout_max_unavailable": "101%"}, []string{"rdmaform_rollout_max_unavailable 101%: a percentage is 1% to 100%"}},
 		{"relative report", map[string]any{"rdmaform_rollout_report": "report.json"}, []string{"rdmaform_rollout_report report.json: want an absolute path on the controller"}},
+		{"relative policy", map[string]any{"rdmaform_rollout_policy": "policy.yaml"}, []string{"rdmaform_rollout_policy policy.yaml: want an absolute path on the controller"}},
+		{"no policy file", map[string]any{"rdmaform_rollout_policy": filepath.Join(f.l.dir, "none.yaml")}, []string{"rdmaform_rollout_policy " + filepath.Join(f.l.dir, "none.yaml") + ": not a file on the controller"}},
 		{"not a number", map[string]any{"rdmaform_rollout_max_unavailable": "ten"}, []string{"rdmaform_rollout_max_unavailable ten: want N hosts (1 to 100000) or P% (1% to 100%)"}},
 		{"argument_specs", map[string]any{"rdmaform_rollout_drain": "ssh", "rdmaform_rollout_activation": "power-cycle", "rdmaform_rollout_probe_peers": "many"},
 			[]string{"rdmaform_rollout_drain", "ssh", "rdmaform_rollout_activation", "power-cycle", "rdmaform_rollout_probe_peers"}},

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,9 @@ A policy file (--policy FILE) adds a canary and a ramp (the first wave
 of --canary N hosts, later waves growing by ramp steps or a factor,
 always within the limits above), stop rules for the rollout, and
 compartments: inventory groups rolled one after the other, each with
-waves of its own. --explain prints, for each host, its domain, SM pair,
+waves of its own (or side by side, order: parallel), a bake between
+waves. waves -o json carries the policy and each wave's step for the
+rollout role. --explain prints, for each host, its domain, SM pair,
 compartment and ramp step.
 
 Exit codes: 0 the waves are printed (none when nothing is pending);
@@ -105,7 +108,7 @@ Exit codes: 0 the waves are printed (none when nothing is pending);
 				return nil
 			}
 			if a.jsonOut() {
-				return a.writeJSON(wavesJSON(name, inv, w))
+				return a.writeJSON(wavesJSON(name, inv, rolled))
 			}
 			a.wavesText(name, inv, w)
 			return nil
@@ -170,6 +173,7 @@ type wavesDoc struct {
 	Domains        bool          `json:"domains"`
 	Note           string        `json:"note,omitempty"`
 	Bound          string        `json:"bound,omitempty"`
+	Policy         policyJSON    `json:"policy"`
 	Waves          []waveJSON    `json:"waves"`
 	LeftOut        []leftOutJSON `json:"left_out"`
 }
@@ -177,6 +181,28 @@ type wavesDoc struct {
 type waveJSON struct {
 	Hosts   []string          `json:"hosts"`
 	Reasons map[string]string `json:"reasons"`
+	Step    stepJSON          `json:"step"`
+}
+
+// policyJSON is what a rollout does between and after waves, for the
+// rollout role: it reads these from waves -o json rather than reading
+// the policy file a second time.
+type policyJSON struct {
+	Canary        int      `json:"canary"`
+	BakeSeconds   int      `json:"bake_seconds"`
+	FailedHosts   int      `json:"failed_hosts"`
+	FailedPercent int      `json:"failed_percent"`
+	Compartments  []string `json:"compartments"`
+	Order         string   `json:"order,omitempty"`
+}
+
+// stepJSON is what set a wave's size (fleet.Step).
+type stepJSON struct {
+	Compartment string `json:"compartment,omitempty"`
+	Ramp        int    `json:"ramp"`
+	Rule        string `json:"rule"`
+	Size        int    `json:"size"`
+	Short       string `json:"short,omitempty"`
 }
 
 type leftOutJSON struct {
@@ -186,18 +212,24 @@ type leftOutJSON struct {
 
 const countOnlyNote = "the inventory names no domain: waves by count only"
 
-func wavesJSON(name string, inv *fleet.Inventory, w *fleet.Waves) wavesDoc {
+func wavesJSON(name string, inv *fleet.Inventory, r *fleet.Rolled) wavesDoc {
+	w := r.Waves
+	p := r.Policy
 	d := wavesDoc{
 		FormatVersion: FormatVersion, Inventory: name, Format: inv.Format.String(),
 		Hosts: w.Hosts, Pending: w.Pending, MaxUnavailable: w.PerWave, MaxPerDomain: w.MaxPerDomain,
 		Domains: !w.CountOnly, Bound: w.Bound,
+		Policy: policyJSON{Canary: p.Canary, BakeSeconds: int(p.Bake / time.Second), FailedHosts: max(p.Stop.FailedHosts, 1), FailedPercent: p.Stop.FailedPercent,
+			Compartments: append([]string{}, p.Compartments.Groups...), Order: p.Compartments.Order},
 		Waves: make([]waveJSON, 0, len(w.Waves)), LeftOut: make([]leftOutJSON, 0, len(w.LeftOut)),
 	}
 	if w.CountOnly {
 		d.Note = countOnlyNote
 	}
-	for _, wv := range w.Waves {
-		d.Waves = append(d.Waves, waveJSON{Hosts: wv.Hosts, Reasons: wv.Reasons})
+	for i, wv := range w.Waves {
+		st := r.Steps[i]
+		d.Waves = append(d.Waves, waveJSON{Hosts: wv.Hosts, Reasons: wv.Reasons,
+			Step: stepJSON{Compartment: st.Compartment, Ramp: st.Index, Rule: st.Rule, Size: st.Size, Short: st.Short}})
 	}
 	for _, l := range w.LeftOut {
 		d.LeftOut = append(d.LeftOut, leftOutJSON{Host: l.Host, Reason: l.Reason})

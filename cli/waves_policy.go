@@ -76,6 +76,9 @@ func (a *app) wavesExplain(name string, inv *fleet.Inventory, r *fleet.Rolled) {
 		stop += fmt.Sprintf(", or when more than %d%% of a wave failed", s.FailedPercent)
 	}
 	fmt.Fprintln(out, stop)
+	if r.Policy.Bake > 0 {
+		fmt.Fprintf(out, "bake: %s after each wave but the last\n", r.Policy.Bake)
+	}
 	for i, wv := range w.Waves {
 		st := r.Steps[i]
 		fmt.Fprintf(out, "\nwave %d (%d %s): %s\n", i+1, len(wv.Hosts), words.Plural(len(wv.Hosts), "host", "hosts"), words.Printable(st.Rule))

@@ -36,6 +36,7 @@ func TestWavesPolicy(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(`version: 1
 max_unavailable: 4
 max_per_domain: 2
+bake: 5m
 ramp:
   factor: 2
 stop: {failed_hosts: 2, failed_percent: 25}
@@ -50,6 +51,33 @@ compartments:
 	if d := cmp.Diff(want, waveHosts(t, doc)); d != "" {
 		t.Errorf("waves (-want +got):\n%s", d)
 	}
+	// What the rollout role reads: the policy and each wave's step.
+	wantPolicy := map[string]any{"canary": 1.0, "bake_seconds": 300.0, "failed_hosts": 2.0, "failed_percent": 25.0,
+		"compartments": []any{"storage", "gpu"}, "order": "sequential"}
+	if d := cmp.Diff(wantPolicy, doc["policy"]); d != "" {
+		t.Errorf("policy (-want +got):\n%s", d)
+	}
+	var steps []any
+	for _, w := range doc["waves"].([]any) {
+		steps = append(steps, w.(map[string]any)["step"])
+	}
+	wantSteps := []any{
+		map[string]any{"compartment": "storage", "ramp": 0.0, "rule": "canary: 1 host", "size": 1.0},
+		map[string]any{"compartment": "storage", "ramp": 1.0, "rule": "ramp step 1: 1 × 2, rounded up = 2", "size": 2.0},
+		map[string]any{"compartment": "gpu", "ramp": 0.0, "rule": "canary: 1 host", "size": 1.0},
+		map[string]any{"compartment": "gpu", "ramp": 1.0, "rule": "ramp step 1: 1 × 2, rounded up = 2", "size": 2.0},
+		map[string]any{"compartment": "gpu", "ramp": 2.0, "rule": "ramp step 2: 2 × 2, rounded up = 4", "size": 4.0},
+		map[string]any{"compartment": "(other hosts)", "ramp": 0.0, "rule": "canary: 1 host", "size": 1.0},
+	}
+	if d := cmp.Diff(wantSteps, steps); d != "" {
+		t.Errorf("steps (-want +got):\n%s", d)
+	}
+	// Without a policy: the default stop rule, no bake, no ramp.
+	doc = s.check(t, "waves without a policy", "waves", runJSON(t, "", 0, "waves", "--inventory", inv, "-o", "json"))
+	wantPolicy = map[string]any{"canary": 0.0, "bake_seconds": 0.0, "failed_hosts": 1.0, "failed_percent": -1.0, "compartments": []any{}}
+	if d := cmp.Diff(wantPolicy, doc["policy"]); d != "" {
+		t.Errorf("policy without a file (-want +got):\n%s", d)
+	}
 	// --canary over the file's (1): the first wave of each compartment.
 	doc = s.check(t, "waves --canary 2", "waves", runJSON(t, "", 0, "waves", "--inventory", inv, "--policy", policy, "--canary", "2", "-o", "json"))
 	// Each wave takes from the domain with the most hosts left (a tie:
@@ -63,6 +91,7 @@ compartments:
 	for _, line := range []string{
 		"waves: 6, because compartment storage: 3 pending hosts in 2 waves; compartment gpu: 7 pending hosts in 3 waves; compartment (other hosts): 1 pending host in 1 wave\n",
 		"stop: after 2 failed hosts, or when more than 25% of a wave failed\n",
+		"bake: 5m0s after each wave but the last\n",
 		"\nwave 1 (1 host): canary: 1 host\n  s1:\n" +
 			"    domain: leaf3, 1 of its 2 pending hosts in this wave (at most 2)\n" +
 			"    SM pair: subnet manager host of fabric ib0, never in a wave with its others: g1 (wave 3)\n" +

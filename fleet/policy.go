@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -17,6 +18,7 @@ import (
 //	max_unavailable: 20%      # N hosts or P% of the inventory's
 //	max_per_domain: 1
 //	canary: 1                 # the first wave's hosts (needs ramp)
+//	bake: 10m                 # a wait between waves; the finished hosts' probes run again
 //	ramp:
 //	  steps: [5%, 20%]        # later waves; the last step repeats
 //	  # factor: 2             # or: each wave the one before times this
@@ -24,7 +26,7 @@ import (
 //	  failed_hosts: 3         # stop once 3 hosts failed, in all
 //	  failed_percent: 10      # stop when more than 10% of a wave failed
 //	compartments:
-//	  order: sequential       # each compartment's waves before the next's
+//	  order: sequential       # each compartment's waves before the next's (or parallel: side by side)
 //	  groups: [gpu, storage]  # inventory groups, in this order
 //
 // Every key is optional; a file with none is the default policy (20%, 1
@@ -33,10 +35,11 @@ import (
 
 // Bounds of a policy's numbers, each tested at the limit and one past.
 const (
-	MaxCanary    = MaxHosts // canary: 1 to MaxHosts, and at most max_unavailable
-	MaxRampSteps = 100      // ramp.steps: 1 to 100 entries
-	MaxFactor    = 10       // ramp.factor: more than 1, at most 10
-	MaxGroups    = 64       // compartments.groups: 1 to 64 names
+	MaxCanary    = MaxHosts       // canary: 1 to MaxHosts, and at most max_unavailable
+	MaxRampSteps = 100            // ramp.steps: 1 to 100 entries
+	MaxFactor    = 10             // ramp.factor: more than 1, at most 10
+	MaxGroups    = 64             // compartments.groups: 1 to 64 names
+	MaxBake      = 24 * time.Hour // bake: 0s to 24h, whole seconds
 	maxGroupName = 255
 )
 
@@ -61,7 +64,7 @@ type Stop struct {
 }
 
 // Compartments are node classes, each an inventory group, rolled one
-// after the other (Order "sequential", the only order there is yet).
+// after the other (Order "sequential") or side by side ("parallel").
 type Compartments struct {
 	Order  string
 	Groups []string
@@ -71,8 +74,11 @@ type Compartments struct {
 // and the compartments.
 type Rollout struct {
 	Policy
-	Canary       int // the first wave's hosts; 0 when there is no ramp
-	Ramp         Ramp
+	Canary int // the first wave's hosts; 0 when there is no ramp
+	Ramp   Ramp
+	// Bake is the wait after a wave before the next starts, during which
+	// the hosts that wave finished are probed again (0: none).
+	Bake         time.Duration
 	Stop         Stop
 	Compartments Compartments
 }
@@ -116,7 +122,7 @@ func ReadPolicy(file string, data []byte) (Rollout, error) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return r, at(file, root, "want a mapping (version, max_unavailable, max_per_domain, canary, ramp, stop, compartments)")
+		return r, at(file, root, "want a mapping (version, max_unavailable, max_per_domain, canary, bake, ramp, stop, compartments)")
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -141,6 +147,8 @@ func ReadPolicy(file string, data []byte) (Rollout, error) {
 			r.MaxPerDomain, err = bounded(file, "max_per_domain", v, 1, MaxHosts)
 		case "canary":
 			r.Canary, err = bounded(file, "canary", v, 1, MaxCanary)
+		case "bake":
+			r.Bake, err = readBake(file, v)
 		case "ramp":
 			r.Ramp, err = readRamp(file, v)
 		case "stop":
@@ -148,7 +156,7 @@ func ReadPolicy(file string, data []byte) (Rollout, error) {
 		case "compartments":
 			r.Compartments, err = readCompartments(file, v)
 		default:
-			err = at(file, k, "unknown key %q (version, max_unavailable, max_per_domain, canary, ramp, stop, compartments)", k.Value)
+			err = at(file, k, "unknown key %q (version, max_unavailable, max_per_domain, canary, bake, ramp, stop, compartments)", k.Value)
 		}
 		if err != nil {
 			return r, err
@@ -177,6 +185,15 @@ func bounded(file, key string, v *yaml.Node, lo, hi int) (int, *Error) {
 		return 0, at(file, v, "%s: want a whole number from %d to %d, not %q", key, lo, hi, v.Value)
 	}
 	return n, nil
+}
+
+// readBake reads a Go duration in whole seconds, 0s to MaxBake.
+func readBake(file string, v *yaml.Node) (time.Duration, *Error) {
+	d, err := time.ParseDuration(v.Value)
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" || err != nil || d < 0 || d > MaxBake || d%time.Second != 0 {
+		return 0, at(file, v, "bake: want a duration in whole seconds from 0s to 24h (90s, 10m, 1h30m), not %q", v.Value)
+	}
+	return d, nil
 }
 
 func readRamp(file string, v *yaml.Node) (Ramp, *Error) {
@@ -241,7 +258,7 @@ func readStop(file string, v *yaml.Node) (Stop, *Error) {
 }
 
 func readCompartments(file string, v *yaml.Node) (Compartments, *Error) {
-	c := Compartments{Order: "sequential"}
+	c := Compartments{Order: OrderSequential}
 	if v.Kind != yaml.MappingNode {
 		return c, at(file, v, "compartments: want a mapping with groups (and order)")
 	}
@@ -249,9 +266,10 @@ func readCompartments(file string, v *yaml.Node) (Compartments, *Error) {
 		k, e := v.Content[i], v.Content[i+1]
 		switch k.Value {
 		case "order":
-			if e.Value != "sequential" {
-				return c, at(file, e, "compartments.order: want sequential (each compartment's waves before the next's), not %q", e.Value)
+			if e.Kind != yaml.ScalarNode || (e.Value != OrderSequential && e.Value != OrderParallel) {
+				return c, at(file, e, "compartments.order: want sequential (each compartment's waves before the next's) or parallel (side by side), not %q", e.Value)
 			}
+			c.Order = e.Value
 		case "groups":
 			if e.Kind != yaml.SequenceNode || len(e.Content) == 0 || len(e.Content) > MaxGroups {
 				return c, at(file, e, "compartments.groups: want a list of 1 to %d inventory groups", MaxGroups)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -17,6 +18,7 @@ version: 1
 max_unavailable: 10%
 max_per_domain: 2
 canary: 3
+bake: 10m
 ramp:
   steps: [5, 20%]
 stop:
@@ -32,7 +34,7 @@ compartments:
 	}
 	want := fleet.Rollout{
 		Policy: fleet.Policy{MaxUnavailable: fleet.Limit{Percent: 10}, MaxPerDomain: 2},
-		Canary: 3, Ramp: fleet.Ramp{Steps: []fleet.Limit{{N: 5}, {Percent: 20}}},
+		Canary: 3, Bake: 10 * time.Minute, Ramp: fleet.Ramp{Steps: []fleet.Limit{{N: 5}, {Percent: 20}}},
 		Stop:         fleet.Stop{FailedHosts: 4, FailedPercent: 10},
 		Compartments: fleet.Compartments{Order: "sequential", Groups: []string{"gpu", "storage-nodes"}},
 	}
@@ -95,6 +97,12 @@ func TestReadPolicyLimits(t *testing.T) {
 		{"ramp: {}\n", `p.yaml:1:7: ramp: want steps or factor`},
 		{"ramp: {grow: 2}\n", `p.yaml:1:8: ramp: unknown key "grow" (steps, factor)`},
 		{"ramp: 2\n", `p.yaml:1:7: ramp: want a mapping with steps or factor`},
+		{"bake: 24h\n", ""},
+		{"bake: 86401s\n", `p.yaml:1:7: bake: want a duration in whole seconds from 0s to 24h (90s, 10m, 1h30m), not "86401s"`},
+		{"bake: 0s\n", ""},
+		{"bake: -1s\n", `p.yaml:1:7: bake: want a duration in whole seconds`},
+		{"bake: 1500ms\n", `p.yaml:1:7: bake: want a duration in whole seconds`},
+		{"bake: 600\n", `p.yaml:1:7: bake: want a duration in whole seconds`}, // a unit is needed
 		{"stop: {failed_hosts: 100000}\n", ""},
 		{"stop: {failed_hosts: 100001}\n", `p.yaml:1:22: stop.failed_hosts: want a whole number from 1 to 100000, not "100001"`},
 		{"stop: {failed_hosts: 0}\n", `p.yaml:1:22: stop.failed_hosts: want a whole number from 1 to 100000, not "0"`},
@@ -109,11 +117,12 @@ func TestReadPolicyLimits(t *testing.T) {
 		{"compartments:\n  groups: [" + strings.Repeat("g", 256) + "]\n", `p.yaml:2:12: compartments.groups[0]: "` + strings.Repeat("g", 256) + `" is not an inventory group name (letters, digits, _ and -, at most 255)`},
 		{"compartments:\n  groups: [gpu, gpu]\n", `p.yaml:2:17: compartments.groups[1]: gpu is named twice`},
 		{"compartments:\n  groups: [../x]\n", `p.yaml:2:12: compartments.groups[0]: "../x" is not an inventory group name`},
-		{"compartments:\n  order: parallel\n  groups: [a]\n", `p.yaml:2:10: compartments.order: want sequential (each compartment's waves before the next's), not "parallel"`},
+		{"compartments:\n  order: parallel\n  groups: [a]\n", ""},
+		{"compartments:\n  order: random\n  groups: [a]\n", `p.yaml:2:10: compartments.order: want sequential (each compartment's waves before the next's) or parallel (side by side), not "random"`},
 		{"compartments: {order: sequential}\n", `p.yaml:1:15: compartments: want groups`},
 		{"version: 2\n", `p.yaml:1:10: version: want 1, not "2"`},
 		{"max_unavailable: 5\nmax_unavailable: 6\n", `p.yaml:2:1: max_unavailable is given twice`},
-		{"waves: 3\n", `p.yaml:1:1: unknown key "waves" (version, max_unavailable, max_per_domain, canary, ramp, stop, compartments)`},
+		{"waves: 3\n", `p.yaml:1:1: unknown key "waves" (version, max_unavailable, max_per_domain, canary, bake, ramp, stop, compartments)`},
 		{"- 1\n", `p.yaml:1:1: want a mapping`},
 		{"a: [\n", `p.yaml: yaml: line 1`},
 	} {

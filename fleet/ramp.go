@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,6 +78,9 @@ func PlanRollout(inv *Inventory, r Rollout) (*Rolled, error) {
 	}
 	out.Waves = &Waves{Hosts: base.Hosts, Pending: base.Pending, PerWave: base.PerWave, MaxPerDomain: base.MaxPerDomain,
 		CountOnly: base.CountOnly, LeftOut: base.LeftOut}
+	if r.Compartments.Order == OrderParallel {
+		return out, out.parallel(comps, r, base.PerWave, base.CountOnly)
+	}
 	var bounds []string
 	for _, c := range comps {
 		var pend []Host
@@ -176,25 +180,157 @@ func compartments(inv *Inventory, groups []string) ([]compartment, error) {
 	return out, nil
 }
 
+// OrderParallel and OrderSequential are compartments.order's values.
+const (
+	OrderSequential = "sequential"
+	OrderParallel   = "parallel"
+)
+
+// parallel rolls the compartments side by side: wave k holds each
+// compartment's k-th step (its canary, then its ramp; without a ramp,
+// waves of its share), so that every compartment starts at once and
+// goes at its own pace. The wave's limits are shared: max_per_domain and
+// the subnet manager rule count the hosts of every compartment in the
+// wave, and max_unavailable is split evenly between the compartments
+// that have hosts left (rounded down; a compartment's step is cut to its
+// share). max_unavailable must let every compartment have a host in the
+// first wave.
+func (out *Rolled) parallel(comps []compartment, r Rollout, perWave int, countOnly bool) error {
+	type side struct {
+		name string
+		c    *ramper
+	}
+	var sides []side
+	for _, c := range comps {
+		var pend []Host
+		for _, h := range c.hosts {
+			if h.Pending != PendingNo {
+				pend = append(pend, h)
+			}
+		}
+		if len(pend) > 0 {
+			sides = append(sides, side{c.name, newRamper(pend, r, perWave, countOnly)})
+		}
+	}
+	if len(sides) > perWave {
+		return fmt.Errorf("%w: compartments.order parallel: %d compartments have hosts pending, more than max_unavailable (%d %s per wave): each needs a host in the first wave",
+			ErrLimit, len(sides), perWave, words.Plural(perWave, "host", "hosts"))
+	}
+	if r.Ramp.On() && r.Canary*len(sides) > perWave {
+		return fmt.Errorf("%w: compartments.order parallel: canary %d in each of %d compartments is more than max_unavailable (%d %s per wave)",
+			ErrLimit, r.Canary, len(sides), perWave, words.Plural(perWave, "host", "hosts"))
+	}
+	var names []string
+	for _, sd := range sides {
+		names = append(names, sd.name)
+	}
+	for {
+		var active []side
+		for _, sd := range sides {
+			if sd.c.left > 0 {
+				active = append(active, sd)
+			}
+		}
+		if len(active) == 0 {
+			break
+		}
+		share := perWave / len(active)
+		wv := Wave{Reasons: map[string]string{}}
+		inWave, smIn := map[string]int{}, map[string]bool{}
+		var rules, shorts []string
+		step := Step{Compartment: strings.Join(names, ", "), Index: -1}
+		for _, sd := range active {
+			c := sd.c
+			c.perWave = share
+			var st Step
+			if r.Ramp.On() {
+				st = c.next()
+				step.Index = max(step.Index, st.Index)
+			} else {
+				st = Step{Index: -1, Size: share, Rule: fmt.Sprintf("no ramp: waves of its share of max_unavailable, %d / %d compartments = %d", perWave, len(active), share)}
+			}
+			if r.Ramp.On() && strings.HasSuffix(st.Rule, fmt.Sprintf(", cut to max_unavailable %d", share)) {
+				st.Rule = strings.TrimSuffix(st.Rule, fmt.Sprintf(", cut to max_unavailable %d", share)) +
+					fmt.Sprintf(", cut to its share of max_unavailable, %d / %d compartments = %d", perWave, len(active), share)
+			}
+			before := len(wv.Hosts)
+			c.fill(&wv, &st, st.Size, inWave, smIn)
+			label := sd.name
+			if label == "" {
+				label = "every host"
+			}
+			for _, h := range wv.Hosts[before:] {
+				wv.Reasons[h] = "compartment " + label + ", side by side with the others; " + wv.Reasons[h]
+			}
+			rules = append(rules, label+": "+st.Rule)
+			if st.Short != "" {
+				shorts = append(shorts, label+": "+st.Short)
+			}
+			step.Size += st.Size
+		}
+		step.Rule = strings.Join(rules, "; ")
+		step.Short = strings.Join(shorts, "; ")
+		sort.Slice(wv.Hosts, func(a, b int) bool { return NameLess(wv.Hosts[a], wv.Hosts[b]) })
+		out.Waves.Waves = append(out.Waves.Waves, wv)
+		out.Steps = append(out.Steps, step)
+	}
+	out.Waves.Bound = fmt.Sprintf("compartments %s side by side, max_unavailable %d split between those with hosts left", strings.Join(names, ", "), perWave)
+	return nil
+}
+
 // ramp deals one compartment's pending hosts into waves of growing size.
 func ramp(pend []Host, r Rollout, perWave int, countOnly bool) ([]Wave, []Step) {
-	type domain struct {
-		name  string
-		hosts []*Host // SM hosts first, then by name
+	c := newRamper(pend, r, perWave, countOnly)
+	var waves []Wave
+	var steps []Step
+	for c.left > 0 {
+		st := c.next()
+		wv := Wave{Reasons: map[string]string{}}
+		c.fill(&wv, &st, st.Size, map[string]int{}, map[string]bool{})
+		sort.Slice(wv.Hosts, func(a, b int) bool { return NameLess(wv.Hosts[a], wv.Hosts[b]) })
+		waves = append(waves, wv)
+		steps = append(steps, st)
 	}
-	byName := map[string]*domain{}
-	var domains []*domain
+	return waves, steps
+}
+
+// rampDomain is a domain's hosts not yet in a wave: SM hosts first, then
+// by name.
+type rampDomain struct {
+	name  string
+	hosts []*Host
+}
+
+// ramper is one compartment's ramp: its hosts left by domain and its
+// next step.
+type ramper struct {
+	r         Rollout
+	perWave   int
+	perDomain int
+	countOnly bool
+	domains   []*rampDomain
+	pend      int // the compartment's pending hosts (a step's P%)
+	left      int
+	n, prev   int
+}
+
+func newRamper(pend []Host, r Rollout, perWave int, countOnly bool) *ramper {
+	c := &ramper{r: r, perWave: perWave, perDomain: r.MaxPerDomain, countOnly: countOnly, pend: len(pend), left: len(pend)}
+	if countOnly {
+		c.perDomain = perWave
+	}
+	byName := map[string]*rampDomain{}
 	for i := range pend {
 		h := &pend[i]
 		d := byName[h.Domain]
 		if d == nil {
-			d = &domain{name: h.Domain}
+			d = &rampDomain{name: h.Domain}
 			byName[h.Domain] = d
-			domains = append(domains, d)
+			c.domains = append(c.domains, d)
 		}
 		d.hosts = append(d.hosts, h)
 	}
-	for _, d := range domains {
+	for _, d := range c.domains {
 		sort.SliceStable(d.hosts, func(i, j int) bool {
 			a, b := d.hosts[i], d.hosts[j]
 			if a.SM() != b.SM() {
@@ -203,110 +339,115 @@ func ramp(pend []Host, r Rollout, perWave int, countOnly bool) ([]Wave, []Step) 
 			return NameLess(a.Name, b.Name)
 		})
 	}
-	perDomain := r.MaxPerDomain
-	if countOnly {
-		perDomain = perWave
+	return c
+}
+
+// next is the compartment's next ramp step: the canary, a step (the
+// last repeating) or the wave before times the factor, within
+// max_unavailable.
+func (c *ramper) next() Step {
+	r, n := c.r, c.n
+	st := Step{Index: n}
+	switch {
+	case n == 0:
+		st.Size = r.Canary
+		st.Rule = fmt.Sprintf("canary: %d %s", r.Canary, words.Plural(r.Canary, "host", "hosts"))
+	case r.Ramp.Factor > 0:
+		st.Size = int(math.Ceil(float64(c.prev) * r.Ramp.Factor))
+		st.Rule = fmt.Sprintf("ramp step %d: %d × %g, rounded up = %d", n, c.prev, r.Ramp.Factor, st.Size)
+	default:
+		l := r.Ramp.Steps[min(n, len(r.Ramp.Steps))-1]
+		st.Size = l.Of(c.pend)
+		if l.Percent > 0 {
+			st.Rule = fmt.Sprintf("ramp step %d: %s of %d pending %s = %d", n, l, c.pend, words.Plural(c.pend, "host", "hosts"), st.Size)
+		} else {
+			st.Rule = fmt.Sprintf("ramp step %d: %d %s", n, st.Size, words.Plural(st.Size, "host", "hosts"))
+		}
+		if n > len(r.Ramp.Steps) {
+			st.Rule += " (the last step, repeated)"
+		}
 	}
-	left := len(pend)
-	var waves []Wave
-	var steps []Step
-	prev := 0
-	for n := 0; left > 0; n++ {
-		st := Step{Index: n}
-		switch {
-		case n == 0:
-			st.Size = r.Canary
-			st.Rule = fmt.Sprintf("canary: %d %s", r.Canary, words.Plural(r.Canary, "host", "hosts"))
-		case r.Ramp.Factor > 0:
-			st.Size = int(math.Ceil(float64(prev) * r.Ramp.Factor))
-			st.Rule = fmt.Sprintf("ramp step %d: %d × %g, rounded up = %d", n, prev, r.Ramp.Factor, st.Size)
-		default:
-			l := r.Ramp.Steps[min(n, len(r.Ramp.Steps))-1]
-			st.Size = l.Of(len(pend))
-			if l.Percent > 0 {
-				st.Rule = fmt.Sprintf("ramp step %d: %s of %d pending %s = %d", n, l, len(pend), words.Plural(len(pend), "host", "hosts"), st.Size)
-			} else {
-				st.Rule = fmt.Sprintf("ramp step %d: %d %s", n, st.Size, words.Plural(st.Size, "host", "hosts"))
-			}
-			if n > len(r.Ramp.Steps) {
-				st.Rule += " (the last step, repeated)"
-			}
-		}
-		if st.Size > perWave {
-			st.Size = perWave
-			st.Rule += fmt.Sprintf(", cut to max_unavailable %d", perWave)
-		}
-		prev = st.Size
-		want := min(st.Size, left)
-		wv := Wave{Reasons: map[string]string{}}
-		inWave, smIn := map[string]int{}, map[string]bool{}
-		blockedDomain, blockedSM := false, false
-		for len(wv.Hosts) < want {
-			var best *domain
-			bestAt := -1
-			for _, d := range domains {
-				if len(d.hosts) == 0 {
-					continue
-				}
-				if inWave[d.name] >= perDomain {
-					blockedDomain = true
-					continue
-				}
-				at := -1
-				for i, h := range d.hosts {
-					if !h.SM() || !smIn[h.Fabric] {
-						at = i
-						break
-					}
-				}
-				if at < 0 {
-					blockedSM = true
-					continue
-				}
-				if best == nil || len(d.hosts) > len(best.hosts) || len(d.hosts) == len(best.hosts) && NameLess(d.name, best.name) {
-					best, bestAt = d, at
-				}
-			}
-			if best == nil {
-				break
-			}
-			h := best.hosts[bestAt]
-			best.hosts = append(best.hosts[:bestAt], best.hosts[bestAt+1:]...)
-			inWave[best.name]++
-			if h.SM() {
-				smIn[h.Fabric] = true
-			}
-			wv.Hosts = append(wv.Hosts, h.Name)
-			var why string
-			if countOnly {
-				why = st.Rule
-			} else {
-				why = fmt.Sprintf("%s; domain %s: at most %d of a domain per wave", st.Rule, h.Domain, r.MaxPerDomain)
-			}
-			if h.SM() {
-				why += fmt.Sprintf("; subnet manager host, the only one of %s in this wave", fabricName(h.Fabric))
-			}
-			if h.Why != "" {
-				why += "; pending: " + h.Why
-			}
-			wv.Reasons[h.Name] = why
-		}
-		left -= len(wv.Hosts)
-		if len(wv.Hosts) < want {
-			var why []string
-			if blockedDomain {
-				why = append(why, fmt.Sprintf("max_per_domain %d", perDomain))
-			}
-			if blockedSM {
-				why = append(why, "one subnet manager host of a fabric per wave")
-			}
-			st.Short = fmt.Sprintf("%d of %d: %s left no more", len(wv.Hosts), want, strings.Join(why, " and "))
-		}
-		sort.Slice(wv.Hosts, func(a, b int) bool { return NameLess(wv.Hosts[a], wv.Hosts[b]) })
-		waves = append(waves, wv)
-		steps = append(steps, st)
+	if st.Size > c.perWave {
+		st.Size = c.perWave
+		st.Rule += fmt.Sprintf(", cut to max_unavailable %d", c.perWave)
 	}
-	return waves, steps
+	c.prev = st.Size
+	c.n++
+	return st
+}
+
+// fill adds up to size of the compartment's hosts to the wave, host by
+// host from the domain with the most hosts left that is under
+// max_per_domain in the wave (inWave: its hosts in the wave, of every
+// compartment) and has a host whose fabric's subnet manager is not in
+// it yet (smIn); st.Short says which limit held it back.
+func (c *ramper) fill(wv *Wave, st *Step, size int, inWave map[string]int, smIn map[string]bool) int {
+	want := min(size, c.left)
+	got := 0
+	blockedDomain, blockedSM := false, false
+	for got < want {
+		var best *rampDomain
+		bestAt := -1
+		for _, d := range c.domains {
+			if len(d.hosts) == 0 {
+				continue
+			}
+			if inWave[d.name] >= c.perDomain {
+				blockedDomain = true
+				continue
+			}
+			at := -1
+			for i, h := range d.hosts {
+				if !h.SM() || !smIn[h.Fabric] {
+					at = i
+					break
+				}
+			}
+			if at < 0 {
+				blockedSM = true
+				continue
+			}
+			if best == nil || len(d.hosts) > len(best.hosts) || len(d.hosts) == len(best.hosts) && NameLess(d.name, best.name) {
+				best, bestAt = d, at
+			}
+		}
+		if best == nil {
+			break
+		}
+		h := best.hosts[bestAt]
+		best.hosts = append(best.hosts[:bestAt], best.hosts[bestAt+1:]...)
+		inWave[best.name]++
+		if h.SM() {
+			smIn[h.Fabric] = true
+		}
+		wv.Hosts = append(wv.Hosts, h.Name)
+		got++
+		var why string
+		if c.countOnly {
+			why = st.Rule
+		} else {
+			why = fmt.Sprintf("%s; domain %s: at most %d of a domain per wave", st.Rule, h.Domain, c.r.MaxPerDomain)
+		}
+		if h.SM() {
+			why += fmt.Sprintf("; subnet manager host, the only one of %s in this wave", fabricName(h.Fabric))
+		}
+		if h.Why != "" {
+			why += "; pending: " + h.Why
+		}
+		wv.Reasons[h.Name] = why
+	}
+	c.left -= got
+	if got < want {
+		var why []string
+		if blockedDomain {
+			why = append(why, fmt.Sprintf("max_per_domain %d", c.perDomain))
+		}
+		if blockedSM {
+			why = append(why, "one subnet manager host of a fabric per wave")
+		}
+		st.Short = fmt.Sprintf("%d of %d: %s left no more", got, want, strings.Join(why, " and "))
+	}
+	return got
 }
 
 // Explain is why one host is in its wave, line by line: its domain, its
@@ -368,6 +509,17 @@ func (r *Rolled) Explain(inv *Inventory, wave int, host string) []string {
 		}
 	}
 	st := r.Steps[wave]
+	if r.Policy.Compartments.Order == OrderParallel {
+		mine := OtherHosts
+		for _, g := range r.Policy.Compartments.Groups {
+			if slices.Contains(h.Groups, g) {
+				mine = g
+			}
+		}
+		lines = append(lines, fmt.Sprintf("compartment: %s, side by side with the others (%s)", mine, strings.Join(r.Policy.Compartments.Groups, ", ")))
+		lines = append(lines, "ramp: "+st.Rule+shortOf(st))
+		return lines
+	}
 	switch st.Compartment {
 	case "":
 		lines = append(lines, "compartment: none (the policy names none)")
@@ -383,6 +535,13 @@ func (r *Rolled) Explain(inv *Inventory, wave int, host string) []string {
 	}
 	lines = append(lines, step)
 	return lines
+}
+
+func shortOf(st Step) string {
+	if st.Short == "" {
+		return ""
+	}
+	return "; this wave holds " + st.Short
 }
 
 func indexOf(list []string, s string) int {

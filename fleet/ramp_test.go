@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,12 +95,12 @@ func checkRolled(t *testing.T, inv *fleet.Inventory, r fleet.Rollout, got *fleet
 				}
 			}
 			c := compOf(h)
-			if comp >= 0 && c != comp {
+			if comp >= 0 && c != comp && r.Compartments.Order != fleet.OrderParallel {
 				t.Errorf("wave %d mixes compartments", n+1)
 			}
 			comp = c
 		}
-		if comp < lastComp {
+		if comp < lastComp && r.Compartments.Order != fleet.OrderParallel {
 			t.Errorf("wave %d: compartment %d after compartment %d", n+1, comp, lastComp)
 		}
 		lastComp = comp
@@ -260,6 +261,89 @@ func TestPlanRolloutCompartments(t *testing.T) {
 	}
 }
 
+// TestPlanRolloutParallel: compartments side by side. Wave k holds
+// each compartment's k-th step (both canaries in the first wave), the
+// limits shared: max_per_domain counts both compartments' hosts of a
+// domain in the wave, max_unavailable is split between the
+// compartments with hosts left (a step cut to its share says so). At the
+// limit (as many compartments as max_unavailable) it cuts; one past, it
+// is an error; so is a canary per compartment over its share.
+func TestPlanRolloutParallel(t *testing.T) {
+	inv := hostsN(16, 2)
+	for i := range inv.Hosts {
+		inv.Hosts[i].Groups = []string{map[bool]string{true: "gpu", false: "storage"}[i < 10]}
+	}
+	r := ramped(fleet.Limit{N: 6}, 2, 1, fleet.Ramp{Factor: 4})
+	r.Compartments = fleet.Compartments{Order: fleet.OrderParallel, Groups: []string{"gpu", "storage"}}
+	got, err := fleet.PlanRollout(inv, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRolled(t, inv, r, got)
+	compOf := func(h string) string {
+		for _, x := range inv.Hosts {
+			if x.Name == h {
+				return x.Groups[0]
+			}
+		}
+		return ""
+	}
+	var per [][2]int
+	for _, w := range got.Waves.Waves {
+		var n [2]int
+		for _, h := range w.Hosts {
+			n[map[string]int{"gpu": 0, "storage": 1}[compOf(h)]]++
+		}
+		per = append(per, n)
+	}
+	// gpu 10: 1, 3 (cut to 6/2 = 3), then 2 (the domains: 2 of each of 2
+	// domains, less storage's); storage 6: 1, 1 (leaf1's and leaf2's 2 held
+	// by gpu) ...: every wave within 6 hosts and 2 of a domain.
+	if per[0] != [2]int{1, 1} {
+		t.Errorf("the first wave: %v gpu and storage hosts, want both canaries", per[0])
+	}
+	if !strings.Contains(got.Steps[1].Rule, "cut to its share of max_unavailable, 6 / 2 compartments = 3") {
+		t.Errorf("wave 2's rule %q: want gpu's step cut to its share", got.Steps[1].Rule)
+	}
+	for i, w := range got.Waves.Waves {
+		for h, why := range w.Reasons {
+			if want := "compartment " + compOf(h) + ", side by side with the others; "; !strings.HasPrefix(why, want) {
+				t.Errorf("wave %d: %s's reason %q does not start with %q", i+1, h, why, want)
+			}
+		}
+	}
+	if ex := got.Explain(inv, 0, got.Waves.Waves[0].Hosts[0]); !slices.Contains(ex, "compartment: "+compOf(got.Waves.Waves[0].Hosts[0])+", side by side with the others (gpu, storage)") {
+		t.Errorf("explain: %q", ex)
+	}
+	// max_unavailable 2: the limit for two compartments; 1: one past.
+	r.MaxUnavailable = fleet.Limit{N: 2}
+	if got, err := fleet.PlanRollout(inv, r); err != nil {
+		t.Errorf("max_unavailable 2, two compartments: %v", err)
+	} else {
+		checkRolled(t, inv, r, got)
+	}
+	r.MaxUnavailable = fleet.Limit{N: 1}
+	if _, err := fleet.PlanRollout(inv, r); err == nil || !errors.Is(err, fleet.ErrLimit) ||
+		!strings.Contains(err.Error(), "compartments.order parallel: 2 compartments have hosts pending, more than max_unavailable (1 host per wave)") {
+		t.Errorf("max_unavailable 1, two compartments: %v", err)
+	}
+	r.MaxUnavailable, r.Canary = fleet.Limit{N: 4}, 2 // 2 × 2: the limit
+	if _, err := fleet.PlanRollout(inv, r); err != nil {
+		t.Errorf("canary 2 × 2 compartments, max_unavailable 4: %v", err)
+	}
+	r.Canary = 3
+	if _, err := fleet.PlanRollout(inv, r); err == nil || !strings.Contains(err.Error(), "canary 3 in each of 2 compartments is more than max_unavailable (4 hosts per wave)") {
+		t.Errorf("canary 3 × 2 compartments, max_unavailable 4: %v", err)
+	}
+	// Without a ramp: each compartment its share a wave.
+	r.Ramp, r.Canary, r.MaxUnavailable = fleet.Ramp{}, 0, fleet.Limit{N: 6}
+	got, err = fleet.PlanRollout(inv, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRolled(t, inv, r, got)
+}
+
 // TestPlanRolloutRules: on random inventories and random policies, every
 // rule holds, and the waves do not depend on the inventory's order.
 func TestPlanRolloutRules(t *testing.T) {
@@ -291,13 +375,17 @@ func TestPlanRolloutRules(t *testing.T) {
 			ramp = fleet.Ramp{Steps: []fleet.Limit{{N: 1 + rnd.Intn(5)}, {Percent: 1 + rnd.Intn(100)}}}
 		}
 		r := ramped(mu, 1+rnd.Intn(3), 1+rnd.Intn(mu.Of(n)), ramp)
-		if rnd.Intn(2) == 0 {
-			r.Compartments = fleet.Compartments{Order: "sequential", Groups: []string{"b", "a"}}
+		switch rnd.Intn(3) {
+		case 0:
+			r.Compartments = fleet.Compartments{Order: fleet.OrderSequential, Groups: []string{"b", "a"}}
+		case 1:
+			r.Compartments = fleet.Compartments{Order: fleet.OrderParallel, Groups: []string{"b", "a"}}
 		}
 		got, err := fleet.PlanRollout(inv, r)
 		if err != nil {
-			if strings.Contains(err.Error(), "give every host a domain") {
-				continue
+			if strings.Contains(err.Error(), "give every host a domain") ||
+				strings.Contains(err.Error(), "compartments.order parallel:") && r.Canary*3 > mu.Of(n) {
+				continue // parallel: max_unavailable too small for the compartments' canaries
 			}
 			t.Fatalf("%d: %v", it, err)
 		}

@@ -97,6 +97,93 @@ type Policy struct {
 	// checks), e.g. 5m. Default 5m.
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Rollout: the rollout policy, the document `rdmaform waves --policy
+	// FILE` and the Ansible rollout role read, with the same keys (hence
+	// snake_case): a canary and a ramp, a bake between waves, stop rules
+	// and compartments; maxUnavailable above is its max_unavailable. The
+	// agent cuts the selected nodes into the same waves as rdmaform waves
+	// (node labels rdmaform.io/domain, rdmaform.io/fabric,
+	// rdmaform.io/roles and, for compartments, rdmaform.io/compartment),
+	// and a node takes an activation slot only once every node of the
+	// waves before its own is in sync or failed. Without it, nodes take
+	// slots in any order and the first failed activation stops the line.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// Rollout is a rollout policy (docs/guides/fleets-and-waves.md): the
+// policy file's keys, checked by the same code as the file's.
+type Rollout struct {
+	// MaxPerDomain: at most this many nodes of one domain (label
+	// rdmaform.io/domain) per wave. Default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	MaxPerDomain *int32 `json:"max_per_domain,omitempty"`
+	// Canary: the first wave's nodes (needs ramp). Default 1 with a ramp.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	Canary *int32 `json:"canary,omitempty"`
+	// Bake: a wait after a wave before the next starts (whole seconds, at
+	// most 24h), during which the wave's nodes must stay in sync.
+	// +optional
+	Bake *metav1.Duration `json:"bake,omitempty"`
+	// Ramp: how the waves after the canary grow.
+	// +optional
+	Ramp *RolloutRamp `json:"ramp,omitempty"`
+	// Stop: the stop rules.
+	// +optional
+	Stop *RolloutStop `json:"stop,omitempty"`
+	// Compartments: node classes (the label rdmaform.io/compartment's
+	// values) rolled one after the other, or side by side.
+	// +optional
+	Compartments *RolloutCompartments `json:"compartments,omitempty"`
+}
+
+// RolloutRamp is steps or factor.
+type RolloutRamp struct {
+	// Steps: each later wave's size, N nodes or P% of the selected
+	// nodes (of a compartment's); the last step repeats.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Steps []intstr.IntOrString `json:"steps,omitempty"`
+	// Factor: each wave the one before times this (more than 1, at most
+	// 10), rounded up; a string ("2", "1.5").
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +optional
+	Factor string `json:"factor,omitempty"`
+}
+
+// RolloutStop is the stop rules.
+type RolloutStop struct {
+	// FailedHosts: the line stops once this many nodes failed their
+	// activation. Default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	FailedHosts *int32 `json:"failed_hosts,omitempty"`
+	// FailedPercent: the line stops when more than this percentage of
+	// one wave's nodes failed.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=99
+	// +optional
+	FailedPercent *int32 `json:"failed_percent,omitempty"`
+}
+
+// RolloutCompartments are node classes rolled one after the other, or
+// side by side.
+type RolloutCompartments struct {
+	// Order: sequential (each compartment's waves before the next's) or
+	// parallel (side by side, the limits shared). Default sequential.
+	// +kubebuilder:validation:Enum=sequential;parallel
+	// +optional
+	Order string `json:"order,omitempty"`
+	// Groups: the compartments, values of the node label
+	// rdmaform.io/compartment, in order; nodes in none come last.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Groups []string `json:"groups"`
 }
 
 // RDMAHostConfigSpec is which nodes get which spec, and how.

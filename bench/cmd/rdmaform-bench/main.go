@@ -63,6 +63,9 @@ type options struct {
 	activation     time.Duration
 	rolloutPercent int
 	module         string
+	// rolloutPolicy: a rollout policy file the role runs with (its
+	// waves, not -rollout-percent's); then the role's run alone.
+	rolloutPolicy string
 }
 
 // report collects the table's sections.
@@ -100,6 +103,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.rolloutHosts, "rollout-hosts", 1000, "simulated hosts of the rollout part (the role rdmaform.rdma.rollout against a serial: playbook)")
 	fs.DurationVar(&o.activation, "activation-latency", 2*time.Minute, "the rollout part's activation latency A: the run time of each host's firmware reset")
 	fs.IntVar(&o.rolloutPercent, "rollout-percent", 20, "the rollout part's hosts per wave (and serial: batch), percent (forks: a wave's hosts; each fork of a 1,000-host play holds about 90 MB)")
+	fs.StringVar(&o.rolloutPolicy, "rollout-policy", "", "the rollout part with a rollout policy `FILE` (canary, ramp: rdma_policy): the role's whole rollout alone, against the bound 1.2 × its waves × A + stage")
 	fs.StringVar(&o.module, "ansible-module", "build/ansible/library/rdmaform", "the Ansible module binary (make ansible) for the rollout part")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {

@@ -83,9 +83,20 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 			return err
 		}
 	}
+	policy := r.opts.rolloutPolicy
+	if policy != "" {
+		if policy, err = filepath.Abs(policy); err != nil {
+			return err
+		}
+		sec.title += "; the role with the rollout policy " + filepath.Base(policy)
+	}
 	// Two fleets alike: one for the role, one for serial:.
 	invs := map[string]string{}
-	for _, who := range []string{"role", "serial"} {
+	who := []string{"role", "serial"}
+	if policy != "" {
+		who = who[:1] // the role's rollout alone
+	}
+	for _, who := range who {
 		fmt.Fprintf(log, "   %d simulated hosts for %s\n", n, who)
 		inv, err := bench.RolloutFleet(filepath.Join(dir, who+"-hosts"), n, domains, A)
 		if err != nil {
@@ -98,11 +109,15 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 	}
 	report := filepath.Join(dir, "report.json")
 	play := func(who string, check bool) (benchlab.Run, string, error) {
-		extra, _ := json.Marshal(map[string]any{
+		vars := map[string]any{
 			"rdma_spec_file": spec, "rdma_command": r.opts.rdmaform, "rdma_report": report,
 			"rdma_max_unavailable": strconv.Itoa(pct) + "%", "rdma_max_per_domain": perDomain,
 			"rdma_become": false, "rdma_probe_interface": "",
-		})
+		}
+		if who == "role" && policy != "" {
+			vars["rdma_policy"] = policy
+		}
+		extra, _ := json.Marshal(vars)
 		argv := []string{"ansible-playbook", "-i", invs[who], "-f", strconv.Itoa(min(perWave, 500)), filepath.Join(dir, who+".yml"), "-e", string(extra)}
 		if check {
 			argv = append(argv, "--check")
@@ -117,9 +132,13 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 		return run, load, err
 	}
 
-	for _, c := range []struct {
+	checks := []struct {
 		who, what string
-	}{{"role", "the role, phase 1: fleet summary (--check)"}, {"serial", "serial:, plan and a line per host (--check)"}} {
+	}{{"role", "the role, phase 1: fleet summary (--check)"}, {"serial", "serial:, plan and a line per host (--check)"}}
+	if policy != "" {
+		checks = nil // the role's rollout alone: its check run is the same with a policy
+	}
+	for _, c := range checks {
 		run, load, err := play(c.who, true)
 		if err != nil {
 			return err
@@ -133,11 +152,12 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 		return err
 	}
 	var rep struct {
-		Waves        int       `json:"waves"`
-		Done         []string  `json:"done"`
-		WavesStarted float64   `json:"waves_started"`
-		WavesEnded   float64   `json:"waves_ended"`
-		WaveSeconds  []float64 `json:"wave_seconds"`
+		Waves        int        `json:"waves"`
+		Done         []string   `json:"done"`
+		WavesStarted float64    `json:"waves_started"`
+		WavesEnded   float64    `json:"waves_ended"`
+		WaveSeconds  []float64  `json:"wave_seconds"`
+		WaveHosts    [][]string `json:"wave_hosts"`
 	}
 	data, err := benchlab.ReadFile(report)
 	if err != nil {
@@ -159,15 +179,19 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 	sec.rows = append(sec.rows, []string{fmt.Sprintf("the role: %d waves", rep.Waves), ms(run.Wall), ms(run.CPU()),
 		ms(time.Duration(rep.Waves) * A), ms(bound) + " (" + verdict + ")", ms(stage), ms(wavesTime), load})
 
-	run, load, err = play("serial", false)
-	if err != nil {
-		return err
+	fleets := []string{"role"}
+	if policy == "" {
+		run, load, err = play("serial", false)
+		if err != nil {
+			return err
+		}
+		sec.rows = append(sec.rows, []string{fmt.Sprintf("serial: %d%%, %d batches (plan, stage, activate)", pct, waves), ms(run.Wall), ms(run.CPU()),
+			ms(time.Duration(waves) * A), "", "", "", load})
+		fleets = append(fleets, "serial")
 	}
-	sec.rows = append(sec.rows, []string{fmt.Sprintf("serial: %d%%, %d batches (plan, stage, activate)", pct, waves), ms(run.Wall), ms(run.CPU()),
-		ms(time.Duration(waves) * A), "", "", "", load})
 
 	// Every host of both fleets plans empty.
-	for _, who := range []string{"role", "serial"} {
+	for _, who := range fleets {
 		for i := 1; i <= n; i++ {
 			h := filepath.Join(dir, who+"-hosts", fmt.Sprintf("node%04d", i))
 			var out bytes.Buffer
@@ -180,10 +204,20 @@ func (r *report) rollout(ctx context.Context, dir string, log io.Writer) error {
 	for _, s := range rep.WaveSeconds {
 		secs = append(secs, strconv.FormatFloat(s, 'f', 1, 64)+" s")
 	}
+	if policy != "" {
+		var sizes []string
+		for _, w := range rep.WaveHosts {
+			sizes = append(sizes, strconv.Itoa(len(w)))
+		}
+		sec.notes = append(sec.notes, "With the policy "+filepath.Base(policy)+", the waves held "+strings.Join(sizes, ", ")+" hosts; serial: and the check runs are not run (the run without a policy has them).")
+	}
 	sec.notes = append(sec.notes,
 		fmt.Sprintf("Each play: `ansible-playbook -f %d` (forks: a wave's hosts at once), local connection, the module through its action plugin (plan, stage, and the activation: its state activated, `rdmaform activate --by fw-reset` in the module); every host of both fleets plans empty afterwards. Load: /proc/loadavg's 1-minute figure before and after each run, on %d CPUs shared with other work.", min(perWave, 500), runtime.NumCPU()),
 		"The role: examples/ansible/fleet-rollout.yml, three plays (without its probes: rdma_probe_interface=\"\"): phase 1 plans everywhere and prints the fleet summary, phase 2 stages everywhere, phase 3 runs `rdmaform waves` once; then the waves play, on the waves' hosts with serial: the waves' sizes, runs a batch a wave: the activate task on the wave's hosts at once, and two run-once tasks (the batch is the wave; close the wave); no drain hook and no probes here; then the report play on localhost. Stage is from the first play's start to its end, the waves cut (its report's waves_started); the bound is the issue's: 1.2 × waves × A + the stage phase. Per wave: "+strings.Join(secs, ", ")+".",
-		"serial: each batch plans, stages and activates its hosts; the summary of phase 1 there is one line per host, batch after batch (no fleet-wide view before the first change).")
+	)
+	if policy == "" {
+		sec.notes = append(sec.notes, "serial: each batch plans, stages and activates its hosts; the summary of phase 1 there is one line per host, batch after batch (no fleet-wide view before the first change).")
+	}
 	return nil
 }
 
