@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -426,4 +427,122 @@ func TestCatalogLocalDigest(t *testing.T) {
 	}
 	rebootThenPlanIsEmpty(t, hostDir, specFile)
 	_ = firmware.CacheDir
+}
+
+// TestCatalogAuditAndSummary: audit reports each card a catalog covers
+// (the version it runs against its entry's), and firmware-summary groups
+// the cards of a fleet's reports by PSID: a ConnectX-6 host with two
+// cards, a ConnectX-5 host and a ConnectX-6 Dx host no entry lists. As
+// the ConnectX-6 cards are burned (pending) and rebooted (current), the
+// summary follows, and its exit code says what is left.
+func TestCatalogAuditAndSummary(t *testing.T) {
+	img6 := sim.ImageFile(cx6.psid, cx6.to)
+	spec := catalogSpec("        optional: true\n",
+		entry{psid: cx6.psid, version: cx6.to, image: "/srv/fw/cx6.bin", sha: digest(img6)},
+		entry{psid: cx5.psid, version: cx5.from, image: "/srv/fw/cx5.bin", sha: digest(img6), activation: "reboot"})
+	dir := t.TempDir()
+	reports := filepath.Join(dir, "reports")
+	if err := os.Mkdir(reports, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]string{}
+	var specFile string
+	for _, h := range []struct{ name, profile, adapters string }{{"gpu1", cx6.profile, "2"}, {"eth1", cx5.profile, "1"}, {"dx1", "cx6dx-ofed", "1"}} {
+		hostDir := filepath.Join(dir, h.name)
+		step(t, 0, nil, "sim", "new", hostDir, "--profile", h.profile, "--adapters", h.adapters, "--hostname", h.name)
+		if err := os.MkdirAll(filepath.Join(hostDir, "srv/fw"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(hostDir, "srv/fw/cx6.bin"), img6, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hosts[h.name] = hostDir
+	}
+	specFile = filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(specFile, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	audit := func() {
+		t.Helper()
+		for name, hostDir := range hosts {
+			out := filepath.Join(reports, name+".json")
+			code, text := rdmaform(t, "--sim="+hostDir, "audit", "-f", specFile, "-o", "json", "--report-file", out)
+			if code == plan.ExitError {
+				t.Fatalf("audit of %s: exit %d\n%s", name, code, text)
+			}
+		}
+	}
+	type psid struct {
+		PSID                                 string
+		Catalog                              []string
+		Cards, Hosts                         int
+		Current, Pending, Outdated, Unlisted int
+		Running                              map[string]int
+		NotCurrent                           []string `json:"not_current"`
+	}
+	summary := func(wantCode int) map[string]psid {
+		t.Helper()
+		code, out := rdmaform(t, "firmware-summary", reports, "-o", "json")
+		if code != wantCode {
+			t.Fatalf("firmware-summary: exit %d, want %d\n%s", code, wantCode, out)
+		}
+		var doc struct {
+			Reports int
+			PSIDs   []psid
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Reports != 3 {
+			t.Fatalf("firmware-summary -o json: %v, %d reports\n%s", err, doc.Reports, out)
+		}
+		m := map[string]psid{}
+		for _, p := range doc.PSIDs {
+			m[p.PSID] = p
+		}
+		return m
+	}
+	audit()
+	// The audit's own report: one entry per card (not per function).
+	b, err := os.ReadFile(filepath.Join(reports, "gpu1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Firmware []struct{ Card, PSID, Running, Catalog, Status string }
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Firmware) != 2 || rep.Firmware[0].Card != "0000:3b:00.0" || rep.Firmware[1].Card != "0000:4b:00.0" ||
+		rep.Firmware[0].Running != cx6.from || rep.Firmware[0].Catalog != cx6.to || rep.Firmware[0].Status != "outdated" {
+		t.Errorf("gpu1's audit firmware: %+v", rep.Firmware)
+	}
+	s := summary(plan.ExitChanges)
+	if g := s[cx6.psid]; g.Cards != 2 || g.Hosts != 1 || g.Outdated != 2 || g.Running[cx6.from] != 2 || len(g.NotCurrent) != 2 {
+		t.Errorf("ConnectX-6 before: %+v", g)
+	}
+	if e := s[cx5.psid]; e.Cards != 1 || e.Current != 1 || len(e.NotCurrent) != 0 {
+		t.Errorf("ConnectX-5 before: %+v", e)
+	}
+	if d := s["DEL0000000027"]; d.Cards != 1 || d.Unlisted != 1 || len(d.Catalog) != 1 || d.Catalog[0] != "" {
+		t.Errorf("ConnectX-6 Dx (unlisted): %+v", d)
+	}
+	step(t, plan.ExitReboot, nil, "--sim="+hosts["gpu1"], "apply", "-f", specFile, "--yes")
+	audit()
+	if g := summary(plan.ExitChanges)[cx6.psid]; g.Pending != 2 || g.Outdated != 0 {
+		t.Errorf("ConnectX-6 burned: %+v", g)
+	}
+	step(t, 0, nil, "sim", "reboot", hosts["gpu1"])
+	step(t, plan.ExitOK, nil, "--sim="+hosts["gpu1"], "apply", "-f", specFile, "--yes")
+	step(t, plan.ExitOK, []string{"No changes."}, "--sim="+hosts["gpu1"], "plan", "-f", specFile)
+	audit()
+	if g := summary(plan.ExitChanges)[cx6.psid]; g.Current != 2 || g.Running[cx6.to] != 2 || len(g.NotCurrent) != 0 {
+		t.Errorf("ConnectX-6 after the reboot: %+v", g)
+	}
+	// Without the unlisted host, every card is current: exit 0.
+	if err := os.Remove(filepath.Join(reports, "dx1.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, out := rdmaform(t, "firmware-summary", reports)
+	if code != plan.ExitOK || !strings.Contains(out, cx6.psid+" ("+cx6.pn+"): catalog "+cx6.to+"; 2 cards on 1 hosts: 2 current") {
+		t.Errorf("firmware-summary: exit %d\n%s", code, out)
+	}
 }
