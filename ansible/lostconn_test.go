@@ -223,3 +223,28 @@ func TestRolloutLostConnection(t *testing.T) {
 		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))
 	}
 }
+
+// TestRolloutReconnectLimits: rdmaform_rollout_reconnect_timeout is 1 to
+// 86400 seconds: at each limit the play goes on, one past it is refused
+// before phase 1 with the variable named.
+func TestRolloutReconnectLimits(t *testing.T) {
+	f := newFleet(t, 1, 0, nil)
+	playbook := filepath.Join(f.l.dir, "limits.yml")
+	if err := os.WriteFile(playbook, []byte("- hosts: rdma\n  gather_facts: false\n  roles:\n    - rdmaform.rdma.rollout\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := strings.ReplaceAll(fleetSpec, "{{ rdmaform_probe_address }}", f.addr[f.names[0]])
+	for _, c := range []struct {
+		value int
+		ok    bool
+	}{{1, true}, {86400, true}, {0, false}, {86401, false}} {
+		out, code := f.playbook(t, playbook, map[string]any{"rdmaform_rollout_spec": spec, "rdmaform_rollout_reconnect_timeout": c.value}, "--check")
+		refused := fmt.Sprintf("rdmaform_rollout_reconnect_timeout %d: want 1 to 86400", c.value)
+		switch {
+		case c.ok && (code != 0 || !strings.Contains(out, "rdmaform rollout: 1 of 1 hosts to change")):
+			t.Errorf("%d: exit %d, want the play to go on\n%s", c.value, code, out)
+		case !c.ok && (code == 0 || !strings.Contains(out, refused) || strings.Contains(out, "Phase 1 | plan")):
+			t.Errorf("%d: exit %d, want %q before phase 1\n%s", c.value, code, refused, out)
+		}
+	}
+}
