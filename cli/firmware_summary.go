@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmaform/rdmaform/audit"
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/internal/words"
 	"github.com/rdmaform/rdmaform/plan"
 )
 
@@ -118,7 +119,7 @@ func reportFiles(args []string) ([]string, error) {
 
 func (a *app) firmwareSummaryText(reports int, sum []audit.PSIDSummary) {
 	w := a.env.Stdout
-	fmt.Fprintf(w, "Firmware of %d hosts' cards by PSID:\n", reports)
+	fmt.Fprintf(w, "Firmware of the cards of %d %s, by PSID:\n", reports, words.Plural(reports, "host", "hosts"))
 	for _, s := range sum {
 		cat := strings.Join(s.Catalog, ", ")
 		if cat == "" {
@@ -128,8 +129,9 @@ func (a *app) firmwareSummaryText(reports int, sum []audit.PSIDSummary) {
 		for _, v := range sortedKeysOf(s.Running) {
 			running = append(running, fmt.Sprintf("%s x%d", v, s.Running[v]))
 		}
-		fmt.Fprintf(w, "  %s (%s): catalog %s; %d cards on %d hosts: %d current, %d pending, %d outdated, %d unlisted; running %s\n",
-			s.PSID, strings.Join(s.PartNumbers, ", "), cat, s.Cards, s.Hosts, s.Current, s.Pending, s.Outdated, s.Unlisted, strings.Join(running, ", "))
+		fmt.Fprintf(w, "  %s (%s): catalog %s; %d %s on %d %s: %d current, %d pending, %d outdated, %d unlisted; running %s\n",
+			s.PSID, strings.Join(s.PartNumbers, ", "), cat, s.Cards, words.Plural(s.Cards, "card", "cards"), s.Hosts, words.Plural(s.Hosts, "host", "hosts"),
+			s.Current, s.Pending, s.Outdated, s.Unlisted, strings.Join(running, ", "))
 		for _, c := range s.NotCurrent {
 			fmt.Fprintf(w, "    %s\n", c)
 		}

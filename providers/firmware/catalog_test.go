@@ -542,7 +542,7 @@ func TestCatalogAuditAndSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := rdmaform(t, "firmware-summary", reports)
-	if code != plan.ExitOK || !strings.Contains(out, cx6.psid+" ("+cx6.pn+"): catalog "+cx6.to+"; 2 cards on 1 hosts: 2 current") {
+	if code != plan.ExitOK || !strings.Contains(out, cx6.psid+" ("+cx6.pn+"): catalog "+cx6.to+"; 2 cards on 1 host: 2 current") {
 		t.Errorf("firmware-summary: exit %d\n%s", code, out)
 	}
 }
