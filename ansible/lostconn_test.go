@@ -78,10 +78,11 @@ func moduleTasks(t *testing.T, root int) []int {
 // flaky_local (testdata/connection_plugins): while each host's card is
 // away after its reset (sim fault --reset late), the test kills the
 // activate task's process, by PID, on every host of the wave: the
-// connection is lost. Wave 1's hosts come back: the module run after
-// the reconnect returns the outcome of the activation that went on,
-// detached, and they pass every gate. Wave 2's hosts stay unreachable
-// (the whole wave): each fails the gate "activate (reconnect)", stays
+// connection is lost. Wave 1's hosts come back: the action plugin waits
+// for them and runs the module again, which returns the outcome of the
+// activation that went on, detached, and they pass every gate. Wave 2's
+// hosts stay unreachable (the whole wave): each fails the gate
+// "activate" (not reachable again within reconnect_timeout), stays
 // drained (no undrain hook), and the play still reaches the report play,
 // which lists them.
 func TestRolloutLostConnection(t *testing.T) {
@@ -200,7 +201,9 @@ func TestRolloutLostConnection(t *testing.T) {
 		t.Errorf("killed %d activate tasks, want 4", len(killed))
 	}
 	for _, want := range []string{"Phase 4 | the report", "rdmaform rollout: 2 done, 2 failed, 0 untouched",
-		"rdmaform rollout: failed " + waves[1][0] + " (wave 2, activate (reconnect))", "rdmaform rollout: failed " + waves[1][1] + " (wave 2, activate (reconnect))"} {
+		"rdmaform rollout: failed " + waves[1][0] + " (wave 2, activate): rdmaform: the connection was lost during the activation",
+		"rdmaform rollout: failed " + waves[1][1] + " (wave 2, activate): rdmaform: the connection was lost during the activation",
+		"was not reachable again within 5s"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the play's output lacks %q:\n%s", want, text)
 		}
@@ -210,8 +213,8 @@ func TestRolloutLostConnection(t *testing.T) {
 		t.Errorf("report: done %v, failed %+v, stopped at %d; want wave 1's hosts %v done, wave 2's failed", r.Done, r.Failed, r.StoppedAt, waves[0])
 	}
 	for _, fl := range r.Failed {
-		if fl.Gate != "activate (reconnect)" || fl.Wave != 2 {
-			t.Errorf("failed %+v: want wave 2, gate activate (reconnect)", fl)
+		if fl.Gate != "activate" || fl.Wave != 2 {
+			t.Errorf("failed %+v: want wave 2, gate activate", fl)
 		}
 	}
 	_, left := f.checkHooks(t, 2, 2)
