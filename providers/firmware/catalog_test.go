@@ -366,7 +366,7 @@ func TestCatalogRefused(t *testing.T) {
 	for _, c := range []struct{ name, url, sha, extra string }{
 		{"exactly max_mib", srv.URL + "/mib.bin", digest(mib), "        max_mib: 1\n"},
 		{"redirect on the same server", srv.URL + "/hop", sha, ""},
-		{"slow server within the timeout", srv.URL + "/slow.bin", sha, "        timeout: 3\n"},
+		{"slow server within the timeout", srv.URL + "/slow.bin", sha, "        timeout: 5\n"},
 	} {
 		srv.files["/hop"] = func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/fw/cx6.bin", http.StatusMovedPermanently)
