@@ -25,7 +25,7 @@ import (
 // this binary, with ansible.BackgroundArg; and its rollback watcher, a
 // copy of it run with ansible.CLIArg.
 func TestMain(m *testing.M) {
-	if len(os.Args) >= 2 && (os.Args[1] == ansible.BackgroundArg || os.Args[1] == ansible.CLIArg) {
+	if len(os.Args) >= 2 && (os.Args[1] == ansible.BackgroundArg || os.Args[1] == ansible.BackgroundActivateArg || os.Args[1] == ansible.CLIArg || os.Args[1] == ansible.StdinArg) {
 		env := cli.OSEnv()
 		os.Exit(ansible.Main(os.Args[1:], env))
 	}

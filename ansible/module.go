@@ -82,6 +82,9 @@ func Main(args []string, env cli.Env) int {
 	if len(args) == 1 && args[0] == BackgroundArg {
 		return Background(env)
 	}
+	if len(args) == 1 && args[0] == BackgroundActivateArg {
+		return BackgroundActivate(env)
+	}
 	if len(args) == 1 && args[0] == StdinArg {
 		// The action plugin's module cache runs the cached binary with
 		// its arguments on standard input (plugins/action/rdmaform.py).
@@ -366,6 +369,19 @@ func (m *module) facts() Result {
 // Equivalent to: rdmaform plan -f SPEC, then rdmaform activate --by
 // fw-reset -f SPEC -q [--wait D]
 func (m *module) activate() Result {
+	fsys, err := m.hostFS()
+	if err != nil {
+		return failed(plan.ExitError, err.Error())
+	}
+	if !m.args.CheckMode {
+		// A detached activation whose task lost its connection: its
+		// outcome, once.
+		if res, err := m.pendingActivation(fsys); err != nil {
+			return failed(plan.ExitError, err.Error())
+		} else if res != nil {
+			return *res
+		}
+	}
 	p, code, err := m.plan()
 	if err != nil {
 		return failed(code, err.Error())
@@ -380,25 +396,9 @@ func (m *module) activate() Result {
 		res.Msg = fmt.Sprintf("would activate %d staged %s by a firmware reset", len(p.Pending), words.Plural(len(p.Pending), "value", "values"))
 		return res
 	}
-	extra := []string{"--by", plan.ByFWReset, "-q"}
-	if m.args.ActivateWait > 0 {
-		extra = append(extra, "--wait", m.args.ActivateWait.String())
-	}
-	out := m.rdmaform("activate", extra...)
-	res = Result{RC: out.code, Changed: true, Pending: []plan.Pending{}, Deferred: []plan.Deferred{},
-		StdoutLines: lines(out.stdout), StderrLines: lines(out.stderr)}
-	if out.code != plan.ExitOK {
-		// What activate said: its refusal, the card that did not come
-		// back, the value that did not take.
-		res.Failed = true
-		res.Msg = joinNonEmpty(strings.TrimSpace(out.stderr), strings.TrimSpace(out.stdout))
-		if res.Msg == "" {
-			res.Msg = fmt.Sprintf("rdmaform activate exited %d", out.code)
-		}
-		return res
-	}
-	res.Msg = fmt.Sprintf("activated %d staged %s", len(p.Pending), words.Plural(len(p.Pending), "value", "values"))
-	return res
+	// What activate says on failure: its refusal, the card that did not
+	// come back, the value that did not take (outcome).
+	return m.activateDetached(fsys, len(p.Pending))
 }
 
 func (m *module) run() Result {

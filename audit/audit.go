@@ -186,7 +186,11 @@ type Report struct {
 	// ActivationFailures are staged firmware values a reboot did not
 	// activate; each is also an error.
 	ActivationFailures []plan.ActivationFailure `json:"activation_failures,omitempty"`
-	Summary            Summary                  `json:"summary"`
+	// Firmware is each card a firmware catalog of the spec covers: the
+	// version it runs against its entry's (rdmaform firmware-summary
+	// groups them by PSID across a fleet).
+	Firmware []CardFirmware `json:"firmware,omitempty"`
+	Summary  Summary        `json:"summary"`
 }
 
 // Exit codes of an audit, the same as plan's: 1 errors, 2 failed checks
@@ -253,6 +257,7 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec, providers []plan.
 	r.Checks = append(r.Checks, gc...)
 	r.Errors = append(r.Errors, gerrs...)
 	r.ActivationFailures = res.Plan.ActivationFailures
+	r.Firmware = a.catalogFirmware()
 	checks, errs := a.findings(r.Checks)
 	r.Checks = append(r.Checks, checks...)
 	r.Errors = append(r.Errors, errs...)

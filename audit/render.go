@@ -69,6 +69,9 @@ func Text(r *Report) string {
 		}
 		b.WriteString(line + "\n")
 	}
+	for _, l := range firmwareLines(r.Firmware) {
+		b.WriteString("  " + l + "\n")
+	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", w)
 	}

@@ -155,6 +155,33 @@ func TestJSONOutputs(t *testing.T) {
 	s.check(t, "audit", "audit", runJSON(t, "", 3, "--sim", vpi, "audit", "-o", "json", "-f", ibToEth))
 	s.check(t, "audit, compliant", "audit", runJSON(t, "", 0, "--sim", roce, "audit", "-o", "json", "-f", roceSpec))
 
+	// A firmware catalog: the audit's cards, and the fleet summary of
+	// two hosts' reports (the ConnectX-5 current, the ConnectX-6 not
+	// listed).
+	catalog := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(catalog, []byte("version: 1\ndevices:\n  - match: {}\n    firmware:\n      catalog:\n        optional: true\n        entries:\n          - {psid: MT_0000000008, version: 16.35.2000, image: /fw.bin, sha256: "+strings.Repeat("0", 64)+", activation: fw-reset}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reports := filepath.Join(dir, "reports")
+	if err := os.Mkdir(reports, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range map[string]string{"roce": roce, "vpi": vpi} {
+		out := s.check(t, "audit, catalog", "audit", runJSON(t, "", 0, "--sim", h, "audit", "-o", "json", "-f", catalog))
+		if len(out["firmware"].([]any)) != 1 {
+			t.Errorf("audit of %s: firmware %v, want its card", name, out["firmware"])
+		}
+		b, _ := json.Marshal(out)
+		if err := os.WriteFile(filepath.Join(reports, name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := s.check(t, "firmware-summary", "firmware_summary", runJSON(t, "", 2, "firmware-summary", reports, "-o", "json"))
+	if len(fs["psids"].([]any)) != 2 {
+		t.Errorf("firmware-summary: %v, want two PSIDs", fs["psids"])
+	}
+	s.check(t, "firmware-summary, bad report", "errors", runJSON(t, "", 1, "firmware-summary", catalog, "-o", "json"))
+
 	s.check(t, "lint", "lint", runJSON(t, "", 0, "lint", "-o", "json", roceSpec))
 	l := s.check(t, "lint, bad spec", "lint", runJSON(t, "", 1, "lint", "-o", "json", roceSpec, bad))
 	if len(l["errors"].([]any)) == 0 {

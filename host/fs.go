@@ -387,6 +387,24 @@ func ReadLocalFile(name string, stdin io.Reader) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r, MaxLocalFile+1))
 }
 
+// LocalDirNames lists a directory of the operator's own filesystem (the
+// names, sorted); dir is false, and the names nil, when name is not a
+// directory.
+func LocalDirNames(name string) (names []string, dir bool, err error) {
+	fi, err := os.Stat(name)
+	if err != nil || !fi.IsDir() {
+		return nil, false, err
+	}
+	es, err := os.ReadDir(name)
+	if err != nil {
+		return nil, true, err
+	}
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names, true, nil
+}
+
 // MaxLocalFile bounds operator files rdmaform reads.
 const MaxLocalFile = 16 << 20
 

@@ -35,6 +35,19 @@ func TestLimitsAtTheEdge(t *testing.T) {
 			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware: {" + key + ": " + v + "}\n"
 		}
 	}
+	// catalog is a catalog of one entry with key (a catalog key with its
+	// value) or the entry's image (prefix + value).
+	catalog := func(key, image string) func(string) string {
+		return func(v string) string {
+			k, img := "", "/fw.bin"
+			if key != "" {
+				k = key + v + ", "
+			} else {
+				img = image + v
+			}
+			return "version: 1\ndevices:\n  - match: {}\n    firmware:\n      catalog: {" + k + "entries: [{psid: MT_1, version: 1.2.3, image: " + img + ", sha256: " + n('a', 64) + ", activation: reboot}]}\n"
+		}
+	}
 	cases := []struct {
 		name     string
 		spec     func(string) string
@@ -97,6 +110,12 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		{"firmware image path length", func(v string) string {
 			return "version: 1\ndevices:\n  - pci: \"0000:3b:00.0\"\n    firmware: {version: 28.39.1002, image: " + v + "}\n"
 		}, "/" + n('f', MaxImagePath-1), "/" + n('f', MaxImagePath), "$.devices[0].firmware.image"},
+		{"catalog max_mib", catalog("max_mib: ", ""), "2048", "2049", "$.devices[0].firmware.catalog.max_mib"},
+		{"catalog max_mib below", catalog("max_mib: ", ""), "1", "0", "$.devices[0].firmware.catalog.max_mib"},
+		{"catalog timeout", catalog("timeout: ", ""), "3600", "3601", "$.devices[0].firmware.catalog.timeout"},
+		{"catalog timeout below", catalog("timeout: ", ""), "1", "0", "$.devices[0].firmware.catalog.timeout"},
+		{"catalog image URL length", catalog("", "https://fw.example/"), n('f', MaxCatalogURL-len("https://fw.example/")), n('f', MaxCatalogURL-len("https://fw.example/")+1), "$.devices[0].firmware.catalog.entries[0].image"},
+		{"catalog image path length", catalog("", "/"), n('f', MaxImagePath-1), n('f', MaxImagePath), "$.devices[0].firmware.catalog.entries[0].image"},
 		{"min rate", func(v string) string {
 			return "version: 1\ndevices:\n  - name: mlx5_0\n    ports:\n      - port: 1\n        expect: {min_rate: " + v + "}\n"
 		}, "1", "0", "$.devices[0].ports[0].expect.min_rate"},
@@ -149,7 +168,7 @@ func TestLimitsAtTheEdge(t *testing.T) {
 	}
 	// A finding about a value that another key makes too long points at
 	// that key's value; one about a whole list points at the list.
-	pointsAt := map[string]string{"P_Key child name 15 bytes": "0x8002", "ETS entries": "[0, 1, 2, 3, 4, 5, 6, 7, 7]", "ETS bandwidth sum": "[31"}
+	pointsAt := map[string]string{"catalog image URL length": "https://fw.example/", "catalog image path length": "/ffff", "P_Key child name 15 bytes": "0x8002", "ETS entries": "[0, 1, 2, 3, 4, 5, 6, 7, 7]", "ETS bandwidth sum": "[31"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, rep := Parse("s.yaml", []byte(c.spec(c.at)))
@@ -248,6 +267,55 @@ func TestFirmwareImagePath(t *testing.T) {
 		}
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: finding %q, want one with %q", tc.fw, got, tc.want)
+		}
+	}
+}
+
+// TestCatalogEntries: a catalog holds at most MaxCatalogEntries entries,
+// one per PSID or part number and PSID; every entry has its five keys; a
+// URL image is https without credentials; the catalog goes without
+// version, min_version and image; an empty match is for a catalog only.
+func TestCatalogEntries(t *testing.T) {
+	sha := strings.Repeat("a", 64)
+	spec := func(n int) string {
+		var b strings.Builder
+		b.WriteString("version: 1\ndevices:\n  - match: {}\n    firmware:\n      catalog:\n        entries:\n")
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "          - {psid: MT_%d, version: 1.2.3, image: /fw.bin, sha256: %s, activation: fw-reset}\n", i, sha)
+		}
+		return b.String()
+	}
+	if _, rep := Parse("s.yaml", []byte(spec(MaxCatalogEntries))); len(rep) != 0 {
+		t.Errorf("%d entries: %v", MaxCatalogEntries, rep)
+	}
+	_, rep := Parse("s.yaml", []byte(spec(MaxCatalogEntries+1)))
+	if !strings.Contains(fmt.Sprint(rep), fmt.Sprintf("%d entries; at most %d", MaxCatalogEntries+1, MaxCatalogEntries)) {
+		t.Errorf("%d entries: %v", MaxCatalogEntries+1, rep)
+	}
+	one := func(entry string) string {
+		return "version: 1\ndevices:\n  - match: {}\n    firmware:\n      catalog:\n        entries:\n          - " + entry + "\n"
+	}
+	for _, c := range []struct{ spec, want string }{
+		{one("{psid: MT_1, version: 1.2.3, image: /fw.bin, sha256: " + sha + ", activation: reboot}"), ""},
+		{one("{psid: MT_1, part_number: MCX1, version: 1.2.3, image: /fw.bin, sha256: "+sha+", activation: reboot}") + "          - {psid: MT_1, version: 1.2.4, image: /fw.bin, sha256: " + sha + ", activation: reboot}\n", ""},
+		{one("{psid: MT_1, version: 1.2.3, image: /fw.bin, sha256: "+sha+", activation: reboot}") + "          - {psid: MT_1, version: 1.2.4, image: /fw.bin, sha256: " + sha + ", activation: reboot}\n", "PSID MT_1 already has the entry $.devices[0].firmware.catalog.entries[0]"},
+		{one("{psid: MT_1, version: 1.2.3, image: /fw.bin, activation: reboot}"), "sha256: is required"},
+		{one("{psid: MT_1, version: 1.2.3, image: /fw.bin, sha256: " + strings.ToUpper(sha) + ", activation: reboot}"), "is not a SHA-256 digest"},
+		{one("{psid: MT_1, version: 1.2.3, image: /fw.bin, sha256: " + sha + ", activation: kexec}"), "must be fw-reset, reboot or power-cycle"},
+		{one("{psid: MT_1, version: 1.2.3, image: \"http://fw.example/fw.bin\", sha256: " + sha + ", activation: reboot}"), "over https only"},
+		{one("{psid: MT_1, version: 1.2.3, image: \"https://u:p@fw.example/fw.bin\", sha256: " + sha + ", activation: reboot}"), "holds credentials"},
+		{one("{psid: MT_1, version: 1.2.3, image: \"https://fw.example/fw.bin?x=1\", sha256: " + sha + ", activation: reboot}"), "has a query or a fragment"},
+		{one("{psid: MT_1, version: 1.2.3, image: \"https://fw.example/\", sha256: " + sha + ", activation: reboot}"), "names no file"},
+		{one("{psid: MT_1, version: 1.2.3, image: fw.bin, sha256: " + sha + ", activation: reboot}"), "is not absolute"},
+		{"version: 1\ndevices:\n  - match: {}\n    firmware:\n      version: 1.2.3\n      catalog: {entries: []}\n", "version and catalog"},
+		{"version: 1\ndevices:\n  - match: {}\n    firmware:\n      params: {SRIOV_EN: true}\n", "give part_number, psid or model"},
+	} {
+		_, rep := Parse("s.yaml", []byte(c.spec))
+		switch {
+		case c.want == "" && len(rep) != 0:
+			t.Errorf("%s: %v", c.spec, rep)
+		case c.want != "" && !strings.Contains(fmt.Sprint(rep), c.want):
+			t.Errorf("%s: want %q, got %v", c.spec, c.want, rep)
 		}
 	}
 }

@@ -54,7 +54,7 @@ type Device struct {
 	// Match selects every adapter function whose VPD part number, PSID
 	// and model are those given; plan expands it to one device per
 	// function it selects.
-	Match    *Match    `yaml:"match,omitempty" doc:"select every adapter function whose part_number, psid and model (any subset) are these: one spec for a class of hosts; not with pci, name, node_guid or netdev"`
+	Match    *Match    `yaml:"match,omitempty" doc:"select every adapter function whose part_number, psid and model (any subset) are these: one spec for a class of hosts; not with pci, name, node_guid or netdev; an empty match ({}) selects every adapter, for a device whose firmware has a catalog"`
 	Optional bool      `yaml:"optional,omitempty" doc:"with match: a host where no adapter matches is not a plan error"`
 	Firmware *Firmware `yaml:"firmware,omitempty" doc:"non-volatile firmware parameters (take effect at next boot)"`
 	SRIOV    *SRIOV    `yaml:"sriov,omitempty" doc:"runtime SR-IOV virtual functions of this physical function (sriov_numvfs); firmware SRIOV_EN/NUM_OF_VFS cap the count; not persistent"`
@@ -175,6 +175,63 @@ type Firmware struct {
 	// Image is a firmware image file rdmaform burns when the running
 	// firmware is not Version (its version and PSID are checked first).
 	Image string `yaml:"image,omitempty" pattern:"^/" doc:"a firmware image file (absolute path, a regular file) to burn when the running firmware is not version: its version (mstflint -i PATH q) must be version and its PSID the adapter's; active after the next reboot or firmware reset"`
+	// Catalog gives each card model its firmware: the adapter's entry
+	// (by PSID, and part number when the entry gives one) is its
+	// version and image, as version and image would be.
+	Catalog *Catalog `yaml:"catalog,omitempty" doc:"firmware per card model: each adapter takes the entry of its PSID (and part number, when the entry gives one): its version, its image (a path or an https URL, checked against sha256 before anything else) and how it becomes active; not with version, min_version or image"`
+}
+
+// Catalog is the firmware of a heterogeneous fleet: one entry per card
+// model, keyed by PSID, or part number and PSID.
+type Catalog struct {
+	Entries []CatalogEntry `yaml:"entries" doc:"one entry per card model (PSID, or part number and PSID): at most 256"`
+	// Optional: an adapter no entry lists is left alone (audit names it)
+	// rather than a plan error.
+	Optional bool `yaml:"optional,omitempty" doc:"an adapter whose PSID (and part number) no entry lists is left alone (audit reports it unlisted) instead of a plan error"`
+	// CAFile is a PEM bundle on the host the image server's certificate
+	// must chain to, instead of the system's roots.
+	CAFile string `yaml:"ca_file,omitempty" pattern:"^/" doc:"a PEM file on the host holding the CA certificates the image server's certificate must chain to (the system's roots are not used then); for https images"`
+	// MaxMiB bounds an image's size, Timeout one download's whole time.
+	MaxMiB  *int `yaml:"max_mib,omitempty" min:"1" max:"2048" default:"512" doc:"the largest image, in MiB (1 to 2048, default 512): a download longer than that is cut and nothing is burned"`
+	Timeout *int `yaml:"timeout,omitempty" min:"1" max:"3600" default:"600" doc:"seconds one image download may take in all, connection to last byte (1 to 3600, default 600)"`
+}
+
+// CatalogEntry is one card model's firmware.
+type CatalogEntry struct {
+	PSID       string `yaml:"psid" pattern:"^[!-~]{1,16}$" doc:"the firmware's PSID, sysfs board_id (e.g. MT_0000000222)"`
+	PartNumber string `yaml:"part_number,omitempty" pattern:"^[!-~]([ -~]{0,62}[!-~])?$" doc:"the card's part number (VPD PN): the entry is then for that part number with that PSID only, and wins over an entry of the PSID alone"`
+	Version    string `yaml:"version" pattern:"^[0-9]{1,5}[.][0-9]{1,5}[.][0-9]{1,5}$" doc:"the firmware version the image holds and the adapter must run: three dotted numbers (28.39.1002)"`
+	Image      string `yaml:"image" doc:"the image: an absolute path on the host, or an https:// URL on the operator's server (downloaded into /var/cache/rdmaform/firmware)"`
+	SHA256     string `yaml:"sha256" pattern:"^[0-9a-f]{64}$" doc:"the image's SHA-256, 64 lower-case hex digits: checked before anything else reads the image"`
+	Activation string `yaml:"activation" enum:"fw-reset,reboot,power-cycle" doc:"what makes the burned image run on this model: fw-reset (a firmware reset, when the card supports it; else a reboot), reboot, or power-cycle"`
+}
+
+// MaxCatalogEntries is how many entries a catalog may have.
+const MaxCatalogEntries = 256
+
+// Catalog limits' defaults.
+const (
+	DefaultCatalogMaxMiB  = 512
+	DefaultCatalogTimeout = 600
+	MaxCatalogURL         = 2048
+)
+
+// Entry is the catalog's entry for an adapter of psid and part number:
+// the one of both when there is one, else the one of the PSID alone; -1
+// when none.
+func (c *Catalog) Entry(psid, partNumber string) int {
+	alone := -1
+	for i, e := range c.Entries {
+		if e.PSID != psid || psid == "" {
+			continue
+		}
+		if e.PartNumber == "" {
+			alone = i
+		} else if e.PartNumber == partNumber {
+			return i
+		}
+	}
+	return alone
 }
 
 // Param is one firmware parameter in spec order.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"path"
 	"reflect"
 	"regexp"
@@ -267,9 +268,11 @@ var (
 )
 
 // match checks a devices[].match: at least one value, each in its form.
-func (v *validator) match(m *Match, p string) {
-	if m.PartNumber == "" && m.PSID == "" && m.Model == "" {
-		v.add(p, "give part_number, psid or model")
+// An empty match selects every adapter: only for a device whose
+// firmware has a catalog (each adapter then takes its entry).
+func (v *validator) match(m *Match, catalog bool, p string) {
+	if m.PartNumber == "" && m.PSID == "" && m.Model == "" && !catalog {
+		v.add(p, "give part_number, psid or model (an empty match, every adapter, is for a device whose firmware has a catalog)")
 	}
 	for _, f := range []struct {
 		key, val, what string
@@ -302,7 +305,7 @@ func (v *validator) devices() {
 			if n > 0 {
 				v.add(p+".match", "a device with match selects every adapter that matches; it may not also name pci, name, node_guid or netdev")
 			}
-			v.match(d.Match, p+".match")
+			v.match(d.Match, d.Firmware != nil && d.Firmware.Catalog != nil, p+".match")
 		case d.Optional:
 			v.add(p+".optional", "optional is for a device selected by match")
 		}
@@ -644,8 +647,16 @@ func NormalizeVFGUID(s string) string {
 
 func (v *validator) firmware(fw *Firmware, p string) {
 	hasExact, hasMin := v.spec.Src.Has(p+".version"), v.spec.Src.Has(p+".min_version")
-	if len(fw.Params) == 0 && !v.spec.Src.Has(p+".params") && !hasExact && !hasMin {
-		v.add(p, "give params (e.g. LINK_TYPE_P1: ETH), version or min_version")
+	if len(fw.Params) == 0 && !v.spec.Src.Has(p+".params") && !hasExact && !hasMin && fw.Catalog == nil {
+		v.add(p, "give params (e.g. LINK_TYPE_P1: ETH), version, min_version or catalog")
+	}
+	if fw.Catalog != nil {
+		for _, k := range []string{"version", "min_version", "image"} {
+			if v.spec.Src.Has(p + "." + k) {
+				v.add(p+"."+k, "%s and catalog: the catalog's entry gives each adapter its version and image; give one or the other", k)
+			}
+		}
+		v.catalog(fw.Catalog, p+".catalog")
 	}
 	if hasExact && hasMin {
 		v.add(p+".min_version", "give version or min_version, not both")
@@ -677,6 +688,94 @@ func (v *validator) firmware(fw *Firmware, p string) {
 			v.add(pp, "%q is not a firmware parameter value (a name such as ETH or a number)", truncate(prm.Value))
 		}
 	}
+}
+
+// catalog checks a firmware catalog: its entries (at most
+// MaxCatalogEntries, one per PSID or part number and PSID), each with a
+// version, an image path or https URL, a sha256 and an activation.
+func (v *validator) catalog(c *Catalog, p string) {
+	if !v.spec.Src.Has(p + ".entries") {
+		v.add(p, "entries: is required (one per card model: psid, version, image, sha256, activation)")
+	}
+	if len(c.Entries) > MaxCatalogEntries {
+		v.add(p+".entries", "%d entries; at most %d", len(c.Entries), MaxCatalogEntries)
+	}
+	if v.spec.Src.Has(p + ".ca_file") {
+		if msg := CheckImagePath(c.CAFile); msg != "" {
+			v.add(p+".ca_file", "ca_file: %s", strings.Replace(msg, "image", "CA file", 1))
+		}
+	}
+	seen := map[string]string{}
+	for i, e := range c.Entries {
+		ep := fmt.Sprintf("%s.entries[%d]", p, i)
+		for _, k := range []struct{ key, val string }{{"psid", e.PSID}, {"version", e.Version}, {"image", e.Image}, {"sha256", e.SHA256}, {"activation", e.Activation}} {
+			if !v.spec.Src.Has(ep + "." + k.key) {
+				v.add(ep, "%s: is required", k.key)
+			}
+		}
+		if e.PSID != "" && !matchPSIDRE.MatchString(e.PSID) {
+			v.add(ep+".psid", "%q is not a PSID (1-16 printable ASCII characters, no spaces)", truncate(e.PSID))
+		}
+		if e.PartNumber != "" && !matchPartNumberRE.MatchString(e.PartNumber) {
+			v.add(ep+".part_number", "%q is not a part number (1-64 printable ASCII characters, no space at either end)", truncate(e.PartNumber))
+		}
+		if v.spec.Src.Has(ep + ".version") {
+			if _, err := ParseFirmwareVersion(e.Version, 3, 3); err != nil {
+				v.add(ep+".version", "%v", err)
+			}
+		}
+		if v.spec.Src.Has(ep+".sha256") && !sha256RE.MatchString(e.SHA256) {
+			v.add(ep+".sha256", "%q is not a SHA-256 digest (64 lower-case hex digits, as sha256sum prints it)", truncate(e.SHA256))
+		}
+		if v.spec.Src.Has(ep + ".image") {
+			if msg := CheckImageSource(e.Image); msg != "" {
+				v.add(ep+".image", "%s", msg)
+			}
+		}
+		key := e.PSID + " " + e.PartNumber
+		if prev, dup := seen[key]; dup {
+			what := "PSID " + e.PSID
+			if e.PartNumber != "" {
+				what = "part number " + e.PartNumber + " with PSID " + e.PSID
+			}
+			v.add(ep, "%s already has the entry %s: one entry per card model", what, prev)
+		}
+		seen[key] = ep
+	}
+}
+
+var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// CheckImageSource checks a catalog image: an absolute path
+// (CheckImagePath) or an https URL of at most MaxCatalogURL bytes with a
+// host, without credentials, query or fragment. It returns why it is
+// not, or "".
+func CheckImageSource(s string) string {
+	if !strings.Contains(s, "://") {
+		return CheckImagePath(s)
+	}
+	if len(s) > MaxCatalogURL {
+		return fmt.Sprintf("image URL is %d bytes long; at most %d", len(s), MaxCatalogURL)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return r <= 0x20 || r == 0x7f }) >= 0 {
+		return fmt.Sprintf("image URL %q holds a space or a control character", truncate(s))
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("image URL %q: %v", truncate(s), err)
+	case u.Scheme != "https":
+		return fmt.Sprintf("image URL %q: the scheme is %s; rdmaform downloads images over https only (or give a path on the host)", truncate(s), u.Scheme)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Sprintf("image URL %q has no host", truncate(s))
+	case u.User != nil:
+		return fmt.Sprintf("image URL %q holds credentials: a spec is no place for them; serve the images without, to the hosts' addresses", truncate(s))
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
+		return fmt.Sprintf("image URL %q has a query or a fragment: name the image file alone", truncate(s))
+	case u.Path == "" || strings.HasSuffix(u.Path, "/"):
+		return fmt.Sprintf("image URL %q names no file", truncate(s))
+	}
+	return ""
 }
 
 func (v *validator) ipoib() {

@@ -118,12 +118,12 @@ func (p *Provider) Plan(req *plan.Request, obs *Observed, facts *plan.Facts) pla
 func manages(req *plan.Request) []plan.Managed {
 	var out []plan.Managed
 	for i, d := range req.Spec.Devices {
-		if d.Firmware == nil || (len(d.Firmware.Params) == 0 && !hasVersion(d.Firmware)) {
+		if d.Firmware == nil || (len(d.Firmware.Params) == 0 && !hasVersion(d.Firmware) && d.Firmware.Catalog == nil) {
 			continue
 		}
 		if dev := req.Devices[i]; dev != nil && dev.PCI != "" {
 			out = append(out, plan.Managed{Address: Address(dev.PCI), Path: schema.Path("devices", i, "firmware")})
-			if d.Firmware.Image != "" {
+			if d.Firmware.Image != "" || d.Firmware.Catalog != nil {
 				out = append(out, plan.Managed{Address: ImageAddress(dev.PCI), Path: schema.Path("devices", i, "firmware", "image")})
 			}
 		}
@@ -147,9 +147,12 @@ func diff(req *plan.Request, obs *Observed, facts *plan.Facts) plan.Proposal {
 	burned := map[string]bool{}
 	for i, d := range req.Spec.Devices {
 		dev := req.Devices[i]
+		w := wantOf(req, i)
 		switch {
-		case dev != nil && d.Firmware != nil && d.Firmware.Image != "" && d.Firmware.Version != "":
-			imagePlan(req, i, obs, &prop, burned)
+		case dev != nil && w != nil:
+			imagePlan(req, i, w, obs, &prop, burned)
+		case dev != nil && d.Firmware != nil && d.Firmware.Catalog != nil:
+			prop.Errors = append(prop.Errors, catalogFinding(req, i)...)
 		case dev != nil && hasVersion(d.Firmware):
 			prop.Errors = append(prop.Errors, versionFindings(req, i, d.Firmware, dev)...)
 		}

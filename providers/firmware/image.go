@@ -60,6 +60,10 @@ type ImageObs struct {
 	// holds the spec's version and the running firmware does not (the
 	// burned image is pending): how it can become current.
 	Reset *ResetObs
+	// NotCached: a catalog image of an https URL that the cache does not
+	// hold (or holds with another digest): apply downloads it, checks its
+	// digest, then its PSID and version, before it burns.
+	NotCached bool
 }
 
 // imageTarget is one spec device with an image.
@@ -67,7 +71,8 @@ type imageTarget struct {
 	index   int
 	pci     string
 	tool    string
-	image   string
+	want    *wantImage
+	image   string // the file the tool reads (a catalog URL's cache file)
 	version string
 	query   bool // the running firmware is not the version: read the flash
 }
@@ -78,14 +83,18 @@ func imageTargets(req *plan.Request) []imageTarget {
 	}
 	var out []imageTarget
 	for i, d := range req.Spec.Devices {
-		if d.Firmware == nil || d.Firmware.Image == "" || d.Firmware.Version == "" {
+		w := wantOf(req, i)
+		if w == nil {
 			continue
 		}
 		dev := req.Devices[i]
 		if dev == nil || dev.PCI == "" {
 			continue
 		}
-		out = append(out, imageTarget{index: i, pci: dev.PCI, tool: d.Firmware.Tool, image: d.Firmware.Image, version: d.Firmware.Version, query: dev.FWVer != d.Firmware.Version})
+		if w.entry != nil && sameVersion(dev.FWVer, w.version) {
+			continue // a catalog image is read only for an adapter that needs it
+		}
+		out = append(out, imageTarget{index: i, pci: dev.PCI, tool: d.Firmware.Tool, want: w, image: w.local(), version: w.version, query: dev.FWVer != w.version})
 	}
 	return out
 }
@@ -123,6 +132,13 @@ func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, resets *res
 	}
 	fi, err := h.FS.Stat(t.image)
 	switch {
+	case t.want.url() && (err != nil || checkLocal(h, t.want) != nil):
+		// Not in the cache (or not with its digest): apply downloads it.
+		o.NotCached = true
+		if t.query {
+			readFlash(ctx, h, tools, resets, t, o)
+		}
+		return o
 	case errors.Is(err, fs.ErrNotExist):
 		o.Err = fmt.Errorf("image %s does not exist", t.image)
 		o.Missing = true
@@ -137,6 +153,12 @@ func readImage(ctx context.Context, h *host.Host, tools *ToolPicker, resets *res
 	case !fi.Mode().IsRegular():
 		o.Err = fmt.Errorf("image %s is not a regular file (%s)", t.image, fileKind(fi.Mode()))
 		return o
+	}
+	if t.want.entry != nil && !t.want.url() {
+		// The digest before anything else reads the file.
+		if o.Err = checkLocal(h, t.want); o.Err != nil {
+			return o
+		}
 	}
 	if o.Path, o.Err = h.FS.Resolve(t.image); o.Err != nil {
 		return o
@@ -215,6 +237,11 @@ func fileKind(m fs.FileMode) string {
 type burn struct {
 	path    string // as the tool opens it
 	version string // the image's, the spec's
+	// want is a catalog image's (nil otherwise): apply fetches it and
+	// checks its digest, PSID and version before the burn; psid is the
+	// adapter's.
+	want *wantImage
+	psid string
 }
 
 // imagePlan plans spec device i's image: it is refused when it is not the
@@ -223,10 +250,10 @@ type burn struct {
 // firmware does not (burned, waiting for a reboot or a firmware reset),
 // or an activation failure when a reboot since the burn did not load it.
 // burned records the cards (slots) a burn is planned for: one per card.
-func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, burned map[string]bool) {
-	fw := req.Spec.Devices[i].Firmware
+func imagePlan(req *plan.Request, i int, w *wantImage, obs *Observed, prop *plan.Proposal, burned map[string]bool) {
+	fw := &schema.Firmware{Version: w.version, Image: w.image}
 	dev := req.Devices[i]
-	ip := schema.Path("devices", i, "firmware", "image")
+	ip := w.path
 	if dev.PCI == "" {
 		prop.Errors = append(prop.Errors, req.Finding(ip, "%s is not a PCI adapter; it has no firmware to burn", dev.Name))
 		return
@@ -236,13 +263,18 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 		o = obs.Images[i]
 	}
 	switch {
+	case o == nil && w.entry != nil && sameVersion(dev.FWVer, fw.Version):
+		return // running: its image is not read
 	case o == nil:
 		prop.Errors = append(prop.Errors, req.Unreadable(ip, "image %s was not read", fw.Image))
 		return
 	case o.Missing && sameVersion(dev.FWVer, fw.Version):
 		return // running: the image was on a share that is gone, and not needed
 	case o.Missing && burnedHere(obs, dev.PCI, fw.Version, o):
-		stagedImage(req, i, obs, o, prop) // burned by rdmaform, waiting for a reload
+		stagedImage(req, i, w, obs, o, prop) // burned by rdmaform, waiting for a reload
+		return
+	case o.NotCached:
+		notCachedPlan(req, i, w, obs, o, prop, burned)
 		return
 	case o.Err != nil:
 		prop.Errors = append(prop.Errors, req.Finding(ip, "%v; rdmaform burns nothing on %s", o.Err, dev.PCI))
@@ -270,7 +302,7 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 	}
 	addr := ImageAddress(dev.PCI)
 	if sameVersion(o.Flash.FWVersion, fw.Version) {
-		stagedImage(req, i, obs, o, prop)
+		stagedImage(req, i, w, obs, o, prop)
 		return
 	}
 	slot := slotOf(dev.PCI)
@@ -279,17 +311,60 @@ func imagePlan(req *plan.Request, i int, obs *Observed, prop *plan.Proposal, bur
 	}
 	burned[slot] = true
 	prop.Changes = append(prop.Changes, &plan.Change{Address: addr, Action: plan.Update, Activation: plan.NextBoot, Source: req.Pos(ip),
-		Attributes: []plan.Attr{{Name: "version", Before: o.Flash.FWVersion, After: fw.Version}, {Name: "image", Before: "", After: fw.Image}},
-		Payload:    &payload{tool: o.Tool, dev: dev.PCI, pci: dev.PCI, burn: &burn{path: o.Path, version: fw.Version}}})
+		Attributes: imageAttrs(o.Flash.FWVersion, w),
+		Payload:    &payload{tool: o.Tool, dev: dev.PCI, pci: dev.PCI, burn: &burn{path: o.Path, version: fw.Version, want: catalogWant(w), psid: dev.PSID}}})
+}
+
+// catalogWant is what apply checks again before a burn: a catalog
+// image's digest (nil for firmware.image).
+func catalogWant(w *wantImage) *wantImage {
+	if w.entry == nil {
+		return nil
+	}
+	return w
+}
+
+// imageAttrs are a burn's attributes: the version, the image, and a
+// catalog image's digest.
+func imageAttrs(flash string, w *wantImage) []plan.Attr {
+	attrs := []plan.Attr{{Name: "version", Before: flash, After: w.version}, {Name: "image", Before: "", After: w.image}}
+	if w.entry != nil {
+		attrs = append(attrs, plan.Attr{Name: "sha256", Before: "", After: w.sha256})
+	}
+	return attrs
+}
+
+// notCachedPlan plans a catalog image apply has to download first: a
+// burn when the flash holds another version (apply checks the image's
+// digest, PSID and version before it burns), pending when it holds the
+// entry's version already.
+func notCachedPlan(req *plan.Request, i int, w *wantImage, obs *Observed, o *ImageObs, prop *plan.Proposal, burned map[string]bool) {
+	dev := req.Devices[i]
+	if o.FlashErr != nil || o.Flash == nil {
+		prop.Errors = append(prop.Errors, req.Unreadable(w.path, "reading the firmware on the flash of %s: %v", dev.PCI, o.FlashErr))
+		return
+	}
+	if sameVersion(o.Flash.FWVersion, w.version) {
+		stagedImage(req, i, w, obs, o, prop)
+		return
+	}
+	slot := slotOf(dev.PCI)
+	if burned[slot] {
+		return
+	}
+	burned[slot] = true
+	prop.Changes = append(prop.Changes, &plan.Change{Address: ImageAddress(dev.PCI), Action: plan.Update, Activation: plan.NextBoot, Source: req.Pos(w.path),
+		Attributes: imageAttrs(o.Flash.FWVersion, w),
+		Payload:    &payload{tool: o.Tool, dev: dev.PCI, pci: dev.PCI, burn: &burn{version: w.version, want: w, psid: dev.PSID}}})
 }
 
 // stagedImage plans spec device i's image that its flash holds and its
 // adapter does not run: pending, or an activation failure when a reboot
 // since the burn did not load it.
-func stagedImage(req *plan.Request, i int, obs *Observed, o *ImageObs, prop *plan.Proposal) {
-	fw := req.Spec.Devices[i].Firmware
+func stagedImage(req *plan.Request, i int, w *wantImage, obs *Observed, o *ImageObs, prop *plan.Proposal) {
+	fw := &schema.Firmware{Version: w.version, Image: w.image}
 	dev := req.Devices[i]
-	ip := schema.Path("devices", i, "firmware", "image")
+	ip := w.path
 	addr := ImageAddress(dev.PCI)
 	if e := survived(obs, dev.PCI, LedgerImage, fw.Version); e != nil {
 		prop.ActivationFailures = append(prop.ActivationFailures, plan.ActivationFailure{Address: addr, Attribute: "version",
@@ -298,7 +373,7 @@ func stagedImage(req *plan.Request, i int, obs *Observed, o *ImageObs, prop *pla
 			fw.Version, dev.PCI, e.StagedAt.Format(time.RFC3339), e.BootID, dev.PCI, dev.FWVer, obs.BootID, dev.PCI))
 		return
 	}
-	prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: "version", Current: dev.FWVer, NextBoot: fw.Version, Source: req.Pos(ip), Activation: activationOf(o.Reset)})
+	prop.Pending = append(prop.Pending, plan.Pending{Address: addr, Attribute: "version", Current: dev.FWVer, NextBoot: fw.Version, Source: req.Pos(ip), Activation: catalogActivation(req, w, activationOf(o.Reset))})
 }
 
 // burnedHere tells whether rdmaform burned version on the card of pci and
@@ -353,6 +428,11 @@ func (e *BurnError) Unwrap() error { return e.Err }
 //
 // Equivalent to: mstflint -d 0000:3b:00.0 -i /lib/firmware/fw.bin -y burn
 func makeBurn(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	if pl.burn.want != nil {
+		if err := readyCatalogImage(ctx, h, c, pl); err != nil {
+			return err
+		}
+	}
 	cmd := host.Cmd{Args: []string{pl.tool, "-d", pl.dev, "-i", pl.burn.path, "-y", "burn"}, Gentle: true, Timeout: BurnTimeout,
 		Progress: burnProgress(host.ProgressOf(ctx), c.Address)}
 	if _, err := h.Runner.Run(ctx, cmd); err != nil {
@@ -412,14 +492,44 @@ func recordImage(h *host.Host, pl *payload) error {
 // stands: the spec still asks for its version with an image on its
 // device, and that version does not run.
 func keepImageEntry(e LedgerEntry, req *plan.Request) bool {
-	for i, d := range req.Spec.Devices {
+	for i := range req.Spec.Devices {
 		dev := req.Devices[i]
-		if d.Firmware == nil || d.Firmware.Image == "" || dev == nil || dev.PCI != e.Device {
+		w := wantOf(req, i)
+		if w == nil || dev == nil || dev.PCI != e.Device {
 			continue
 		}
-		return sameVersion(d.Firmware.Version, e.Value) && !sameVersion(dev.FWVer, e.Value)
+		return sameVersion(w.version, e.Value) && !sameVersion(dev.FWVer, e.Value)
 	}
 	return false
+}
+
+// readyCatalogImage makes a catalog burn's image ready: fetched (or its
+// cache file) and its digest checked, then its PSID and version read and
+// checked against the adapter and the entry. Nothing is burned when one
+// fails.
+//
+// Equivalent to: curl ... -o /var/cache/rdmaform/firmware/SHA.bin URL; sha256sum -c; mstflint -i /var/cache/rdmaform/firmware/SHA.bin q
+func readyCatalogImage(ctx context.Context, h *host.Host, c *plan.Change, pl *payload) error {
+	w := pl.burn.want
+	fail := func(err error) error { return &CatalogError{Address: c.Address, Err: err} }
+	if err := fetchImage(ctx, h, w); err != nil {
+		return fail(err)
+	}
+	p, err := h.FS.Resolve(w.local())
+	if err != nil {
+		return fail(err)
+	}
+	q, err := flintQuery(ctx, h, pl.tool, "-i", p)
+	switch {
+	case err != nil:
+		return fail(fmt.Errorf("reading image %s: %w", w.image, err))
+	case q.PSID != pl.burn.psid:
+		return fail(fmt.Errorf("image %s is for PSID %s, but %s has PSID %s: an image of another board can leave the adapter unusable", w.image, q.PSID, pl.pci, pl.burn.psid))
+	case !sameVersion(q.FWVersion, w.version):
+		return fail(fmt.Errorf("image %s holds firmware %s; the catalog entry says %s", w.image, q.FWVersion, w.version))
+	}
+	pl.burn.path = p
+	return nil
 }
 
 // CheckImage checks a burned image's ledger entry against the firmware

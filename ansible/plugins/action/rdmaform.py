@@ -40,8 +40,10 @@ import hashlib
 import json
 import os
 import shlex
+import time
 
 from ansible import constants as C
+from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
@@ -121,6 +123,50 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         if task_vars is None:
             task_vars = {}
+        # reconnect_timeout is this plugin's, not the module's: with state
+        # activated, how long a host whose connection was lost during the
+        # task (a firmware reset of the NIC that carries it) has to be
+        # reachable again.
+        args = dict(self._task.args)
+        reconnect = args.pop("reconnect_timeout", None)
+        self._task.args = args
+        if reconnect is None or args.get("state") != "activated":
+            return self._run(tmp, task_vars)
+        given = reconnect
+        try:
+            reconnect = int(reconnect)
+        except (TypeError, ValueError):
+            reconnect = -1
+        if not 1 <= reconnect <= 86400:
+            return dict(failed=True, msg="rdmaform: reconnect_timeout %r: want 1 to 86400 seconds" % (given,))
+        try:
+            return self._run(tmp, task_vars)
+        except AnsibleConnectionFailure as e:
+            lost = str(e)
+        # The activation goes on, detached, on the host and records its
+        # outcome there: wait for the host, then run the module again,
+        # which returns that outcome.
+        display.warning("rdmaform: the connection to %s was lost during the activation (%s); waiting up to %ds for it"
+                        % (task_vars.get("inventory_hostname"), lost, reconnect))
+        deadline = time.time() + reconnect
+        last = lost
+        while time.time() < deadline:
+            time.sleep(1)
+            try:
+                self._connection.reset()
+                if self._low_level_execute_command("true").get("rc") != 0:
+                    continue
+                result = self._run(None, task_vars)
+                result["reconnected"] = True
+                return result
+            except AnsibleConnectionFailure as e:
+                last = str(e)
+        return dict(failed=True, reconnected=False,
+                    msg=("rdmaform: the connection was lost during the activation (%s) and the host was not reachable again "
+                         "within %ds (%s); the activation goes on, detached, on the host: its outcome is in "
+                         "/run/rdmaform/ansible-activate.json, and the next task with state activated returns it") % (lost, reconnect, last))
+
+    def _run(self, tmp, task_vars):
         result = super().run(tmp, task_vars)
         del tmp  # not used since ansible-core 2.x; the module gets its own
 
