@@ -20,7 +20,7 @@ func (a *app) simFaultCmd() *cobra.Command {
 	var clear bool
 	var delay time.Duration
 	cmd := &cobra.Command{
-		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL|--nm CALL|--reset ANSWER [--delay D]) [--match M] [--exit N|--errno E|--hang|--kill|--drop] [--message M] [--times N]",
+		Use:   "fault DIR (--tool T|--write PATH|--netlink OP|--systemd CALL|--nm CALL|--reset ANSWER [--delay D]|--slow FACTOR) [--match M] [--exit N|--errno E|--hang|--kill|--drop] [--message M] [--times N]",
 		Short: "Make an operation of a simulated host fail, hang, not stick or kill rdmaform",
 		Long: `Store a fault in the simulated host's sim.yaml. It breaks the first
 matching operation of every later command (or the next N with --times):
@@ -47,6 +47,13 @@ matching operation of every later command (or the next N with --times):
                  its RDMA devices, netdevs and VFs stay absent until a
                  sim reboot) or late with --delay D (the same, until the
                  driver's probe succeeds D after the reset: a slow card)
+  --slow FACTOR  the emulated perftest clients (ib_write_bw, ib_read_bw,
+                 ib_send_bw, ib_write_lat) measure FACTOR (above 0, below
+                 1) of the bandwidth the port's rate gives, and the
+                 latency divided by FACTOR; with --match ADDR only runs to
+                 the peer address ADDR. Simulated hosts do not see each
+                 other: a slow host X among many is X with --slow F, and
+                 --slow F --match X's address on each of the others
 
 Writes, netlink and systemd fail with --errno (EIO by default) and
 --message. --kill instead SIGKILLs the rdmaform process when the operation
@@ -99,6 +106,7 @@ finds. --clear removes every fault.`,
 	fl.BoolVar(&f.Kill, "kill", false, "SIGKILL the rdmaform process when the operation is reached")
 	fl.BoolVar(&f.Drop, "drop", false, "the operation succeeds without effect (a setting that does not stick)")
 	fl.IntVar(&f.Times, "times", 0, "fire this many times, then disappear (0: always)")
+	fl.Float64Var(&f.Slow, "slow", 0, "emulated perftest runs measure `FACTOR` (0-1) of the bandwidth, the latency divided by it; --match: only runs to that peer address")
 	fl.BoolVar(&clear, "clear", false, "remove every fault")
 	return cmd
 }

@@ -42,6 +42,9 @@ type Result struct {
 	// Command is the command line that ran, for an operator to repeat;
 	// empty when nothing ran (a missing tool or device).
 	Command string `json:"command"`
+	// Perf is what a bandwidth or latency probe measured and against
+	// what; absent for the other kinds.
+	Perf *Perf `json:"perf,omitempty"`
 }
 
 // Outcome is how a probe ended.
@@ -97,8 +100,9 @@ func missing(t Tool) error {
 // that machine, not as the host the tree describes.
 var ErrOffline = errors.New("a --root tree is not a running host: probes send traffic from a running kernel, and nothing was sent (probe the host itself, or a simulated one with --sim)")
 
-// Run runs every probe of the spec at once and returns their results in
-// spec order. Each probe ends within its own timeout (ping gets a second
+// Run runs every connectivity probe of the spec at once, then the
+// bandwidth and latency probes one after the other, and returns their
+// results in spec order. Each probe ends within its own timeout (ping gets a second
 // more to print what it saw). The error joins the probes that could not
 // run (each a *ToolError); their results have OutcomeError and that
 // reason.
@@ -114,6 +118,9 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result, error)
 	errs := make([]error, len(spec.Probes))
 	var wg sync.WaitGroup
 	for i := range spec.Probes {
+		if spec.Probes[i].Perf() != nil {
+			continue
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -121,6 +128,13 @@ func Run(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Result, error)
 		}(i)
 	}
 	wg.Wait()
+	// Bandwidth and latency runs one after the other: two at once would
+	// share the port and measure each other.
+	for i := range spec.Probes {
+		if spec.Probes[i].Perf() != nil {
+			out[i], errs[i] = runPerf(ctx, h, inv, &spec.Probes[i])
+		}
+	}
 	return out, errors.Join(errs...)
 }
 

@@ -88,6 +88,17 @@ func Responders(ctx context.Context, h *host.Host, spec *schema.Spec) ([]Respond
 			if d, pt, ok := localIBPort(h, inv, p.IB); ok {
 				add(p.Name, false, "ibping", "-S", "-C", d.Name, "-P", strconv.Itoa(pt.Num))
 			}
+		case p.Perf() != nil:
+			s := p.Perf()
+			if _, _, ok := localAddr(h, inv, s.To); !ok {
+				continue
+			}
+			pp, err := planPerf(h, inv, s, true)
+			if err != nil {
+				return nil, fmt.Errorf("probe %s: %w", p.Name, err)
+			}
+			// perftest's server serves one client and exits.
+			add(p.Name, true, pp.args...)
 		}
 	}
 	out := make([]Responder, 0, len(order))
@@ -171,9 +182,15 @@ func Serve(ctx context.Context, h *host.Host, rs []Responder, d time.Duration, l
 	errs := make([]error, len(rs))
 	var wg sync.WaitGroup
 	for i, r := range rs {
-		tool := Tools[map[string]string{"rping": "rdma_cm", "ibv_rc_pingpong": "verbs", "ibping": "ib"}[r.Args[0]]]
-		if found, ok := host.Installed(h.Runner, tool.Program); ok && !found {
-			errs[i] = missing(tool)
+		var missed error
+		for _, tool := range responderTools(r.Args) {
+			if found, ok := host.Installed(h.Runner, tool.Program); ok && !found {
+				missed = missing(tool)
+				break
+			}
+		}
+		if missed != nil {
+			errs[i] = missed
 			continue
 		}
 		fmt.Fprintf(log, "rdmaform: serving %s for %s: %s\n", strings.Join(r.Probes, ", "), d, r)
@@ -185,6 +202,20 @@ func Serve(ctx context.Context, h *host.Host, rs []Responder, d time.Duration, l
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// responderTools are the programs a responder's command line runs: the
+// server, and taskset before a pinned perftest.
+func responderTools(args []string) []Tool {
+	var out []Tool
+	if args[0] == tasksetTool.Program {
+		out = append(out, tasksetTool)
+		args = args[3:]
+	}
+	if t, ok := Tools[map[string]string{"rping": "rdma_cm", "ibv_rc_pingpong": "verbs", "ibping": "ib"}[args[0]]]; ok {
+		return append(out, t)
+	}
+	return append(out, perfTool(args[0]))
 }
 
 func serveOne(ctx context.Context, h *host.Host, r Responder, log io.Writer) error {

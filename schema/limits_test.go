@@ -21,6 +21,14 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		return qos("ets: {prio_tc: [" + prioTC + "], tsa: [ets, ets, ets, ets, ets, ets, ets, strict], bw: [" + bw + "]}")
 	}
 	probe := func(v string) string { return "version: 1\nprobes:\n  - name: p\n    " + v + "\n" }
+	bwField := func(k string) func(string) string {
+		return func(v string) string {
+			return probe("bandwidth: {to: 192.0.2.1, device: mlx5_0, " + k + ": " + v + "}")
+		}
+	}
+	latField := func(k string) func(string) string {
+		return func(v string) string { return probe("latency: {to: 192.0.2.1, device: mlx5_0, " + k + ": " + v + "}") }
+	}
 	n := func(c byte, k int) string { return strings.Repeat(string(c), k) }
 	fwv := func(key string) func(string) string {
 		return func(v string) string {
@@ -95,6 +103,34 @@ func TestLimitsAtTheEdge(t *testing.T) {
 		{"probe count", func(v string) string { return probe("ping: {to: 192.0.2.1, count: " + v + "}") }, "100", "101", "$.probes[0].ping.count"},
 		{"probe timeout", func(v string) string { return probe("rdma_cm: {to: 192.0.2.1, timeout: " + v + "}") }, "60s", "61s", "$.probes[0].rdma_cm.timeout"},
 		{"probe timeout below", func(v string) string { return probe("rdma_cm: {to: 192.0.2.1, timeout: " + v + "}") }, "1s", "999ms", "$.probes[0].rdma_cm.timeout"},
+		// perftest's own bounds (perftest_parameters.h, 4.5-0.17) and
+		// rdmaform's for a run.
+		{"bandwidth size", bwField("size"), "8388608", "8388609", "$.probes[0].bandwidth.size"},
+		{"bandwidth size below", bwField("size"), "1", "0", "$.probes[0].bandwidth.size"},
+		{"bandwidth qps", bwField("qps"), "16384", "16385", "$.probes[0].bandwidth.qps"},
+		{"bandwidth qps below", bwField("qps"), "1", "0", "$.probes[0].bandwidth.qps"},
+		{"bandwidth iterations", bwField("iterations"), "100000000", "100000001", "$.probes[0].bandwidth.iterations"},
+		{"bandwidth iterations below", bwField("iterations"), "5", "4", "$.probes[0].bandwidth.iterations"},
+		{"bandwidth duration", bwField("duration"), "300s", "301s", "$.probes[0].bandwidth.duration"},
+		{"bandwidth duration below", bwField("duration"), "1s", "999ms", "$.probes[0].bandwidth.duration"},
+		{"bandwidth traffic class", bwField("traffic_class"), "255", "256", "$.probes[0].bandwidth.traffic_class"},
+		{"bandwidth traffic class below", bwField("traffic_class"), "0", "-1", "$.probes[0].bandwidth.traffic_class"},
+		{"bandwidth tcp port", bwField("tcp_port"), "65535", "65536", "$.probes[0].bandwidth.tcp_port"},
+		{"bandwidth gid index", bwField("gid_index"), "65535", "65536", "$.probes[0].bandwidth.gid_index"},
+		{"bandwidth use_cuda", bwField("use_cuda"), "63", "64", "$.probes[0].bandwidth.use_cuda"},
+		{"bandwidth floor %", bwField("floor"), "100%", "100.1%", "$.probes[0].bandwidth.floor"},
+		{"bandwidth floor % below", bwField("floor"), "1%", "0.9%", "$.probes[0].bandwidth.floor"},
+		{"bandwidth floor Gb/s", bwField("floor"), "100000Gb/s", "100000.1Gb/s", "$.probes[0].bandwidth.floor"},
+		{"bandwidth floor Gb/s below", bwField("floor"), "0.001Gb/s", "0Gb/s", "$.probes[0].bandwidth.floor"},
+		{"bandwidth timeout", bwField("timeout"), "600s", "601s", "$.probes[0].bandwidth.timeout"},
+		{"bandwidth timeout past the duration", func(v string) string {
+			return probe("bandwidth: {to: 192.0.2.1, device: mlx5_0, duration: 10s, timeout: " + v + "}")
+		}, "11s", "10s", "$.probes[0].bandwidth.timeout"},
+		{"bandwidth cpus", bwField("cpus"), "\"0-8191\"", "\"0-8192\"", "$.probes[0].bandwidth.cpus"},
+		{"latency ceiling", latField("ceiling"), "1s", "1001ms", "$.probes[0].latency.ceiling"},
+		{"latency ceiling below", latField("ceiling"), "100ns", "99ns", "$.probes[0].latency.ceiling"},
+		{"latency iterations below", latField("iterations"), "5", "4", "$.probes[0].latency.iterations"},
+		{"latency timeout below", latField("timeout"), "1s", "999ms", "$.probes[0].latency.timeout"},
 		{"RDMA CM port", func(v string) string { return probe("rdma_cm: {to: 192.0.2.1, port: " + v + "}") }, "65535", "65536", "$.probes[0].rdma_cm.port"},
 		{"LID", func(v string) string { return probe("ib: {device: mlx5_1, to_lid: " + v + "}") }, "49151", "49152", "$.probes[0].ib.to_lid"},
 		{"GID index", func(v string) string { return probe("verbs: {to: 192.0.2.1, device: mlx5_0, gid_index: " + v + "}") }, "65535", "65536", "$.probes[0].verbs.gid_index"},

@@ -10,8 +10,8 @@ import (
 	"github.com/rdmaform/rdmaform/linklayer"
 )
 
-// Kind is the probe's kind key: ping, rdma_cm, verbs or ib ("" when none
-// is given; Validate reports that).
+// Kind is the probe's kind key: ping, rdma_cm, verbs, ib, bandwidth or
+// latency ("" when none is given; Validate reports that).
 func (p *Probe) Kind() string {
 	switch {
 	case p.Ping != nil:
@@ -22,6 +22,10 @@ func (p *Probe) Kind() string {
 		return "verbs"
 	case p.IB != nil:
 		return "ib"
+	case p.Bandwidth != nil:
+		return "bandwidth"
+	case p.Latency != nil:
+		return "latency"
 	}
 	return ""
 }
@@ -39,6 +43,10 @@ func (p *Probe) Target() string {
 		return fmt.Sprintf("lid %d", *p.IB.ToLID)
 	case p.IB != nil:
 		return "guid " + p.IB.ToGUID
+	case p.Bandwidth != nil:
+		return p.Bandwidth.To
+	case p.Latency != nil:
+		return p.Latency.To
 	}
 	return ""
 }
@@ -108,16 +116,20 @@ func (v *validator) probes() {
 		p := fmt.Sprintf("$.probes[%d]", i)
 		v.uniqueName(p, "name", pr.Name, "e.g. ipoib-to-node2", "probe", CheckProbeName, names)
 		kinds := 0
-		for _, k := range []bool{pr.Ping != nil, pr.RdmaCM != nil, pr.Verbs != nil, pr.IB != nil} {
+		for _, k := range []bool{pr.Ping != nil, pr.RdmaCM != nil, pr.Verbs != nil, pr.IB != nil, pr.Bandwidth != nil, pr.Latency != nil} {
 			if k {
 				kinds++
 			}
 		}
 		if kinds != 1 {
-			v.add(p, "give exactly one of ping, rdma_cm, verbs or ib, not %d", kinds)
+			v.add(p, "give exactly one of ping, rdma_cm, verbs, ib, bandwidth or latency, not %d", kinds)
 			continue
 		}
 		kp := p + "." + pr.Kind()
+		if pr.Bandwidth != nil || pr.Latency != nil {
+			v.perfProbe(kp, pr)
+			continue
+		}
 		if _, t := pr.limits(); t != "" {
 			d, err := time.ParseDuration(t)
 			switch {

@@ -372,6 +372,10 @@ type Probe struct {
 	RdmaCM *RdmaCMProbe `yaml:"rdma_cm,omitempty" doc:"an RDMA CM connect and small transfers to a peer (rping); the peer runs rdmaform probe serve"`
 	Verbs  *VerbsProbe  `yaml:"verbs,omitempty" doc:"an RC ping-pong over verbs (ibv_rc_pingpong); the peer runs rdmaform probe serve"`
 	IB     *IBProbe     `yaml:"ib,omitempty" doc:"InfiniBand MAD ping (ibping), InfiniBand ports only; the peer runs rdmaform probe serve"`
+	// Bandwidth and Latency measure the path with perftest; they run one
+	// after the other, after the connectivity probes.
+	Bandwidth *BandwidthProbe `yaml:"bandwidth,omitempty" doc:"a perftest bandwidth run to a peer (ib_write_bw, ib_read_bw, ib_send_bw) against a floor; the peer runs rdmaform probe serve"`
+	Latency   *LatencyProbe   `yaml:"latency,omitempty" doc:"a perftest latency run to a peer (ib_write_lat) against a ceiling; the peer runs rdmaform probe serve"`
 }
 
 // Probe defaults and bounds: small, so that a probe run stays short.
@@ -409,6 +413,48 @@ type VerbsProbe struct {
 	GIDIndex *int   `yaml:"gid_index,omitempty" min:"0" max:"65535" doc:"local GID index (RoCE needs one; default: the RoCE v2 GID of the port's IPv4 address)"`
 	Count    *int   `yaml:"count,omitempty" min:"1" max:"100" default:"3" doc:"round trips, 1-100 (default 3)"`
 	Timeout  string `yaml:"timeout,omitempty" default:"5s" doc:"deadline for the whole probe, 1s-60s (default 5s)"`
+}
+
+// BandwidthProbe measures the bandwidth to a peer with perftest.
+type BandwidthProbe struct {
+	To            string              `yaml:"to" doc:"peer IP address (perftest's TCP exchange; the RDMA CM address with rdma_cm: true)"`
+	Device        string              `yaml:"device,omitempty" doc:"local RDMA device (give device or netdev)"`
+	Netdev        string              `yaml:"netdev,omitempty" doc:"the netdev whose RDMA port carries the run (give device or netdev)"`
+	Port          *int                `yaml:"port,omitempty" min:"1" max:"255" default:"1" doc:"port of the local device, default 1 (with device)"`
+	Test          string              `yaml:"test,omitempty" enum:"write,read,send" default:"write" doc:"write (ib_write_bw), read (ib_read_bw) or send (ib_send_bw)"`
+	Size          *int                `yaml:"size,omitempty" min:"1" max:"8388608" default:"65536" doc:"message size in bytes, 1-8388608 (perftest's limit), default 65536"`
+	QPs           *int                `yaml:"qps,omitempty" min:"1" max:"16384" default:"1" doc:"queue pairs, 1-16384 (perftest's limit), default 1"`
+	Duration      string              `yaml:"duration,omitempty" default:"5s" doc:"how long to send, whole seconds 1s-300s (perftest -D), default 5s; not with iterations"`
+	Iterations    *int                `yaml:"iterations,omitempty" min:"5" max:"100000000" doc:"messages per queue pair instead of a duration (perftest -n), 5-100000000"`
+	Bidirectional bool                `yaml:"bidirectional,omitempty" doc:"both directions at once (perftest -b); reported and gated per direction"`
+	GIDIndex      *int                `yaml:"gid_index,omitempty" min:"0" max:"65535" doc:"local GID index (default on Ethernet: the RoCE v2 GID of the port's IPv4 address)"`
+	RdmaCM        bool                `yaml:"rdma_cm,omitempty" doc:"connect through RDMA CM (perftest -R)"`
+	TrafficClass  *int                `yaml:"traffic_class,omitempty" min:"0" max:"255" doc:"traffic class of the packets, 0-255 (perftest --tclass, or -T with rdma_cm); checked against the port's priority counters where it has them"`
+	TCPPort       *int                `yaml:"tcp_port,omitempty" min:"1" max:"65535" default:"18515" doc:"TCP port of perftest's exchange, default 18515 (perftest's)"`
+	CPUs          string              `yaml:"cpus,omitempty" default:"numa" doc:"CPUs to run on: numa (the device's NUMA node, taskset -c its local_cpulist), none, or a list such as 0-7,16"`
+	UseCUDA       *int                `yaml:"use_cuda,omitempty" min:"0" max:"63" doc:"GPU index whose memory to send from (perftest --use_cuda)"`
+	Floor         string              `yaml:"floor,omitempty" doc:"the least bandwidth that passes: a percentage of the port's rate (90%) or Gb/s (180Gb/s)"`
+	LinkLayer     linklayer.LinkLayer `yaml:"link_layer,omitempty" enum:"InfiniBand,Ethernet" doc:"the link layer the run must use (default: the port's own, as sysfs says)"`
+	Timeout       string              `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-600s (default: the duration and 20s, or 60s with iterations)"`
+}
+
+// LatencyProbe measures the latency to a peer with perftest.
+type LatencyProbe struct {
+	To           string              `yaml:"to" doc:"peer IP address (perftest's TCP exchange; the RDMA CM address with rdma_cm: true)"`
+	Device       string              `yaml:"device,omitempty" doc:"local RDMA device (give device or netdev)"`
+	Netdev       string              `yaml:"netdev,omitempty" doc:"the netdev whose RDMA port carries the run (give device or netdev)"`
+	Port         *int                `yaml:"port,omitempty" min:"1" max:"255" default:"1" doc:"port of the local device, default 1 (with device)"`
+	Test         string              `yaml:"test,omitempty" enum:"write" default:"write" doc:"write (ib_write_lat)"`
+	Size         *int                `yaml:"size,omitempty" min:"1" max:"8388608" default:"2" doc:"message size in bytes, 1-8388608, default 2 (perftest's)"`
+	Iterations   *int                `yaml:"iterations,omitempty" min:"5" max:"100000000" default:"1000" doc:"round trips, 5-100000000 (perftest -n), default 1000"`
+	GIDIndex     *int                `yaml:"gid_index,omitempty" min:"0" max:"65535" doc:"local GID index (default on Ethernet: the RoCE v2 GID of the port's IPv4 address)"`
+	RdmaCM       bool                `yaml:"rdma_cm,omitempty" doc:"connect through RDMA CM (perftest -R)"`
+	TrafficClass *int                `yaml:"traffic_class,omitempty" min:"0" max:"255" doc:"traffic class of the packets, 0-255 (perftest --tclass, or -T with rdma_cm)"`
+	TCPPort      *int                `yaml:"tcp_port,omitempty" min:"1" max:"65535" default:"18515" doc:"TCP port of perftest's exchange, default 18515 (perftest's)"`
+	CPUs         string              `yaml:"cpus,omitempty" default:"numa" doc:"CPUs to run on: numa (the device's NUMA node, taskset -c its local_cpulist), none, or a list such as 0-7,16"`
+	Ceiling      string              `yaml:"ceiling,omitempty" doc:"the most latency that passes, a duration from 100ns to 1s (e.g. 5us): perftest's median, t_typical"`
+	LinkLayer    linklayer.LinkLayer `yaml:"link_layer,omitempty" enum:"InfiniBand,Ethernet" doc:"the link layer the run must use (default: the port's own, as sysfs says)"`
+	Timeout      string              `yaml:"timeout,omitempty" doc:"deadline for the whole probe, 1s-600s (default 60s)"`
 }
 
 // IBProbe pings a port through InfiniBand management datagrams.

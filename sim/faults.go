@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -33,6 +34,13 @@ import (
 //     driver does not probe the card again: no RDMA device, no netdevs
 //     until a reboot) or late (the same until Delay has passed); see
 //     fwreset.go.
+//   - Slow: the emulated perftest clients (ib_write_bw, ib_read_bw,
+//     ib_send_bw, ib_write_lat) measure Slow (0 < Slow < 1) of the
+//     bandwidth the port's rate gives, and the latency divided by Slow:
+//     a slow host or link. Match, if set, is the peer address the run
+//     goes to, exactly (the last operand): simulated hosts do not see
+//     each other, so a slow host X among many is X with a slow fault,
+//     and a slow fault matching X's address on each of the others.
 //
 // Each fails with Errno (EIO when empty) and Stderr as the kernel's or the
 // manager's message, or, with Kill, SIGKILLs the process running against
@@ -61,6 +69,7 @@ const (
 	faultSystemd
 	faultNM
 	faultReset
+	faultSlow
 )
 
 func (k faultKind) String() string {
@@ -77,6 +86,8 @@ func (k faultKind) String() string {
 		return "nm"
 	case faultReset:
 		return "reset"
+	case faultSlow:
+		return "slow"
 	}
 	return fmt.Sprintf("faultKind(%d)", int(k))
 }
@@ -94,6 +105,8 @@ func (f *Fault) kind() faultKind {
 		return faultNM
 	case f.Reset != "":
 		return faultReset
+	case f.Slow != 0:
+		return faultSlow
 	}
 	return faultTool
 }
@@ -118,6 +131,8 @@ func (f *Fault) matches(k faultKind, name, detail string) bool {
 		return (f.NM == "*" || f.NM == name) && (f.Match == "" || f.Match == detail)
 	case faultReset:
 		return f.Reset == name && (f.Match == "" || slotOf(f.Match) == slotOf(detail))
+	case faultSlow:
+		return f.Match == "" || f.Match == detail
 	}
 	return false
 }
@@ -130,8 +145,22 @@ func (f *Fault) Validate() error {
 			n++
 		}
 	}
+	if f.Slow != 0 {
+		n++
+	}
 	if n != 1 {
-		return fmt.Errorf("a fault breaks exactly one of: a tool, a write, a netlink operation, a systemd call, a NetworkManager call, a firmware reset")
+		return fmt.Errorf("a fault breaks exactly one of: a tool, a write, a netlink operation, a systemd call, a NetworkManager call, a firmware reset, the bandwidth (slow)")
+	}
+	if f.Slow != 0 {
+		if !(f.Slow > 0 && f.Slow < 1) {
+			return fmt.Errorf("slow is the share of the bandwidth the runs measure: above 0 and below 1, not %g", f.Slow)
+		}
+		if f.Errno != "" || f.Exit != 0 || f.Stdout != "" || f.Stderr != "" || f.Hang || f.Drop || f.Kill {
+			return fmt.Errorf("a slow fault slows the runs and nothing else: no errno, exit code, message, hang, drop or kill")
+		}
+		if _, err := netip.ParseAddr(f.Match); f.Match != "" && err != nil {
+			return fmt.Errorf("a slow fault matches the peer's IP address, not %q", f.Match)
+		}
 	}
 	if f.NM != "" && f.NM != "*" && !slices.Contains(NMOps, f.NM) {
 		return fmt.Errorf("unknown NetworkManager call %q (known: %s, *)", f.NM, strings.Join(NMOps, ", "))

@@ -47,7 +47,7 @@ var IBCoreUsers = []string{"ib_cm", "ib_ipoib", "ib_iser", "ib_srp", "ib_umad", 
 	"nvme_rdma", "rdma_cm", "rdma_rxe", "rdma_ucm", "rpcrdma"}
 
 func defaultTools() []string {
-	return []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "mstconfig", "mstfwreset", "mstflint", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+	return []string{"dcb", "ethtool", "ib_read_bw", "ib_send_bw", "ib_write_bw", "ib_write_lat", "ibv_rc_pingpong", "ip", "mstconfig", "mstfwreset", "mstflint", "modprobe", "nmcli", "ping", "rping", "systemctl", "taskset"}
 }
 
 // NewState returns the state of a simulated host of a profile. adapters is
@@ -92,7 +92,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			setVPD(devs, "ConnectX-6 VPI adapter card, HDR IB (200Gb/s) and 200GbE, dual-port QSFP56", "MCX653106A-HDAT", fmt.Sprintf("MT2028X%05d", 1234+i))
 		}
 		// NVIDIA MFT 4.3x: mlxconfig and mst, no mstconfig.
-		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "flint", "ib_read_bw", "ib_send_bw", "ib_write_bw", "ib_write_lat", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl", "taskset"}
 		if profile == "cx6-vpi-sm" {
 			// A subnet manager node: Debian's opensm package, installed
 			// and not started (as apt-get leaves it on a host whose port
@@ -143,7 +143,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		st.Devices = []*Device{d}
 		setVPD(st.Devices, "CX354A - ConnectX-3 QSFP", "MCX354A-FCBT", "MT1450X01234")
 		// Port types go through sysfs; no firmware tool is installed.
-		st.Tools = []string{"dcb", "ethtool", "ibv_rc_pingpong", "ip", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "ib_read_bw", "ib_send_bw", "ib_write_bw", "ib_write_lat", "ibv_rc_pingpong", "ip", "modprobe", "nmcli", "ping", "rping", "systemctl", "taskset"}
 	case "vm-soft":
 		// ib_core is loaded (RDMA netlink answers) as on a VM with
 		// rdma-core installed; rdma_rxe is only available.
@@ -182,7 +182,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 			setVPD(st.Devices[2*i:2*i+2], "NVIDIA ConnectX-7 Adapter Card, 200GbE / NDR200, Dual-port QSFP112, PCIe 5.0x16", "MCX755106AS-HEAT", fmt.Sprintf("MT2421X%05d", 100+i))
 		}
 		// Newest MFT (4.36+, layout G6): mlxconfig and mst.
-		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "flint", "ib_read_bw", "ib_send_bw", "ib_write_bw", "ib_write_lat", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl", "taskset"}
 	case "gpu-switch", "gpu-grace":
 		st.Modules = append([]string{"ib_ipoib"}, baseModules...)
 		if profile == "gpu-switch" {
@@ -195,7 +195,7 @@ func NewState(profile, hostname string, adapters int) (*State, error) {
 		for _, a := range st.Firmware {
 			a.Params = append(a.Params, gpuDirectParams()...)
 		}
-		st.Tools = []string{"dcb", "ethtool", "flint", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl"}
+		st.Tools = []string{"dcb", "ethtool", "flint", "ib_read_bw", "ib_send_bw", "ib_write_bw", "ib_write_lat", "ibv_rc_pingpong", "ip", "mlxconfig", "mlxfwreset", "mst", "modprobe", "nmcli", "ping", "rping", "systemctl", "taskset"}
 	default:
 		return nil, fmt.Errorf("unknown profile %q (known: %s)", profile, strings.Join(ProfileNames(), ", "))
 	}

@@ -449,6 +449,7 @@ func (s *State) renderPCIFunction(t *tree, d *Device) {
 	t.file(pd+"/vendor", "0x15b3\n")
 	t.file(pd+"/device", d.PCIID+"\n")
 	t.file(pd+"/numa_node", fmt.Sprintf("%d\n", d.NUMANode))
+	t.file(pd+"/local_cpulist", nodeCPUList(d.NUMANode)+"\n")
 	t.file(pd+"/config", string(configSpace(d)))
 	t.link("/sys/bus/pci/devices/"+d.PCI, rel("/sys/bus/pci/devices/"+d.PCI, pd))
 	if d.PartNumber != "" {

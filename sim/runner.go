@@ -39,6 +39,11 @@ var tools = map[string]toolFunc{
 	"ping":            pingTool,
 	"rping":           rpingTool,
 	"ibv_rc_pingpong": pingpongTool,
+	// Bandwidth and latency probes (sim/perftest.go).
+	"ib_write_bw":  perftestTool("ib_write_bw"),
+	"ib_read_bw":   perftestTool("ib_read_bw"),
+	"ib_send_bw":   perftestTool("ib_send_bw"),
+	"ib_write_lat": perftestTool("ib_write_lat"),
 	// The subnet manager (sim/opensm.go).
 	"sminfo": sminfoTool,
 	// The bootloader (sim/grub.go).
@@ -46,6 +51,10 @@ var tools = map[string]toolFunc{
 	"grubby":         unsupportedBootTool,
 	"kernel-install": unsupportedBootTool,
 }
+
+// taskset runs another emulated program (through the runner, which
+// reads tools): it joins the table at init.
+func init() { tools["taskset"] = tasksetTool }
 
 // runner runs emulated programs in-process, with the simulated host's
 // latencies and faults, and the same errors a real runner returns.

@@ -287,6 +287,10 @@ type Fault struct {
 	Drop bool `yaml:"drop,omitempty"`
 	// Times limits how often it fires (0: always).
 	Times int `yaml:"times,omitempty"`
+	// Slow makes the emulated perftest clients measure this share of
+	// the bandwidth (0 < Slow < 1) and the latency divided by it: a slow
+	// host; Match, if set, is the peer address the runs go to.
+	Slow float64 `yaml:"slow,omitempty"`
 }
 
 // Duration is a time.Duration written as "1.4s" in sim.yaml.

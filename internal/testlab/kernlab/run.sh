@@ -63,7 +63,7 @@ need ip iproute2
 kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
 [ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
 kver=${kpkg#linux-image-}
-pkgs=("$kpkg" busybox-static kmod libkmod2 liblzma5 libzstd1 libssl3 iproute2 libmnl0 libelf1 libbpf1 libcap2 libselinux1 libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1 zlib1g libdb5.3 libxtables12 libatm1 libbsd0 libmd0 rdmacm-utils ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libc6 libgcc-s1 iputils-ping ethtool)
+pkgs=("$kpkg" busybox-static kmod libkmod2 liblzma5 libzstd1 libssl3 iproute2 libmnl0 libelf1 libbpf1 libcap2 libselinux1 libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1 zlib1g libdb5.3 libxtables12 libatm1 libbsd0 libmd0 rdmacm-utils ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libc6 libgcc-s1 iputils-ping ethtool perftest libibumad3 libpci3 libudev1 util-linux)
 mkdir -p "$cache/debs"
 # The stamp names the kernel and the package list, so a changed list
 # unpacks again.
@@ -112,7 +112,8 @@ copy_bin "$x/usr/bin/rdma" /sbin/rdma
 copy_bin "$x/sbin/dcb" /sbin/dcb
 copy_bin "$x/sbin/ethtool" /sbin/ethtool
 copy_bin "$x/bin/ping" /bin/ping
-for t in rping ucmatose udaddy rdma_server rdma_client ibv_devinfo ibv_devices ibv_rc_pingpong; do
+# perftest (guest/traffic_perf_test.go) and util-linux's taskset, which pins it.
+for t in rping ucmatose udaddy rdma_server rdma_client ibv_devinfo ibv_devices ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat taskset; do
   copy_bin "$x/usr/bin/$t" "/usr/bin/$t"
 done
 # rping's pthread_exit loads libgcc_s at run time; ldd does not name it.

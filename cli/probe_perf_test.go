@@ -1,0 +1,296 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
+)
+
+// perfHost is cx5-roce with 192.168.10.1/24 on ens1f0np0 (mlx5_0, NUMA
+// node 0, "100 Gb/sec (4X EDR)"): its RoCE v2 GID is index 3.
+func perfHost(t *testing.T, mutate func(st *sim.State)) string {
+	t.Helper()
+	return simtest.Dir(t, "cx5-roce", func(st *sim.State) {
+		roceAddrs(st)
+		if mutate != nil {
+			mutate(st)
+		}
+	})
+}
+
+type perfResult struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason"`
+	Command string `json:"command"`
+	Passed  bool   `json:"passed"`
+	Perf    *struct {
+		Tool          string  `json:"tool"`
+		Device        string  `json:"device"`
+		Port          int     `json:"port"`
+		Netdev        string  `json:"netdev"`
+		LinkLayer     string  `json:"link_layer"`
+		GIDIndex      *int    `json:"gid_index"`
+		GID           string  `json:"gid"`
+		GIDType       string  `json:"gid_type"`
+		TrafficClass  *int    `json:"traffic_class"`
+		NUMANode      *int    `json:"numa_node"`
+		CPUs          string  `json:"cpus"`
+		PortRateGbps  float64 `json:"port_rate_gbps"`
+		BandwidthGbps float64 `json:"bandwidth_gbps"`
+		OutGbps       float64 `json:"out_gbps"`
+		InGbps        float64 `json:"in_gbps"`
+		SumGbps       float64 `json:"sum_gbps"`
+		FloorGbps     float64 `json:"floor_gbps"`
+		LatencyUs     float64 `json:"latency_us"`
+		CeilingUs     float64 `json:"ceiling_us"`
+		Checks        []struct {
+			Name   string `json:"name"`
+			Want   string `json:"want"`
+			Got    string `json:"got"`
+			Result string `json:"result"`
+		} `json:"checks"`
+	} `json:"perf"`
+}
+
+// perfProbe runs one probe (the YAML of its kind) on a simulated host and
+// returns rdmaform probe's exit code and result, checked against the
+// output schema.
+func perfProbe(t *testing.T, dir, probe string) (int, perfResult) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(f, []byte("version: 1\nprobes:\n  - name: p\n    "+probe+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "--sim", dir, "probe", "-f", f, "-o", "json")
+	loadSchemas(t).check(t, probe, "probe", out)
+	var doc struct{ Probes []perfResult }
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Probes) != 1 {
+		t.Fatalf("%s: %v\n%s%s", probe, err, out, errs)
+	}
+	return code, doc.Probes[0]
+}
+
+// TestPerfProbeGates: the floor and the ceiling at the limit and one past
+// it, as a share of the port's rate and in Gb/s, on the simulated fabric
+// (ib_write_bw moves 96.62 Gb/s of mlx5_0's 100 Gb/s, ib_write_lat 1.60
+// us); exit 0 when it passes, 2 when it fails.
+func TestPerfProbeGates(t *testing.T) {
+	dir := perfHost(t, nil)
+	cases := []struct {
+		probe  string
+		passed bool
+		reason string
+	}{
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 96.62%}", true, "96.62 Gb/s, floor 96.62 Gb/s (96.62% of 100 Gb/sec (4X EDR))"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 96.63%}", false, "96.62 Gb/s below the floor 96.63 Gb/s (96.63% of 100 Gb/sec (4X EDR))"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 96.62Gb/s}", true, "96.62 Gb/s, floor 96.62 Gb/s"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 96.63 Gb/s}", false, "96.62 Gb/s below the floor 96.63 Gb/s"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0}", true, "96.62 Gb/s"},
+		{"latency: {to: 192.168.10.2, device: mlx5_0, ceiling: 1600ns}", true, "1.60 us median, ceiling 1.6µs"},
+		{"latency: {to: 192.168.10.2, device: mlx5_0, ceiling: 1599ns}", false, "1.60 us median above the ceiling 1.599µs"},
+	}
+	for _, c := range cases {
+		code, r := perfProbe(t, dir, c.probe)
+		want := map[bool]int{true: 0, false: 2}[c.passed]
+		if code != want || r.Passed != c.passed || r.Reason != c.reason {
+			t.Errorf("%s: exit %d passed %v %q; want exit %d, %q", c.probe, code, r.Passed, r.Reason, want, c.reason)
+		}
+	}
+}
+
+// TestPerfProbeReport: what the result says was measured and against
+// what: the device's NUMA node and its CPUs (taskset), the GID perftest
+// used and its type from the GID table, the rate; a bidirectional run per
+// direction, the gated figure the lower one, the sum perftest's own.
+func TestPerfProbeReport(t *testing.T) {
+	dir := perfHost(t, func(st *sim.State) { st.Device("mlx5_1").NUMANode = 1 })
+	code, r := perfProbe(t, dir, "bandwidth: {to: 192.168.10.2, netdev: ens1f0np0, bidirectional: true, duration: 3s, qps: 4, size: 1048576}")
+	p := r.Perf
+	if code != 0 || p == nil {
+		t.Fatalf("exit %d: %+v", code, r)
+	}
+	if r.Command != "taskset -c 0-15 ib_write_bw -d mlx5_0 -i 1 -x 3 -s 1048576 -q 4 -D 3 -p 18515 --report_gbits -F -b --report-both 192.168.10.2" {
+		t.Errorf("command %q", r.Command)
+	}
+	if p.Device != "mlx5_0" || p.Port != 1 || p.Netdev != "ens1f0np0" || p.LinkLayer != "Ethernet" || p.GIDIndex == nil || *p.GIDIndex != 3 ||
+		p.GID != "::ffff:192.168.10.1" || p.GIDType != "RoCE v2" || p.NUMANode == nil || *p.NUMANode != 0 || p.CPUs != "0-15" || p.PortRateGbps != 100 {
+		t.Errorf("perf %+v", *p)
+	}
+	// perftest prints each figure to two decimals: the sum may be a
+	// hundredth off the two it adds.
+	if p.OutGbps <= 0 || p.InGbps <= 0 || math.Abs(p.SumGbps-(p.OutGbps+p.InGbps)) > 0.011 || p.BandwidthGbps != min(p.OutGbps, p.InGbps) {
+		t.Errorf("directions: out %g in %g sum %g gated %g", p.OutGbps, p.InGbps, p.SumGbps, p.BandwidthGbps)
+	}
+	// The second port's device is on node 1: CPUs 16-31; cpus: none runs
+	// it unpinned; a list as given.
+	for probe, want := range map[string]string{
+		"bandwidth: {to: 192.168.11.2, device: mlx5_1}":                                  "taskset -c 16-31 ib_write_bw -d mlx5_1 -i 1 -x 3 ",
+		"bandwidth: {to: 192.168.11.2, device: mlx5_1, cpus: none}":                      "ib_write_bw -d mlx5_1 ",
+		"bandwidth: {to: 192.168.11.2, device: mlx5_1, cpus: \"3\"}":                     "taskset -c 3 ib_write_bw ",
+		"latency: {to: 192.168.11.2, device: mlx5_1, rdma_cm: true, traffic_class: 106}": "taskset -c 16-31 ib_write_lat -d mlx5_1 -i 1 -s 2 -n 1000 -p 18515 -F -R --source_ip=192.168.11.1 -T 106 192.168.11.2",
+	} {
+		if code, r := perfProbe(t, dir, probe); code != 0 || !strings.HasPrefix(r.Command, want) {
+			t.Errorf("%s: exit %d, command %q, want %q...: %s", probe, code, r.Command, want, r.Reason)
+		}
+	}
+}
+
+// TestPerfProbeTransport: the run fails when perftest's report or the GID
+// table shows another transport than the probe expects: another link
+// layer, a RoCE v1 GID (index 2 holds the address's v1 GID); a traffic
+// class perftest reports (the TOS of an RDMA CM run) is checked, one it
+// cannot report is said to be unverified.
+func TestPerfProbeTransport(t *testing.T) {
+	dir := perfHost(t, nil)
+	cases := []struct {
+		probe, outcome, reason string
+	}{
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, link_layer: InfiniBand}", "failed", "96.62 Gb/s; link_layer is Ethernet, not InfiniBand"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, gid_index: 2}", "failed", "96.62 Gb/s; gid_type is IB/RoCE v1, not RoCE v2"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, rdma_cm: true, traffic_class: 106}", "passed", "96.62 Gb/s"},
+		{"bandwidth: {to: 192.168.10.2, device: mlx5_0, traffic_class: 106}", "passed", "96.62 Gb/s; traffic_class 106 unverified: not in perftest's report (--tclass without RDMA CM)"},
+	}
+	for _, c := range cases {
+		_, r := perfProbe(t, dir, c.probe)
+		if r.Outcome != c.outcome || r.Reason != c.reason {
+			t.Errorf("%s: %s %q; want %s %q", c.probe, r.Outcome, r.Reason, c.outcome, c.reason)
+		}
+	}
+	_, r := perfProbe(t, dir, "bandwidth: {to: 192.168.10.2, device: mlx5_0, rdma_cm: true, traffic_class: 106}")
+	var tc string
+	for _, c := range r.Perf.Checks {
+		if c.Name == "traffic_class" {
+			tc = c.Got + " " + c.Result
+		}
+	}
+	if tc != "106 ok" || r.Perf.TrafficClass == nil || *r.Perf.TrafficClass != 106 {
+		t.Errorf("RDMA CM's TOS: check %q, traffic_class %v", tc, r.Perf.TrafficClass)
+	}
+}
+
+// TestPerfProbeCannotRun: a missing perftest or taskset, a device or
+// netdev the host lacks, a port without a RoCE v2 GID for the peer's
+// subnet: outcome error, exit 1, nothing measured; a peer that does not
+// answer: failed, exit 2, naming it.
+func TestPerfProbeCannotRun(t *testing.T) {
+	dir := perfHost(t, func(st *sim.State) { st.Netdev("ens1f1np1").Addrs = nil })
+	noTools := perfHost(t, func(st *sim.State) {
+		var keep []string
+		for _, x := range st.Tools {
+			if x != "ib_write_bw" && x != "taskset" {
+				keep = append(keep, x)
+			}
+		}
+		st.Tools = keep
+	})
+	noTaskset := perfHost(t, func(st *sim.State) {
+		var keep []string
+		for _, x := range st.Tools {
+			if x != "taskset" {
+				keep = append(keep, x)
+			}
+		}
+		st.Tools = keep
+	})
+	cases := []struct {
+		dir, probe string
+		code       int
+		reason     string
+	}{
+		{noTools, "bandwidth: {to: 192.168.10.2, device: mlx5_0, cpus: none}", 1, "ib_write_bw is not installed (Debian/Ubuntu: apt-get install perftest; RHEL: dnf install perftest)"},
+		{noTaskset, "bandwidth: {to: 192.168.10.2, device: mlx5_0}", 1, "taskset is not installed (Debian/Ubuntu: apt-get install util-linux; RHEL: dnf install util-linux-core)"},
+		{dir, "bandwidth: {to: 192.168.10.2, device: mlx5_7}", 1, "no RDMA device mlx5_7 on this host (devices: mlx5_0, mlx5_1)"},
+		{dir, "bandwidth: {to: 192.168.10.2, netdev: eno1}", 1, "no RDMA port carries netdev eno1 (netdevs on RDMA ports: ens1f0np0, ens1f1np1)"},
+		{dir, "latency: {to: 192.168.11.2, device: mlx5_1}", 1, "mlx5_1 port 1 has no RoCE v2 GID with an IPv4 address; give gid_index"},
+		{dir, "bandwidth: {to: 192.168.11.2, device: mlx5_0, gid_index: 3}", 2, "192.168.11.2: Couldn't connect to 192.168.11.2:18515"},
+	}
+	for _, c := range cases {
+		code, r := perfProbe(t, c.dir, c.probe)
+		if code != c.code || r.Reason != c.reason {
+			t.Errorf("%s: exit %d %q; want %d %q", c.probe, code, r.Reason, c.code, c.reason)
+		}
+	}
+}
+
+// TestPerfProbeSlowFault: sim fault --slow halves what the runs measure
+// (to the peer it names, or to all), and the floor catches it; --times
+// limits it; the fault's bounds at the limit and one past.
+func TestPerfProbeSlowFault(t *testing.T) {
+	dir := perfHost(t, nil)
+	probe := "bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 90%}"
+	if code, out, errs := runCLI(t, "sim", "fault", dir, "--slow", "0.5", "--match", "192.168.10.2", "--times", "1"); code != 0 {
+		t.Fatalf("sim fault: %d %s%s", code, out, errs)
+	}
+	if code, r := perfProbe(t, dir, probe); code != 2 || r.Perf.BandwidthGbps != 48.31 || !strings.Contains(r.Reason, "below the floor 90.00 Gb/s") {
+		t.Errorf("slowed: exit %d %g %q", code, r.Perf.BandwidthGbps, r.Reason)
+	}
+	if code, r := perfProbe(t, dir, probe); code != 0 || r.Perf.BandwidthGbps != 96.62 {
+		t.Errorf("after --times 1: exit %d %g %q", code, r.Perf.BandwidthGbps, r.Reason)
+	}
+	// Matching another peer leaves this one alone; a latency probe to the
+	// slowed peer takes twice as long.
+	runCLI(t, "sim", "fault", dir, "--slow", "0.5", "--match", "192.168.10.3")
+	if code, r := perfProbe(t, dir, probe); code != 0 {
+		t.Errorf("another peer slowed: exit %d %q", code, r.Reason)
+	}
+	runCLI(t, "sim", "fault", dir, "--slow", "0.5")
+	if _, r := perfProbe(t, dir, "latency: {to: 192.168.10.2, device: mlx5_0}"); r.Perf.LatencyUs != 3.2 {
+		t.Errorf("slowed latency %g", r.Perf.LatencyUs)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--slow", "0.999"}, 0},
+		{[]string{"--slow", "1"}, 1},
+		{[]string{"--slow", "0.001"}, 0},
+		{[]string{"--slow", "-0.1"}, 1},
+		{[]string{"--slow", "0.5", "--match", "node2"}, 1},
+		{[]string{"--slow", "0.5", "--exit", "3"}, 1},
+	} {
+		if code, out, errs := runCLI(t, append([]string{"sim", "fault", dir}, c.args...)...); code != c.code {
+			t.Errorf("sim fault %v: exit %d, want %d\n%s%s", c.args, code, c.code, out, errs)
+		}
+	}
+}
+
+// TestPerfProbeServe: probe serve starts, for a probe whose address is
+// this host's, the perftest server with this host's device, GID and
+// NUMA CPUs and the probe's settings; a host the probe does not target
+// serves nothing.
+func TestPerfProbeServe(t *testing.T) {
+	dir := perfHost(t, nil)
+	f := filepath.Join(t.TempDir(), "p.yaml")
+	spec := `version: 1
+probes:
+  - name: bw
+    bandwidth: {to: 192.168.10.1, device: mlx5_7, bidirectional: true, rdma_cm: true, traffic_class: 106, tcp_port: 20000}
+  - name: lat
+    latency: {to: 192.168.11.1, netdev: ens9, tcp_port: 20001}
+  - name: elsewhere
+    bandwidth: {to: 192.168.10.9, device: mlx5_0}
+`
+	if err := os.WriteFile(f, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "--sim", dir, "probe", "serve", "-f", f, "--for", "1s")
+	for _, want := range []string{
+		"serving bw for 1s: taskset -c 0-15 ib_write_bw -d mlx5_0 -i 1 -s 65536 -q 1 -D 5 -p 20000 --report_gbits -F -b --report-both -R -T 106\n",
+		"serving lat for 1s: taskset -c 0-15 ib_write_lat -d mlx5_1 -i 1 -x 3 -s 2 -n 1000 -p 20001 -F\n",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("probe serve does not say %q:\n%s", want, errs)
+		}
+	}
+	if code != 0 || strings.Contains(errs, "elsewhere") {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+}
