@@ -23,9 +23,11 @@ const fabricSlow = "0.5"
 // fabricTiming is a run's time slot and start delay for n hosts: the
 // slot holds a round's n/2 clients and n/2 servers starting at once on
 // this machine (two CPUs, shared), the delay Ansible's start of the
-// pairs task on every host.
+// pairs task on every host. At 200 hosts, with the machine's load
+// average near 80, that start took 13 minutes: a delay of 120 s left
+// 10,204 of the 19,900 pairs too late to measure.
 func fabricTiming(n int) (slot, delay int) {
-	return 4 + n/50, 20 + n/2
+	return 4 + n/50, 20 + 4*n
 }
 
 // newFabricFleet is n simulated hosts (cx6-vpi-ib), each with its probe
