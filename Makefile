@@ -103,8 +103,8 @@ test: ## every test (real NetworkManager, netns, systemd when root; TEST_TIMEOUT
 	$(MAKE) kernel-test
 
 .PHONY: fleet-test
-fleet-test: ## the rollout role on FLEET_HOSTS (200) simulated hosts under ansible-core, without and with a rollout policy (TestRolloutWaves, TestRolloutPolicy; make test runs them on 16)
-	RDMAFORM_ROLLOUT_HOSTS=$(FLEET_HOSTS) $(GO) test -count=1 -timeout $(FLEET_TIMEOUT) -run '^(TestRolloutWaves|TestRolloutPolicy)$$' ./ansible
+fleet-test: ## the rollout role and the fabric test role on FLEET_HOSTS (200) simulated hosts under ansible-core, the rollout without and with a policy (TestRolloutWaves, TestRolloutPolicy, TestFabricTestRole; make test runs them on 16, 16 and 8)
+	RDMAFORM_ROLLOUT_HOSTS=$(FLEET_HOSTS) RDMAFORM_FABRIC_HOSTS=$(FLEET_HOSTS) $(GO) test -count=1 -timeout $(FLEET_TIMEOUT) -run '^(TestRolloutWaves|TestRolloutPolicy|TestFabricTestRole)$$' ./ansible
 
 kernel-test: ## boot Debian's kernel under QEMU with Soft-RoCE and run the guest tests (internal/testlab/kernlab)
 	bash internal/testlab/kernlab/run.sh

@@ -63,7 +63,7 @@ func InstallCollection(src, dst, module string) error {
 		return fmt.Errorf("the collection has no build for %s", runtime.GOARCH)
 	}
 	root := filepath.Join(dst, "ansible_collections", "rdmaform", "rdma")
-	files := []string{"galaxy.yml", "meta/runtime.yml", "plugins/action/rdmaform.py", "plugins/strategy/fleet.py", "plugins/modules/rdmaform.py", "plugins/modules/drain.py"}
+	files := []string{"galaxy.yml", "meta/runtime.yml", "plugins/action/rdmaform.py", "plugins/strategy/fleet.py", "plugins/modules/rdmaform.py", "plugins/modules/drain.py", "plugins/modules/fabric_pairs.py"}
 	if err := filepath.WalkDir(filepath.Join(src, "roles"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			rel, rerr := filepath.Rel(src, p)

@@ -209,7 +209,7 @@ would change, apply changes it and proves it by planning again.
 	root.PersistentFlags().StringVar(&a.simDir, "sim", "", "run against the simulated host in `DIR`")
 	root.MarkFlagsMutuallyExclusive("root", "sim")
 	root.AddCommand(a.validateCmd(), a.confirmCmd(), a.planCmd(), a.applyCmd(), a.showCmd(), a.auditCmd(), a.lintCmd(), a.probeCmd(), a.showPlanCmd(), a.rollbackCmd(), a.simCmd(), a.statusCmd(), a.versionCmd(), a.wavesCmd(), a.factsCmd())
-	root.AddCommand(a.activateCmd(), a.fabricTestCmd(), a.firmwareSummaryCmd())
+	root.AddCommand(a.activateCmd(), a.fabricTestCmd(), a.firmwareSummaryCmd(), a.healthCmd())
 	root.SetHelpTemplate(root.HelpTemplate())
 	return root
 }

@@ -111,6 +111,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 		{"fabric-test schedule", "fabric-test schedule", []string{"fabric-test", "schedule", "-o", "json", "--inventory", inv}, "errors", "errors", &pos{inv, 3, 19}},
 		{"fabric-test report", "fabric-test report", []string{"fabric-test", "report", "-o", "json", "--inventory", okInv, "--results", stranger}, "errors", "errors", &pos{stranger, 2, 13}},
 		{"fabric-test retest", "fabric-test retest", []string{"fabric-test", "retest", "-o", "json", "--inventory", okInv, "--results", badResults}, "errors", "errors", &pos{badResults, 1, 38}},
+		{"health", "health", []string{"--sim", roce, "health", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},
 		{"show-plan", "show-plan", []string{"show-plan", "-o", "json", cut}, "errors", "errors", &pos{cut, 2, 21}},
 		// facts, show and version read no file the user names: their
 		// errors have a message alone.
@@ -133,7 +134,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 				need.File(t, firmware.ParamDBPath, "apt-get install mstflint")
 			}
 			exit := 1
-			if c.cmd == "fabric-test report" {
+			if c.cmd == "fabric-test report" || c.cmd == "health" {
 				exit = 3 // Nagios's UNKNOWN
 			}
 			doc := s.check(t, strings.Join(c.args, " "), c.def, runJSON(t, "", exit, c.args...))
