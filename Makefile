@@ -205,7 +205,10 @@ BENCHFLAGS ?=
 bench: build ansible ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources, a 1,000-host rollout vs serial:)
 	$(GO) run ./bench/cmd/rdmaform-bench -rdmaform $(BIN) $(BENCHFLAGS)
 
-.PHONY: manifests agent
+.PHONY: manifests agent image
+
+image: agent build ## the agent's OCI image, dist/rdmaform-agent_VERSION_ARCH.oci.tar, with its SPDX package list and digest (mmdebstrap, umoci; root)
+	packaging/image/build $(VERSION) $(NATIVE) dist
 
 agent: ## static bin/linux_{amd64,arm64}/rdmaform-agent, the Kubernetes node agent (docs/guides/kubernetes.md)
 	$(foreach a,$(ARCHES),$(call gobuild,$(a),$(SBINDIR),bin/linux_$(a)/rdmaform-agent,./cmd/rdmaform-agent) &&) true
