@@ -1,11 +1,7 @@
 package gpudriver
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path"
 	"sort"
 	"time"
 
@@ -37,16 +33,9 @@ type Ledger struct {
 
 // ReadLedger reads the ledger (empty when the file does not exist).
 func ReadLedger(f host.FS) (*Ledger, error) {
-	data, err := host.ReadStateFile(f, LedgerPath, host.MaxStateFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &Ledger{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-	}
 	l := &Ledger{}
-	if err := json.Unmarshal(data, l); err != nil {
-		return nil, fmt.Errorf("staged ledger %s: not a ledger rdmaform wrote (%v); move it away to start a new one", LedgerPath, err)
+	if _, err := host.ReadLedger(f, LedgerPath, l); err != nil {
+		return nil, err
 	}
 	for i, e := range l.Entries {
 		if e.Param == "" || e.BootID == "" {
@@ -69,26 +58,11 @@ func (l *Ledger) Find(param string, value int) *LedgerEntry {
 	return nil
 }
 
-// writeLedger writes the ledger (0600), or removes it when empty.
+// writeLedger writes the ledger (0600), or removes the file when it is
+// empty.
 func writeLedger(f host.FS, l *Ledger) error {
-	if len(l.Entries) == 0 {
-		if err := f.Remove(LedgerPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-		}
-		return nil
-	}
 	sort.SliceStable(l.Entries, func(i, j int) bool { return l.Entries[i].Param < l.Entries[j].Param })
-	data, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := f.MkdirAll(path.Dir(LedgerPath), 0o755); err != nil {
-		return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-	}
-	if err := f.WriteFile(LedgerPath, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-	}
-	return nil
+	return host.WriteLedger(f, LedgerPath, l, len(l.Entries) == 0)
 }
 
 // DidNotTake says why a parameter is an activation failure and what to do.

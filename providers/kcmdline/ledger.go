@@ -1,11 +1,9 @@
 package kcmdline
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"time"
 
@@ -42,16 +40,9 @@ type Ledger struct {
 
 // ReadLedger reads the ledger (empty when the file does not exist).
 func ReadLedger(f host.FS) (*Ledger, error) {
-	data, err := host.ReadStateFile(f, LedgerPath, host.MaxStateFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &Ledger{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-	}
 	l := &Ledger{}
-	if err := json.Unmarshal(data, l); err != nil {
-		return nil, fmt.Errorf("staged ledger %s: not a ledger rdmaform wrote (%v); move it away to start a new one", LedgerPath, err)
+	if _, err := host.ReadLedger(f, LedgerPath, l); err != nil {
+		return nil, err
 	}
 	for i, e := range l.Entries {
 		if e.Arg == "" || e.BootID == "" {
@@ -74,27 +65,11 @@ func (l *Ledger) Find(arg string, absent bool) *LedgerEntry {
 	return nil
 }
 
-// writeLedger writes the ledger (0600, atomically), or removes the file
-// when it is empty.
+// writeLedger writes the ledger (0600), or removes the file when it is
+// empty.
 func writeLedger(f host.FS, l *Ledger) error {
-	if len(l.Entries) == 0 {
-		if err := f.Remove(LedgerPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-		}
-		return nil
-	}
 	sort.SliceStable(l.Entries, func(i, j int) bool { return l.Entries[i].Arg < l.Entries[j].Arg })
-	data, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := f.MkdirAll(path.Dir(LedgerPath), 0o755); err != nil {
-		return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-	}
-	if err := f.WriteFile(LedgerPath, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("staged ledger %s: %w", LedgerPath, err)
-	}
-	return nil
+	return host.WriteLedger(f, LedgerPath, l, len(l.Entries) == 0)
 }
 
 // DidNotTake says why an argument is an activation failure and what to do.
