@@ -52,11 +52,13 @@ unlisted; 3: only pending activations; 1: a report that cannot be read
 					return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: more than %d bytes; not an audit report", f, host.MaxLocalFile)}
 				}
 				r := &audit.Report{}
+				// A report that is not one: an error at the position where
+				// its JSON stops, else of the file as a whole.
 				if err := json.Unmarshal(data, r); err != nil {
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: not an audit report (rdmaform audit -o json): %v", f, err)}
+					return &exitError{code: plan.ExitError, err: fileFinding(f, data, fmt.Errorf("not an audit report (rdmaform audit -o json): %w", err))}
 				}
 				if r.FormatVersion != audit.FormatVersion {
-					return &exitError{code: plan.ExitError, err: fmt.Errorf("%s: audit report format_version %d; this rdmaform reads %d", f, r.FormatVersion, audit.FormatVersion)}
+					return &exitError{code: plan.ExitError, err: fileFinding(f, data, fmt.Errorf("audit report format_version %d; this rdmaform reads %d", r.FormatVersion, audit.FormatVersion))}
 				}
 				// The cards alone are kept: a fleet's reports need not fit
 				// in memory at once.

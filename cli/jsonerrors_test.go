@@ -79,6 +79,8 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 	// hosts at 2:13; a results file with a key it does not have, at 1:38.
 	stranger := write("stranger.json", "{\"format_version\": 1, \"results\": [\n  {\"hosts\": [\"node1\", \"z\"], \"bandwidth_gbps\": 1, \"latency_us\": 1}]}\n")
 	badResults := write("bad-results.json", `{"format_version": 1, "results": [], "x": 1}`)
+	// An audit report whose JSON stops at 2:10 (firmware-summary).
+	notReport := write("not-report.json", "{\"format_version\": 1,\n \"host\": }\n")
 	// A saved plan cut short: the JSON stops after 2:20.
 	cut := write("cut.plan", "{\"kind\": \"rdmaform-plan\",\n \"format_version\": 1,\n")
 
@@ -112,6 +114,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 		{"fabric-test report", "fabric-test report", []string{"fabric-test", "report", "-o", "json", "--inventory", okInv, "--results", stranger}, "errors", "errors", &pos{stranger, 2, 13}},
 		{"fabric-test retest", "fabric-test retest", []string{"fabric-test", "retest", "-o", "json", "--inventory", okInv, "--results", badResults}, "errors", "errors", &pos{badResults, 1, 38}},
 		{"health", "health", []string{"--sim", roce, "health", "-o", "json", "-f", bad}, "errors", "errors", &pos{bad, 6, 22}},
+		{"firmware-summary", "firmware-summary", []string{"firmware-summary", "-o", "json", notReport}, "errors", "errors", &pos{notReport, 2, 10}},
 		{"show-plan", "show-plan", []string{"show-plan", "-o", "json", cut}, "errors", "errors", &pos{cut, 2, 21}},
 		// facts, show and version read no file the user names: their
 		// errors have a message alone.
@@ -153,7 +156,7 @@ func TestJSONErrorShapeEveryCommand(t *testing.T) {
 				m := e.(map[string]any)
 				msg, _ := m["message"].(string)
 				// The position is the source's, never the message's.
-				for _, f := range []string{bad, absent, param, inv, waivers, cut, notPlan, stranger, badResults} {
+				for _, f := range []string{bad, absent, param, inv, waivers, cut, notPlan, stranger, badResults, notReport} {
 					if strings.Contains(msg, f+":") {
 						t.Errorf("the message carries a position: %q", msg)
 					}
