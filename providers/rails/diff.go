@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/rdmaform/rdmaform/crosscheck"
 	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/schema"
@@ -16,19 +15,16 @@ const (
 	attrRoutes = "routes"
 )
 
-// Plan implements plan.TypedProvider: the spec's interfaces that share a
-// subnet with neither the ARP settings nor a rail table are findings (as
-// lint finds them); then one change per rail whose table's rules or
-// routes differ from what it wants.
+// Plan implements plan.TypedProvider: one change per rail whose table's
+// rules or routes differ from what it wants. Interfaces that share a
+// subnet with neither the ARP settings nor a rail table are lint's
+// finding (crosscheck.SharedSubnets), not plan's: two netdevs of one
+// subnet are common outside RDMA, and plan refusing them would stop specs
+// that converged before rails existed.
 func (p *Provider) Plan(req *plan.Request, obs *Observed, _ *plan.Facts) plan.Proposal {
 	var prop plan.Proposal
 	for i, r := range req.Spec.Rails {
 		prop.Managed = append(prop.Managed, plan.Managed{Address: Address(r.Interface), Path: schema.Path("rails", i)})
-	}
-	for _, f := range crosscheck.SharedSubnets(req.Spec) {
-		if !f.Warning {
-			prop.Errors = append(prop.Errors, req.Finding(f.Path, "%s", f.Message))
-		}
 	}
 	if len(req.Spec.Rails) == 0 {
 		return prop
