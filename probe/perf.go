@@ -367,21 +367,9 @@ func runPerf(ctx context.Context, h *host.Host, inv *inventory.Inventory, p *sch
 	if s.TrafficClass != nil {
 		before = readPrioCounters(ctx, h, pp.netdev)
 	}
-	res, err := h.Runner.Run(ctx, host.Cmd{Args: pp.args, Timeout: s.Timeout})
+	res, xe, err := runTool(ctx, h, tool, pp.args, s.Timeout)
 	r.Command = host.Cmd{Args: pp.args}.String()
-	timedOut := false
-	var xe *host.ExitError
-	if errors.As(err, &xe) {
-		switch {
-		case errors.Is(xe.Err, host.ErrNotFound):
-			return cannot(missing(tool))
-		case errors.Is(xe.Err, host.ErrTimeout):
-			timedOut = true
-		case xe.Err != nil:
-			return cannot(xe)
-		}
-		res = host.Result{Stdout: xe.Stdout, Stderr: xe.Stderr}
-	} else if err != nil {
+	if err != nil {
 		return cannot(err)
 	}
 	rep := parsePerftest(string(res.Stdout), string(res.Stderr))
@@ -389,7 +377,7 @@ func runPerf(ctx context.Context, h *host.Host, inv *inventory.Inventory, p *sch
 		return cannot(fmt.Errorf("%s: %s", s.Tool, rep.cannot))
 	}
 	switch {
-	case timedOut:
+	case timedOut(xe):
 		r.Reason = fmt.Sprintf("%s did not finish within %s", s.Tool, s.Timeout)
 		if rep.problem != "" {
 			r.Reason += ": " + rep.problem

@@ -90,6 +90,31 @@ func (e *ToolError) Error() string { return fmt.Sprintf("probe %s: %v", e.Probe,
 func (e *ToolError) Unwrap() error { return e.Err }
 
 // missing names the packages of a tool that is not installed.
+// runTool runs a probe's tool: its output, also of a run that exited
+// non-zero or ran out of time (then the *host.ExitError too: timedOut
+// tells which), or why it could not run (the tool is missing; it did not
+// start, or the run was interrupted).
+func runTool(ctx context.Context, h *host.Host, tool Tool, args []string, timeout time.Duration) (host.Result, *host.ExitError, error) {
+	res, err := h.Runner.Run(ctx, host.Cmd{Args: args, Timeout: timeout})
+	var xe *host.ExitError
+	switch {
+	case errors.As(err, &xe):
+		switch {
+		case errors.Is(xe.Err, host.ErrNotFound):
+			return host.Result{}, nil, missing(tool)
+		case xe.Err != nil && !timedOut(xe):
+			return host.Result{}, nil, xe
+		}
+		return host.Result{Stdout: xe.Stdout, Stderr: xe.Stderr}, xe, nil
+	case err != nil:
+		return host.Result{}, nil, err
+	}
+	return res, nil, nil
+}
+
+// timedOut says whether a run ended because its time was up.
+func timedOut(xe *host.ExitError) bool { return xe != nil && errors.Is(xe.Err, host.ErrTimeout) }
+
 func missing(t Tool) error {
 	return fmt.Errorf("%s is not installed (Debian/Ubuntu: apt-get install %s; RHEL: dnf install %s)", t.Program, t.Debian, t.RHEL)
 }
@@ -153,22 +178,9 @@ func runOne(ctx context.Context, h *host.Host, inv *inventory.Inventory, p *sche
 		return cannot(missing(tool))
 	}
 	start := time.Now()
-	res, err := h.Runner.Run(ctx, host.Cmd{Args: args, Timeout: runTimeout(p)})
+	res, xe, err := runTool(ctx, h, tool, args, runTimeout(p))
 	wall := time.Since(start)
-	timedOut := false
-	var xe *host.ExitError
-	if errors.As(err, &xe) {
-		switch {
-		case errors.Is(xe.Err, host.ErrNotFound):
-			return cannot(missing(tool))
-		case errors.Is(xe.Err, host.ErrTimeout):
-			timedOut = true
-		case xe.Err != nil:
-			// It did not start, or the run was interrupted.
-			return cannot(xe)
-		}
-		res = host.Result{Stdout: xe.Stdout, Stderr: xe.Stderr}
-	} else if err != nil {
+	if err != nil {
 		return cannot(err)
 	}
 	r.Command = host.Cmd{Args: args}.String()
@@ -182,12 +194,12 @@ func runOne(ctx context.Context, h *host.Host, inv *inventory.Inventory, p *sche
 	}
 	answered := fmt.Sprintf("%d/%d answered by %s", o.replies, p.Count(), r.Target)
 	switch {
-	case err == nil && o.replies >= p.Count():
+	case xe == nil && o.replies >= p.Count():
 		r.Passed, r.Outcome = true, OutcomePassed
 		r.Reason = answered
-	case timedOut && o.replies == 0:
+	case timedOut(xe) && o.replies == 0:
 		r.Reason = fmt.Sprintf("no answer from %s within %s", r.Target, p.Timeout())
-	case timedOut:
+	case timedOut(xe):
 		r.Reason = fmt.Sprintf("%s within %s", answered, p.Timeout())
 	case o.problem != "":
 		r.Reason = fmt.Sprintf("%s: %s", r.Target, o.problem)
