@@ -5,7 +5,6 @@ import (
 	"math"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rdmaform/rdmaform/linklayer"
@@ -188,30 +187,15 @@ func ParseCeiling(s string) (time.Duration, error) {
 	return d, nil
 }
 
-var cpuListRE = regexp.MustCompile(`^[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*$`)
-
 // CheckCPUList says what is wrong with a cpus value (numa, none, or a
-// list such as 0-7,16), or "" when it is fine.
+// CPU list such as 0-7,16, read as ParseCPUList reads one), or "" when
+// it is fine.
 func CheckCPUList(s string) string {
 	if s == "numa" || s == "none" {
 		return ""
 	}
-	if !cpuListRE.MatchString(s) {
-		return fmt.Sprintf("%q is not numa, none or a CPU list such as 0-7,16", truncate(s))
-	}
-	for _, r := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(r, "-")
-		a, _ := strconv.Atoi(lo)
-		b := a
-		if isRange {
-			b, _ = strconv.Atoi(hi)
-		}
-		switch {
-		case a > MaxCPU || b > MaxCPU:
-			return fmt.Sprintf("CPU %s in %q is above the maximum %d", r, truncate(s), MaxCPU)
-		case b < a:
-			return fmt.Sprintf("range %s in %q runs backwards", r, truncate(s))
-		}
+	if _, err := ParseCPUList(s); err != nil {
+		return fmt.Sprintf("%q is not numa, none or a CPU list such as 0-7,16: %v", truncate(s), err)
 	}
 	return ""
 }
