@@ -25,7 +25,11 @@ func TestMetricFamilies(t *testing.T) {
 			{Resource: "port[mlx5_0/1]", Check: audit.CheckState, Status: audit.Waived},
 		},
 		ActivationFailures: []plan.ActivationFailure{{Address: plan.Address{Kind: "firmware", Key: "0000:3b:00.0"}, Attribute: "LINK_TYPE_P1"}},
-		Probes:             []probe.Result{{Name: "peer", Kind: "ping", Target: "192.0.2.2", Passed: true, Outcome: probe.OutcomePassed, RTTms: 0.1}},
+		Probes: []probe.Result{
+			{Name: "peer", Kind: "ping", Target: "192.0.2.2", Passed: true, Outcome: probe.OutcomePassed, RTTms: 0.1},
+			{Name: "bw", Kind: "bandwidth", Target: "192.0.2.2", Outcome: probe.OutcomeFailed, Perf: &probe.Perf{BandwidthGbps: 96.62, FloorGbps: 97}},
+			{Name: "lat", Kind: "latency", Target: "192.0.2.2", Passed: true, Outcome: probe.OutcomePassed, Perf: &probe.Perf{LatencyUs: 1.6, CeilingUs: 5}},
+		},
 	}
 	text := audit.Prometheus(r)
 	for _, p := range promcheck.Families(text, audit.MetricFamilies) {

@@ -227,8 +227,12 @@ var (
 	MetricHealth           = Metric{Name: "rdmaform_health", Type: "gauge", Help: "Whether a health check fails (0) or not (1): a waived failure and a check that holds after the pending reboot are 1.", Labels: []string{"resource", "check"}}
 	MetricWaived           = Metric{Name: "rdmaform_waived", Type: "gauge", Help: "Checks a current waiver covers (1).", Labels: []string{"resource", "check"}}
 	MetricActivationFailed = Metric{Name: "rdmaform_activation_failed", Type: "gauge", Help: "Firmware values rdmaform staged that a reboot did not make current (1): power-cycle, or reset the firmware.", Labels: []string{"resource", "parameter"}}
-	MetricProbeSuccess     = Metric{Name: "rdmaform_probe_success", Type: "gauge", Help: "Whether a connectivity probe of the spec passed (1) or failed (0).", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has probes; a probe that could not run has no series (it is an audit error)"}
-	MetricProbeRTT         = Metric{Name: "rdmaform_probe_rtt_seconds", Type: "gauge", Help: "Average round trip of a passed probe, in seconds.", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has probes; passed probes only"}
+	MetricProbeSuccess     = Metric{Name: "rdmaform_probe_success", Type: "gauge", Help: "Whether a probe of the spec passed (1) or failed (0).", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has probes; a probe that could not run has no series (it is an audit error)"}
+	MetricProbeRTT         = Metric{Name: "rdmaform_probe_rtt_seconds", Type: "gauge", Help: "Average round trip of a passed connectivity probe, in seconds.", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has connectivity probes; passed probes only"}
+	MetricProbeBandwidth   = Metric{Name: "rdmaform_probe_bandwidth_bits_per_second", Type: "gauge", Help: "What a bandwidth probe measured, in bits per second: one direction, the lower of the two when bidirectional (perftest's own bidirectional figure is their sum).", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has bandwidth probes; failed probes too (their figure is below the floor)"}
+	MetricProbeFloor       = Metric{Name: "rdmaform_probe_bandwidth_floor_bits_per_second", Type: "gauge", Help: "A bandwidth probe's floor, in bits per second (a share of the port's rate, or the figure the spec gives).", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has bandwidth probes with a floor"}
+	MetricProbeLatency     = Metric{Name: "rdmaform_probe_latency_seconds", Type: "gauge", Help: "What a latency probe measured, in seconds: perftest's typical (median) latency.", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has latency probes; failed probes too (their figure is above the ceiling)"}
+	MetricProbeCeiling     = Metric{Name: "rdmaform_probe_latency_ceiling_seconds", Type: "gauge", Help: "A latency probe's ceiling, in seconds.", Labels: []string{"name", "kind", "target"}, Note: "only with audit --probes and a spec that has latency probes with a ceiling"}
 	MetricAuditErrors      = Metric{Name: "rdmaform_audit_errors", Type: "gauge", Help: "Parts of the host the audit could not read (a failed tool or service)."}
 	MetricLastRun          = Metric{Name: "rdmaform_last_run_timestamp_seconds", Type: "gauge", Help: "When the audit ran, in seconds since the epoch."}
 	MetricAuditTimestamp   = Metric{Name: "rdmaform_audit_timestamp_seconds", Type: "gauge", Help: "When the audit ran (the first name of rdmaform_last_run_timestamp_seconds)."}
@@ -236,7 +240,7 @@ var (
 
 // MetricFamilies are the families Prometheus writes, in its order.
 var MetricFamilies = []Metric{MetricBuildInfo, MetricDrift, MetricPendingReboot, MetricHealth, MetricWaived, MetricActivationFailed,
-	MetricProbeSuccess, MetricProbeRTT, MetricAuditErrors, MetricLastRun, MetricAuditTimestamp}
+	MetricProbeSuccess, MetricProbeRTT, MetricProbeBandwidth, MetricProbeFloor, MetricProbeLatency, MetricProbeCeiling, MetricAuditErrors, MetricLastRun, MetricAuditTimestamp}
 
 // Prometheus renders the report in the Prometheus text exposition format,
 // for node_exporter's textfile collector (MetricFamilies). Gauges show
@@ -321,12 +325,34 @@ func Prometheus(r *Report) string {
 				fmt.Fprintf(&b, "rdmaform_probe_success{name=\"%s\",kind=\"%s\",target=\"%s\"} %d\n", escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), map[bool]int{true: 1}[p.Passed])
 			}
 		}
+		// A bandwidth or latency probe has no round trip: its figures
+		// are families of their own, failed runs included (the figure
+		// says how far below the floor a host is).
+		perf := func(m Metric, value func(*probe.Perf) float64) {
+			var lines []string
+			for _, p := range r.Probes {
+				if p.Outcome == probe.OutcomeError || p.Perf == nil || value(p.Perf) <= 0 {
+					continue
+				}
+				lines = append(lines, fmt.Sprintf("%s{name=\"%s\",kind=\"%s\",target=\"%s\"} %.10g\n", m.Name, escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), value(p.Perf)))
+			}
+			if len(lines) > 0 {
+				b.WriteString(m.Header())
+				b.WriteString(strings.Join(lines, ""))
+			}
+		}
 		b.WriteString(MetricProbeRTT.Header())
 		for _, p := range r.Probes {
-			if p.Passed {
+			if p.Passed && p.Perf == nil {
 				fmt.Fprintf(&b, "rdmaform_probe_rtt_seconds{name=\"%s\",kind=\"%s\",target=\"%s\"} %g\n", escapeLabel(p.Name), p.Kind, escapeLabel(p.Target), p.RTTms/1000)
 			}
 		}
+		// Base units, printed to 10 significant digits (the conversion's
+		// rounding would print 1.6 µs as 1.6000000000000001e-06).
+		perf(MetricProbeBandwidth, func(p *probe.Perf) float64 { return p.BandwidthGbps * 1e9 })
+		perf(MetricProbeFloor, func(p *probe.Perf) float64 { return p.FloorGbps * 1e9 })
+		perf(MetricProbeLatency, func(p *probe.Perf) float64 { return p.LatencyUs / 1e6 })
+		perf(MetricProbeCeiling, func(p *probe.Perf) float64 { return p.CeilingUs / 1e6 })
 	}
 	fmt.Fprintf(&b, "%srdmaform_audit_errors %d\n", MetricAuditErrors.Header(), len(r.Errors))
 	fmt.Fprintf(&b, "%srdmaform_last_run_timestamp_seconds %d\n", MetricLastRun.Header(), r.Time.Unix())

@@ -137,7 +137,7 @@ that could not be read); 2 drift, a failed health check or a finding;
 	cmd.Flags().StringVar(&format, "format", "", "deprecated: the old name of -o/--output")
 	cmd.Flags().StringVar(&reportFile, "report-file", "", "write the report to `FILE` atomically (temporary file, rename) instead of stdout")
 	cmd.Flags().StringVar(&waiverFile, "waivers", "", "known exceptions, YAML `FILE`")
-	cmd.Flags().BoolVar(&probes, "probes", false, "run the spec's connectivity probes too (one check per probe; rdmaform_probe_success and rdmaform_probe_rtt_seconds in prometheus)")
+	cmd.Flags().BoolVar(&probes, "probes", false, "run the spec's probes too (one check per probe; rdmaform_probe_success, rdmaform_probe_rtt_seconds and the bandwidth and latency figures in prometheus)")
 	a.hostFlags(cmd)
 	return cmd
 }

@@ -344,7 +344,9 @@ func TestPerfProbePriorityCounters(t *testing.T) {
 }
 
 // TestPerfProbeAudit: audit --probes reports a bandwidth probe as one
-// check whose message is its figures (no round trip: it has none).
+// check whose message is its figures (no round trip: it has none), and
+// its Prometheus output has the measured figures beside their floors
+// and ceilings.
 func TestPerfProbeAudit(t *testing.T) {
 	dir := perfHost(t, nil)
 	f := filepath.Join(t.TempDir(), "p.yaml")
@@ -354,5 +356,34 @@ func TestPerfProbeAudit(t *testing.T) {
 	code, out, errs := runCLI(t, "--sim", dir, "audit", "-f", f, "--probes", "-o", "json")
 	if !strings.Contains(out, `"message": "96.62 Gb/s, floor 90 Gb/s (90% of 100 Gb/sec (4X EDR))"`) || strings.Contains(out, "0.000 ms") {
 		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+
+	// Prometheus: the figures, floors and ceilings in base units, a
+	// failed probe's figure too; no round trip for a probe that has none.
+	if err := os.WriteFile(f, []byte("version: 1\nprobes:\n"+
+		"  - name: bw\n    bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 90%}\n"+
+		"  - name: slow\n    bandwidth: {to: 192.168.10.2, device: mlx5_0, floor: 97%, tcp_port: 18516}\n"+
+		"  - name: lat\n    latency: {to: 192.168.10.2, device: mlx5_0, ceiling: 1599ns, tcp_port: 18517}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "--sim", dir, "audit", "-f", f, "--probes", "-o", "prometheus")
+	for _, want := range []string{
+		`rdmaform_probe_success{name="bw",kind="bandwidth",target="192.168.10.2"} 1`,
+		`rdmaform_probe_success{name="slow",kind="bandwidth",target="192.168.10.2"} 0`,
+		`rdmaform_probe_success{name="lat",kind="latency",target="192.168.10.2"} 0`,
+		"# TYPE rdmaform_probe_bandwidth_bits_per_second gauge\n",
+		`rdmaform_probe_bandwidth_bits_per_second{name="bw",kind="bandwidth",target="192.168.10.2"} 9.662e+10`,
+		`rdmaform_probe_bandwidth_bits_per_second{name="slow",kind="bandwidth",target="192.168.10.2"} 9.662e+10`,
+		`rdmaform_probe_bandwidth_floor_bits_per_second{name="bw",kind="bandwidth",target="192.168.10.2"} 9e+10`,
+		`rdmaform_probe_bandwidth_floor_bits_per_second{name="slow",kind="bandwidth",target="192.168.10.2"} 9.7e+10`,
+		`rdmaform_probe_latency_seconds{name="lat",kind="latency",target="192.168.10.2"} 1.6e-06`,
+		`rdmaform_probe_latency_ceiling_seconds{name="lat",kind="latency",target="192.168.10.2"} 1.599e-06`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit --probes prometheus lacks %q: exit %d\n%s%s", want, code, out, errs)
+		}
+	}
+	if strings.Contains(out, "rdmaform_probe_rtt_seconds{") {
+		t.Errorf("a bandwidth or latency probe has a round trip:\n%s", out)
 	}
 }
