@@ -19,6 +19,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers/firmware"
 	"github.com/rdmaform/rdmaform/providers/firmware/mlxfmt"
+	"github.com/rdmaform/rdmaform/providers/gpudriver"
 	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/session"
@@ -45,7 +46,11 @@ The kernel arguments apply wrote for the next boot (kernel_args; their
 ledger is /var/lib/rdmaform/staged-cmdline.json) are listed too, each
 checked against /proc/cmdline: written in this boot and waiting for a
 reboot, on the running kernel's command line (took), or written in an
-earlier boot and not there (an activation failure).
+earlier boot and not there (an activation failure). So are the NVIDIA
+driver parameters (gpu.driver_params; /var/lib/rdmaform/staged-nvidia.json),
+checked against /proc/driver/nvidia/params: waiting for the driver's next
+load, in the running driver (took), or missing from the driver loaded
+after a reboot (an activation failure).
 
 It also names an apply --confirm-timeout that waits for its confirmation
 (its deadline, whether the apply and the watcher or timer holding the
@@ -96,6 +101,9 @@ needed (an entry of this boot that cannot be read back waits for one).`,
 			if err := st.checkKernelArgs(h); err != nil {
 				return &exitError{code: plan.ExitError, err: err}
 			}
+			if err := st.checkDriverParams(h); err != nil {
+				return &exitError{code: plan.ExitError, err: err}
+			}
 			marker, err := firmware.ReadRebootMarker(h)
 			if err != nil {
 				return &exitError{code: plan.ExitError, err: err}
@@ -126,6 +134,10 @@ type statusDoc struct {
 	// (/var/lib/rdmaform/staged-cmdline.json), each entry checked against
 	// the running kernel's /proc/cmdline.
 	KernelArgs []kernelArgItem `json:"kernel_args,omitempty"`
+	// DriverParams are the NVIDIA driver parameters' staged ledger
+	// (/var/lib/rdmaform/staged-nvidia.json), each entry checked against
+	// the running driver's /proc/driver/nvidia/params.
+	DriverParams []driverParamItem `json:"driver_params,omitempty"`
 	// RebootRequiredFile is /run/reboot-required (Debian's marker).
 	RebootRequiredFile struct {
 		Present  bool     `json:"present"`
@@ -242,13 +254,17 @@ type statusOf struct {
 	// in boot argsBootID.
 	kernelArgs []kernelArgItem
 	argsBootID string
+	// driverParams are the NVIDIA driver parameters' ledger entries,
+	// checked in boot paramsBootID.
+	driverParams []driverParamItem
+	paramsBootID string
 }
 
 // staleMarker tells whether /run/reboot-required is rdmaform's alone
 // and nothing rdmaform staged waits, read in full: a run cut short after
 // its firmware reset (activate killed) left it. It does not count.
 func (st *statusOf) staleMarker(m firmware.RebootMarker) bool {
-	if !st.full || !m.Required || len(m.Packages) != 1 || m.Packages[0] != "rdmaform" || len(st.pending) > 0 || len(st.failures) > 0 || st.argsWait() {
+	if !st.full || !m.Required || len(m.Packages) != 1 || m.Packages[0] != "rdmaform" || len(st.pending) > 0 || len(st.failures) > 0 || st.argsWait() || st.paramsWait() {
 		return false
 	}
 	for _, it := range st.staged {
@@ -388,8 +404,8 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		m.Required = false // only its presence is reported
 	}
 	if a.jsonOut() {
-		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits() || st.argsWait(), UnfinishedRollback: u,
-			BootID: st.bootID, Staged: st.staged, KernelArgs: st.kernelArgs, RollbackJournal: st.journal}
+		doc := statusDoc{FormatVersion: FormatVersion, Pending: pending, ActivationFailures: st.failures, RebootRequired: len(pending) > 0 || m.Required || st.unreadWaits() || st.argsWait() || st.paramsWait(), UnfinishedRollback: u,
+			BootID: st.bootID, Staged: st.staged, KernelArgs: st.kernelArgs, DriverParams: st.driverParams, RollbackJournal: st.journal}
 		if doc.Pending == nil {
 			doc.Pending = []plan.Pending{}
 		}
@@ -398,7 +414,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		if err := a.writeJSON(doc); err != nil {
 			return err
 		}
-		if u != nil || len(st.failures) > 0 || st.unchecked() || st.journal.stuck() || st.argsFailed() {
+		if u != nil || len(st.failures) > 0 || st.unchecked() || st.journal.stuck() || st.argsFailed() || st.paramsFailed() {
 			return exitCode(plan.ExitError)
 		}
 		if doc.RebootRequired {
@@ -448,6 +464,15 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 			defer func() { err = exitCode(plan.ExitError) }()
 		}
 	}
+	if len(st.driverParams) > 0 {
+		fmt.Fprintf(w, "Staged NVIDIA driver parameters (%s):\n", gpudriver.LedgerPath)
+		for _, it := range st.driverParams {
+			fmt.Fprintln(w, words.Printable(it.line(st.paramsBootID)))
+		}
+		if st.paramsFailed() {
+			defer func() { err = exitCode(plan.ExitError) }()
+		}
+	}
 	if stale {
 		fmt.Fprintf(w, "    %s lists only rdmaform, and nothing rdmaform staged waits: a run cut short after its firmware reset left it (the next %s or %s removes it)\n",
 			firmware.RebootRequired, a.hint("apply"), a.hint("activate"))
@@ -459,7 +484,7 @@ func (a *app) printStatus(st statusOf, m firmware.RebootMarker, u *session.Unfin
 		}
 		fmt.Fprintln(w, words.Printable(line))
 	}
-	if len(pending) == 0 && !m.Required && !st.unreadWaits() && !st.argsWait() {
+	if len(pending) == 0 && !m.Required && !st.unreadWaits() && !st.argsWait() && !st.paramsWait() {
 		fmt.Fprintln(w, "Nothing waits for a reboot.")
 		return nil
 	}

@@ -3,9 +3,12 @@ package gpudriver
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/rdmaform/rdmaform/host"
+	"github.com/rdmaform/rdmaform/inventory"
+	"github.com/rdmaform/rdmaform/schema"
 )
 
 // LedgerPath is the staged ledger of driver parameters, beside the
@@ -63,6 +66,39 @@ func (l *Ledger) Find(param string, value int) *LedgerEntry {
 func writeLedger(f host.FS, l *Ledger) error {
 	sort.SliceStable(l.Entries, func(i, j int) bool { return l.Entries[i].Param < l.Entries[j].Param })
 	return host.WriteLedger(f, LedgerPath, l, len(l.Entries) == 0)
+}
+
+// States of a staged parameter, as status reports them (the kernel
+// arguments' words).
+const (
+	StateWaits  = "pending"
+	StateTook   = "took"
+	StateFailed = "failed"
+)
+
+// Check tells an entry's state against the running driver and this
+// boot's ID, and the driver's value ("absent" when it does not print
+// the parameter, "not loaded" without a driver): the driver has the
+// value (took); it was written in this boot, or the driver is not loaded
+// (waits for the driver's next load); else a reboot came and the driver
+// loaded without it (failed).
+func (e LedgerEntry) Check(d *inventory.NVIDIADriver, bootID string) (state, current string) {
+	if d == nil || !d.Loaded {
+		return StateWaits, "not loaded"
+	}
+	key, _ := schema.NVIDIAParamKey(e.Param)
+	cur, ok := d.Params[key]
+	current = "absent"
+	if ok {
+		current = strconv.FormatUint(uint64(cur), 10)
+	}
+	switch {
+	case ok && cur == shown(e.Value):
+		return StateTook, current
+	case bootID == "" || e.BootID == bootID:
+		return StateWaits, current
+	}
+	return StateFailed, current
 }
 
 // DidNotTake says why a parameter is an activation failure and what to do.
