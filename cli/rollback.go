@@ -18,6 +18,7 @@ import (
 	"github.com/rdmaform/rdmaform/plan"
 	"github.com/rdmaform/rdmaform/providers"
 	"github.com/rdmaform/rdmaform/providers/bootunit"
+	"github.com/rdmaform/rdmaform/providers/gpudriver"
 	"github.com/rdmaform/rdmaform/providers/kcmdline"
 	"github.com/rdmaform/rdmaform/providers/modules"
 	"github.com/rdmaform/rdmaform/schema"
@@ -302,6 +303,16 @@ func (a *app) rollbackJournal(ctx context.Context, h *host.Host, j *session.Jour
 	if spec.KernelArgs == nil && slices.ContainsFunc(j.Addresses, func(s string) bool { return strings.HasPrefix(s, kcmdline.Kind+"[") }) {
 		// No grub.d file before: the one the apply wrote goes.
 		spec.KernelArgs = []schema.KernelArg{}
+	}
+	if touched[gpudriver.ConfAddress.String()] && (spec.GPU == nil || spec.GPU.DriverParams == nil) {
+		// No driver modprobe.d file before: the provider removes the one
+		// the apply wrote, and drops what its staged ledger recorded for
+		// it (restoring the file alone left the ledger saying a value
+		// waits for the driver's next load).
+		if spec.GPU == nil {
+			spec.GPU = &schema.GPU{}
+		}
+		spec.GPU.DriverParams = []schema.GPUDriverParam{}
 	}
 	res, err := a.buildFiltered(ctx, h, spec, func(c *plan.Change) bool { return touched[c.Address.String()] })
 	if err != nil {
