@@ -64,9 +64,11 @@ func (k *cluster) heldSlots(config string) int {
 // hold slots 0, 1 and 2; it is now 2. With three held (one past the new
 // limit) and with two held (at it), no node takes a slot; with one held
 // (slot 2, past the new names), one node takes one and a second does not.
+// (TestSlotsHeldPastALowerLimit checks one Take at each limit; this goes
+// through the release of the slots one by one.)
 func TestLoweredMaxUnavailableHolds(t *testing.T) {
 	k := newCluster(t)
-	const config = "lowered"
+	const config = "lowered-steps"
 	ghosts := k.ghostSlots(config, map[int]string{0: "ghost-a", 1: "ghost-b", 2: "ghost-c"})
 	ctx := context.Background()
 	taker := func(name string) *agent.Slots {
