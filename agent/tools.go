@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,7 +36,11 @@ import (
 //   - a port's qos: dcb for anything DCB negotiates (qos/diff.go want.need:
 //     dcbx, trust, pfc, cable_length, ets), ethtool -A for pause;
 //   - interfaces[].ethtool: ethtool (ethtool/read.go);
-//   - subnet_manager: sminfo (subnetmanager/fabric.go ReadFabric).
+//   - subnet_manager: sminfo (subnetmanager/fabric.go ReadFabric);
+//   - ipoib: not a program but NetworkManager's D-Bus API (providers/ipoib
+//     talks to it through host.NetworkManager, on the system bus the
+//     DaemonSet mounts with /run): it must answer a list of connections,
+//     the read the provider starts with.
 
 // ReasonToolMissing is the Degraded condition's reason when a program the
 // spec needs is not on PATH.
@@ -52,10 +57,17 @@ type toolNeed struct {
 	tools []string
 }
 
-// missingTool is a need none of whose tools is on PATH.
-type missingTool struct{ toolNeed }
+// missingTool is a need none of whose tools is on PATH, or a service
+// that does not answer on the system bus (err says how it failed).
+type missingTool struct {
+	toolNeed
+	err error
+}
 
 func (m missingTool) String() string {
+	if m.err != nil {
+		return fmt.Sprintf("%s does not answer on the system bus (%v): %s needs it (%s)", m.tools[0], m.err, m.item, m.why)
+	}
 	which, needs := m.tools[0]+" is not on PATH", "it"
 	switch len(m.tools) {
 	case 1:
@@ -144,7 +156,16 @@ func missingTools(ctx context.Context, h *host.Host, spec *schema.Spec, p v1alph
 			}
 		}
 		if !found {
-			out = append(out, missingTool{n})
+			out = append(out, missingTool{toolNeed: n})
+		}
+	}
+	if len(spec.IPoIB) > 0 {
+		err := errors.New("no NetworkManager door on this host")
+		if h.NM != nil {
+			_, err = h.NM.Connections(ctx)
+		}
+		if err != nil {
+			out = append(out, missingTool{toolNeed{"$.ipoib", "IPoIB connections", []string{"NetworkManager"}}, err})
 		}
 	}
 	return out

@@ -67,6 +67,9 @@ func TestToolNeeds(t *testing.T) {
 			"ethtool is not on PATH: $.interfaces[1].ethtool needs it (rings and channels)"},
 		{"subnet manager", []string{"ip"}, &schema.Spec{Version: 1, SubnetManager: &schema.SubnetManager{}}, audit,
 			"sminfo is not on PATH: $.subnet_manager needs it (asking the fabric for its subnet manager)"},
+		{"ipoib, NetworkManager stopped", []string{"ip"}, &schema.Spec{Version: 1, IPoIB: []schema.IPoIB{{Name: "ib0", Parent: "ib0"}}}, audit,
+			"NetworkManager does not answer on the system bus (NetworkManager ListConnections: org.freedesktop.DBus.Error.ServiceUnknown: The name org.freedesktop.NetworkManager was not provided by any .service files): $.ipoib needs it (IPoIB connections)"},
+		{"ipoib, NetworkManager running", []string{"nmcli"}, &schema.Spec{Version: 1, IPoIB: []schema.IPoIB{{Name: "ib0", Parent: "ib0"}}}, audit, ""},
 		{"nothing that runs a tool", nil, &schema.Spec{Version: 1, Devices: []schema.Device{{PCI: "0000:3b:00.0"}}}, reset, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
