@@ -64,6 +64,8 @@ type Reconciler struct {
 	// wakeAt: the rollout's bake ends then; plan again at that time
 	// rather than after the interval (activation.go).
 	wakeAt time.Time
+	// seen: the state's status as the API server has it (quiet.go).
+	seen *seenState
 }
 
 // NewReconciler makes a node's agent on a client.
@@ -147,20 +149,25 @@ func (r *Reconciler) state(ctx context.Context) (*v1alpha1.RDMAHostState, bool, 
 	if apierrors.IsNotFound(err) {
 		return &v1alpha1.RDMAHostState{ObjectMeta: metav1.ObjectMeta{Name: r.opts.NodeName}}, false, nil
 	}
+	if err == nil {
+		r.remember(&st)
+	}
 	return &st, err == nil, err
 }
 
 // write creates or updates the node's state with st's status.
 func (r *Reconciler) write(ctx context.Context, st *v1alpha1.RDMAHostState) error {
+	if r.unchanged(st) {
+		return nil
+	}
 	if st.ResourceVersion == "" {
 		if err := r.c.Create(ctx, st); err != nil {
 			return fmt.Errorf("creating RDMAHostState %s: %w", st.Name, err)
 		}
-		return nil
-	}
-	if err := r.c.Update(ctx, st); err != nil {
+	} else if err := r.c.Update(ctx, st); err != nil {
 		return fmt.Errorf("updating RDMAHostState %s: %w", st.Name, err)
 	}
+	r.remember(st)
 	return nil
 }
 
@@ -223,6 +230,9 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 		cond(st, gen, v1alpha1.ConditionInSync, false, "SpecError", msg)
 		cond(st, gen, v1alpha1.ConditionProgressing, false, "SpecError", msg)
 		return interval, r.write(ctx, st)
+	}
+	if stop, again, err := r.toolCheck(ctx, st, gen, spec, cfg.Spec.Policy, interval); stop {
+		return again, err
 	}
 
 	p, err := r.plan(ctx, spec)

@@ -145,7 +145,8 @@ func (s *Slots) Stopped(ctx context.Context, config string) (*coordinationv1.Lea
 // Take takes a free slot of the config's n, or returns nil when all are
 // held. Each attempt is one create (AlreadyExists: someone else has it)
 // or one update at the resourceVersion read (Conflict: someone else got
-// there first).
+// there first); a slot taken is then confirmed against a lowered
+// maxUnavailable (slotlimit.go).
 func (s *Slots) Take(ctx context.Context, config string, n int) (*coordinationv1.Lease, error) {
 	ls, err := s.List(ctx, config)
 	if err != nil {
@@ -189,7 +190,7 @@ func (s *Slots) Take(ctx context.Context, config string, n int) (*coordinationv1
 			if err != nil {
 				return nil, err
 			}
-			return &l, nil
+			return s.confirm(ctx, config, n, &l)
 		case err != nil:
 			return nil, err
 		}
@@ -209,7 +210,7 @@ func (s *Slots) Take(ctx context.Context, config string, n int) (*coordinationv1
 		if err != nil {
 			return nil, err
 		}
-		return &l, nil
+		return s.confirm(ctx, config, n, &l)
 	}
 	return nil, nil
 }

@@ -236,7 +236,8 @@ const (
 	// acts (docs/guides/kubernetes.md).
 	ConditionActivationFailed = "ActivationFailed"
 	// ConditionDegraded: the agent could not plan or apply (a bad spec, a
-	// failed change, a host that cannot be read).
+	// failed change, a host that cannot be read, a program the spec needs
+	// missing: reason ToolMissing).
 	ConditionDegraded = "Degraded"
 	// ConditionConfigConflict: more than one config selects the node;
 	// nothing is applied.
@@ -305,7 +306,10 @@ type RDMAHostStateStatus struct {
 	// addresses), at most 100.
 	// +optional
 	Drift []string `json:"drift,omitempty"`
-	// LastPlanTime is when the node was last planned.
+	// LastPlanTime is when the plan this status reports was made. The
+	// agent writes the state only when what it says changes, so on a
+	// steady node this is the last change, not the last plan (the agent's
+	// rdmaform_agent_last_reconcile_timestamp_seconds is that).
 	// +optional
 	LastPlanTime *metav1.Time `json:"lastPlanTime,omitempty"`
 	// LastApply is the last apply's or activation's result.

@@ -219,13 +219,15 @@ func policyLoaded(t *testing.T, a agent, other string) {
 }
 
 // TestAgentLeastPrivilege: with the agent's ServiceAccount and the token
-// of its pod on its node, the agent reads configs and Nodes, writes its own
-// node's state and its status, cordons its own Node, takes a slot Lease,
-// evicts a pod and records an event; it may not write another node's
-// state (the admission policy refuses it), create or change a config,
-// delete a Node, cordon another Node or relabel its own, take a Lease
-// outside its namespace, or read Secrets (RBAC refuses them). A token of
-// the same ServiceAccount bound to no node writes no state at all.
+// of its pod on its node, the agent lists configs and Nodes, creates and
+// updates its own node's state (its status with it), cordons its own
+// Node, takes a slot Lease and evicts a pod; it may not write another
+// node's state (the admission policy refuses it), get, create or change a
+// config, patch or delete a state, delete a Node, cordon another Node or
+// relabel its own, take a Lease outside its namespace, record events or
+// read Secrets (RBAC refuses them: the verbs the agent never uses are not
+// granted, agent/rbac_test.go). A token of the same ServiceAccount bound
+// to no node writes no state at all.
 func TestAgentLeastPrivilege(t *testing.T) {
 	l := applied(t)
 	ctx := context.Background()
@@ -246,9 +248,8 @@ func TestAgentLeastPrivilege(t *testing.T) {
 	if list, err := a.dyn.Resource(configs).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) == 0 {
 		t.Errorf("list RDMAHostConfigs: %v (%d items)", err, len(list.Items))
 	}
-	if _, err := a.dyn.Resource(configs).Get(ctx, "rbac", metav1.GetOptions{}); err != nil {
-		t.Errorf("get RDMAHostConfig: %v", err)
-	}
+	_, err := a.dyn.Resource(configs).Get(ctx, "rbac", metav1.GetOptions{})
+	forbidden(t, "get an RDMAHostConfig", err, "cannot get resource \"rdmahostconfigs\"")
 	if _, err := a.core.CoreV1().Nodes().Get(ctx, "rbac-1", metav1.GetOptions{}); err != nil {
 		t.Errorf("get Node: %v", err)
 	}
@@ -256,35 +257,48 @@ func TestAgentLeastPrivilege(t *testing.T) {
 		t.Errorf("list Nodes: %v", err)
 	}
 
-	// Its own state: create, update, status, delete and create again.
+	// Its own state: create, then update with its status (the CRD has no
+	// status subresource: the agent writes the object whole).
 	own, err := a.dyn.Resource(states).Create(ctx, state("rbac-1"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the agent on rbac-1 creates its own state: %v", err)
 	}
-	own.SetLabels(map[string]string{"rdmaform.io/config": "rbac"})
-	if own, err = a.dyn.Resource(states).Update(ctx, own, metav1.UpdateOptions{}); err != nil {
-		t.Errorf("update its own state: %v", err)
+	if sub := statusSubresource(t, admin); len(sub) > 0 {
+		t.Errorf("RDMAHostState has a status subresource: the agent's rules (10-rbac.yaml) grant no rdmahoststates/status")
 	}
-	status := []byte(`{"status":{"config":"rbac","conditions":[{"type":"InSync","status":"True","reason":"PlanEmpty","message":"","lastTransitionTime":"2026-11-26T00:00:00Z"}]}}`)
-	sub := statusSubresource(t, admin)
-	if got, err := a.dyn.Resource(states).Patch(ctx, "rbac-1", types.MergePatchType, status, metav1.PatchOptions{}, sub...); err != nil {
-		t.Errorf("patch its own state's status: %v", err)
+	withStatus := func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		u = u.DeepCopy()
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"config": "rbac", "conditions": []any{map[string]any{
+			"type": "InSync", "status": "True", "reason": "PlanEmpty", "message": "", "lastTransitionTime": "2026-11-26T00:00:00Z"}}}, "status")
+		return u
+	}
+	if got, err := a.dyn.Resource(states).Update(ctx, withStatus(own), metav1.UpdateOptions{}); err != nil {
+		t.Errorf("update its own state's status: %v", err)
 	} else if c, _, _ := unstructured.NestedString(got.Object, "status", "config"); c != "rbac" {
-		t.Errorf("its own state's status after the patch: %v", got.Object["status"])
+		t.Errorf("its own state's status after the update: %v", got.Object["status"])
 	}
+	_, err = a.dyn.Resource(states).Patch(ctx, "rbac-1", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+	forbidden(t, "patch its own state", err, "cannot patch resource \"rdmahoststates\"")
 
-	// Another node's state: refused by the policy, whatever the verb.
+	// Another node's state: refused by the policy, whatever the verb
+	// RBAC grants.
 	_, err = a.dyn.Resource(states).Create(ctx, state("rbac-3"), metav1.CreateOptions{})
 	forbidden(t, "create another node's state", err, policy, "rbac-1 may not write rdmahoststates rbac-3")
-	_, err = a.dyn.Resource(states).Patch(ctx, "rbac-2", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
-	forbidden(t, "update another node's state", err, policy)
-	_, err = a.dyn.Resource(states).Patch(ctx, "rbac-2", types.MergePatchType, status, metav1.PatchOptions{}, sub...)
-	forbidden(t, "patch another node's state's status", err, policy)
+	other, err := admin.Resource(states).Get(ctx, "rbac-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.dyn.Resource(states).Update(ctx, withStatus(other), metav1.UpdateOptions{})
+	forbidden(t, "update another node's state", err, policy, "rbac-1 may not write rdmahoststates rbac-2")
 	err = a.dyn.Resource(states).Delete(ctx, "rbac-2", metav1.DeleteOptions{})
-	forbidden(t, "delete another node's state", err, policy)
+	forbidden(t, "delete another node's state", err, "cannot delete resource \"rdmahoststates\"")
 	// Nor through a token of its ServiceAccount bound to no node.
 	cfg, _ := l.AsUser(t, "agent-unbound", l.Token(t, namespace, agentSA, ""))
-	_, err = dynamic.NewForConfigOrDie(cfg).Resource(states).Patch(ctx, "rbac-1", types.MergePatchType, status, metav1.PatchOptions{}, sub...)
+	mine, err := admin.Resource(states).Get(ctx, "rbac-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = dynamic.NewForConfigOrDie(cfg).Resource(states).Update(ctx, withStatus(mine), metav1.UpdateOptions{})
 	forbidden(t, "write a state with an unbound token", err, policy, "bound to no node")
 	if got, err := admin.Resource(states).Get(ctx, "rbac-2", metav1.GetOptions{}); err != nil || len(got.GetLabels()) != 0 {
 		t.Errorf("rbac-2's state after the refused writes: %v, labels %v", err, got.GetLabels())
@@ -364,9 +378,8 @@ func TestAgentLeastPrivilege(t *testing.T) {
 		InvolvedObject: corev1.ObjectReference{APIVersion: "rdmaform.io/v1alpha1", Kind: "RDMAHostState", Name: "rbac-1"},
 		Reason:         "InSync", Message: "the plan is empty", Type: corev1.EventTypeNormal,
 	}
-	if _, err := a.core.CoreV1().Events("default").Create(ctx, event, metav1.CreateOptions{}); err != nil {
-		t.Errorf("record an event: %v", err)
-	}
+	_, err = a.core.CoreV1().Events("default").Create(ctx, event, metav1.CreateOptions{})
+	forbidden(t, "record an event", err, "cannot create resource \"events\"")
 
 	// Nothing else.
 	_, err = a.core.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
@@ -374,10 +387,9 @@ func TestAgentLeastPrivilege(t *testing.T) {
 	_, err = a.core.RbacV1().ClusterRoles().Get(ctx, "rdmaform-agent", metav1.GetOptions{})
 	forbidden(t, "read its ClusterRole", err, "clusterroles")
 
-	// Its own state, deleted last.
-	if err := a.dyn.Resource(states).Delete(ctx, "rbac-1", metav1.DeleteOptions{}); err != nil {
-		t.Errorf("delete its own state: %v", err)
-	}
+	// Its own state: it never deletes it.
+	err = a.dyn.Resource(states).Delete(ctx, "rbac-1", metav1.DeleteOptions{})
+	forbidden(t, "delete its own state", err, "cannot delete resource \"rdmahoststates\"")
 }
 
 // TestCRDRefusesUnsafeNetdevName: whoever may write an RDMAHostConfig
