@@ -23,12 +23,14 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/rdmaform/rdmaform/cli"
+	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/internal/testlab/kubelab"
 	"github.com/rdmaform/rdmaform/internal/testlab/kubelab/labbin"
 	"github.com/rdmaform/rdmaform/internal/testlab/kubeletlab"
 	"github.com/rdmaform/rdmaform/internal/testlab/need"
 	"github.com/rdmaform/rdmaform/internal/testlab/netns"
 	"github.com/rdmaform/rdmaform/internal/testlab/nmlab"
+	"github.com/rdmaform/rdmaform/internal/testlab/systemdlab"
 	"github.com/rdmaform/rdmaform/sim"
 	"github.com/rdmaform/rdmaform/sim/simtest"
 )
@@ -49,7 +51,7 @@ func kubeletPath() string {
 // account's projected token), plus the API server's address. The
 // kubelet's "host" is a network namespace and a mount namespace of the
 // test's own (package kubeletlab), so the agent's process must be in that
-// network namespace, with every capability (privileged). Three pods, one
+// network namespace, with every capability (privileged). Four pods, one
 // after the other, each ending with the node's state InSync for the
 // config's generation after an apply that changed something, the agent's
 // next plan empty, and the change seen from outside the pod:
@@ -61,7 +63,10 @@ func kubeletPath() string {
 //   - the real NetworkManager (package nmlab), its bus socket at the
 //     kubelet's /run/dbus/system_bus_socket, and a host tree with a
 //     ConnectX-6's sysfs (--root): the agent makes an IPoIB P_Key profile
-//     that nmcli then shows as the spec says.
+//     that nmcli then shows as the spec says;
+//   - a real systemd manager (package systemdlab) on that bus as
+//     org.freedesktop.systemd1, and /run/systemd/system in the kubelet's
+//     /run: the DaemonSet's pod as it is enables and starts a unit.
 func TestAgentPodOnKubelet(t *testing.T) {
 	archives, _ := filepath.Glob("../../dist/rdmaform-agent_*_amd64.oci.tar")
 	if len(archives) == 0 {
@@ -183,6 +188,33 @@ func TestAgentPodOnKubelet(t *testing.T) {
 	want := "connection.interface-name:ib0.8002\ninfiniband.p-key:0x8002\ninfiniband.mtu:2000\nipv4.addresses:192.0.2.1/24\n"
 	if r.Exit != 0 || string(r.Stdout) != want {
 		t.Errorf("nmcli connection show id ib0-storage: exit %d\n%s%s\nwant:\n%s", r.Exit, r.Stdout, r.Stderr, want)
+	}
+	deletePod(t, l, k, pod)
+
+	// 4. A real systemd manager on that bus as org.freedesktop.systemd1,
+	// and /run/systemd/system in the kubelet's /run (systemd is the init
+	// system, as sd_booted(3) checks): the DaemonSet's pod as it is
+	// enables and starts a unit through it.
+	sd := systemdlab.Start(t, systemdlab.WithBus(nm.Bus()))
+	const unit = "rdmaform-lab.service"
+	sd.AddUnit(t, unit, "[Unit]\nDescription=a unit the agent's pod enables and starts\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=default.target\n")
+	if err := os.MkdirAll(filepath.Join(k.Run, "systemd", "system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manager := &host.SystemdBus{Address: sd.Address}
+	t.Cleanup(manager.Close)
+	if u, err := manager.Unit(ctx, unit); err != nil || u.Enabled() || u.Active() {
+		t.Fatalf("%s before the agent ran: %+v, %v; want disabled and inactive", unit, u, err)
+	}
+	pod = agentPod(t, l, k, func(c *corev1.Container, p *corev1.PodSpec) {
+		c.Args = append(c.Args, "--interval", "5s")
+	})
+	runPod(t, l, k, pod)
+	gen = setConfig(t, admin, map[string]any{"version": int64(1), "services": []any{map[string]any{
+		"name": unit, "enabled": true, "active": true}}})
+	converged(t, admin, k, node, gen)
+	if u, err := manager.Unit(ctx, unit); err != nil || !u.Enabled() || !u.Active() {
+		t.Errorf("%s after the agent ran: %+v, %v; want enabled and active", unit, u, err)
 	}
 }
 

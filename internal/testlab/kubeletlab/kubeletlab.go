@@ -370,6 +370,7 @@ fileCheckFrequency: 5s
 		k.err = k.cmd.Wait()
 		close(k.done)
 	}()
+	begin := time.Now()
 	if err := <-started; err != nil {
 		t.Fatalf("start the kubelet: %v", err)
 	}
@@ -386,10 +387,13 @@ fileCheckFrequency: 5s
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	t0 := time.Now()
 	k.importImage(t, Image{Archive: pauseArchive(t, dir), Name: strings.TrimSuffix(PauseImage, ":lab")})
+	t1 := time.Now()
 	for _, im := range images {
 		k.importImage(t, im)
 	}
+	t2 := time.Now()
 	for {
 		n, err := l.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 		if err == nil && n.Status.NodeInfo.KubeletVersion != "" {
@@ -401,6 +405,9 @@ fileCheckFrequency: 5s
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	t.Logf("kubeletlab: containerd up %s, pause image built and imported %s, images imported %s, Node %s registered %s later",
+		t0.Sub(begin).Round(100*time.Millisecond), t1.Sub(t0).Round(100*time.Millisecond), t2.Sub(t1).Round(100*time.Millisecond),
+		node, time.Since(t2).Round(100*time.Millisecond))
 	return k
 }
 
