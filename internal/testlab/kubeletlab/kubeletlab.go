@@ -666,8 +666,8 @@ func ServerEnv(l *kubelab.Lab) []corev1.EnvVar {
 }
 
 // PodProcesses are the processes in the kubelet's pods' cgroups (found by
-// their pids cgroup, under CgroupRoot), as this machine's PIDs, with each
-// one's command line.
+// their cgroup under CgroupRoot), as this machine's PIDs, with each one's
+// command line.
 func (k *Kubelet) PodProcesses() (map[int][]string, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -685,7 +685,9 @@ func (k *Kubelet) PodProcesses() (map[int][]string, error) {
 		}
 		in := false
 		for _, line := range strings.Split(string(cg), "\n") {
-			if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[1] == "pids" && strings.HasPrefix(f[2], k.CgroupRoot+"/") {
+			// The pids hierarchy on cgroup v1, the unified one ("0::")
+			// on v2.
+			if f := strings.SplitN(line, ":", 3); len(f) == 3 && (f[1] == "pids" || f[0] == "0" && f[1] == "") && strings.HasPrefix(f[2], k.CgroupRoot+"/") {
 				in = true
 			}
 		}
