@@ -195,7 +195,7 @@ schema: ## regenerate schema/rdmaform.schema.json from the spec's Go types
 
 .PHONY: k8s-lab
 
-k8s-lab: ## build kube-apiserver, kubectl and etcd from the Go module proxy for the Kubernetes lab (reused when present; RDMAFORM_K8S_LAB_DIR)
+k8s-lab: ## build kube-apiserver, kubectl, the kubelet and etcd from the Go module proxy for the Kubernetes lab (reused when present; RDMAFORM_K8S_LAB_DIR)
 	$(GO) run ./internal/testlab/kubelab/buildlab
 
 .PHONY: bench

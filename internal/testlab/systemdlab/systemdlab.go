@@ -160,12 +160,31 @@ func cgroupRoots() ([]string, error) {
 	return roots, nil
 }
 
+// Option changes how Start runs the manager.
+type Option func(*options)
+
+type options struct{ bus string }
+
+// WithBus has the manager join the D-Bus bus at address as its API bus
+// (DBUS_SESSION_BUS_ADDRESS), besides its private socket: the bus's
+// clients reach it as org.freedesktop.systemd1, as a host's system bus
+// has the system manager. A manager connects to its API bus only while
+// its dbus.socket and dbus.service units run (manager_dbus_is_running in
+// systemd's src/core/manager.c), so the lab adds stand-ins for those two
+// (a socket nobody uses, a sleeping service), starts them, and waits
+// until the bus has the name.
+func WithBus(address string) Option { return func(o *options) { o.bus = address } }
+
 // Start starts a systemd user manager in a new cgroup and waits until it
 // runs. It skips the test (or fails it, with RDMAFORM_REQUIRE_LAB=1) when
 // not root, when systemd is not installed or cgroups cannot be created.
 // Cleanup is registered on t.
-func Start(t testing.TB) *Lab {
+func Start(t testing.TB, opts ...Option) *Lab {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "needs root (to create a cgroup for the manager)")
 	}
@@ -227,6 +246,9 @@ func Start(t testing.TB) *Lab {
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"),
 		"LC_ALL=C",
 	}
+	if o.bus != "" {
+		cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+o.bus)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group, so a terminal's signals reach only the test.
 	// A private mount namespace (Go makes every mount in it private
@@ -242,7 +264,45 @@ func Start(t testing.TB) *Lab {
 	if err := l.waitRunning(exited, 30*time.Second); err != nil {
 		t.Fatalf("systemd lab: %v\n%s", err, l.Log())
 	}
+	if o.bus != "" {
+		l.AddUnit(t, "dbus.socket", "[Socket]\nListenStream=%t/rdmaform-systemdlab-unused-bus\n")
+		l.AddUnit(t, "dbus.service", "[Service]\nExecStart=/bin/sleep infinity\n")
+		l.StartUnit(t, "dbus.socket")
+		l.StartUnit(t, "dbus.service")
+		if err := waitName(o.bus, "org.freedesktop.systemd1", 30*time.Second); err != nil {
+			t.Fatalf("systemd lab: %v\n%s", err, l.Log())
+		}
+	}
 	return l
+}
+
+// waitName waits until name has an owner on the bus at address.
+func waitName(address, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := dbus.Dial(address, dbus.WithContext(ctx))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Auth(nil); err != nil {
+		return err
+	}
+	if err := c.Hello(); err != nil {
+		return err
+	}
+	for {
+		var has bool
+		err := c.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has)
+		if err == nil && has {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s has no owner on %s after %s (last error %v)", name, address, timeout, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // waitRunning polls the manager's SystemState until it is running (or

@@ -1,5 +1,5 @@
 // Command buildlab builds the Kubernetes lab's binaries (`make k8s-lab`):
-// kube-apiserver and kubectl from k8s.io/kubernetes, etcd from
+// kube-apiserver, kubectl and the kubelet from k8s.io/kubernetes, etcd from
 // go.etcd.io/etcd/server/v3, at the versions package labbin names, all
 // from the Go module proxy, into labbin.Dir() (RDMAFORM_K8S_LAB_DIR, else
 // /var/cache/rdmaform/k8s-lab/kubernetes-VERSION-etcd-VERSION). A
@@ -171,6 +171,7 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 `
 
@@ -206,9 +207,10 @@ func buildKubernetes(src, out string) error {
 			"-X", p+".gitMajor="+major(labbin.Kubernetes), "-X", p+".gitMinor="+minor(labbin.Kubernetes),
 			"-X", p+".gitTreeState=clean")
 	}
-	// One go build for both: they share most packages.
+	// One go build for the three: they share most packages. Static, as
+	// Kubernetes' own release builds are (the kubelet too).
 	return gocmd(src, "build", "-ldflags", "-s -w "+strings.Join(ld, " "), "-o", out+"/",
-		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl")
+		"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl", "k8s.io/kubernetes/cmd/kubelet")
 }
 
 // stagingModules are the modules k8s.io/kubernetes requires at v0.0.0
@@ -275,6 +277,7 @@ func checkVersions(out string) error {
 	}{
 		{labbin.APIServer, []string{"--version"}, "Kubernetes " + labbin.Kubernetes},
 		{labbin.Kubectl, []string{"version", "--client"}, "Client Version: " + labbin.Kubernetes},
+		{labbin.Kubelet, []string{"--version"}, "Kubernetes " + labbin.Kubernetes},
 		{labbin.EtcdBin, []string{"--version"}, "etcd Version: " + strings.TrimPrefix(labbin.Etcd, "v")},
 	}
 	for _, c := range checks {

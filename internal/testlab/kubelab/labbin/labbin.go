@@ -1,5 +1,5 @@
 // Package labbin says where the Kubernetes lab's binaries live and which
-// versions they are: kube-apiserver and kubectl built from
+// versions they are: kube-apiserver, kubectl and the kubelet built from
 // k8s.io/kubernetes, etcd from go.etcd.io/etcd/server/v3, all through the
 // Go module proxy (../shared/reference/k8s-lab.md). `make k8s-lab` (the
 // program in ../buildlab) fills the directory; the lab (package kubelab)
@@ -16,7 +16,7 @@ import (
 
 // The versions the lab builds and runs.
 const (
-	Kubernetes = "v1.37.2" // k8s.io/kubernetes (kube-apiserver, kubectl)
+	Kubernetes = "v1.37.2" // k8s.io/kubernetes (kube-apiserver, kubectl, kubelet)
 	Staging    = "v0.37.2" // its staging modules (k8s.io/api, client-go, ...)
 	Etcd       = "v3.6.16" // go.etcd.io/etcd/server/v3
 )
@@ -32,10 +32,12 @@ const (
 	APIServer = "kube-apiserver"
 	Kubectl   = "kubectl"
 	EtcdBin   = "etcd"
+	// Kubelet runs the agent's pod for real (internal/testlab/kubeletlab).
+	Kubelet = "kubelet"
 )
 
 // Binaries lists them.
-var Binaries = []string{APIServer, Kubectl, EtcdBin}
+var Binaries = []string{APIServer, Kubectl, EtcdBin, Kubelet}
 
 // StampFile is written last by the build: its content is Stamp().
 const StampFile = ".stamp"
