@@ -556,7 +556,9 @@ func installServiceMonitorCRD(t testing.TB, l *kubelab.Lab) {
 // its ServiceMonitor included, against the operator's own CRD) goes
 // through the API server's server-side apply with strict field
 // validation, and the API server then has each object. A render with a
-// field the API does not have is refused, so acceptance means something.
+// field the API does not have is refused, so acceptance means something;
+// helm install over the objects so applied is refused (the guide: the
+// chart or deploy/kubernetes, not both).
 func TestChartServerSideApply(t *testing.T) {
 	l := lab.Get(t)
 	ctx := context.Background()
@@ -582,6 +584,13 @@ func TestChartServerSideApply(t *testing.T) {
 			t.Errorf("%s: no ServiceMonitor among %s", r.ns, names)
 		}
 
+		if r.ns == namespace {
+			// Objects made without Helm are not Helm's to take over.
+			_, err := helm(t, ".", l.Kubeconfig, "install", "rdmaform", chart, "--namespace", r.ns)
+			if err == nil || !strings.Contains(err.Error(), "invalid ownership metadata") {
+				t.Errorf("helm install over the applied objects: %v, want Helm to refuse them", err)
+			}
+		}
 		for _, bad := range []struct{ old, new, field string }{
 			{"hostNetwork: true", "hostNetwork: true\n      hostNetworking: true", "hostNetworking"},
 			{"- port: metrics\n", "- port: metrics\n      scrapeInterval: 30s\n", "scrapeInterval"},

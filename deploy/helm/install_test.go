@@ -99,7 +99,8 @@ func runGuide(t *testing.T, l *kubelab.Lab, cmds []string) {
 // and Service, and no ServiceMonitor (the cluster does not serve
 // ServiceMonitor); with the operator's CRD installed, the guide's helm
 // upgrade lands its new image tag and the ServiceMonitor appears; an
-// upgrade with serviceMonitor.enabled=false removes it.
+// upgrade with serviceMonitor.enabled=false removes it; helm uninstall
+// removes the agent and keeps the CRDs.
 func TestChartInstallUpgrade(t *testing.T) {
 	blocks := guideBlocks(t)
 	if len(blocks) != 2 {
@@ -174,6 +175,21 @@ func TestChartInstallUpgrade(t *testing.T) {
 	}
 	if got := image(); got != img1 {
 		t.Errorf("the image after an upgrade with --reuse-values: %q, want %q", got, img1)
+	}
+
+	// Uninstalled: the agent and its RBAC go, the CRDs stay (Helm never
+	// deletes those of crds/), and with them every config.
+	mustHelmIn(t, l, "uninstall", "rdmaform", "-n", namespace)
+	if _, err := l.Client.AppsV1().DaemonSets(namespace).Get(ctx, "rdmaform-agent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the DaemonSet after helm uninstall: %v", err)
+	}
+	if _, err := l.Client.RbacV1().ClusterRoles().Get(ctx, "rdmaform-agent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the ClusterRole after helm uninstall: %v", err)
+	}
+	for _, name := range []string{"rdmahostconfigs.rdmaform.io", "rdmahoststates.rdmaform.io"} {
+		if _, err := dyn.Resource(crds).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the CRD %s after helm uninstall: %v", name, err)
+		}
 	}
 }
 
