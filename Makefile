@@ -213,5 +213,5 @@ image: agent build ## the agent's OCI image, dist/rdmaform-agent_VERSION_ARCH.oc
 agent: ## static bin/linux_{amd64,arm64}/rdmaform-agent, the Kubernetes node agent (docs/guides/kubernetes.md)
 	$(foreach a,$(ARCHES),$(call gobuild,$(a),$(SBINDIR),bin/linux_$(a)/rdmaform-agent,./cmd/rdmaform-agent) &&) true
 
-manifests: ## regenerate deploy/kubernetes/crds and api/v1alpha1's deep copies (internal/crdgen; TestManifestsCurrent checks them)
+manifests: ## regenerate deploy/kubernetes/crds, api/v1alpha1's deep copies and the Helm chart's files made from deploy/kubernetes (internal/crdgen; TestManifestsCurrent checks them)
 	$(GO) run ./internal/crdgen/cmd/crdgen

@@ -3,7 +3,9 @@
 // api/v1alpha1, with controller-tools' generators, and RDMAHostConfig's
 // spec.hostSpec schema converted from the spec's JSON Schema
 // (schema.JSONSchema), so the API server checks a hostSpec's shape with
-// the schema the CLI publishes. TestManifestsCurrent fails when the
+// the schema the CLI publishes; and the Helm chart's files made from
+// deploy/kubernetes (chart.go: its crds/, and the templates of the
+// manifests that take no values). TestManifestsCurrent fails when the
 // committed files differ from what Generate makes.
 package crdgen
 
@@ -66,6 +68,13 @@ func Generate(root string) (map[string][]byte, error) {
 		default:
 			return nil, fmt.Errorf("controller-tools wrote an unexpected file %s", name)
 		}
+	}
+	chart, err := chartFiles(root, files)
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range chart {
+		files[name] = b
 	}
 	return files, nil
 }

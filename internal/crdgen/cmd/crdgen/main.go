@@ -1,5 +1,6 @@
 // Command crdgen writes what make manifests makes (internal/crdgen):
-// the CRDs in deploy/kubernetes/crds and api/v1alpha1's deep copies.
+// the CRDs in deploy/kubernetes/crds, api/v1alpha1's deep copies, and
+// the Helm chart's files made from deploy/kubernetes.
 // Run it from the repository's root.
 package main
 

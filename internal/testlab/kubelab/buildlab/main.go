@@ -3,7 +3,8 @@
 // go.etcd.io/etcd/server/v3, at the versions package labbin names, all
 // from the Go module proxy, into labbin.Dir() (RDMAFORM_K8S_LAB_DIR, else
 // /var/cache/rdmaform/k8s-lab/kubernetes-VERSION-etcd-VERSION). A
-// directory whose stamp names these versions is reused as it is.
+// directory whose stamp names these versions is reused as it is. helm
+// (helm.sh/helm/v3, helm.go) joins them with a stamp of its own.
 //
 // k8s.io/kubernetes cannot be `go install`ed: it requires its staging
 // modules (k8s.io/api, k8s.io/client-go, ...) at v0.0.0 and replaces them
@@ -43,6 +44,10 @@ func main() {
 	force := flag.Bool("force", false, "build again even when the stamp names these versions")
 	flag.Parse()
 	if err := run(labbin.Dir(), *force); err != nil {
+		fmt.Fprintln(os.Stderr, "k8s-lab:", err)
+		os.Exit(1)
+	}
+	if err := runHelm(labbin.Dir(), *force); err != nil { // helm.go
 		fmt.Fprintln(os.Stderr, "k8s-lab:", err)
 		os.Exit(1)
 	}
