@@ -118,7 +118,7 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 		}
 		if held == nil {
 			cond(st, gen, v1alpha1.ConditionActivationRequired, true, "WaitingForSlot",
-				fmt.Sprintf("%d staged values wait for %s and for one of %s's %d activation slots", len(p.Pending), way, cfg.Name, n))
+				fmt.Sprintf("%d staged values wait for %s and for one of %s's %d activation slots (a failed node's slot counts: it stays cordoned until a person deletes its Lease)", len(p.Pending), way, cfg.Name, n))
 			cond(st, gen, v1alpha1.ConditionActivationFailed, false, "NoFailure", "")
 			return p, nil
 		}

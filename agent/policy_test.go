@@ -37,7 +37,7 @@ func agentHosts(t *testing.T) int {
 // default), each with an in-process agent and a simulated host, in 4
 // domains (label rdmaform.io/domain) and two compartments (label
 // rdmaform.io/compartment: gpu, storage), two of them subnet manager
-// nodes; a config with activation fw-reset, maxUnavailable 25 % and the
+// nodes; a config with activation fw-reset, maxUnavailable 50 % and the
 // rollout policy canary 1, ramp steps [2, 50%], bake 2 s, stop rules
 // failed_hosts 3 and failed_percent 50, compartments gpu then storage.
 //
@@ -66,7 +66,12 @@ func TestRolloutPolicyInTheAgent(t *testing.T) {
 		}
 		return l
 	})
-	mu := intstr.FromString("25%")
+	// maxUnavailable 50 %: the waves are those of 25 % (the ramp's steps
+	// and the domains cut them first), and the failed nodes' slots,
+	// which count against it, leave every wave room for all its nodes:
+	// the order in which a wave's nodes take their slots does not
+	// change which of them the stop leaves out.
+	mu := intstr.FromString("50%")
 	ro := &v1alpha1.Rollout{
 		MaxPerDomain: i32(int32(max(1, n/4/4))), Canary: i32(1), Bake: &metav1.Duration{Duration: 2 * time.Second},
 		Ramp:         &v1alpha1.RolloutRamp{Steps: []intstr.IntOrString{intstr.FromInt32(2), intstr.FromString("50%")}},

@@ -152,16 +152,15 @@ func (s *Slots) Take(ctx context.Context, config string, n int) (*coordinationv1
 	if err != nil {
 		return nil, err
 	}
-	// A slot marked failed keeps its node (cordoned, for a person) but
-	// is not one of the n: under a rollout policy whose stop rules let
-	// the line go on past a failure, the later waves have their n
-	// slots. (Without one, a failed slot stops the line before Take.)
-	held, marked := 0, 0
+	// A slot marked failed keeps its node, cordoned (out of service),
+	// for a person: it is one of the n. Under a rollout policy whose
+	// stop rules let the line go on past a failure, the later waves
+	// share what the failed nodes leave; with none left, no node takes
+	// a slot until a person deletes a failed one. (Without a policy, a
+	// failed slot stops the line before Take.)
+	held := 0
 	for i := range ls {
-		switch {
-		case ls[i].Annotations[AnnotationFailed] != "":
-			marked++
-		case holder(&ls[i]) != "":
+		if ls[i].Annotations[AnnotationFailed] != "" || holder(&ls[i]) != "" {
 			held++
 		}
 	}
@@ -170,7 +169,7 @@ func (s *Slots) Take(ctx context.Context, config string, n int) (*coordinationv1
 	}
 	now := metav1.NewMicroTime(s.Now())
 	me := s.Holder
-	for i := 0; i < n+marked; i++ {
+	for i := 0; i < n; i++ {
 		var l coordinationv1.Lease
 		err := s.C.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: SlotName(config, i)}, &l)
 		switch {

@@ -26,9 +26,14 @@ import (
 // policyReport is the role's report with what a rollout policy adds.
 type policyReport struct {
 	rolloutReport
-	StopReason string     `json:"stop_reason"`
-	WaveHosts  [][]string `json:"wave_hosts"`
-	Policy     struct {
+	StopReason string `json:"stop_reason"`
+	Deferred   []struct {
+		Host   string `json:"host"`
+		Wave   int    `json:"wave"`
+		Reason string `json:"reason"`
+	} `json:"deferred"`
+	WaveHosts [][]string `json:"wave_hosts"`
+	Policy    struct {
 		Canary        int `json:"canary"`
 		BakeSeconds   int `json:"bake_seconds"`
 		FailedHosts   int `json:"failed_hosts"`
@@ -157,10 +162,16 @@ func rolloutHosts(t *testing.T) int {
 // goes on) and one of a later wave of two hosts or more: failed in all
 // reaches failed_hosts, the line stops there, and the waves after it
 // are untouched (still staged, not rebooted). The report names the rule.
-// After the faults are cleared, the play runs again and resumes where it
-// stopped: its first wave is the stopped wave's host left to do, then
-// the stopped run's later waves as they were, then the hosts failed
-// before the stop; every host plans empty, none is left drained.
+// The failed hosts stay drained and max_unavailable counts them: with
+// 16 hosts (3 a wave), the stopped wave, after 2 failed, takes 1 host
+// (the limit: one left) and defers the other, untouched; the hooks' log
+// never has more than max_unavailable hosts drained at once, the failed
+// ones included.
+// After the faults are cleared, the play runs again: the hosts the last
+// run left failed first (they are drained already), then it resumes
+// where it stopped: the stopped wave's hosts left to do, then the
+// stopped run's later waves as they were; every host plans empty, none
+// is left drained.
 func TestRolloutPolicy(t *testing.T) {
 	n := rolloutHosts(t)
 	perDomain := (n/5 + 7) / 8
@@ -201,6 +212,27 @@ compartments:
 		t.Fatalf("waves %v: want a wave of 2 or more after the third, not the last", waves)
 	}
 	last := waves[stopAt][:1]
+	// The hosts each wave takes: max_unavailable (20 %) less the hosts
+	// failed before it, which stay drained; the others are deferred.
+	mu := n / 5
+	var deferred []string
+	failedBefore := 0
+	for i := 0; i <= stopAt; i++ {
+		room := max(mu-failedBefore, 0)
+		took := waves[i][:min(room, len(waves[i]))]
+		deferred = append(deferred, waves[i][len(took):]...)
+		for _, h := range took {
+			if h == half[0] || h == w3[0] || h == last[0] {
+				failedBefore++
+			}
+		}
+	}
+	if failedBefore != 3 {
+		t.Fatalf("waves %v, max_unavailable %d: the planted failures are not all in hosts the waves take (deferred %v)", waves, mu, deferred)
+	}
+	if n == 16 && (len(waves[stopAt]) != 2 || !slices.Equal(deferred, waves[stopAt][1:])) {
+		t.Fatalf("waves %v: want the stopped wave of 2, its second host deferred (max_unavailable 3, 2 failed before it); deferred %v", waves, deferred)
+	}
 	k := len(half) + len(w3) + 1
 	pfile := filepath.Join(f.l.dir, "policy.yaml")
 	if err := os.WriteFile(pfile, []byte(strings.Replace(policy, "FAILED_HOSTS", strconv.Itoa(k), 1)), 0o644); err != nil {
@@ -262,12 +294,26 @@ compartments:
 		t.Errorf("first run: failed hosts (-want +got):\n%s", d)
 	}
 	sort.Strings(r.Untouched)
-	sort.Strings(later)
-	if d := cmp.Diff(later, r.Untouched); d != "" {
-		t.Errorf("first run: untouched (-want +got):\n%s", d)
+	untouched := append(append([]string{}, later...), deferred...)
+	sort.Strings(untouched)
+	if d := cmp.Diff(untouched, r.Untouched); d != "" {
+		t.Errorf("first run: untouched (-want: the later waves and the deferred hosts +got):\n%s", d)
 	}
-	if len(r.Done)+len(bad)+len(later) != n {
-		t.Errorf("first run: %d done, %d failed, %d untouched: want %d in all", len(r.Done), len(bad), len(later), n)
+	var gotDeferred []string
+	for _, x := range r.Deferred {
+		gotDeferred = append(gotDeferred, x.Host)
+		if x.Wave != stopAt+1 || !strings.Contains(x.Reason, "2 failed hosts still drained") || !strings.Contains(x.Reason, fmt.Sprintf("of max_unavailable %d", mu)) {
+			t.Errorf("first run: deferred %+v: want wave %d, 2 failed hosts still drained of max_unavailable %d", x, stopAt+1, mu)
+		}
+		if !strings.Contains(out, "rdmaform rollout: deferred "+x.Host+" (wave "+strconv.Itoa(stopAt+1)+", untouched, still staged)") {
+			t.Errorf("first run: the report does not print the deferred host %s:\n%s", x.Host, out)
+		}
+	}
+	if !slices.Equal(gotDeferred, deferred) {
+		t.Errorf("first run: deferred %v, want %v", gotDeferred, deferred)
+	}
+	if len(r.Done)+len(bad)+len(untouched) != n {
+		t.Errorf("first run: %d done, %d failed, %d untouched: want %d in all", len(r.Done), len(bad), len(untouched), n)
 	}
 	if !strings.Contains(out, "stopped at wave "+strconv.Itoa(stopAt+1)+" of "+strconv.Itoa(len(waves))+" ("+wantWhy+")") {
 		t.Errorf("first run: the summary lacks the stop and its rule:\n%s", out)
@@ -276,9 +322,9 @@ compartments:
 	if d := cmp.Diff(wantFailed, left); d != "" {
 		t.Errorf("first run: hosts left drained (-want: the failed +got):\n%s", d)
 	}
-	for _, h := range later {
+	for _, h := range untouched {
 		if f.bootID(t, h) != boots[h] {
-			t.Errorf("first run: %s of a wave after the stop was rebooted", h)
+			t.Errorf("first run: %s, deferred or of a wave after the stop, was rebooted", h)
 		}
 		rdmaform(t, 3, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h)) // still staged
 	}
@@ -297,21 +343,26 @@ compartments:
 		t.Fatalf("second run: exit %d\n%s", code, out)
 	}
 	r2 := f.policyReport(t, report)
-	want := [][]string{last}
+	// First the hosts failed last run (drained already), in waves of
+	// their own, then the stopped wave's hosts left to do (the deferred
+	// one) and the later waves as they were.
+	var first []string
+	i := 0
+	for ; i < len(r2.WaveHosts) && len(first) < len(bad); i++ {
+		first = append(first, r2.WaveHosts[i]...)
+	}
+	sort.Strings(first)
+	var want [][]string
+	if rest := slices.DeleteFunc(slices.Clone(waves[stopAt]), func(h string) bool { return slices.Contains(bad, h) }); len(rest) > 0 {
+		want = append(want, rest)
+	}
 	want = append(want, waves[stopAt+1:]...)
-	early := append(append([]string{}, half...), w3...)
-	var tail []string
-	for _, w := range r2.WaveHosts[min(len(want), len(r2.WaveHosts)):] {
-		tail = append(tail, w...)
+	if !slices.Equal(first, wantFailed) || !cmp.Equal(want, r2.WaveHosts[i:]) {
+		t.Errorf("second run: waves %v; want the hosts failed last run %v first, then the stopped wave's hosts left and the later waves as they were %v",
+			r2.WaveHosts, wantFailed, want)
 	}
-	sort.Strings(tail)
-	sort.Strings(early)
-	if len(r2.WaveHosts) < len(want) || !cmp.Equal(want, r2.WaveHosts[:len(want)]) || !slices.Equal(early, tail) {
-		t.Errorf("second run: waves %v; want the stopped wave's failed host, the later waves as they were %v, then the hosts failed before the stop %v",
-			r2.WaveHosts, want, early)
-	}
-	if len(r2.Failed) != 0 || r2.StoppedAt != 0 || len(r2.Done) != len(bad)+len(later) {
-		t.Errorf("second run: failed %+v, stopped at %d, %d done; want none, 0, %d", r2.Failed, r2.StoppedAt, len(r2.Done), len(bad)+len(later))
+	if len(r2.Failed) != 0 || r2.StoppedAt != 0 || len(r2.Done) != len(bad)+len(untouched) {
+		t.Errorf("second run: failed %+v, stopped at %d, %d done; want none, 0, %d", r2.Failed, r2.StoppedAt, len(r2.Done), len(bad)+len(untouched))
 	}
 	if left := f.checkHooksBut(t, n/5, perDomain, nil, nil); len(left) != 0 {
 		t.Errorf("second run: left drained %v", left)
@@ -440,17 +491,18 @@ func setPortState(t *testing.T, dir, netdev, state string) {
 	}
 }
 
-// checkHooksBut replays the hooks' log as checkHooks does, the hosts
-// failed left out of the counts once they are drained (a failed host
-// stays drained and the line goes on within the stop rules: the later
-// waves' limits do not count it); the hosts left drained are returned.
+// checkHooksBut replays the hooks' log as checkHooks does: never more
+// than perWave hosts drained at once, the failed hosts still drained
+// included (max_unavailable counts them), and never more than perDomain
+// of one domain drained by one wave (a failed host of an earlier wave
+// is out of its domain's count); the hosts left drained are returned.
 func (f *fleet) checkHooksBut(t *testing.T, perWave, perDomain int, failed []string, waves [][]string) []string {
 	t.Helper()
 	b, err := os.ReadFile(f.hooksLog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	drained, byDomain, all := map[string]bool{}, map[string]int{}, map[string]bool{}
+	drained, byDomain, all, failedOut := map[string]bool{}, map[string]int{}, map[string]bool{}, map[string]bool{}
 	waveOf := map[string]int{}
 	for i, w := range waves {
 		for _, h := range w {
@@ -466,10 +518,11 @@ func (f *fleet) checkHooksBut(t *testing.T, perWave, perDomain int, failed []str
 			}
 			all[host] = true
 			// The failed hosts drained before this one (of earlier
-			// waves) are out of the counts.
+			// waves) stay drained: max_unavailable counts them; the
+			// domain limit is the wave's own.
 			for h := range drained {
-				if slices.Contains(failed, h) && waveOf[h] < waveOf[host] {
-					delete(drained, h)
+				if slices.Contains(failed, h) && waveOf[h] < waveOf[host] && !failedOut[h] {
+					failedOut[h] = true
 					byDomain[f.domain[h]]--
 				}
 			}
@@ -488,7 +541,10 @@ func (f *fleet) checkHooksBut(t *testing.T, perWave, perDomain int, failed []str
 			delete(all, host)
 			if drained[host] {
 				delete(drained, host)
-				byDomain[f.domain[host]]--
+				if !failedOut[host] {
+					byDomain[f.domain[host]]--
+				}
+				delete(failedOut, host)
 			}
 		default:
 			t.Fatalf("hooks: %q", line)

@@ -76,6 +76,13 @@ func (a *app) wavesExplain(name string, inv *fleet.Inventory, r *fleet.Rolled) {
 		stop += fmt.Sprintf(", or when more than %d%% of a wave failed", s.FailedPercent)
 	}
 	fmt.Fprintln(out, stop)
+	if k := max(s.FailedHosts, 1); k > 1 {
+		// Below the host rule the line goes on past a failure; the
+		// failed host stays drained, out of service, and max_unavailable
+		// counts it (the rollout role, and the agent's slots).
+		fmt.Fprintf(out, "failed hosts stay drained and count against max_unavailable %d: a later wave takes its first hosts up to %d less the failed hosts still drained (at most %d below the stop rule), the others wait; a wave that can take none stops the line\n",
+			w.PerWave, w.PerWave, k-1)
+	}
 	if r.Policy.Bake > 0 {
 		fmt.Fprintf(out, "bake: %s after each wave but the last\n", r.Policy.Bake)
 	}

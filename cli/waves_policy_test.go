@@ -90,7 +90,8 @@ compartments:
 	text := runJSON(t, "", 0, "waves", "--inventory", inv, "--policy", policy, "--explain")
 	for _, line := range []string{
 		"waves: 6, because compartment storage: 3 pending hosts in 2 waves; compartment gpu: 7 pending hosts in 3 waves; compartment (other hosts): 1 pending host in 1 wave\n",
-		"stop: after 2 failed hosts, or when more than 25% of a wave failed\n",
+		"stop: after 2 failed hosts, or when more than 25% of a wave failed\n" +
+			"failed hosts stay drained and count against max_unavailable 4: a later wave takes its first hosts up to 4 less the failed hosts still drained (at most 1 below the stop rule), the others wait; a wave that can take none stops the line\n",
 		"bake: 5m0s after each wave but the last\n",
 		"\nwave 1 (1 host): canary: 1 host\n  s1:\n" +
 			"    domain: leaf3, 1 of its 2 pending hosts in this wave (at most 2)\n" +
@@ -111,6 +112,9 @@ compartments:
 	// Without a policy --explain says there is no ramp nor compartment.
 	text = runJSON(t, "", 0, "waves", "--inventory", inv, "--max-unavailable", "4", "--explain")
 	for _, line := range []string{"    compartment: none (the policy names none)\n", "    ramp: no ramp: waves of equal size; domain leaf1 has 4 pending hosts, at most 1 of a domain per wave\n", "stop: after 1 failed host\n"} {
+		if strings.Contains(text, "count against max_unavailable") {
+			t.Errorf("--explain with failed_hosts 1 (the first failure stops the line) speaks of failed hosts counted:\n%s", text)
+		}
 		if !strings.Contains(text, line) {
 			t.Errorf("--explain without a policy lacks %q:\n%s", line, text)
 		}

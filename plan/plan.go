@@ -198,6 +198,10 @@ type ActivateBy struct {
 	Why   string `json:"why"`
 	// Tool is the reset tool that answered (mstfwreset, mlxfwreset).
 	Tool string `json:"-"`
+	// Catalog is where the firmware catalog entry that set By says so
+	// (its activation: reboot or power-cycle); nil when the reset tool
+	// or the ledger said.
+	Catalog *Source `json:"catalog,omitempty"`
 }
 
 // Label is the text plan's column: "after fw-reset", "after reboot",

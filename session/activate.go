@@ -275,8 +275,11 @@ type ActivateCard struct {
 
 	tool     string
 	resetDev string
-	items    []string
-	funcs    map[string]*inventory.Device
+	// catalog: the firmware catalog entry that set By (plan.ActivateBy's
+	// Catalog), if one did.
+	catalog *plan.Source
+	items   []string
+	funcs   map[string]*inventory.Device
 }
 
 // ActivateDoc is activate -o json.
@@ -334,6 +337,24 @@ func (a *activator) activate(ctx context.Context, h *host.Host, spec *schema.Spe
 	if len(power) > 0 {
 		doc.Cards, doc.Refused = cards, power
 		return a.activateDone(doc, "Nothing was changed:\n  "+strings.Join(power, "\n  "), plan.ExitError)
+	}
+	// --by fw-reset on a card whose firmware catalog entry says its image
+	// becomes active by a reboot: the operator's catalog and the command
+	// line disagree, and a reset would leave the image staged. Refused
+	// before any card is reset (without --by, the catalog's way is taken).
+	if o.by == plan.ByFWReset {
+		var disagree []string
+		for i := range cards {
+			if cards[i].By == plan.ByReboot && cards[i].catalog != nil {
+				r := fmt.Sprintf("%s: --by fw-reset, but the firmware catalog entry at %s says this model's image becomes active by a reboot; activate with --by reboot, or without --by (the catalog's way)", cards[i].Card, cards[i].catalog)
+				cards[i].Result, cards[i].Reason = "refused", r
+				disagree = append(disagree, r)
+			}
+		}
+		if len(disagree) > 0 {
+			doc.Cards, doc.Refused = cards, disagree
+			return a.activateDone(doc, "Nothing was changed:\n  "+strings.Join(disagree, "\n  "), plan.ExitError)
+		}
 	}
 	if by == plan.ByReboot {
 		return a.activateByReboot(ctx, h, spec, cards, o, doc)
@@ -397,8 +418,13 @@ func (a *activator) stagedCards(ctx context.Context, h *host.Host, spec *schema.
 			// loads it again.
 			act = &plan.ActivateBy{By: plan.ByReboot, Why: act.Why + "; rdmaform activate does not reload the GPU driver, it reboots"}
 		}
-		if rank[act.By] > rank[c.By] {
-			c.By, c.Level, c.Why, c.tool, c.resetDev = act.By, act.Level, act.Why, act.Tool, dev
+		switch {
+		case rank[act.By] > rank[c.By]:
+			c.By, c.Level, c.Why, c.tool, c.resetDev, c.catalog = act.By, act.Level, act.Why, act.Tool, dev, act.Catalog
+		case rank[act.By] == rank[c.By] && act.Catalog != nil && c.catalog == nil:
+			// The same way, which the catalog asks for too: its entry
+			// is the reason to name.
+			c.Why, c.catalog = act.Why, act.Catalog
 		}
 	}
 	for _, pe := range pending {

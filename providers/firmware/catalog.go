@@ -123,9 +123,9 @@ func catalogActivation(req *plan.Request, w *wantImage, reset *plan.ActivateBy) 
 	src := req.Pos(strings.TrimSuffix(w.path, ".image") + ".activation")
 	switch w.entry.Activation {
 	case plan.ByReboot:
-		return &plan.ActivateBy{By: plan.ByReboot, Why: fmt.Sprintf("the catalog entry (%s) says this model's firmware becomes active by a reboot", src)}
+		return &plan.ActivateBy{By: plan.ByReboot, Catalog: src, Why: fmt.Sprintf("the catalog entry (%s) says this model's firmware becomes active by a reboot", src)}
 	case plan.ByPowerCycle:
-		return &plan.ActivateBy{By: plan.ByPowerCycle, Why: fmt.Sprintf("the catalog entry (%s) says this model's firmware becomes active by a power cycle only", src)}
+		return &plan.ActivateBy{By: plan.ByPowerCycle, Catalog: src, Why: fmt.Sprintf("the catalog entry (%s) says this model's firmware becomes active by a power cycle only", src)}
 	}
 	return reset
 }
