@@ -91,16 +91,11 @@ func phaseOf(nm *maintv1.NodeMaintenance) string {
 }
 
 // maintenances are the NodeMaintenances of every namespace for this node
-// (the CRD's selectable field spec.nodeName, since the operator's v0.2;
-// a CRD without it refuses the selector, and then all are listed), and
-// among them the agent's own.
+// (the CRD's selectable field spec.nodeName, there since the operator's
+// v0.2.0), and among them the agent's own.
 func (r *Reconciler) maintenances(ctx context.Context) (own *maintv1.NodeMaintenance, others []maintv1.NodeMaintenance, err error) {
 	var l maintv1.NodeMaintenanceList
-	err = r.c.List(ctx, &l, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", r.opts.NodeName)})
-	if apierrors.IsBadRequest(err) {
-		err = r.c.List(ctx, &l)
-	}
-	if err != nil {
+	if err := r.c.List(ctx, &l, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", r.opts.NodeName)}); err != nil {
 		return nil, nil, fmt.Errorf("listing the NodeMaintenances of node %s (is NVIDIA's maintenance operator installed?): %w", r.opts.NodeName, err)
 	}
 	for i := range l.Items {
