@@ -3,6 +3,7 @@ module github.com/rdmaform/rdmaform
 go 1.26.8
 
 require (
+	github.com/Mellanox/maintenance-operator/api v0.3.0
 	github.com/Mellanox/rdmamap v1.1.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/go-logr/logr v1.4.4

@@ -34,8 +34,8 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 	}
 	if len(p.Pending) == 0 {
 		if held != nil {
-			if err := r.finish(ctx, held); err != nil {
-				return nil, err
+			if done, err := r.leave(ctx, st, cfg, spec, held); err != nil || !done {
+				return p, err
 			}
 			cond(st, gen, v1alpha1.ConditionActivationRequired, false, "Activated", "the staged values are current; slot "+held.Name+" released")
 		} else {
@@ -66,9 +66,17 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 	}
 	if held == nil {
 		ro, err := RolloutOf(cfg.Spec.Policy)
+		if err == nil {
+			_, err = gateProbes(cfg, spec)
+		}
 		if err != nil {
 			cond(st, gen, v1alpha1.ConditionActivationRequired, true, "BadPolicy", err.Error())
 			return p, nil
+		}
+		if why, err := r.maintenanceBlocked(ctx, cfg); err != nil || why != "" {
+			cond(st, gen, v1alpha1.ConditionActivationRequired, true, "WaitingForMaintenance", fmt.Sprintf("%d staged values wait for %s: %s", len(p.Pending), way, why))
+			cond(st, gen, v1alpha1.ConditionActivationFailed, false, "NoFailure", "")
+			return p, err
 		}
 		var stop *coordinationv1.Lease
 		if ro == nil {
@@ -124,7 +132,21 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 		}
 		r.opts.Metrics.slotTaken()
 	}
-	// The node holds a slot: cordon, evict, activate, check.
+	// The node holds a slot: cordon, evict (or the maintenance operator
+	// does: maintenance.go), activate, check.
+	if usesOperator(cfg) {
+		ok, why, err := r.maintenanceReady(ctx, cfg, st)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			why = fmt.Sprintf("holding activation slot %s/%s: %s", held.Namespace, held.Name, why)
+			cond(st, gen, v1alpha1.ConditionActivationRequired, true, "WaitingForMaintenance", why)
+			cond(st, gen, v1alpha1.ConditionProgressing, true, "WaitingForMaintenance", why)
+			cond(st, gen, v1alpha1.ConditionActivationFailed, false, "NoFailure", "")
+			return p, nil
+		}
+	}
 	msg := fmt.Sprintf("holding activation slot %s/%s: activating by %s", held.Namespace, held.Name, way)
 	cond(st, gen, v1alpha1.ConditionActivationRequired, true, "Activating", msg)
 	cond(st, gen, v1alpha1.ConditionProgressing, true, "Activating", msg)
@@ -132,12 +154,14 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 	if err := r.write(ctx, st); err != nil {
 		return nil, err
 	}
-	if err := r.cordon(ctx); err != nil {
-		return nil, err
-	}
-	if cfg.Spec.Policy.Evict {
-		if _, err := r.evict(ctx); err != nil {
+	if !usesOperator(cfg) {
+		if err := r.cordon(ctx); err != nil {
 			return nil, err
+		}
+		if cfg.Spec.Policy.Evict {
+			if _, err := r.evict(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.slots.Annotate(ctx, held, map[string]string{AnnotationPhase: phaseActivating}); err != nil {
@@ -166,8 +190,8 @@ func (r *Reconciler) activation(ctx context.Context, st *v1alpha1.RDMAHostState,
 		r.opts.Metrics.activated(false)
 		return after, r.fail(ctx, st, gen, held, fmt.Sprintf("after the activation (%s) the plan is not empty: %d changes, %d pending (%s), %d errors", way, len(after.Changes), len(after.Pending), pendingList(after), len(after.Errors)))
 	}
-	if err := r.finish(ctx, held); err != nil {
-		return nil, err
+	if done, err := r.leave(ctx, st, cfg, spec, held); err != nil || !done {
+		return after, err
 	}
 	r.opts.Metrics.activated(true)
 	cond(st, gen, v1alpha1.ConditionActivationRequired, false, "Activated", fmt.Sprintf("activated by %s; slot %s released", way, held.Name))
@@ -181,11 +205,19 @@ func (r *Reconciler) fail(ctx context.Context, st *v1alpha1.RDMAHostState, gen i
 	if len(why) > 1000 {
 		why = why[:1000] + "..."
 	}
-	if err := r.slots.Annotate(ctx, held, map[string]string{AnnotationFailed: why}); err != nil {
-		return err
+	if held.Annotations[AnnotationFailed] != why {
+		if err := r.slots.Annotate(ctx, held, map[string]string{AnnotationFailed: why}); err != nil {
+			return err
+		}
 	}
 	msg := fmt.Sprintf("%s\nThe node keeps activation slot %s/%s and no node activates until a person acts: fix the node, then delete the Lease (kubectl -n %s delete lease %s) to try again",
 		why, held.Namespace, held.Name, held.Namespace, held.Name)
+	if st.Status.Maintenance != "" {
+		if err := r.failMaintenance(ctx, why); err != nil {
+			return err
+		}
+		msg += maintenanceKept(st.Status.Maintenance)
+	}
 	cond(st, gen, v1alpha1.ConditionActivationFailed, true, "ActivationFailed", msg)
 	cond(st, gen, v1alpha1.ConditionActivationRequired, true, "ActivationFailed", why)
 	cond(st, gen, v1alpha1.ConditionProgressing, false, "ActivationFailed", "")

@@ -282,6 +282,9 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 		cond(st, gen, v1alpha1.ConditionInSync, false, "Drift", fmt.Sprintf("%d changes to make (mode %s)", len(p.Changes), modeOf(cfg)))
 	case len(p.Pending) > 0 || len(p.Deferred) > 0:
 		cond(st, gen, v1alpha1.ConditionInSync, false, "ActivationRequired", fmt.Sprintf("%d staged values wait for activation", len(p.Pending)))
+	case meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.ConditionActivationFailed):
+		// The values took, but a gate keeps the node out (gate.go).
+		cond(st, gen, v1alpha1.ConditionInSync, false, "GateFailed", "the plan is empty, but a gate probe keeps the node out of service (ActivationFailed says which)")
 	default:
 		cond(st, gen, v1alpha1.ConditionInSync, true, "InSync", "the host matches the spec: the plan is empty, nothing pending")
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	maintv1 "github.com/Mellanox/maintenance-operator/api/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -36,6 +37,10 @@ func Scheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	// NVIDIA's maintenance operator's NodeMaintenance (maintenance.go).
+	if err := maintv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

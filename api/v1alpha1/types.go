@@ -109,6 +109,47 @@ type Policy struct {
 	// slots in any order and the first failed activation stops the line.
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
+	// Maintenance: who takes the node out of service for its activation:
+	// agent (the agent cordons it and, with evict, evicts its pods) or
+	// maintenance-operator (the agent requests a NodeMaintenance of
+	// NVIDIA's maintenance operator, maintenance.nvidia.com/v1alpha1,
+	// requestor rdmaform.io, which cordons and, with evict, drains the
+	// node; the agent activates once it is Ready and deletes it after,
+	// and the operator uncordons). Default agent.
+	// +kubebuilder:validation:Enum=agent;maintenance-operator
+	// +optional
+	Maintenance Maintenance `json:"maintenance,omitempty"`
+	// Gates: what a node must pass after its activation took, before it
+	// is uncordoned (or its NodeMaintenance released).
+	// +optional
+	Gates *Gates `json:"gates,omitempty"`
+}
+
+// Maintenance says who cordons and drains a node for its activation.
+type Maintenance string
+
+const (
+	// MaintenanceAgent: the agent cordons (and evicts) itself.
+	MaintenanceAgent Maintenance = "agent"
+	// MaintenanceOperator: NVIDIA's maintenance operator does, through a
+	// NodeMaintenance the agent requests.
+	MaintenanceOperator Maintenance = "maintenance-operator"
+)
+
+// Gates are checks between a node's activation and its return to
+// service.
+type Gates struct {
+	// Probes: names of the hostSpec's probes (its probes list), typically
+	// the bandwidth and latency kinds, that must pass after the
+	// activation took. A node whose probe fails stays cordoned, its slot
+	// marked failed (the stop rules count it), the probe's figures in
+	// its state's probes; the agent runs them again at each reconcile and
+	// returns the node to service once they pass. The peer each probe
+	// names must answer (rdmaform probe serve with the same spec).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	Probes []string `json:"probes"`
 }
 
 // Rollout is a rollout policy (docs/guides/fleets-and-waves.md): the
@@ -315,6 +356,42 @@ type RDMAHostStateStatus struct {
 	// LastApply is the last apply's or activation's result.
 	// +optional
 	LastApply *ApplyResult `json:"lastApply,omitempty"`
+	// Gates are the last run of the policy's gate probes: what each
+	// measured, against what floor or ceiling.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Gates []GateResult `json:"gates,omitempty"`
+	// Maintenance is the node's NodeMaintenance (namespace/name) while
+	// the maintenance operator holds it out of service for rdmaform.
+	// +optional
+	Maintenance string `json:"maintenance,omitempty"`
+}
+
+// GateResult is one gate probe's outcome.
+type GateResult struct {
+	// Name is the probe's name in the hostSpec; Kind its kind
+	// (bandwidth, latency, ping, ...); Target its peer.
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Target string `json:"target,omitempty"`
+	// Outcome: passed, failed or error (the probe could not run).
+	Outcome string `json:"outcome"`
+	// Reason: what it measured against what, as rdmaform probe says it.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// BandwidthGbps is the gated figure (one direction, the lower when
+	// bidirectional), FloorGbps its floor; LatencyUs the median latency,
+	// CeilingUs its ceiling. Written as decimal strings ("193.3").
+	// +optional
+	BandwidthGbps string `json:"bandwidthGbps,omitempty"`
+	// +optional
+	FloorGbps string `json:"floorGbps,omitempty"`
+	// +optional
+	LatencyUs string `json:"latencyUs,omitempty"`
+	// +optional
+	CeilingUs string `json:"ceilingUs,omitempty"`
+	// Time the probe ended.
+	Time metav1.Time `json:"time"`
 }
 
 // RDMAHostState is one node's rdmaform state, named after the node and
