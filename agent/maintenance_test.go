@@ -665,7 +665,9 @@ func TestBandwidthGateBeforeUncordon(t *testing.T) {
 // operator's garbage collector, the node cordoned; the failure stops the
 // line (the second node takes no slot). Cleared, the next reconcile
 // passes the gate and deletes the NodeMaintenance, the operator
-// uncordons, and the second node goes on.
+// uncordons, and the second node goes on. The agents run as the agent's
+// ServiceAccount and every NodeMaintenance verb 10-rbac.yaml grants is
+// used (checkGrants).
 func TestMaintenanceGateFailureKeepsNodeOut(t *testing.T) {
 	k := newCluster(t)
 	k.maintenanceOperator("mgate-")
@@ -676,7 +678,8 @@ func TestMaintenanceGateFailureKeepsNodeOut(t *testing.T) {
 	}
 	p := operatorPolicy(false)
 	p.Gates = &v1alpha1.Gates{Probes: []string{"bw", "ping-peer"}}
-	k.start(bad)
+	rec := &recorder{}
+	k.startRecorded(rec, nil, 3*time.Second, bad)
 	cfg := k.config("mgate", "rail", "mgate", gateSpec, p)
 	st := k.waitState(bad.name, condIs(v1alpha1.ConditionActivationFailed, metav1.ConditionTrue, "ActivationFailed", cfg.Generation))
 	key := ns + "/" + agent.MaintenanceName(bad.name)
@@ -708,7 +711,7 @@ func TestMaintenanceGateFailureKeepsNodeOut(t *testing.T) {
 	if obj := k.nodeObj(bad.name); !obj.Spec.Unschedulable {
 		t.Errorf("%s: uncordoned although its gate failed", bad.name)
 	}
-	k.start(nodes[1])
+	k.startRecorded(rec, nil, 3*time.Second, nodes[1])
 	k.waitState(nodes[1].name, condIs(v1alpha1.ConditionActivationRequired, metav1.ConditionTrue, "LineStopped", cfg.Generation))
 	if got := k.nodeMaintenances(nodes[1].name); len(got) != 0 {
 		t.Errorf("%s requested maintenance while the line is stopped", nodes[1].name)
@@ -723,4 +726,5 @@ func TestMaintenanceGateFailureKeepsNodeOut(t *testing.T) {
 			t.Errorf("%s: %d NodeMaintenances left", n.name, len(got))
 		}
 	}
+	checkGrants(t, rec, func(g grant) bool { return g.group == maintenanceGroup })
 }
