@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -85,5 +86,22 @@ func TestCountingTransport(t *testing.T) {
 	}
 	if c.all.Load() != 6 || c.writes.Load() != 3 || c.watches.Load() != 1 {
 		t.Errorf("all %d, writes %d, watches %d; want 6, 3, 1", c.all.Load(), c.writes.Load(), c.watches.Load())
+	}
+}
+
+// TestAgentFlags: each of the agent part's limits one past it is a usage
+// error (exit 2) before anything runs.
+func TestAgentFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-agent-nodes", "0"},
+		{"-agent-inprocess", "-1"},
+		{"-agent-interval", "999ms"},
+		{"-agent-window", "999ms"},
+		{"-agent-idle", "999ms"},
+	} {
+		var out, errb strings.Builder
+		if code := run(append([]string{"-only", "agent"}, args...), nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "-agent-nodes") {
+			t.Errorf("%v: exit %d, want 2 with the agent flags named:\n%s", args, code, errb.String())
+		}
 	}
 }

@@ -125,7 +125,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.agentBin, "agent", "bin/linux_"+runtime.GOARCH+"/rdmaform-agent", "the rdmaform-agent binary (make agent) for the agent part")
 	fs.StringVar(&o.deploy, "deploy", "deploy/kubernetes", "the agent's manifests (CRDs under crds/), installed in the agent part's lab")
 	fs.IntVar(&o.agentNodes, "agent-nodes", 1000, "the agent part's Nodes against one lab API server")
-	fs.IntVar(&o.agentInProcess, "agent-inprocess", 100, "how many of -agent-nodes run a real agent (in this process, each with a simulated host); a load driver plays the rest")
+	fs.IntVar(&o.agentInProcess, "agent-inprocess", 500, "how many of -agent-nodes run a real agent (in this process, each with a simulated host, about 2 MiB each); a load driver plays the rest")
 	fs.DurationVar(&o.agentInterval, "agent-interval", agent.DefaultInterval, "the agent part's reconcile interval (rdmaform-agent --interval) for the fleet")
 	fs.DurationVar(&o.agentWindow, "agent-window", 10*time.Minute, "the agent part's steady-state window, over which requests are counted")
 	fs.DurationVar(&o.agentIdle, "agent-idle", time.Minute, "how long the agent part measures one agent process at idle")
@@ -144,8 +144,9 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	if abs, err := filepath.Abs(o.rdmaform); err == nil {
 		o.rdmaform = abs
 	}
-	if o.agentNodes < 1 || o.agentInProcess < 0 || o.agentInProcess > o.agentNodes || o.agentInterval < time.Second || o.agentWindow < time.Second || o.agentIdle < time.Second {
-		fmt.Fprintf(stderr, "rdmaform-bench: -agent-nodes %d, -agent-inprocess %d, -agent-interval %s, -agent-window %s, -agent-idle %s: want 1 or more nodes, 0 to -agent-nodes real agents, 1s or more\n", o.agentNodes, o.agentInProcess, o.agentInterval, o.agentWindow, o.agentIdle)
+	o.agentInProcess = min(o.agentInProcess, o.agentNodes)
+	if o.agentNodes < 1 || o.agentInProcess < 0 || o.agentInterval < time.Second || o.agentWindow < time.Second || o.agentIdle < time.Second {
+		fmt.Fprintf(stderr, "rdmaform-bench: -agent-nodes %d, -agent-inprocess %d, -agent-interval %s, -agent-window %s, -agent-idle %s: want 1 or more nodes, 0 or more real agents (at most the nodes), 1s or more\n", o.agentNodes, o.agentInProcess, o.agentInterval, o.agentWindow, o.agentIdle)
 		return 2
 	}
 	if o.rolloutHosts < 8 || o.rolloutPercent < 1 || o.rolloutPercent > 100 || o.activation < time.Second {
