@@ -103,8 +103,9 @@ test: ## every test (real NetworkManager, netns, systemd when root; TEST_TIMEOUT
 	$(MAKE) kernel-test
 
 .PHONY: fleet-test
-fleet-test: ## the rollout role and the fabric test role on FLEET_HOSTS (200) simulated hosts under ansible-core, the rollout without and with a policy (TestRolloutWaves, TestRolloutPolicy, TestFabricTestRole; make test runs them on 16, 16 and 8)
+fleet-test: k8s-lab ## the rollout role and the fabric test role on FLEET_HOSTS (200) simulated hosts under ansible-core, the rollout without and with a policy (TestRolloutWaves, TestRolloutPolicy, TestFabricTestRole; make test runs them on 16, 16 and 8); then the rollout policy in the Kubernetes agent on FLEET_HOSTS nodes against the lab's API server (TestRolloutPolicyInTheAgent; make test: 12)
 	RDMAFORM_ROLLOUT_HOSTS=$(FLEET_HOSTS) RDMAFORM_FABRIC_HOSTS=$(FLEET_HOSTS) $(GO) test -count=1 -timeout $(FLEET_TIMEOUT) -run '^(TestRolloutWaves|TestRolloutPolicy|TestFabricTestRole)$$' ./ansible
+	RDMAFORM_AGENT_HOSTS=$(FLEET_HOSTS) RDMAFORM_REQUIRE_LAB=1 $(GO) test -count=1 -timeout $(FLEET_TIMEOUT) -v -run '^TestRolloutPolicyInTheAgent$$' ./agent
 
 kernel-test: ## boot Debian's kernel under QEMU with Soft-RoCE and run the guest tests (internal/testlab/kernlab)
 	bash internal/testlab/kernlab/run.sh
@@ -202,7 +203,7 @@ k8s-lab: ## build kube-apiserver, kubectl, the kubelet and etcd from the Go modu
 
 BENCHFLAGS ?=
 
-bench: build ansible ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources, a 1,000-host rollout vs serial:)
+bench: build ansible agent ## performance comparisons side by side, one table (plan rounds, tool runs, NetworkManager vs Ansible, 2,000 resources, a 1,000-host rollout vs serial:, the agent's memory and CPU and 1,000 nodes against the lab's API server)
 	$(GO) run ./bench/cmd/rdmaform-bench -rdmaform $(BIN) $(BENCHFLAGS)
 
 .PHONY: manifests agent image

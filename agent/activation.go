@@ -224,12 +224,17 @@ func (r *Reconciler) fail(ctx context.Context, st *v1alpha1.RDMAHostState, gen i
 	return nil
 }
 
-// finish uncordons the node if the agent cordoned it, and releases the slot.
+// finish uncordons the node if the agent cordoned it; the slot is
+// released once the reconcile has written the node's state (reconcile):
+// the release wakes the config's other nodes, and those of the next wave
+// read this node's state then, so it must say InSync by that time (else
+// they wait for their interval, 5 minutes by default).
 func (r *Reconciler) finish(ctx context.Context, held *coordinationv1.Lease) error {
 	if err := r.uncordon(ctx); err != nil {
 		return err
 	}
-	return r.slots.Release(ctx, held)
+	r.release = held
+	return nil
 }
 
 func ways(p *plan.Plan) string {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -66,6 +67,9 @@ type Reconciler struct {
 	wakeAt time.Time
 	// seen: the state's status as the API server has it (quiet.go).
 	seen *seenState
+	// release: the slot finish gave up, released after the state is
+	// written (activation.go).
+	release *coordinationv1.Lease
 }
 
 // NewReconciler makes a node's agent on a client.
@@ -85,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wakeAt = time.Time{}
+	r.release = nil
 	interval, err := r.reconcile(ctx)
 	r.opts.Metrics.reconciled(err, r.opts.Now())
 	if err != nil {
@@ -293,6 +298,12 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	if err := r.write(ctx, st); err != nil {
 		return 0, err
+	}
+	if held := r.release; held != nil {
+		r.release = nil
+		if err := r.slots.Release(ctx, held); err != nil {
+			return 0, err
+		}
 	}
 	r.audit(ctx, spec)
 	return interval, nil

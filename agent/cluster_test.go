@@ -43,6 +43,9 @@ type cluster struct {
 	c   client.WithWatch
 	// metricsAddress is the agents' --metrics-address ("0": none).
 	metricsAddress string
+	// interval is the agents' interval (default 3 s); wait bounds each
+	// wait (default waitLimit).
+	interval, wait time.Duration
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -60,7 +63,7 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	return &cluster{t: t, lab: l, cfg: cfg, c: c}
+	return &cluster{t: t, lab: l, cfg: cfg, c: c, interval: 3 * time.Second, wait: waitLimit}
 }
 
 // node is one Node object (there is no kubelet: only the API object) and
@@ -109,23 +112,27 @@ func (k *cluster) start(nodes ...node) {
 
 func (k *cluster) startWith(m *agent.Metrics, nodes ...node) {
 	k.t.Helper()
-	for _, n := range nodes {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		o := agent.Options{NodeName: n.name, Namespace: ns, HostArgs: []string{"--sim", n.dir}, Interval: 3 * time.Second, Metrics: m}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make([]chan error, len(nodes))
+	for i, n := range nodes {
+		done[i] = make(chan error, 1)
+		o := agent.Options{NodeName: n.name, Namespace: ns, HostArgs: []string{"--sim", n.dir}, Interval: k.interval, Metrics: m}
 		cfg, _ := k.lab.AsUser(k.t, "agent-"+n.name, k.lab.Token(k.t, ns, "rdmaform-agent", n.name))
 		addr := k.metricsAddress
 		if addr == "" {
 			addr = "0"
 		}
-		go func() { done <- agent.Run(ctx, cfg, o, addr) }()
-		k.t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
+		go func() { done[i] <- agent.Run(ctx, cfg, o, addr) }()
+	}
+	// The agents stop together (one by one, 200 took minutes).
+	k.t.Cleanup(func() {
+		cancel()
+		for i, n := range nodes {
+			if err := <-done[i]; err != nil {
 				k.t.Errorf("agent %s: %v", n.name, err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // config creates an RDMAHostConfig selecting label key=value.
@@ -160,7 +167,7 @@ func (k *cluster) state(name string) (*v1alpha1.RDMAHostState, error) {
 // is missing), failing with the last state when the bound passes.
 func (k *cluster) waitState(name string, ok func(*v1alpha1.RDMAHostState) string) *v1alpha1.RDMAHostState {
 	k.t.Helper()
-	deadline := time.Now().Add(waitLimit)
+	deadline := time.Now().Add(k.wait)
 	var why string
 	for time.Now().Before(deadline) {
 		st, err := k.state(name)

@@ -58,6 +58,13 @@ func agentHosts(t *testing.T) int {
 func TestRolloutPolicyInTheAgent(t *testing.T) {
 	n := agentHosts(t)
 	k := newCluster(t)
+	// The agents share this machine's CPUs: on 200 nodes an interval of
+	// 3 s asks for 67 plans a second, more than two CPUs make, and the
+	// waves crawl. The interval grows with the nodes (3 s for 12, 50 s
+	// for 200): the waves do not wait for it, a freed slot wakes every
+	// agent (and a node's state says InSync before its slot is freed).
+	k.interval = max(3*time.Second, time.Duration(n)*250*time.Millisecond)
+	k.wait = max(waitLimit, time.Duration(n)*6*time.Second)
 	nodes := k.nodes("ramp", n, func(i int) map[string]string {
 		l := map[string]string{"rail": "ramp", agent.LabelDomain: fmt.Sprintf("leaf%d", (i-1)/2%4+1),
 			agent.LabelCompartment: map[bool]string{true: "gpu", false: "storage"}[i%2 == 1]}

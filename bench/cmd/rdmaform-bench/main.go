@@ -13,7 +13,10 @@
 //  6. the kernel lab (make kernel-test): build, boot to the first guest
 //     test, the guest tests, and the whole run;
 //  7. rdmaform waves on a 10,000-host inventory;
-//  8. rdmaform fabric-test schedule of 1,000 hosts.
+//  8. rdmaform fabric-test schedule of 1,000 hosts;
+//  9. the fleet rollout (role against serial:);
+//  10. rdmaform-agent: one process's memory and CPU against the lab's API
+//     server, and 1,000 nodes against one API server (agent.go).
 //
 // Parts that need root, NetworkManager or Ansible say why they were
 // skipped (with -require they fail instead).
@@ -35,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmaform/rdmaform/agent"
 	"github.com/rdmaform/rdmaform/apply"
 	"github.com/rdmaform/rdmaform/bench"
 	"github.com/rdmaform/rdmaform/internal/testlab/benchlab"
@@ -66,13 +70,26 @@ type options struct {
 	// rolloutPolicy: a rollout policy file the role runs with (its
 	// waves, not -rollout-percent's); then the role's run alone.
 	rolloutPolicy string
+	// The agent part: the rdmaform-agent binary, the manifests, the
+	// fleet's nodes and how many of them run a real agent, the agents'
+	// interval, the steady state's window, the idle measurement's.
+	agentBin       string
+	deploy         string
+	agentNodes     int
+	agentInProcess int
+	agentInterval  time.Duration
+	agentWindow    time.Duration
+	agentIdle      time.Duration
 }
 
 // report collects the table's sections.
 type report struct {
-	opts     options
-	environ  []string
-	sections []section
+	opts options
+	// agentApply: a config change to InSync on one agent (the agent
+	// part's "one apply").
+	agentApply time.Duration
+	environ    []string
+	sections   []section
 }
 
 type section struct {
@@ -98,13 +115,20 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.conns, "conns", 16, "IPoIB connections")
 	fs.StringVar(&o.rdmaform, "rdmaform", "bin/rdmaform", "rdmaform binary for the runs that need a process of its own")
 	fs.StringVar(&o.nmcliBaseline, "nmcli-baseline", "", "an rdmaform binary from before the D-Bus switch (nmcli per profile), measured beside the current one in the nm part")
-	fs.StringVar(&o.only, "only", "", "run one part: plan, activate, qos, nm, big, kernel, waves, fabric, rollout")
+	fs.StringVar(&o.only, "only", "", "run one part: plan, activate, qos, nm, big, kernel, waves, fabric, rollout, agent")
 	fs.StringVar(&o.kernlab, "kernlab", "internal/testlab/kernlab/run.sh", "the kernel lab's script")
 	fs.IntVar(&o.rolloutHosts, "rollout-hosts", 1000, "simulated hosts of the rollout part (the role rdmaform.rdma.rollout against a serial: playbook)")
 	fs.DurationVar(&o.activation, "activation-latency", 2*time.Minute, "the rollout part's activation latency A: the run time of each host's firmware reset")
 	fs.IntVar(&o.rolloutPercent, "rollout-percent", 20, "the rollout part's hosts per wave (and serial: batch), percent (forks: a wave's hosts; each fork of a 1,000-host play holds about 90 MB)")
 	fs.StringVar(&o.rolloutPolicy, "rollout-policy", "", "the rollout part with a rollout policy `FILE` (canary, ramp: rdma_policy): the role's whole rollout alone, against the bound 1.2 × its waves × A + stage")
 	fs.StringVar(&o.module, "ansible-module", "build/ansible/library/rdmaform", "the Ansible module binary (make ansible) for the rollout part")
+	fs.StringVar(&o.agentBin, "agent", "bin/linux_"+runtime.GOARCH+"/rdmaform-agent", "the rdmaform-agent binary (make agent) for the agent part")
+	fs.StringVar(&o.deploy, "deploy", "deploy/kubernetes", "the agent's manifests (CRDs under crds/), installed in the agent part's lab")
+	fs.IntVar(&o.agentNodes, "agent-nodes", 1000, "the agent part's Nodes against one lab API server")
+	fs.IntVar(&o.agentInProcess, "agent-inprocess", 500, "how many of -agent-nodes run a real agent (in this process, each with a simulated host, about 2 MiB each); a load driver plays the rest")
+	fs.DurationVar(&o.agentInterval, "agent-interval", agent.DefaultInterval, "the agent part's reconcile interval (rdmaform-agent --interval) for the fleet")
+	fs.DurationVar(&o.agentWindow, "agent-window", 10*time.Minute, "the agent part's steady-state window, over which requests are counted")
+	fs.DurationVar(&o.agentIdle, "agent-idle", time.Minute, "how long the agent part measures one agent process at idle")
 	fs.BoolVar(&o.require, "require", false, "fail instead of skipping a part whose components are missing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -120,11 +144,16 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	if abs, err := filepath.Abs(o.rdmaform); err == nil {
 		o.rdmaform = abs
 	}
+	o.agentInProcess = min(o.agentInProcess, o.agentNodes)
+	if o.agentNodes < 1 || o.agentInProcess < 0 || o.agentInterval < time.Second || o.agentWindow < time.Second || o.agentIdle < time.Second {
+		fmt.Fprintf(stderr, "rdmaform-bench: -agent-nodes %d, -agent-inprocess %d, -agent-interval %s, -agent-window %s, -agent-idle %s: want 1 or more nodes, 0 or more real agents (at most the nodes), 1s or more\n", o.agentNodes, o.agentInProcess, o.agentInterval, o.agentWindow, o.agentIdle)
+		return 2
+	}
 	if o.rolloutHosts < 8 || o.rolloutPercent < 1 || o.rolloutPercent > 100 || o.activation < time.Second {
 		fmt.Fprintf(stderr, "rdmaform-bench: -rollout-hosts %d, -rollout-percent %d, -activation-latency %s: want 8 or more hosts, 1 to 100 %%, 1s or more\n", o.rolloutHosts, o.rolloutPercent, o.activation)
 		return 2
 	}
-	for _, p := range []*string{&o.module} {
+	for _, p := range []*string{&o.module, &o.agentBin} {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -154,6 +183,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		{"waves", r.waves},
 		{"fabric", r.fabric},
 		{"rollout", r.rollout},
+		{"agent", r.agentBench},
 	}
 	failed := false
 	for _, p := range parts {

@@ -66,12 +66,17 @@ func (t *programTB) Skipf(format string, args ...any) {
 	runtime.Goexit()
 }
 
+func (t *programTB) Skip(args ...any) {
+	t.stopped = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
 func (t *programTB) Failed() bool { return t.failed }
 
 func (t *programTB) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
 
 func (t *programTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "rdmaform-bench-nm-")
+	dir, err := os.MkdirTemp("", "rdmaform-bench-lab-")
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
