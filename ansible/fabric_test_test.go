@@ -130,7 +130,11 @@ func TestFabricTestRole(t *testing.T) {
 			t.Fatal(err)
 		}
 		vars := map[string]any{"rdma_become": false, "rdma_command": f.cli, "rdma_netdev": "ib0", "rdma_duration": "1s",
-			"rdma_slot": slot, "rdma_lead": 1, "rdma_fabric_dir": dir, "rdma_barrier_address": "127.0.0.1", "rdma_barrier_port": port}
+			"rdma_slot": slot, "rdma_lead": 1, "rdma_fabric_dir": dir, "rdma_barrier_address": "127.0.0.1", "rdma_barrier_port": port,
+			// At 200 hosts and a load average of 35 to 90, 600 s (the
+			// default) saw 101 of the 200 ready: Ansible's start of the
+			// task on every host takes longer than that here.
+			"rdma_ready_timeout": 3600}
 		for k, v := range extra {
 			vars[k] = v
 		}
