@@ -8,6 +8,11 @@
 # that starts at the same instant on every host (start + round's index x
 # slot), so the pairs of a round run together and no host is in two
 # pairs at a time, without a round trip through Ansible per round.
+# The start is the barrier's: one host (the leader) waits until every
+# host of the pass has started its part and said so over TCP, then
+# tells them all the same start, a moment later. However long Ansible
+# takes to start the task on every host, no round begins before the
+# last host is ready.
 # Every command runs as an argument vector, never through a shell.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -64,9 +69,43 @@ options:
     required: true
   start:
     description:
-      - When round 0 starts, in seconds since the epoch.
+      - When round 0 starts, in seconds since the epoch, the same on every host; or C(barrier).
     type: float
-    required: true
+  barrier:
+    description:
+      - Round 0 starts when every host of the pass is ready, 2 seconds after the last one said so. The leader listens
+        on C(address):C(port) until each of C(hosts) has connected or C(timeout) seconds have passed, then answers every host
+        with the same start and the hosts that never came (absent); the others connect there (again and again until it
+        answers, within C(timeout) seconds) and wait for that answer.
+      - A pair with an absent host is an error of the pair (its client reports it); a host that gets no answer measures
+        nothing and reports each of its pairs as an error.
+    type: dict
+    suboptions:
+      address:
+        description: The leader's address (an IP address; the leader binds to it).
+        type: str
+        required: true
+      port:
+        description: The leader's TCP port.
+        type: int
+        required: true
+      leader:
+        description: This host is the leader.
+        type: bool
+        default: false
+      hosts:
+        description: The hosts of the pass (the leader's list; the others need not give it).
+        type: list
+        elements: str
+        default: []
+      token:
+        description: The pass's token, the same on every host; a host of another pass (or a stale leader) is refused.
+        type: str
+        required: true
+      timeout:
+        description: Seconds to wait for every host (the leader) or for the leader's answer (the others), 1 to 3600.
+        type: int
+        default: 600
   slot:
     description:
       - Seconds a round; the server answers for C(slot - 1) seconds, the client must be done by the slot's end.
@@ -90,11 +129,26 @@ served:
   description: How many rounds this host served.
   returned: always
   type: int
+start:
+  description: When round 0 started, in seconds since the epoch (the barrier's answer, or C(start)); absent when no answer came.
+  returned: when known
+  type: float
+waited:
+  description: Seconds this host waited at the barrier, from its start to round 0.
+  returned: with barrier
+  type: float
+absent:
+  description: The hosts of the pass that never reached the barrier (the leader's answer).
+  returned: with barrier
+  type: list
+  elements: str
 '''
 
 import json
 import os
+import resource
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -153,6 +207,131 @@ def measured(rc, out, err, argv):
     return figures['bandwidth_gbps'], figures['latency_us'], None
 
 
+# Round 0 starts this many seconds after the leader's answer: the time
+# its answer takes to reach every host and wake its part.
+MARGIN = 2
+
+# A barrier message is one line of JSON; none is longer than this (the
+# leader's answer lists the absent hosts).
+MAX_LINE = 1 << 20
+
+
+def read_line(conn, deadline):
+    """One line from conn, read until deadline (seconds since the epoch):
+    its JSON document, or None when the peer closed, timed out or sent
+    something else."""
+    buf = b''
+    while b'\n' not in buf:
+        left = deadline - time.time()
+        if left <= 0 or len(buf) > MAX_LINE:
+            return None
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(65536)
+        except (socket.timeout, OSError):
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+    try:
+        doc = json.loads(buf.split(b'\n', 1)[0].decode('utf-8'))
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def send_line(conn, doc):
+    try:
+        conn.settimeout(5)
+        conn.sendall((json.dumps(doc, sort_keys=True) + '\n').encode('utf-8'))
+    except OSError:
+        pass
+
+
+def lead(b, me):
+    """The leader: wait until every host of the pass has connected (or
+    the timeout), then answer them all with one start. Returns (start,
+    absent hosts, the leader's timeout, error)."""
+    deadline = time.time() + b['timeout']
+    try:
+        info = socket.getaddrinfo(b['address'], b['port'], 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)[0]
+        srv = socket.socket(info[0], socket.SOCK_STREAM)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(info[4])
+        srv.listen(min(len(b['hosts']) + 16, 4096))
+    except (OSError, socket.gaierror, IndexError) as e:
+        return None, None, None, 'the barrier cannot listen on %s port %d: %s' % (b['address'], b['port'], e)
+    expect = set(b['hosts']) - set([me])
+    # One open connection per host until the answer: a thousand hosts
+    # need more descriptors than the usual soft limit of 1,024.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = len(expect) + 64
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+    ready = {}
+    try:
+        while expect - set(ready) and time.time() < deadline:
+            srv.settimeout(max(min(deadline - time.time(), 1), 0.01))
+            try:
+                conn, _ = srv.accept()
+            except (socket.timeout, OSError):
+                continue
+            hello = read_line(conn, min(time.time() + 10, deadline))
+            host = (hello or {}).get('host')
+            if hello is None or hello.get('token') != b['token']:
+                send_line(conn, {'error': 'not a host of this pass (token %s)' % b['token']})
+                conn.close()
+                continue
+            if host not in expect:
+                send_line(conn, {'error': '%s is not a host of this pass' % host})
+                conn.close()
+                continue
+            if host in ready:
+                ready[host].close()
+            ready[host] = conn
+    finally:
+        srv.close()
+    start = time.time() + MARGIN
+    absent = sorted(expect - set(ready))
+    for conn in ready.values():
+        send_line(conn, {'start': start, 'absent': absent, 'timeout': b['timeout']})
+        conn.close()
+    return start, absent, b['timeout'], None
+
+
+def follow(b, me):
+    """One of the others: connect to the leader (again until it
+    answers, within the timeout), say who this host is and wait for the
+    start. Returns (start, absent hosts, the leader's timeout, error)."""
+    deadline = time.time() + b['timeout']
+    why = 'no answer'
+    while time.time() < deadline:
+        try:
+            conn = socket.create_connection((b['address'], b['port']), timeout=max(min(deadline - time.time(), 5), 0.1))
+        except OSError as e:
+            why = str(e)
+            time.sleep(min(0.5, max(deadline - time.time(), 0)))
+            continue
+        try:
+            send_line(conn, {'host': me, 'token': b['token']})
+            # The leader answers within its timeout of its own start,
+            # which came before this connection.
+            reply = read_line(conn, time.time() + b['timeout'] + 30)
+        finally:
+            conn.close()
+        if reply is None:
+            why = 'the leader closed the connection without a start'
+            time.sleep(0.5)
+            continue
+        if 'error' in reply:
+            return None, None, None, 'the barrier at %s port %d refused %s: %s' % (b['address'], b['port'], me, reply['error'])
+        start, absent, waited = reply.get('start'), reply.get('absent'), reply.get('timeout')
+        if not isinstance(start, (int, float)) or not isinstance(absent, list) or not isinstance(waited, int):
+            return None, None, None, 'the barrier at %s port %d answered %r' % (b['address'], b['port'], reply)
+        return float(start), [str(h) for h in absent], waited, None
+    return None, None, None, 'no start from the barrier at %s port %d within %ds: %s' % (b['address'], b['port'], b['timeout'], why)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -162,10 +341,20 @@ def main():
             rounds=dict(type='list', elements='dict', required=True),
             bandwidth=dict(type='dict', required=True),
             latency=dict(type='dict', required=True),
-            start=dict(type='float', required=True),
+            start=dict(type='float'),
+            barrier=dict(type='dict', options=dict(
+                address=dict(type='str', required=True),
+                port=dict(type='int', required=True),
+                leader=dict(type='bool', default=False),
+                hosts=dict(type='list', elements='str', default=[]),
+                token=dict(type='str', required=True, no_log=False),
+                timeout=dict(type='int', default=600),
+            )),
             slot=dict(type='int', required=True),
             lead=dict(type='float', default=1),
         ),
+        required_one_of=[('start', 'barrier')],
+        mutually_exclusive=[('start', 'barrier')],
     )
     p = module.params
     if not p['command']:
@@ -177,13 +366,41 @@ def main():
     for r in p['rounds']:
         if not isinstance(r.get('round'), int) or r['round'] < 0 or not r.get('peer') or not r.get('peer_address'):
             module.fail_json(msg='a round needs round (0 or more), peer and peer_address: %r' % (r,))
+    b = p['barrier']
+    if b is not None:
+        if not 1 <= b['timeout'] <= 3600:
+            module.fail_json(msg='barrier timeout must be 1 to 3600 seconds, not %d' % b['timeout'])
+        if not 1 <= b['port'] <= 65535:
+            module.fail_json(msg='barrier port must be 1 to 65535, not %d' % b['port'])
+    ret = {}
+    absent = set()
+    start = p['start']
+    if b is not None:
+        began = time.time()
+        start, gone, waited, error = (lead if b['leader'] else follow)(b, p['host'])
+        if error is not None and b['leader']:
+            # Nobody can start: the others wait out their timeout.
+            module.fail_json(msg=error)
+        ret['waited'] = round(time.time() - began, 3)
+        if error is not None:
+            results = [{'hosts': [p['host'], r['peer']] if r['serve'] else [r['peer'], p['host']], 'error': error}
+                       for r in sorted(p['rounds'], key=lambda r: r['round']) if not r['serve']]
+            module.exit_json(changed=False, measured=results, served=0, absent=[], **ret)
+        absent = set(gone)
+        ret['absent'] = gone
+    ret['start'] = start
     work = tempfile.mkdtemp(prefix='rdmaform-fabric-')
     results, served = [], 0
     try:
         for r in sorted(p['rounds'], key=lambda r: r['round']):
-            begin = p['start'] + r['round'] * p['slot']
+            begin = start + r['round'] * p['slot']
             end = begin + p['slot']
             pair = [p['host'], r['peer']] if r['serve'] else [r['peer'], p['host']]
+            if r['peer'] in absent:
+                if not r['serve']:
+                    results.append({'hosts': pair, 'error': '%s was not ready at the barrier within %ds (its part had not started)'
+                                    % (r['peer'], waited)})
+                continue
             now = time.time()
             if now >= end - 1:
                 if not r['serve']:
@@ -211,7 +428,7 @@ def main():
             results.append({'hosts': pair, 'bandwidth_gbps': bw, 'latency_us': lat})
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    module.exit_json(changed=False, measured=results, served=served)
+    module.exit_json(changed=False, measured=results, served=served, **ret)
 
 
 if __name__ == '__main__':
