@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/kubelab/labbin"
@@ -35,17 +34,11 @@ func runHelm(dir string, force bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := lockBuild(dir)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		logf("another build holds %s.lock; waiting for it", dir)
-		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-			return err
-		}
-	}
 	if !force && labbin.CheckHelm(dir) == nil {
 		logf("%s has helm %s (built by the process we waited for)", dir, labbin.Helm)
 		return nil

@@ -60,6 +60,24 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "k8s-lab: "+format+"\n", args...)
 }
 
+// lockBuild takes DIR.lock, waiting for another build that holds it
+// (two test runs may start make k8s-lab at once); closing the file
+// releases it.
+func lockBuild(dir string) (*os.File, error) {
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		logf("another build holds %s.lock; waiting for it", dir)
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
+	return lock, nil
+}
+
 func run(dir string, force bool) error {
 	if !force && labbin.Check(dir) == nil {
 		logf("%s is ready (kubernetes %s, etcd %s)", dir, labbin.Kubernetes, labbin.Etcd)
@@ -68,17 +86,11 @@ func run(dir string, force bool) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lock, err := lockBuild(dir)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		logf("another build holds %s.lock; waiting for it", dir)
-		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-			return err
-		}
-	}
 	if !force && labbin.Check(dir) == nil {
 		logf("%s is ready (built by the process we waited for)", dir)
 		return nil
