@@ -85,8 +85,15 @@ func (f *fleet) wavesOf(t *testing.T, policy string) [][]string {
 		}
 		inv.WriteString("}\n")
 	}
-	file := filepath.Join(f.l.dir, "waves-inventory.yaml")
-	if err := os.WriteFile(file, []byte(inv.String()), 0o644); err != nil {
+	return f.cutWaves(t, "waves-inventory.yaml", inv.String(), policy)
+}
+
+// cutWaves writes an inventory for rdmaform waves (NAME in the fleet's
+// directory) and returns the hosts of each wave the policy cuts.
+func (f *fleet) cutWaves(t *testing.T, name, inventory, policy string) [][]string {
+	t.Helper()
+	file := filepath.Join(f.l.dir, name)
+	if err := os.WriteFile(file, []byte(inventory), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {

@@ -1,7 +1,6 @@
 package ansible_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,22 +83,7 @@ func TestRolloutUnreachable(t *testing.T) {
 		fmt.Fprintf(&inv, `{"name": %q}`, h)
 	}
 	inv.WriteString("]}")
-	wavesInv := filepath.Join(f.l.dir, "waves.json")
-	if err := os.WriteFile(wavesInv, []byte(inv.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var cut struct {
-		Waves []struct {
-			Hosts []string `json:"hosts"`
-		} `json:"waves"`
-	}
-	if err := json.Unmarshal([]byte(rdmaform(t, 0, "waves", "--inventory", wavesInv, "--policy", policy, "-o", "json")), &cut); err != nil {
-		t.Fatal(err)
-	}
-	var waves [][]string
-	for _, w := range cut.Waves {
-		waves = append(waves, w.Hosts)
-	}
+	waves := f.cutWaves(t, "waves.json", inv.String(), policy)
 	if len(waves) != 3 || len(waves[0]) != 3 || len(waves[1]) < 2 {
 		t.Fatalf("waves %v: want 3, the first of 3 hosts, the second of 2 or more", waves)
 	}
