@@ -44,7 +44,7 @@ func Guard(h *host.Host, p *plan.Plan, providers []plan.Provider, o GuardOptions
 		if !o.AllowFirmware {
 			for _, c := range p.Changes {
 				if c.Activation == plan.NextBoot {
-					why = append(why, fmt.Sprintf("%s is staged for the next boot (as firmware is): a confirm timeout cannot take a reboot back; apply it on its own, or add --allow-firmware (every next-boot change: firmware, kernel arguments, driver parameters)", c.Address))
+					why = append(why, fmt.Sprintf("%s takes effect at the next boot: a confirm timeout cannot take a reboot back; apply it on its own, or add --allow-firmware (every next-boot change: firmware, kernel arguments, driver parameters)", c.Address))
 				}
 			}
 		}

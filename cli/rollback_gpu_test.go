@@ -64,7 +64,7 @@ func TestRollbackGPUFiles(t *testing.T) {
 	if loaded {
 		t.Fatal("the gpu-switch profile has nvidia_peermem loaded already: the test proves nothing")
 	}
-	if out := l.must(1, "--sim", h, "apply", "--yes", "--confirm-timeout", "10m", "-f", spec); !strings.Contains(out, "gpu_driver[modprobe.d] is staged for the next boot") || !strings.Contains(out, "--allow-firmware") {
+	if out := l.must(1, "--sim", h, "apply", "--yes", "--confirm-timeout", "10m", "-f", spec); !strings.Contains(out, "gpu_driver[modprobe.d] takes effect at the next boot") || !strings.Contains(out, "--allow-firmware") {
 		t.Errorf("confirm mode without --allow-firmware:\n%s", out)
 	}
 	if cmp.Diff(before, files()) != "" || peermem() {
