@@ -48,3 +48,30 @@ func WriteLedger(f FS, name string, v any, empty bool) error {
 	}
 	return nil
 }
+
+// States of an entry of a staged ledger (kernel arguments, driver
+// parameters), as status reports them.
+const (
+	// StagedWaits: written in this boot (or the boot is unknown), and
+	// what loads it has not run since.
+	StagedWaits = "pending"
+	// StagedTook: the running system has the value.
+	StagedTook = "took"
+	// StagedFailed: written in an earlier boot, and the running system
+	// does not have it: the reboot did not bring it (an activation
+	// failure).
+	StagedFailed = "failed"
+)
+
+// StagedState is the one rule every staged ledger's entries follow: an
+// entry the running system has took; one written in this boot (or when
+// the boot cannot be read) waits; any other is an activation failure.
+func StagedState(took bool, stagedBoot, boot string) string {
+	switch {
+	case took:
+		return StagedTook
+	case boot == "" || stagedBoot == boot:
+		return StagedWaits
+	}
+	return StagedFailed
+}

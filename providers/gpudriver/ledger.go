@@ -68,20 +68,17 @@ func writeLedger(f host.FS, l *Ledger) error {
 	return host.WriteLedger(f, LedgerPath, l, len(l.Entries) == 0)
 }
 
-// States of a staged parameter, as status reports them (the kernel
-// arguments' words).
+// States of a staged parameter, as status reports them (host.StagedState's).
 const (
-	StateWaits  = "pending"
-	StateTook   = "took"
-	StateFailed = "failed"
+	StateWaits  = host.StagedWaits
+	StateTook   = host.StagedTook
+	StateFailed = host.StagedFailed
 )
 
 // Check tells an entry's state against the running driver and this
-// boot's ID, and the driver's value ("absent" when it does not print
-// the parameter, "not loaded" without a driver): the driver has the
-// value (took); it was written in this boot, or the driver is not loaded
-// (waits for the driver's next load); else a reboot came and the driver
-// loaded without it (failed).
+// boot's ID (host.StagedState), and the driver's value ("absent" when it
+// does not print the parameter, "not loaded" without a driver: then the
+// entry waits for the driver's next load, whatever the boot).
 func (e LedgerEntry) Check(d *inventory.NVIDIADriver, bootID string) (state, current string) {
 	if d == nil || !d.Loaded {
 		return StateWaits, "not loaded"
@@ -92,13 +89,7 @@ func (e LedgerEntry) Check(d *inventory.NVIDIADriver, bootID string) (state, cur
 	if ok {
 		current = strconv.FormatUint(uint64(cur), 10)
 	}
-	switch {
-	case ok && cur == shown(e.Value):
-		return StateTook, current
-	case bootID == "" || e.BootID == bootID:
-		return StateWaits, current
-	}
-	return StateFailed, current
+	return host.StagedState(ok && cur == shown(e.Value), e.BootID, bootID), current
 }
 
 // DidNotTake says why a parameter is an activation failure and what to do.

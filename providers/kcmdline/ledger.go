@@ -89,26 +89,16 @@ func (e LedgerEntry) DidNotTake(bootID string) string {
 		e.Arg, e.File, e.Tool, e.StagedAt.Format(time.RFC3339), e.BootID, what, bootID, other)
 }
 
-// Entry states, as status reports them.
+// Entry states, as status reports them (host.StagedState's).
 const (
-	// StateWaits: written in this boot, a reboot has not come.
-	StateWaits = "pending"
-	// StateTook: the running kernel's command line has it.
-	StateTook = "took"
-	// StateFailed: written in an earlier boot, and the running kernel's
-	// command line does not have it (an activation failure).
-	StateFailed = "failed"
+	StateWaits  = host.StagedWaits
+	StateTook   = host.StagedTook
+	StateFailed = host.StagedFailed
 )
 
 // Check tells an entry's state against the running command line and boot.
 func (e LedgerEntry) Check(running []string, bootID string) string {
-	switch {
-	case satisfied(running, schema.KernelArg{Arg: e.Arg, Absent: e.Absent}):
-		return StateTook
-	case bootID == "" || e.BootID == bootID:
-		return StateWaits
-	}
-	return StateFailed
+	return host.StagedState(satisfied(running, schema.KernelArg{Arg: e.Arg, Absent: e.Absent}), e.BootID, bootID)
 }
 
 // Running reads the running kernel's command line and this boot's ID.
