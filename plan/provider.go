@@ -234,3 +234,40 @@ func (n *CaptureNotes) Device(i int) []string {
 	defer n.mu.Unlock()
 	return append([]string(nil), n.byDevice[i]...)
 }
+
+// DeviceTarget is one PCI function a device-scoped provider works on: a
+// spec device's (Index, and Path its block's logical path) or, for show,
+// an inventory function's.
+type DeviceTarget struct {
+	// PCI is the inventory function's address, else the spec's (normalized:
+	// the device was not found); Dev its RDMA device name, if any.
+	PCI, Path, Dev string
+	Index          int
+}
+
+// DeviceTargets are the spec's devices that has selects, each with the
+// logical path of its block key, or for show (Full) every inventory
+// function with a PCI address.
+func DeviceTargets(req *Request, key string, has func(*schema.Device) bool) []DeviceTarget {
+	var out []DeviceTarget
+	if req.Full {
+		for i, d := range req.Devices {
+			if d != nil && d.PCI != "" {
+				out = append(out, DeviceTarget{PCI: d.PCI, Dev: d.Name, Index: i})
+			}
+		}
+		return out
+	}
+	for i := range req.Spec.Devices {
+		d := &req.Spec.Devices[i]
+		if !has(d) {
+			continue
+		}
+		t := DeviceTarget{Path: schema.Path("devices", i, key), Index: i, PCI: schema.NormalizePCI(d.PCI)}
+		if i < len(req.Devices) && req.Devices[i] != nil {
+			t.PCI, t.Dev = req.Devices[i].PCI, req.Devices[i].Name
+		}
+		out = append(out, t)
+	}
+	return out
+}

@@ -89,27 +89,12 @@ type target struct {
 }
 
 // targets are the spec's devices with an irq_affinity block and their PCI
-// addresses ("" when the device has none), or for show every PCI
-// function of the inventory.
+// addresses, or for show every PCI function of the inventory
+// (plan.DeviceTargets).
 func targets(req *plan.Request) []target {
 	var out []target
-	if req.Full {
-		for i, d := range req.Devices {
-			if d != nil && d.PCI != "" {
-				out = append(out, target{pci: d.PCI, dev: d.Name, index: i})
-			}
-		}
-		return out
-	}
-	for i, d := range req.Spec.Devices {
-		if d.IRQAffinity == nil {
-			continue
-		}
-		t := target{path: schema.Path("devices", i, "irq_affinity"), index: i, pci: schema.NormalizePCI(d.PCI)}
-		if inv := req.Devices[i]; inv != nil {
-			t.pci, t.dev = inv.PCI, inv.Name
-		}
-		out = append(out, t)
+	for _, d := range plan.DeviceTargets(req, "irq_affinity", func(d *schema.Device) bool { return d.IRQAffinity != nil }) {
+		out = append(out, target{pci: d.PCI, path: d.Path, dev: d.Dev, index: d.Index})
 	}
 	return out
 }
