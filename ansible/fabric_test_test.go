@@ -74,11 +74,15 @@ type fabricReport struct {
 		Host   string `json:"host"`
 		Reason string `json:"reason"`
 	} `json:"bad_hosts"`
-	BadPairs []json.RawMessage `json:"bad_pairs"`
-	Suspects []string          `json:"suspects"`
-	Untested []string          `json:"untested"`
-	Results  []string          `json:"results"`
-	Retest   bool              `json:"retest"`
+	BadPairs   []json.RawMessage `json:"bad_pairs"`
+	Unmeasured []struct {
+		Host   string `json:"host"`
+		Reason string `json:"reason"`
+	} `json:"unmeasured"`
+	Suspects []string `json:"suspects"`
+	Untested []string `json:"untested"`
+	Results  []string `json:"results"`
+	Retest   bool     `json:"retest"`
 }
 
 // TestFabricTestRole runs examples/ansible/fabric-test.yml (the role
@@ -156,8 +160,9 @@ func TestFabricTestRole(t *testing.T) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatalf("%s: report.json: %v\n%s", name, err, b)
 		}
-		if r.Status != "CRITICAL" || len(r.BadHosts) != 1 || r.BadHosts[0].Host != slow {
-			t.Errorf("%s: report: %s, bad hosts %+v; want CRITICAL naming %s alone\n%s\n%s", name, r.Status, r.BadHosts, slow, b, out)
+		if r.Status != "CRITICAL" || len(r.BadHosts) != 1 || r.BadHosts[0].Host != slow || len(r.Unmeasured) > 0 {
+			t.Errorf("%s: report: %s, bad hosts %+v, not measured %+v; want CRITICAL naming %s alone, every host measured\n%s\n%s",
+				name, r.Status, r.BadHosts, r.Unmeasured, slow, b, out)
 		}
 		if w := "rdmaform fabric test: CRITICAL: " + slow + " named bad"; !strings.Contains(out, w) {
 			t.Errorf("%s: the play's output does not say %q\n%s", name, w, out)

@@ -192,9 +192,12 @@ A pair is bad below --min-bandwidth % of the best pair's bandwidth of
 its group (fabric and link layer; default 93, from 1 to 100) or above
 --max-latency times the best pair's latency (default 2.1, from 1 to 10),
 as ClusterKit judges. A host in a good pair is cleared; a host in no
-good pair and in a bad pair with a cleared host is named bad. A bad pair
-of two hosts not yet cleared leaves them suspects: 'fabric-test retest'
-prints the round that pairs each with a cleared host. A bad pair of two
+good pair and measured too slow with a cleared host is named bad. A host
+in no good pair whose run with a cleared host failed (it was down, late
+or would not connect) is reported apart, not measured: the test has no
+figure of it. A bad pair of two hosts not yet cleared leaves them
+suspects: 'fabric-test retest' prints the round that pairs each with a
+cleared host. A bad pair of two
 cleared hosts is a bad path (the route between them), measured again
 once by the retest. The best pair sets the bar: a group whose every pair
 is slow has no bad pair (compare the best with the port's rate).
@@ -204,7 +207,8 @@ is slow has no bad pair (compare the best with the port's rate).
 Exit codes (Nagios's, for health-check frameworks):
   0  OK: every host was measured and no pair is bad;
   1  WARNING: bad pairs with no host named yet (suspects: run the
-     retest round; or a bad path), or hosts with no result;
+     retest round; or a bad path), or hosts not measured or with no
+     result;
   2  CRITICAL: a host is named bad;
   3  UNKNOWN: no verdict: a bad inventory, results file, threshold or
      command line.`,
@@ -446,6 +450,7 @@ type fabricReportDoc struct {
 	Pairs         int                  `json:"pairs"`
 	BadPairs      []fabricPairJSON     `json:"bad_pairs"`
 	BadHosts      []fabricBadHostJSON  `json:"bad_hosts"`
+	Unmeasured    []fabricBadHostJSON  `json:"unmeasured"`
 	Suspects      []string             `json:"suspects"`
 	BadPaths      []fabricPairJSON     `json:"bad_paths"`
 	Untested      []string             `json:"untested"`
@@ -485,7 +490,8 @@ func pairJSON(m *fabrictest.Measured) fabricPairJSON {
 func reportDoc(name string, files []string, rep *fabrictest.Report) fabricReportDoc {
 	d := fabricReportDoc{FormatVersion: FormatVersion, Inventory: name, Results: files, Status: rep.Status.String(), ExitCode: int(rep.Status),
 		Thresholds: fabricThresholdsJSON{rep.Thresholds.MinBandwidthPercent, rep.Thresholds.MaxLatencyFactor},
-		Pairs:      len(rep.Pairs), BadPairs: []fabricPairJSON{}, BadHosts: []fabricBadHostJSON{}, Suspects: append([]string{}, rep.Suspects...),
+		Pairs:      len(rep.Pairs), BadPairs: []fabricPairJSON{}, BadHosts: []fabricBadHostJSON{}, Unmeasured: []fabricBadHostJSON{},
+		Suspects: append([]string{}, rep.Suspects...),
 		BadPaths: []fabricPairJSON{}, Untested: append([]string{}, rep.Untested...)}
 	for _, g := range rep.Groups {
 		pairs := g.Pairs
@@ -504,6 +510,9 @@ func reportDoc(name string, files []string, rep *fabrictest.Report) fabricReport
 	}
 	for _, b := range rep.BadHosts {
 		d.BadHosts = append(d.BadHosts, fabricBadHostJSON{Host: b.Host, Reason: b.Reason})
+	}
+	for _, b := range rep.Unmeasured {
+		d.Unmeasured = append(d.Unmeasured, fabricBadHostJSON{Host: b.Host, Reason: b.Reason})
 	}
 	round, _ := fabrictest.Retest(rep)
 	d.Retest = len(round.Pairs) > 0
@@ -524,6 +533,12 @@ func (a *app) reportText(d fabricReportDoc) {
 		what = fmt.Sprintf("%d bad %s: %s", len(hs), words.Plural(len(hs), "host", "hosts"), strings.Join(hs, " "))
 	case len(d.Suspects) > 0:
 		what = fmt.Sprintf("%d bad %s, %d suspect %s: run fabric-test retest", len(d.BadPairs), words.Plural(len(d.BadPairs), "pair", "pairs"), len(d.Suspects), words.Plural(len(d.Suspects), "host", "hosts"))
+	case len(d.Unmeasured) > 0:
+		hs := make([]string, len(d.Unmeasured))
+		for i, b := range d.Unmeasured {
+			hs[i] = b.Host
+		}
+		what = fmt.Sprintf("%d %s not measured: %s", len(hs), words.Plural(len(hs), "host", "hosts"), strings.Join(hs, " "))
 	case len(d.BadPaths) > 0:
 		what = fmt.Sprintf("%d bad %s between good hosts", len(d.BadPaths), words.Plural(len(d.BadPaths), "path", "paths"))
 	case len(d.Untested) > 0:
@@ -531,7 +546,7 @@ func (a *app) reportText(d fabricReportDoc) {
 	default:
 		what = fmt.Sprintf("%d %s, none bad", d.Pairs, words.Plural(d.Pairs, "pair", "pairs"))
 	}
-	fmt.Fprintf(out, "FABRIC %s - %s | pairs=%d bad_pairs=%d bad_hosts=%d\n", d.Status, what, d.Pairs, len(d.BadPairs), len(d.BadHosts))
+	fmt.Fprintf(out, "FABRIC %s - %s | pairs=%d bad_pairs=%d bad_hosts=%d unmeasured=%d\n", d.Status, what, d.Pairs, len(d.BadPairs), len(d.BadHosts), len(d.Unmeasured))
 	for _, g := range d.Groups {
 		fmt.Fprintf(out, "%s: %d %s, %d %s measured", fabricGroupText(g), g.Hosts, words.Plural(g.Hosts, "host", "hosts"), *g.Pairs, words.Plural(*g.Pairs, "pair", "pairs"))
 		if g.BestBandwidthGbps != nil {
@@ -541,6 +556,9 @@ func (a *app) reportText(d fabricReportDoc) {
 	}
 	for _, b := range d.BadHosts {
 		fmt.Fprintf(out, "bad host %s: %s\n", b.Host, words.Printable(b.Reason))
+	}
+	for _, b := range d.Unmeasured {
+		fmt.Fprintf(out, "not measured %s: %s\n", b.Host, words.Printable(b.Reason))
 	}
 	if len(d.Suspects) > 0 {
 		fmt.Fprintf(out, "suspects: %s\n", strings.Join(d.Suspects, " "))

@@ -103,7 +103,7 @@ func TestFabricTestPlantedSlowHost(t *testing.T) {
 		t.Errorf("retest after the verdict: %v", done["rounds"])
 	}
 	text := runJSON(t, "", 2, "fabric-test", "report", "--inventory", invFile, "--results", r1, "--results", r2)
-	if !strings.HasPrefix(text, "FABRIC CRITICAL - 1 bad host: gpu077 | pairs=102 bad_pairs=2 bad_hosts=1\n") {
+	if !strings.HasPrefix(text, "FABRIC CRITICAL - 1 bad host: gpu077 | pairs=102 bad_pairs=2 bad_hosts=1 unmeasured=0\n") {
 		t.Errorf("text report:\n%s", text)
 	}
 	// The whole schedule: named at once, and the other 199 hosts are
@@ -120,7 +120,7 @@ func TestFabricTestPlantedSlowHost(t *testing.T) {
 	if rep["status"] != "OK" || len(rep["bad_pairs"].([]any)) != 0 {
 		t.Errorf("healthy: %v", rep["status"])
 	}
-	if text := runJSON(t, "", 0, "fabric-test", "report", "--inventory", invFile, "--results", all); !strings.HasPrefix(text, "FABRIC OK - 19900 pairs, none bad | pairs=19900 bad_pairs=0 bad_hosts=0\n") {
+	if text := runJSON(t, "", 0, "fabric-test", "report", "--inventory", invFile, "--results", all); !strings.HasPrefix(text, "FABRIC OK - 19900 pairs, none bad | pairs=19900 bad_pairs=0 bad_hosts=0 unmeasured=0\n") {
 		t.Errorf("text, healthy:\n%s", text)
 	}
 }
@@ -200,6 +200,13 @@ func TestFabricTestReportExitCodes(t *testing.T) {
   {"hosts": ["c", "d"], "error": "ib_write_bw: Couldn't connect to d"},
   {"hosts": ["a", "d"], "bandwidth_gbps": 100, "latency_us": 2},
   {"hosts": ["b", "c"], "bandwidth_gbps": 399, "latency_us": 2}]}`)
+	// d's runs with a and with c, both good with b, failed: d is not
+	// measured, not bad.
+	unmeasured := write("unmeasured.json", `{"format_version": 1, "results": [
+  {"hosts": ["a", "b"], "bandwidth_gbps": 400, "latency_us": 2},
+  {"hosts": ["b", "c"], "bandwidth_gbps": 399, "latency_us": 2},
+  {"hosts": ["a", "d"], "error": "rdmaform probe: no result: d was not ready within 600 s"},
+  {"hosts": ["c", "d"], "error": "rdmaform probe: no result: d was not ready within 600 s"}]}`)
 	notInv := write("stranger.json", `{"format_version": 1, "results": [
   {"hosts": ["a", "z"], "bandwidth_gbps": 400, "latency_us": 2}]}`)
 	// A results file of 16 MiB is read; one byte more is refused.
@@ -223,6 +230,9 @@ func TestFabricTestReportExitCodes(t *testing.T) {
 		{report("--results", partial), 1, "FABRIC WARNING - 2 hosts with no result"},
 		{report("--results", failed), 1, "bad pair c-d: not measured: ib_write_bw: Couldn't connect to d"},
 		{report("--results", named), 2, "FABRIC CRITICAL - 1 bad host: d"},
+		{report("--results", unmeasured), 1, "FABRIC WARNING - 1 host not measured: d | pairs=4 bad_pairs=2 bad_hosts=0 unmeasured=1\n"},
+		{report("--results", unmeasured), 1, "not measured d: in no good pair, and not measured with a, which is good with another host: rdmaform probe: no result: d was not ready within 600 s\n"},
+		{report("--results", unmeasured, named), 2, "FABRIC CRITICAL - 1 bad host: d"},
 		{report("--results", good, "--min-bandwidth", "100.01"), 3, ""},
 		{report("--results", good, "--min-bandwidth", "0.99"), 3, ""},
 		{report("--results", good, "--max-latency", "10.01"), 3, ""},
@@ -253,6 +263,11 @@ func TestFabricTestReportExitCodes(t *testing.T) {
 		if !strings.Contains(out, tc.want) {
 			t.Errorf("%v: stdout\n%s\nwant %q", tc.args[2:], out, tc.want)
 		}
+	}
+	// The unmeasured host in JSON, as the schema says.
+	rep := loadSchemas(t).check(t, "report, unmeasured", "fabric_test_report", runJSON(t, "", 1, report("--results", unmeasured, "-o", "json")...))
+	if u, _ := rep["unmeasured"].([]any); len(u) != 1 || u[0].(map[string]any)["host"] != "d" || len(rep["bad_hosts"].([]any)) != 0 || len(rep["suspects"].([]any)) != 0 {
+		t.Errorf("report -o json: unmeasured %v, bad hosts %v, suspects %v; want d unmeasured alone", rep["unmeasured"], rep["bad_hosts"], rep["suspects"])
 	}
 }
 

@@ -2,6 +2,7 @@ package fabrictest_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,6 +254,97 @@ func TestPlantedSlowHost(t *testing.T) {
 	rep, retests = prove(t, fabric{}, groups, 1<<30)
 	if rep.Status != fabrictest.OK || len(rep.BadPairs) != 0 || retests != 0 {
 		t.Errorf("healthy fabric: status %v, bad pairs %d, %d retests", rep.Status, len(rep.BadPairs), retests)
+	}
+}
+
+// TestUnmeasuredHosts: among 200 hosts, one slow and five whose runs
+// all failed (late to start: every pair of theirs is an error), the
+// slow host alone is named bad and the five are reported apart, not
+// measured; without the slow host the report is WARNING, naming none.
+// After only the first round, a failed pair of two hosts not yet
+// cleared leaves both suspects: the retest pairs each with a cleared
+// host, which clears the one that runs and leaves the other unmeasured.
+func TestUnmeasuredHosts(t *testing.T) {
+	groups := group(200)
+	late := map[string]bool{"node0003": true, "node0050": true, "node0051": true, "node0120": true, "node0199": true}
+	fail := func(rs []fabrictest.Result) []fabrictest.Result {
+		for i, r := range rs {
+			if late[r.Hosts[0]] || late[r.Hosts[1]] {
+				rs[i] = fabrictest.Result{Hosts: r.Hosts, Err: "no result: the host was not ready within 600 s", File: r.File, Line: r.Line, Col: r.Col}
+			}
+		}
+		return rs
+	}
+	lateHosts := []string{"node0003", "node0050", "node0051", "node0120", "node0199"}
+	hosts := func(b []fabrictest.BadHost) []string {
+		var out []string
+		for _, h := range b {
+			out = append(out, h.Host)
+		}
+		return out
+	}
+	for _, slow := range []string{"node0137", ""} {
+		f := fabric{slow: map[string]bool{slow: slow != ""}}
+		rep, err := fabrictest.Analyze(groups, fail(f.run(fabrictest.Schedule(groups), 0)), fabrictest.DefaultThresholds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, status := []string{slow}, fabrictest.Critical
+		if slow == "" {
+			want, status = nil, fabrictest.Warning
+		}
+		if diff := cmp.Diff(want, badHosts(rep)); diff != "" || rep.Status != status {
+			t.Errorf("slow %q: bad hosts (-want +got):\n%s status %v, want %v", slow, diff, rep.Status, status)
+		}
+		if diff := cmp.Diff(lateHosts, hosts(rep.Unmeasured)); diff != "" {
+			t.Errorf("slow %q: unmeasured (-want +got):\n%s", slow, diff)
+		}
+		if len(rep.Suspects) != 0 || len(rep.Untested) != 0 {
+			t.Errorf("slow %q: suspects %v, untested %v; want none", slow, rep.Suspects, rep.Untested)
+		}
+		for _, u := range rep.Unmeasured {
+			if !strings.Contains(u.Reason, "not measured with") || !strings.Contains(u.Reason, "not ready within 600 s") {
+				t.Errorf("slow %q: %s: reason %q", slow, u.Host, u.Reason)
+			}
+		}
+		if round, _ := fabrictest.Retest(rep); len(round.Pairs) != 0 {
+			t.Errorf("slow %q: retest %v; want none (an unmeasured host is not retested)", slow, round.Pairs)
+		}
+	}
+
+	// The first round only: node0003's pair failed; both are suspects,
+	// and the retest splits them.
+	f := fabric{}
+	first := fail(f.run(fabrictest.Schedule(groups)[:1], 0))
+	rep, err := fabrictest.Analyze(groups, first, fabrictest.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pair fabrictest.Pair
+	for _, r := range first {
+		if r.Err != "" && (r.Hosts[0] == "node0003" || r.Hosts[1] == "node0003") {
+			pair = r.Hosts
+		}
+	}
+	peer := pair[0]
+	if peer == "node0003" {
+		peer = pair[1]
+	}
+	if late[peer] {
+		t.Fatalf("round 0 pairs node0003 with %s, another late host: pick another", peer)
+	}
+	if !slices.Contains(rep.Suspects, "node0003") || !slices.Contains(rep.Suspects, peer) || len(rep.Unmeasured) != 0 {
+		t.Fatalf("first round: suspects %v, unmeasured %v; want node0003 and %s suspects", rep.Suspects, rep.Unmeasured, peer)
+	}
+	round, _ := fabrictest.Retest(rep)
+	results := append(first, fail(f.run([]fabrictest.Round{round}, len(first)))...)
+	rep, err = fabrictest.Analyze(groups, results, fabrictest.DefaultThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Cleared[peer] || !slices.Contains(hosts(rep.Unmeasured), "node0003") || slices.Contains(rep.Suspects, "node0003") || len(rep.BadHosts) != 0 {
+		t.Errorf("after the retest: %s cleared %v, unmeasured %v, suspects %v, bad hosts %v; want node0003 unmeasured and %s cleared",
+			peer, rep.Cleared[peer], rep.Unmeasured, rep.Suspects, rep.BadHosts, peer)
 	}
 }
 

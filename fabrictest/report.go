@@ -92,11 +92,16 @@ type Report struct {
 	Pairs    []*Measured
 	BadPairs []*Measured
 	// Cleared hosts are in a good pair; BadHosts are named: in no good
-	// pair, and in a bad pair with a cleared host. Suspects are in a bad
-	// pair and neither cleared nor named: a retest round will tell.
-	Cleared  map[string]bool
-	BadHosts []BadHost
-	Suspects []string
+	// pair, and measured too slow with a cleared host. Unmeasured hosts
+	// are in no good pair and could not be measured with a cleared host
+	// (the run failed: the host was down, late, or its path would not
+	// connect), and are not named bad: the test has no figure of theirs.
+	// Suspects are in a bad pair and neither cleared, named nor
+	// unmeasured: a retest round will tell.
+	Cleared    map[string]bool
+	BadHosts   []BadHost
+	Unmeasured []BadHost
+	Suspects   []string
 	// BadPaths are bad pairs of two cleared hosts (each moved data well
 	// with another host): the path between them, not a host. Confirmed
 	// when measured twice; a retest round measures the others again.
@@ -188,14 +193,21 @@ func Analyze(groups []Group, results []Result, t Thresholds) (*Report, error) {
 			rep.Cleared[m.Hosts[0]], rep.Cleared[m.Hosts[1]] = true, true
 		}
 	}
-	// Name the hosts.
-	named := map[string]string{}
+	// Name the hosts: too slow with a cleared host is bad; failed with
+	// one, unmeasured (a failed run is no figure).
+	named, failed := map[string]string{}, map[string]string{}
 	inBad := map[string]bool{}
 	for _, m := range rep.BadPairs {
 		for k, h := range m.Hosts {
 			inBad[h] = true
 			peer := m.Hosts[1-k]
-			if !rep.Cleared[h] && rep.Cleared[peer] && named[h] == "" {
+			if rep.Cleared[h] || !rep.Cleared[peer] {
+				continue
+			}
+			switch {
+			case m.Err != "" && failed[h] == "":
+				failed[h] = fmt.Sprintf("in no good pair, and not measured with %s, which is good with another host: %s", peer, m.Err)
+			case m.Err == "" && named[h] == "":
 				named[h] = fmt.Sprintf("in no good pair, and bad with %s, which is good with another host: %s", peer, m.Reasons[0])
 			}
 		}
@@ -205,6 +217,8 @@ func Analyze(groups []Group, results []Result, t Thresholds) (*Report, error) {
 			switch {
 			case named[h] != "":
 				rep.BadHosts = append(rep.BadHosts, BadHost{Host: h, Reason: named[h]})
+			case failed[h] != "":
+				rep.Unmeasured = append(rep.Unmeasured, BadHost{Host: h, Reason: failed[h]})
 			case inBad[h] && !rep.Cleared[h]:
 				rep.Suspects = append(rep.Suspects, h)
 			}
@@ -214,6 +228,7 @@ func Analyze(groups []Group, results []Result, t Thresholds) (*Report, error) {
 		sort.Slice(b, func(i, j int) bool { return fleet.NameLess(b[i].Host, b[j].Host) })
 	}
 	sortHosts(rep.BadHosts)
+	sortHosts(rep.Unmeasured)
 	sort.Slice(rep.Suspects, func(i, j int) bool { return fleet.NameLess(rep.Suspects[i], rep.Suspects[j]) })
 	for _, m := range rep.BadPairs {
 		if rep.Cleared[m.Hosts[0]] && rep.Cleared[m.Hosts[1]] {
@@ -235,7 +250,7 @@ func Analyze(groups []Group, results []Result, t Thresholds) (*Report, error) {
 	switch {
 	case len(rep.BadHosts) > 0:
 		rep.Status = Critical
-	case len(rep.Suspects) > 0 || len(rep.BadPaths) > 0 || len(rep.Untested) > 0:
+	case len(rep.Suspects) > 0 || len(rep.BadPaths) > 0 || len(rep.Unmeasured) > 0 || len(rep.Untested) > 0:
 		rep.Status = Warning
 	default:
 		rep.Status = OK
