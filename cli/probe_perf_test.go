@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -385,5 +386,102 @@ func TestPerfProbeAudit(t *testing.T) {
 	}
 	if strings.Contains(out, "rdmaform_probe_rtt_seconds{") {
 		t.Errorf("a bandwidth or latency probe has a round trip:\n%s", out)
+	}
+}
+
+// TestPerfProbeGPUMemory: a bandwidth probe with use_cuda on the
+// simulated 8-GPU node (gpu-switch: each GPU beside its NIC below one
+// PCIe switch, GPUs 0-3 on NUMA node 0, 4-7 on node 1) sends from the
+// GPU perftest reports it picked: the result names the CUDA device, its
+// PCIe address as perftest printed it, the host's GPU of that address,
+// its NUMA node and its relation to the RDMA device, and the check
+// gpu_memory passes on perftest's own lines (the device picked, the
+// buffer allocated). A device the host does not have, or a host without
+// GPUs, cannot run (exit 1), in the CUDA driver's words. Simulator only:
+// no GPU here.
+func TestPerfProbeGPUMemory(t *testing.T) {
+	dir := simtest.Dir(t, "gpu-switch", func(st *sim.State) {
+		st.Netdev("ibp24s0").Addrs = []string{"10.31.0.1/16"}
+	})
+	type gpu struct {
+		CUDADevice  int    `json:"cuda_device"`
+		PCIe        string `json:"pcie"`
+		Name        string `json:"name"`
+		BufferBytes int64  `json:"buffer_bytes"`
+		PCI         string `json:"pci"`
+		NUMANode    *int   `json:"numa_node"`
+		Relation    string `json:"relation"`
+	}
+	probeGPU := func(probe string) (int, perfResult, *gpu) {
+		t.Helper()
+		f := filepath.Join(t.TempDir(), "p.yaml")
+		if err := os.WriteFile(f, []byte("version: 1\nprobes:\n  - name: p\n    "+probe+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI(t, "--sim", dir, "probe", "-f", f, "-o", "json")
+		loadSchemas(t).check(t, probe, "probe", out)
+		var doc struct {
+			Probes []struct {
+				perfResult
+				Perf *struct {
+					GPU *gpu `json:"gpu"`
+				} `json:"perf"`
+			}
+		}
+		var plain struct{ Probes []perfResult }
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Probes) != 1 || json.Unmarshal([]byte(out), &plain) != nil {
+			t.Fatalf("%s: %v\n%s%s", probe, err, out, errs)
+		}
+		var g *gpu
+		if doc.Probes[0].Perf != nil {
+			g = doc.Probes[0].Perf.GPU
+		}
+		return code, plain.Probes[0], g
+	}
+	for _, c := range []struct {
+		cuda                int
+		pcie, pci, relation string
+		numa                int
+		buffer              int64
+		size, qps           int
+	}{
+		// The GPU beside mlx5_0, below the same switch.
+		{0, "19:00", "0000:19:00.0", "PIX", 0, 131072, 65536, 1},
+		// GPU 4, across the sockets; 4 queue pairs of 1 MiB messages.
+		{4, "9B:00", "0000:9b:00.0", "SYS", 1, 8388608, 1048576, 4},
+	} {
+		probe := fmt.Sprintf("bandwidth: {to: 10.31.0.2, netdev: ibp24s0, use_cuda: %d, size: %d, qps: %d, floor: 90%%}", c.cuda, c.size, c.qps)
+		code, r, g := probeGPU(probe)
+		if code != 0 || !r.Passed || !strings.Contains(r.Command, fmt.Sprintf(" --use_cuda=%d ", c.cuda)) {
+			t.Fatalf("%s: exit %d passed %v, command %q: %s", probe, code, r.Passed, r.Command, r.Reason)
+		}
+		if g == nil || g.CUDADevice != c.cuda || g.PCIe != c.pcie || g.PCI != c.pci || g.NUMANode == nil || *g.NUMANode != c.numa ||
+			g.Relation != c.relation || g.BufferBytes != c.buffer || g.Name == "" {
+			t.Errorf("%s: gpu %+v; want CUDA device %d at %s (%s), node %d, %s to mlx5_0, a buffer of %d bytes", probe, g, c.cuda, c.pcie, c.pci, c.numa, c.relation, c.buffer)
+		}
+		var gm string
+		for _, ch := range r.Perf.Checks {
+			if ch.Name == "gpu_memory" {
+				gm = ch.Result + ": " + ch.Got
+			}
+		}
+		if want := fmt.Sprintf("ok: a buffer on CUDA device %d", c.cuda); gm != want {
+			t.Errorf("%s: the gpu_memory check %q, want %q", probe, gm, want)
+		}
+		if want := fmt.Sprintf(" from the memory of CUDA device %d (%s, %s to mlx5_0)", c.cuda, c.pci, c.relation); !strings.Contains(r.Reason, want) {
+			t.Errorf("%s: reason %q lacks %q", probe, r.Reason, want)
+		}
+	}
+
+	// 8 GPUs: CUDA device 7 is the last, 8 is none.
+	if code, r, _ := probeGPU("bandwidth: {to: 10.31.0.2, netdev: ibp24s0, use_cuda: 7}"); code != 0 || !r.Passed {
+		t.Errorf("use_cuda 7: exit %d: %s", code, r.Reason)
+	}
+	if code, r, _ := probeGPU("bandwidth: {to: 10.31.0.2, netdev: ibp24s0, use_cuda: 8}"); code != 1 || r.Reason != "ib_write_bw: No such device ID (8) exists in system" {
+		t.Errorf("use_cuda 8: exit %d %q; want 1, perftest's words", code, r.Reason)
+	}
+	noGPU := perfHost(t, nil)
+	if code, r := perfProbe(t, noGPU, "bandwidth: {to: 192.168.10.2, device: mlx5_0, use_cuda: 0}"); code != 1 || r.Reason != "ib_write_bw: cuInit(0) returned 100" {
+		t.Errorf("no GPU: exit %d %q; want 1, the CUDA driver's error", code, r.Reason)
 	}
 }

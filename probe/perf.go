@@ -69,12 +69,31 @@ type Perf struct {
 	LatencyP99Us  float64 `json:"latency_p99_us,omitempty"`
 	LatencyP999Us float64 `json:"latency_p999_us,omitempty"`
 	CeilingUs     float64 `json:"ceiling_us,omitempty"`
-	Checks        []Check `json:"checks"`
+	// GPU is the GPU whose memory the run used (use_cuda), as perftest
+	// reported it and as sysfs knows it.
+	GPU    *PerfGPU `json:"gpu,omitempty"`
+	Checks []Check  `json:"checks"`
+}
+
+// PerfGPU is the GPU of a run with use_cuda: the CUDA device perftest
+// picked, its PCIe bus and device as perftest printed them ("8F:00"),
+// its name, and the size of the buffer it allocated there; then the
+// host's GPU of that bus and device (its PCI address and NUMA node) and
+// how it reaches the probe's RDMA device (nvidia-smi topo's PIX, PXB,
+// PHB, NODE or SYS), when sysfs shows one.
+type PerfGPU struct {
+	CUDADevice  int    `json:"cuda_device"`
+	PCIe        string `json:"pcie,omitempty"`
+	Name        string `json:"name,omitempty"`
+	BufferBytes int64  `json:"buffer_bytes,omitempty"`
+	PCI         string `json:"pci,omitempty"`
+	NUMANode    *int   `json:"numa_node,omitempty"`
+	Relation    string `json:"relation,omitempty"`
 }
 
 // Check is one transport check of a perf probe.
 type Check struct {
-	Name string `json:"name"` // link_layer, gid_type, traffic_class, priority_counters
+	Name string `json:"name"` // link_layer, gid_type, traffic_class, gpu_memory, priority_counters
 	Want string `json:"want"`
 	Got  string `json:"got"`
 	// Result is ok, failed, or unverified (nothing on this host shows
@@ -106,6 +125,7 @@ func perfTool(name string) Tool {
 // on, the GID index, the CPUs, and the command line.
 type perfPlan struct {
 	s        *schema.PerfSettings
+	gpus     []*inventory.GPU
 	dev      *inventory.Device
 	port     *inventory.Port
 	netdev   string
@@ -122,7 +142,7 @@ type perfPlan struct {
 // command line (no peer operand; the GID is the one that carries the
 // probe's address here).
 func planPerf(h *host.Host, inv *inventory.Inventory, s *schema.PerfSettings, server bool) (*perfPlan, error) {
-	pp := &perfPlan{s: s}
+	pp := &perfPlan{s: s, gpus: inv.GPUs}
 	var err error
 	if server {
 		var ok bool
@@ -463,7 +483,66 @@ func (pp *perfPlan) fill(perf *Perf, rep *perfReport) error {
 		perf.CeilingUs = float64(s.Ceiling) / 1000
 	}
 	perf.Checks = append(perf.Checks, pp.transportChecks(perf, rep)...)
+	if s.UseCUDA != nil {
+		perf.GPU = pp.gpu(&rep.cuda)
+		perf.Checks = append(perf.Checks, gpuCheck(*s.UseCUDA, &rep.cuda))
+	}
 	return nil
+}
+
+// gpu is the GPU perftest reported, found among the host's by its bus
+// and device (perftest prints no PCI domain: the first GPU of that bus
+// and device, in address order), with its relation to the probe's RDMA
+// device.
+func (pp *perfPlan) gpu(c *cudaReport) *PerfGPU {
+	if c.picked == nil {
+		return nil
+	}
+	g := &PerfGPU{CUDADevice: *c.picked, PCIe: c.devices[*c.picked], Name: c.name, BufferBytes: c.bufferBytes}
+	if g.PCIe == "" {
+		return g
+	}
+	for _, hg := range pp.gpus {
+		// "0000:8f:00.0": the bus and device are the text between the
+		// domain's colon and the dot.
+		i, j := strings.IndexByte(hg.PCI, ':'), strings.LastIndexByte(hg.PCI, '.')
+		if i < 0 || j < i || !strings.EqualFold(hg.PCI[i+1:j], g.PCIe) {
+			continue
+		}
+		g.PCI = hg.PCI
+		if hg.NUMANode >= 0 {
+			n := hg.NUMANode
+			g.NUMANode = &n
+		}
+		for _, a := range pp.dev.GPUAffinity {
+			if a.GPU == hg.PCI {
+				g.Relation = a.Relation.String()
+			}
+		}
+		break
+	}
+	return g
+}
+
+// gpuCheck: the run sent from the GPU the probe names, as perftest's own
+// lines show it (the device it picked, and the buffer it allocated
+// there), not as the command line asked.
+func gpuCheck(want int, c *cudaReport) Check {
+	w := fmt.Sprintf("a buffer on CUDA device %d", want)
+	var got string
+	switch {
+	case !c.initialized:
+		got = "no CUDA lines in perftest's report (host memory)"
+	case c.picked == nil:
+		got = "no CUDA device picked in perftest's report"
+	case *c.picked != want:
+		got = fmt.Sprintf("CUDA device %d", *c.picked)
+	case !c.allocated:
+		got = fmt.Sprintf("no buffer allocated on CUDA device %d", want)
+	default:
+		got = w
+	}
+	return check("gpu_memory", w, got)
 }
 
 func (pp *perfPlan) fillBandwidth(perf *Perf, rep *perfReport) error {
@@ -617,6 +696,13 @@ func verdict(s *schema.PerfSettings, perf *Perf) (bool, string) {
 				figure = fmt.Sprintf("%s, ceiling %s", figure, s.Ceiling)
 			}
 		}
+	}
+	if g := perf.GPU; g != nil && g.PCI != "" {
+		figure += fmt.Sprintf(" from the memory of CUDA device %d (%s", g.CUDADevice, g.PCI)
+		if g.Relation != "" {
+			figure += ", " + g.Relation + " to " + perf.Device
+		}
+		figure += ")"
 	}
 	if len(failed) > 0 {
 		figure += "; " + strings.Join(failed, "; ")

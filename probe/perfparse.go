@@ -32,6 +32,7 @@ type perfReport struct {
 	localGID string
 	bw       []bwRow
 	lat      *latRow
+	cuda     cudaReport
 	// cannot is perftest's words for why it could not run (before it
 	// reached the peer); problem its words for a run that failed.
 	cannot, problem string
@@ -80,6 +81,24 @@ func (r *perfReport) unmeasured(bidir bool) string {
 	return ""
 }
 
+// cudaReport is what a perftest run with --use_cuda printed of the GPU
+// (src/perftest_resources.c, perftest 4.5-0.17: pp_init_gpu's
+// "initializing CUDA", "CUDA device %d: PCIe address is %02X:%02X" for
+// every device, "Picking device No. %d", "[pid = %d, dev = %d] device
+// name = [%s]"; create_single_mr's "cuMemAlloc() of a %lu bytes GPU
+// buffer" and "allocated GPU buffer address at %016llx pointer=%p").
+type cudaReport struct {
+	initialized bool
+	devices     map[int]string // CUDA index: its PCIe bus and device, "8F:00"
+	picked      *int
+	name        string
+	bufferBytes int64
+	allocated   bool
+	// problem is the CUDA driver's complaint on stdout (cuInit and the
+	// context calls print their error codes there, then give up).
+	problem string
+}
+
 type bwRow struct {
 	section   string // "", local or remote
 	size      int
@@ -108,7 +127,7 @@ var (
 	// The errors of perftest's main before it contacts the peer
 	// (src/write_bw.c and the other tools: parser, ctx_find_dev,
 	// ctx_open_device, check_link, create_comm_struct).
-	perfCannotRE = regexp.MustCompile(`(?m)^\s*(Parser function exited with Error|Unable to find the Infiniband/RoCE device|Couldn't get context for the device|Unable to create RDMA_CM resources)\s*$`)
+	perfCannotRE = regexp.MustCompile(`(?m)^\s*(Parser function exited with Error|Unable to find the Infiniband/RoCE device|Couldn't get context for the device|Unable to create RDMA_CM resources|Couldn't init GPU context)\s*$`)
 	// What perftest says when it reached for the peer and failed
 	// (src/perftest_communication.c: "Couldn't connect to %s:%d",
 	// rdma_cm's "Unable to connect (retries = %d)", and the tools'
@@ -117,7 +136,38 @@ var (
 	// failure, as for the other probes.
 	perfPortStateRE = regexp.MustCompile(`(?m)^ Port number \d+ state is `)
 	perfReachRE     = regexp.MustCompile(`(?m)^\s*(Couldn't connect to .*|Unable to connect \(retries = \d+\)|Unable to init the socket connection)\s*$`)
+
+	cudaInitRE    = regexp.MustCompile(`(?m)^initializing CUDA\s*$`)
+	cudaDeviceRE  = regexp.MustCompile(`(?m)^CUDA device (\d+): PCIe address is ([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})\s*$`)
+	cudaPickedRE  = regexp.MustCompile(`(?m)^Picking device No\. (\d+)\s*$`)
+	cudaNameRE    = regexp.MustCompile(`(?m)device name = \[(.*)\]\s*$`)
+	cudaAllocRE   = regexp.MustCompile(`(?m)^cuMemAlloc\(\) of a (\d+) bytes GPU buffer\s*$`)
+	cudaBufferRE  = regexp.MustCompile(`(?m)^allocated GPU buffer\b`)
+	cudaProblemRE = regexp.MustCompile(`(?m)^(cuInit\(0\) returned -?\d+|cuDeviceGetCount\(\) returned -?\d+|There are no available device\(s\) that support CUDA|cuCtxCreate\(\) error=-?\d+|cuCtxSetCurrent\(\) error=-?\d+|cuMemAlloc error=-?\d+)\s*$`)
 )
+
+func parseCUDA(out string) cudaReport {
+	c := cudaReport{initialized: cudaInitRE.MatchString(out), devices: map[int]string{}}
+	for _, m := range cudaDeviceRE.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		c.devices[n] = strings.ToUpper(m[2])
+	}
+	if m := cudaPickedRE.FindStringSubmatch(out); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		c.picked = &n
+	}
+	if m := cudaNameRE.FindStringSubmatch(out); m != nil {
+		c.name = m[1]
+	}
+	if m := cudaAllocRE.FindStringSubmatch(out); m != nil {
+		c.bufferBytes, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	c.allocated = cudaBufferRE.MatchString(out)
+	if m := cudaProblemRE.FindStringSubmatch(out); m != nil {
+		c.problem = m[1]
+	}
+	return c
+}
 
 // MiB/s to Gb/s: perftest's MB is 2^20 bytes (its --report_gbits help:
 // "MiB=2^20 byte, while Gb=10^9 bits").
@@ -146,7 +196,13 @@ func parsePerftest(out, errs string) perfReport {
 		r.localGID = decimalGID(m[1])
 	}
 	r.bw, r.lat = perfTables(out)
+	r.cuda = parseCUDA(out)
 	if len(r.bw) == 0 && r.lat == nil {
+		if r.cuda.problem != "" {
+			// The CUDA driver's error, on stdout, before any report.
+			r.cannot = r.cuda.problem
+			return r
+		}
 		reached := r.linkType != "" || perfReachRE.MatchString(errs) || perfPortStateRE.MatchString(errs)
 		if m := perfCannotRE.FindStringSubmatch(errs); m != nil && !reached {
 			r.cannot = firstLine(errs)

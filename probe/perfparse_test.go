@@ -156,3 +156,54 @@ func TestParsePerftestEdges(t *testing.T) {
 		t.Errorf("empty: %+v", r)
 	}
 }
+
+// TestParsePerftestCUDA: a run with --use_cuda, its lines written from
+// perftest 4.5-0.17's format strings (src/perftest_resources.c:
+// pp_init_gpu lines 70-117, create_single_mr lines 1676 and 1684; no GPU
+// here to capture a run) before a real capture's report: the devices
+// listed, the one picked, its name and the buffer; the check passes
+// only on the device asked with its buffer allocated. The CUDA driver's
+// errors, printed on stdout, are why the run could not start.
+func TestParsePerftestCUDA(t *testing.T) {
+	out, _ := readReal(t, "perftest-write_bw-client")
+	cuda := "initializing CUDA\nListing all CUDA devices in system:\nCUDA device 0: PCIe address is 19:00\nCUDA device 1: PCIe address is 3E:00\n\n" +
+		"Picking device No. 1\n[pid = 4242, dev = 1] device name = [NVIDIA H100 80GB HBM3]\ncreating CUDA Ctx\nmaking it the current CUDA Ctx\n"
+	buffer := "cuMemAlloc() of a 131072 bytes GPU buffer\nallocated GPU buffer address at 00007f6eff000000 pointer=0x7f6eff000000\n"
+	r := parsePerftest(cuda+buffer+out, "")
+	c := r.cuda
+	if !c.initialized || c.picked == nil || *c.picked != 1 || c.devices[0] != "19:00" || c.devices[1] != "3E:00" || c.name != "NVIDIA H100 80GB HBM3" ||
+		c.bufferBytes != 131072 || !c.allocated || c.problem != "" || len(r.bw) != 1 {
+		t.Fatalf("parsed %+v, bw %+v", c, r.bw)
+	}
+	for _, tc := range []struct {
+		text string
+		want int
+		got  string
+	}{
+		{cuda + buffer + out, 1, "ok: a buffer on CUDA device 1"},
+		{cuda + buffer + out, 0, "failed: CUDA device 1"},
+		{cuda + out, 1, "failed: no buffer allocated on CUDA device 1"},
+		{out, 1, "failed: no CUDA lines in perftest's report (host memory)"},
+		{"initializing CUDA\n" + out, 1, "failed: no CUDA device picked in perftest's report"},
+	} {
+		rep := parsePerftest(tc.text, "")
+		if c := gpuCheck(tc.want, &rep.cuda); c.Result+": "+c.Got != tc.got {
+			t.Errorf("want device %d: %s: %s; want %s", tc.want, c.Result, c.Got, tc.got)
+		}
+	}
+	for out, want := range map[string]string{
+		"initializing CUDA\ncuInit(0) returned 100\n":                                                    "cuInit(0) returned 100",
+		"initializing CUDA\nThere are no available device(s) that support CUDA\n":                        "There are no available device(s) that support CUDA",
+		cuda + "cuMemAlloc() of a 131072 bytes GPU buffer\ncuMemAlloc error=2\n":                         "cuMemAlloc error=2",
+		"initializing CUDA\nListing all CUDA devices in system:\nCUDA device 0: PCIe address is 19:00\n": "",
+	} {
+		r := parsePerftest(out, "")
+		if r.cannot != want {
+			t.Errorf("%q: cannot %q, want %q", out, r.cannot, want)
+		}
+	}
+	// No such device: stderr, then ctx_init's and main's lines.
+	if r := parsePerftest("initializing CUDA\n", "No such device ID (8) exists in system\nCouldn't init GPU context\n Couldn't create IB resources\n"); r.cannot != "No such device ID (8) exists in system" {
+		t.Errorf("no such device: %+v", r)
+	}
+}

@@ -26,7 +26,9 @@ import (
 // connection's "Couldn't connect to %s:%d"), src/write_bw.c (the sum of a
 // bidirectional run, then " Local results: " and " Remote results: " with
 // --report-both), src/perftest_resources.c (ctx_find_dev's "IB device %s
-// not found", pp_init_gpu's CUDA lines); checked against the kernel lab's
+// not found", pp_init_gpu's CUDA lines and create_single_mr's GPU
+// buffer: no GPU here, so these are not checked against a capture);
+// checked against the kernel lab's
 // captures in probe/testdata/real by internal/testlab/simcheck.
 //
 // The simulated fabric measures what the port's rate allows: a write
@@ -284,9 +286,19 @@ func perftestClient(s *Sim, r *perftestRun) (string, string, int) {
 		warn = "Device not recognized to implement inline feature. Disabling it\n"
 	}
 	if r.cuda >= 0 {
-		if code := cudaLines(&b, st, r.cuda); code != 0 {
-			return b.String(), fmt.Sprintf("No such device ID (%d) exists in system\n Couldn't create IB resources\n", r.cuda), 1
+		// ctx_init (after the connection to the peer): pp_init_gpu,
+		// then create_single_mr's GPU buffer.
+		errs, code := cudaLines(&b, st, r.cuda)
+		if code != 0 {
+			if errs != "" && !r.rdmaCM {
+				errs += " Couldn't create IB resources\n" // write_bw.c main
+			}
+			// With RDMA CM, ctx_init runs in the CM's route handler,
+			// whose error lines (and errno's) follow: not modelled.
+			return b.String(), errs, code
 		}
+		fmt.Fprintf(&b, "cuMemAlloc() of a %d bytes GPU buffer\n", cudaBufferSize(r))
+		b.WriteString("allocated GPU buffer address at 00007f6eff000000 pointer=0x7f6eff000000\n")
 	}
 	perftestHeader(&b, st, r, d, p, path.netdev)
 	perftestAddrs(&b, r, eth, localGID, to)
@@ -320,8 +332,10 @@ func perftestClient(s *Sim, r *perftestRun) (string, string, int) {
 }
 
 // cudaLines are pp_init_gpu's lines for GPU idx of the host's NVIDIA
-// GPUs (by PCI address); non-zero when there is no such GPU.
-func cudaLines(b *strings.Builder, st *State, idx int) int {
+// GPUs (by PCI address), on stdout; with none, cuInit's error and exit
+// 1 (pp_init_gpu exits); with no GPU idx, the error on stderr and
+// ctx_init's "Couldn't init GPU context".
+func cudaLines(b *strings.Builder, st *State, idx int) (string, int) {
 	var gpus []*GPU
 	for _, g := range st.GPUs {
 		if g.Vendor == "0x10de" {
@@ -331,11 +345,11 @@ func cudaLines(b *strings.Builder, st *State, idx int) int {
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].PCI < gpus[j].PCI })
 	b.WriteString("initializing CUDA\n")
 	if len(gpus) == 0 {
-		b.WriteString("cuInit(0) returned 100\n")
-		return 1
+		b.WriteString("cuInit(0) returned 100\n") // CUDA_ERROR_NO_DEVICE
+		return "", 1
 	}
 	if idx >= len(gpus) {
-		return 1
+		return fmt.Sprintf("No such device ID (%d) exists in system\nCouldn't init GPU context\n", idx), 1
 	}
 	b.WriteString("Listing all CUDA devices in system:\n")
 	for i, g := range gpus {
@@ -346,7 +360,16 @@ func cudaLines(b *strings.Builder, st *State, idx int) int {
 	fmt.Fprintf(b, "\nPicking device No. %d\n", idx)
 	fmt.Fprintf(b, "[pid = %d, dev = %d] device name = [NVIDIA GPU]\n", 4242, idx)
 	b.WriteString("creating CUDA Ctx\nmaking it the current CUDA Ctx\n")
-	return 0
+	return "", 0
+}
+
+// cudaBufferSize is ctx_init's buff_size: the message size (at least
+// the cycle buffer, a 4 KiB page), rounded up to the 64-byte cache line,
+// twice (send and receive), for each queue pair.
+func cudaBufferSize(r *perftestRun) int {
+	size := max(r.size, 4096)
+	size = (size + 63) / 64 * 64
+	return size * 2 * r.qps
 }
 
 func portRateGbps(rate string) float64 {
