@@ -70,6 +70,11 @@ type Reconciler struct {
 	// release: the slot finish gave up, released after the state is
 	// written (activation.go).
 	release *coordinationv1.Lease
+	// slotEvents: which slot events wake the agent (slotwatch.go);
+	// waitsOn the slot label (configLabel) of the config this reconcile
+	// leaves the node waiting on.
+	slotEvents slotWatch
+	waitsOn    string
 }
 
 // NewReconciler makes a node's agent on a client.
@@ -90,10 +95,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	defer r.mu.Unlock()
 	r.wakeAt = time.Time{}
 	r.release = nil
+	mark := r.slotEvents.mark()
+	r.waitsOn = ""
 	interval, err := r.reconcile(ctx)
 	r.opts.Metrics.reconciled(err, r.opts.Now())
 	if err != nil {
+		// Retried with a backoff; meanwhile every slot event of its
+		// config still wakes it.
+		r.slotEvents.set(r.waitsOn, mark)
 		return reconcile.Result{}, err
+	}
+	if r.slotEvents.set(r.waitsOn, mark) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	if !r.wakeAt.IsZero() {
 		if d := r.wakeAt.Sub(r.opts.Now()) + time.Second; d < interval {
@@ -277,9 +290,15 @@ func (r *Reconciler) reconcile(ctx context.Context) (time.Duration, error) {
 		return interval, r.degraded(ctx, st, gen, "PlanErrors", strings.Join(msgs, "\n"))
 	}
 	cond(st, gen, v1alpha1.ConditionDegraded, false, "Planned", "")
+	// Until the activation says otherwise, a node with staged values
+	// waits on its config's slots (slotwatch.go).
+	r.waitsOn = configLabel(cfg.Name)
 	p, err = r.activation(ctx, st, cfg, spec, p)
 	if err != nil {
 		return 0, err
+	}
+	if len(p.Pending) == 0 && len(p.Deferred) == 0 && !meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.ConditionActivationFailed) {
+		r.waitsOn = ""
 	}
 	fill(st, p, r.opts.Now())
 	switch {

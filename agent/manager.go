@@ -90,13 +90,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, metricsAddress string
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	onlySlots := predicate.NewPredicateFuncs(func(obj client.Object) bool { _, ok := obj.GetLabels()[LabelConfig]; return ok })
+	// A slot of the config the node waits on, and no other (slotwatch.go).
+	onlySlots := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		c, ok := obj.GetLabels()[LabelConfig]
+		return ok && r.slotEvents.wants(c)
+	})
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("rdmaform-agent").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: &skip}).
 		Watches(&corev1.Node{}, enqueue, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.RDMAHostConfig{}, enqueue, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&coordinationv1.Lease{}, enqueue, builder.WithPredicates(onlySlots, slotFreed)).
+		Watches(&coordinationv1.Lease{}, enqueue, builder.WithPredicates(slotFreed, onlySlots)).
 		Complete(r)
 	if err != nil {
 		return err

@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,5 +95,32 @@ func TestSlotFreedAfterInSync(t *testing.T) {
 		if s, ok := inSyncAt[n.name]; !ok || s > f {
 			t.Errorf("%s: slot freed at revision %d, its state InSync at %d (0: not seen): want InSync first", n.name, f, s)
 		}
+	}
+}
+
+// TestSlotEventsWakeOnlyWaitingNodes: with an interval of an hour, so
+// that only events wake an agent, three nodes of one config roll a
+// firmware change out one at a time (maxUnavailable 1): each node that
+// waits for a slot is woken by the slot the one before it frees. A node
+// of another config, in sync, sleeps through those slot events: its
+// agent reconciles once, for the new config, while the three roll out
+// (before, every slot freed anywhere in the namespace woke every agent).
+func TestSlotEventsWakeOnlyWaitingNodes(t *testing.T) {
+	k := newCluster(t)
+	k.interval = time.Hour
+	wake := k.nodes("wake", 3, func(int) map[string]string { return map[string]string{"rail": "wake"} })
+	quiet := k.nodes("sleep", 1, func(int) map[string]string { return map[string]string{"rail": "sleep"} })
+	m := agent.NewMetrics()
+	k.startWith(m, quiet...)
+	k.start(wake...)
+	other := k.config("sleep", "rail", "sleep", modulesSpec, policy(v1alpha1.ModeApply, v1alpha1.ActivationFWReset, 1))
+	k.waitState(quiet[0].name, condIs(v1alpha1.ConditionInSync, metav1.ConditionTrue, "InSync", other.Generation))
+	before, _ := reconciles(m)
+	cfg := k.config("wake", "rail", "wake", firmwareSpec, policy(v1alpha1.ModeApply, v1alpha1.ActivationFWReset, 1))
+	k.activatedAll(wake, cfg, firmwareSpec)
+	// The new config wakes every agent once (it may select any node);
+	// the three slots freed after it wake none but the config's.
+	if after, _ := reconciles(m); after-before != 1 {
+		t.Errorf("the node of the other config reconciled %d times during the rollout, want 1 (the new config)", after-before)
 	}
 }
