@@ -47,6 +47,47 @@ func (f *fleet) outOfService(t *testing.T, before []string) (peak int, at string
 	return peak, at, left
 }
 
+// flaky turns the fleet's inventory (after edit, when not nil) to the
+// test connection flaky_local, and returns the directory where a file
+// named after a host takes it down, and a function that sets the rules
+// of the test callback down_at (WAVE, TASK, HOST) for the next play.
+func (f *fleet) flaky(t *testing.T, edit func(string) string) (down string, downAt func(rules [][3]string)) {
+	t.Helper()
+	path := filepath.Join(f.l.dir, "inventory.yml")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(text), "ansible_connection: local", "ansible_connection: flaky_local")
+	if edit != nil {
+		s = edit(s)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plugins := func(kind string) string {
+		p, err := filepath.Abs(filepath.Join("testdata", kind))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	down = filepath.Join(f.l.dir, "down")
+	if err := os.Mkdir(down, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := f.l.env
+	return down, func(rules [][3]string) {
+		var at []string
+		for _, r := range rules {
+			at = append(at, strings.Join(r[:], "\t"))
+		}
+		f.l.env = append(append([]string{}, env...), "ANSIBLE_CONNECTION_PLUGINS="+plugins("connection_plugins"),
+			"ANSIBLE_CALLBACK_PLUGINS="+plugins("callback_plugins"), "ANSIBLE_CALLBACKS_ENABLED=down_at",
+			"RDMAFORM_TEST_DOWN_DIR="+down, "RDMAFORM_TEST_DOWN_AT="+strings.Join(at, "\n"))
+	}
+}
+
 // TestRolloutUnreachable rolls a spec out by reboot on seven simulated
 // hosts under a policy of max_unavailable 3 and failed_hosts 4, with
 // command hooks and probes, over the test connection flaky_local; the
@@ -90,38 +131,13 @@ func TestRolloutUnreachable(t *testing.T) {
 	a, b, c := waves[0][0], waves[0][1], waves[0][2]
 
 	// The inventory: flaky_local connections, b's hooks on hookdown.
-	path := filepath.Join(f.l.dir, "inventory.yml")
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(text), "ansible_connection: local", "ansible_connection: flaky_local")
-	s = strings.Replace(s, "    "+b+":\n", "    "+b+":\n      rdmaform_rollout_hook_host: hookdown\n", 1)
-	s += "hooks:\n  hosts:\n    hookdown:\n      ansible_connection: flaky_local\n"
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	plugins := func(kind string) string {
-		p, err := filepath.Abs(filepath.Join("testdata", kind))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	down := filepath.Join(f.l.dir, "down")
-	if err := os.Mkdir(down, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := f.l.env
+	down, downAt := f.flaky(t, func(s string) string {
+		s = strings.Replace(s, "    "+b+":\n", "    "+b+":\n      rdmaform_rollout_hook_host: hookdown\n", 1)
+		return s + "hooks:\n  hosts:\n    hookdown:\n      ansible_connection: flaky_local\n"
+	})
 	run := func(rules [][3]string) (string, int) {
 		t.Helper()
-		var at []string
-		for _, r := range rules {
-			at = append(at, strings.Join(r[:], "\t"))
-		}
-		f.l.env = append(append([]string{}, env...), "ANSIBLE_CONNECTION_PLUGINS="+plugins("connection_plugins"),
-			"ANSIBLE_CALLBACK_PLUGINS="+plugins("callback_plugins"), "ANSIBLE_CALLBACKS_ENABLED=down_at",
-			"RDMAFORM_TEST_DOWN_DIR="+down, "RDMAFORM_TEST_DOWN_AT="+strings.Join(at, "\n"))
+		downAt(rules)
 		return f.play(t, 8, map[string]any{"rdma_activation": "reboot", "rdma_report": filepath.Join(f.l.dir, "report.json"),
 			"rdma_policy": policy, "rdma_drain": "command", "rdma_drain_command": f.hooks()["rdma_drain_command"],
 			"rdma_undrain_command": f.hooks()["rdma_undrain_command"]})
