@@ -519,6 +519,24 @@ func reportDoc(name string, files []string, rep *fabrictest.Report) fabricReport
 	return d
 }
 
+// statusMaxHosts is how many hosts the status line names; the lines
+// under it name them all.
+const statusMaxHosts = 10
+
+// statusHosts names hosts on the status line: at most statusMaxHosts,
+// then how many more.
+func statusHosts(bs []fabricBadHostJSON) string {
+	var hs []string
+	for i, b := range bs {
+		if i == statusMaxHosts {
+			hs = append(hs, fmt.Sprintf("and %d more", len(bs)-i))
+			break
+		}
+		hs = append(hs, b.Host)
+	}
+	return strings.Join(hs, " ")
+}
+
 // reportText is a Nagios plugin's output: one status line with
 // performance data, then the details.
 func (a *app) reportText(d fabricReportDoc) {
@@ -526,19 +544,14 @@ func (a *app) reportText(d fabricReportDoc) {
 	var what string
 	switch {
 	case len(d.BadHosts) > 0:
-		hs := make([]string, len(d.BadHosts))
-		for i, b := range d.BadHosts {
-			hs[i] = b.Host
+		what = fmt.Sprintf("%d bad %s: %s", len(d.BadHosts), words.Plural(len(d.BadHosts), "host", "hosts"), statusHosts(d.BadHosts))
+		if n := len(d.Unmeasured); n > 0 {
+			what += fmt.Sprintf(", %d not measured", n)
 		}
-		what = fmt.Sprintf("%d bad %s: %s", len(hs), words.Plural(len(hs), "host", "hosts"), strings.Join(hs, " "))
 	case len(d.Suspects) > 0:
 		what = fmt.Sprintf("%d bad %s, %d suspect %s: run fabric-test retest", len(d.BadPairs), words.Plural(len(d.BadPairs), "pair", "pairs"), len(d.Suspects), words.Plural(len(d.Suspects), "host", "hosts"))
 	case len(d.Unmeasured) > 0:
-		hs := make([]string, len(d.Unmeasured))
-		for i, b := range d.Unmeasured {
-			hs[i] = b.Host
-		}
-		what = fmt.Sprintf("%d %s not measured: %s", len(hs), words.Plural(len(hs), "host", "hosts"), strings.Join(hs, " "))
+		what = fmt.Sprintf("%d %s not measured: %s", len(d.Unmeasured), words.Plural(len(d.Unmeasured), "host", "hosts"), statusHosts(d.Unmeasured))
 	case len(d.BadPaths) > 0:
 		what = fmt.Sprintf("%d bad %s between good hosts", len(d.BadPaths), words.Plural(len(d.BadPaths), "path", "paths"))
 	case len(d.Untested) > 0:

@@ -317,3 +317,50 @@ func TestFabricResultsSchemaAgrees(t *testing.T) {
 		runJSON(t, "", tc.exit, "fabric-test", "report", "--inventory", inv, "--results", file, "-o", "json")
 	}
 }
+
+// TestFabricTestStatusLine: the text report's status line names at most
+// 10 hosts (then how many more), the lines under it all of them; a
+// CRITICAL line says how many hosts were not measured besides.
+func TestFabricTestStatusLine(t *testing.T) {
+	dir := t.TempDir()
+	inv := "hosts:\n  - {name: g1}\n  - {name: g2}\n  - {name: slow}\n"
+	for i := 1; i <= 11; i++ {
+		inv += fmt.Sprintf("  - {name: u%02d}\n", i)
+	}
+	invFile := filepath.Join(dir, "inv.yaml")
+	if err := os.WriteFile(invFile, []byte(inv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := func(name string, unmeasured int, slow bool) string {
+		rs := []string{`{"hosts": ["g1", "g2"], "bandwidth_gbps": 400, "latency_us": 2}`}
+		for i := 1; i <= unmeasured; i++ {
+			rs = append(rs, fmt.Sprintf(`{"hosts": ["g1", "u%02d"], "error": "no result: u%02d was not ready at the barrier within 600s"}`, i, i))
+		}
+		if slow {
+			rs = append(rs, `{"hosts": ["g2", "slow"], "bandwidth_gbps": 100, "latency_us": 2}`)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(`{"format_version": 1, "results": [`+strings.Join(rs, ",\n")+"]}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ten := "u01 u02 u03 u04 u05 u06 u07 u08 u09 u10"
+	for _, tc := range []struct {
+		file        string
+		code, lines int
+		first       string
+	}{
+		{results("ten.json", 10, false), 1, 10, "FABRIC WARNING - 10 hosts not measured: " + ten + " | "},
+		{results("eleven.json", 11, false), 1, 11, "FABRIC WARNING - 11 hosts not measured: " + ten + " and 1 more | "},
+		{results("slow.json", 11, true), 2, 11, "FABRIC CRITICAL - 1 bad host: slow, 11 not measured | "},
+	} {
+		out := runJSON(t, "", tc.code, "fabric-test", "report", "--inventory", invFile, "--results", tc.file)
+		if !strings.HasPrefix(out, tc.first) {
+			t.Errorf("%s: status line %q, want %q...", filepath.Base(tc.file), strings.SplitN(out, "\n", 2)[0], tc.first)
+		}
+		if n := strings.Count(out, "\nnot measured u"); n != tc.lines {
+			t.Errorf("%s: %d hosts under the status line, want %d\n%s", filepath.Base(tc.file), n, tc.lines, out)
+		}
+	}
+}
