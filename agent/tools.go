@@ -40,7 +40,10 @@ import (
 //   - ipoib: not a program but NetworkManager's D-Bus API (providers/ipoib
 //     talks to it through host.NetworkManager, on the system bus the
 //     DaemonSet mounts with /run): it must answer a list of connections,
-//     the read the provider starts with.
+//     the read the provider starts with;
+//   - services: systemd's manager on the same bus (providers/services
+//     through host.Systemd): the host must run systemd, and the manager
+//     must answer the read of the first unit the spec names.
 
 // ReasonToolMissing is the Degraded condition's reason when a program the
 // spec needs is not on PATH.
@@ -166,6 +169,19 @@ func missingTools(ctx context.Context, h *host.Host, spec *schema.Spec, p v1alph
 		}
 		if err != nil {
 			out = append(out, missingTool{toolNeed{"$.ipoib", "IPoIB connections", []string{"NetworkManager"}}, err})
+		}
+	}
+	if len(spec.Services) > 0 {
+		err := errors.New("the host was not booted with systemd, or its /run/systemd is not mounted")
+		if h.Systemd != nil {
+			unit := spec.Services[0].Name
+			if !strings.Contains(unit, ".") {
+				unit += ".service"
+			}
+			_, err = h.Systemd.Unit(ctx, unit)
+		}
+		if err != nil {
+			out = append(out, missingTool{toolNeed{"$.services", "unit states", []string{"systemd"}}, err})
 		}
 	}
 	return out

@@ -96,3 +96,39 @@ func TestToolNeeds(t *testing.T) {
 		})
 	}
 }
+
+// TestToolNeedsSystemd: a spec with services needs systemd's manager: a
+// simulated host with systemd answers; one without it (not booted with
+// systemd) is a missing tool naming $.services.
+func TestToolNeedsSystemd(t *testing.T) {
+	yes := true
+	spec := &schema.Spec{Version: 1, Services: []schema.Service{{Name: "opensm", Active: &yes}}}
+	for _, off := range []bool{false, true} {
+		st, err := sim.NewState("cx6-vpi-ib", "tools", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off {
+			st.Systemd = &sim.SystemdState{Off: true}
+		}
+		s, err := sim.Create(filepath.Join(t.TempDir(), "host"), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.Host()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range missingTools(context.Background(), h, spec, v1alpha1.Policy{Mode: v1alpha1.ModeAudit}) {
+			got = append(got, m.String())
+		}
+		want := ""
+		if off {
+			want = "systemd does not answer on the system bus (the host was not booted with systemd, or its /run/systemd is not mounted): $.services needs it (unit states)"
+		}
+		if g := strings.Join(got, "\n"); g != want {
+			t.Errorf("systemd off %v: missing:\n%s\nwant:\n%s", off, g, want)
+		}
+	}
+}
