@@ -2,13 +2,14 @@ package agent
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rdmaform/rdmaform/api/v1alpha1"
+	"github.com/rdmaform/rdmaform/host"
 	"github.com/rdmaform/rdmaform/schema"
 	"github.com/rdmaform/rdmaform/sim"
+	"github.com/rdmaform/rdmaform/sim/simtest"
 )
 
 // TestToolNeeds: for each spec item the programs its provider runs,
@@ -73,24 +74,8 @@ func TestToolNeeds(t *testing.T) {
 		{"nothing that runs a tool", nil, &schema.Spec{Version: 1, Devices: []schema.Device{{PCI: "0000:3b:00.0"}}}, reset, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, err := sim.NewState("cx6-vpi-ib", "tools", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st.Tools = c.tools
-			s, err := sim.Create(filepath.Join(t.TempDir(), "host"), st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := s.Host()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, m := range missingTools(context.Background(), h, c.spec, c.p) {
-				got = append(got, m.String())
-			}
-			if g := strings.Join(got, "\n"); g != c.want {
+			h := simHost(t, func(st *sim.State) { st.Tools = c.tools })
+			if g := missingText(h, c.spec, c.p); g != c.want {
 				t.Errorf("missing:\n%s\nwant:\n%s", g, c.want)
 			}
 		})
@@ -104,31 +89,34 @@ func TestToolNeedsSystemd(t *testing.T) {
 	yes := true
 	spec := &schema.Spec{Version: 1, Services: []schema.Service{{Name: "opensm", Active: &yes}}}
 	for _, off := range []bool{false, true} {
-		st, err := sim.NewState("cx6-vpi-ib", "tools", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if off {
-			st.Systemd = &sim.SystemdState{Off: true}
-		}
-		s, err := sim.Create(filepath.Join(t.TempDir(), "host"), st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := s.Host()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, m := range missingTools(context.Background(), h, spec, v1alpha1.Policy{Mode: v1alpha1.ModeAudit}) {
-			got = append(got, m.String())
-		}
+		h := simHost(t, func(st *sim.State) {
+			if off {
+				st.Systemd = &sim.SystemdState{Off: true}
+			}
+		})
+		g := missingText(h, spec, v1alpha1.Policy{Mode: v1alpha1.ModeAudit})
 		want := ""
 		if off {
 			want = "systemd does not answer on the system bus (the host was not booted with systemd, or its /run/systemd is not mounted): $.services needs it (unit states)"
 		}
-		if g := strings.Join(got, "\n"); g != want {
+		if g != want {
 			t.Errorf("systemd off %v: missing:\n%s\nwant:\n%s", off, g, want)
 		}
 	}
+}
+
+// missingText is missingTools' needs, one a line.
+func missingText(h *host.Host, spec *schema.Spec, p v1alpha1.Policy) string {
+	var got []string
+	for _, m := range missingTools(context.Background(), h, spec, p) {
+		got = append(got, m.String())
+	}
+	return strings.Join(got, "\n")
+}
+
+// simHost is a simulated cx6-vpi-ib host, its state changed by mutate.
+func simHost(t *testing.T, mutate func(*sim.State)) *host.Host {
+	t.Helper()
+	_, h := simtest.New(t, "cx6-vpi-ib", 0, mutate)
+	return h
 }
