@@ -316,10 +316,16 @@ func TestNFSOverRDMAUser(t *testing.T) {
 		t.Errorf("the file read over NFS/RDMA: %q", got)
 	}
 
-	// Unmounted and the server stopped: only the module is left.
+	// Unmounted and the server stopped: only the module is left. The
+	// client ends its NFSv4 session after umount(2) returns (its last
+	// RPCs to the server, from the state manager): the server stays up
+	// until the client has let go of nfsv4, else those RPCs retry (soft,
+	// timeo 10 s, 2 retransmissions) and hold the module past rmmod's
+	// wait, as a CI run saw once.
 	if err := syscall.Unmount(mnt, 0); err != nil {
 		t.Fatal(err)
 	}
+	released(t, "nfsv4", 90*time.Second)
 	write(t, nfsdFS+"/threads", "0\n")
 	users = rdmaUsers(t)
 	if slices.ContainsFunc(users, func(u string) bool { return strings.HasPrefix(u, "NFS over RDMA mount") }) {
@@ -332,6 +338,24 @@ func TestNFSOverRDMAUser(t *testing.T) {
 	cmIDs(t)
 	if users := rdmaUsers(t); len(users) != 0 {
 		t.Errorf("RDMA users after the teardown: %q", users)
+	}
+}
+
+// released waits up to limit for nothing to hold module m (its
+// /sys/module/M/refcnt 0).
+func released(t *testing.T, m string, limit time.Duration) {
+	t.Helper()
+	var n string
+	start := time.Now()
+	for end := start.Add(limit); ; time.Sleep(500 * time.Millisecond) {
+		n = strings.TrimSpace(readFile(t, "/sys/module/"+m+"/refcnt"))
+		if n == "0" {
+			t.Logf("%s released %s after the unmount", m, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s still held (refcnt %s) %s after the unmount\n%s", m, n, limit, run(t, "/bin/dmesg"))
+		}
 	}
 }
 
