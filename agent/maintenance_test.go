@@ -172,6 +172,25 @@ func nmPhase(nm *maintv1.NodeMaintenance) string {
 	return ""
 }
 
+// waitMaintenance waits (up to waitLimit) for the node's NodeMaintenance
+// to be in phase (its Ready condition's reason) and returns it.
+func (k *cluster) waitMaintenance(node, phase string) *maintv1.NodeMaintenance {
+	k.t.Helper()
+	name := agent.MaintenanceName(node)
+	deadline := time.Now().Add(waitLimit)
+	for {
+		var nm maintv1.NodeMaintenance
+		err := k.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &nm)
+		if err == nil && nmPhase(&nm) == phase {
+			return &nm
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatalf("NodeMaintenance %s/%s: %v, phase %q, want %s", ns, name, err, nmPhase(&nm), phase)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func (po *playedOperator) pass(ctx context.Context) {
 	var l maintv1.NodeMaintenanceList
 	if err := po.k.c.List(ctx, &l); err != nil {
@@ -416,18 +435,7 @@ func TestMaintenanceOperatorPath(t *testing.T) {
 
 	// The node with the pod: its NodeMaintenance drains and waits.
 	key := ns + "/" + agent.MaintenanceName(busy.name)
-	deadline := time.Now().Add(waitLimit)
-	for {
-		var nm maintv1.NodeMaintenance
-		err := k.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agent.MaintenanceName(busy.name)}, &nm)
-		if err == nil && nmPhase(&nm) == maintv1.ConditionReasonDraining {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NodeMaintenance %s: %v, phase %q, want Draining", key, err, nmPhase(&nm))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	k.waitMaintenance(busy.name, maintv1.ConditionReasonDraining)
 	waiting := condIs(v1alpha1.ConditionActivationRequired, metav1.ConditionTrue, "WaitingForMaintenance", cfg.Generation)
 	st := k.waitState(busy.name, func(st *v1alpha1.RDMAHostState) string {
 		if why := waiting(st); why != "" {
@@ -690,18 +698,7 @@ func TestMaintenanceGateFailureKeepsNodeOut(t *testing.T) {
 	if g := gateOf(t, st, "ping-peer"); g.Outcome != "passed" {
 		t.Errorf("ping gate %+v, want passed", g)
 	}
-	var nm maintv1.NodeMaintenance
-	deadline := time.Now().Add(waitLimit)
-	for {
-		err := k.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agent.MaintenanceName(bad.name)}, &nm)
-		if err == nil && nmPhase(&nm) == maintv1.ConditionReasonRequestorFailed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NodeMaintenance %s: %v, phase %q, want RequestorFailed", key, err, nmPhase(&nm))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	nm := k.waitMaintenance(bad.name, maintv1.ConditionReasonRequestorFailed)
 	if c := meta.FindStatusCondition(nm.Status.Conditions, maintv1.ConditionTypeRequestorFailed); c == nil || c.Reason != maintv1.ConditionReasonFailedMaintenance || !strings.Contains(c.Message, "bandwidth") {
 		t.Errorf("RequestorFailed condition %+v", c)
 	}

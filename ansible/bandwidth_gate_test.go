@@ -84,8 +84,10 @@ func TestRolloutBandwidthGate(t *testing.T) {
 // connection flaky_local takes it down at that task of wave 2). The
 // host fails its bandwidth gate with a reason that names the peer, not
 // as a host that left the play; it stays drained, the line stops at its
-// wave and the play reaches the report. With the peer back, the second
-// run passes the gate on both remaining hosts; every host plans empty.
+// wave and the play reaches the report. The second run loses the host
+// itself before its probe: it fails the same gate, "unreachable" with
+// the connection's message. With every host back, the third run passes
+// the gate on both remaining hosts; every host plans empty.
 func TestRolloutBandwidthPeerUnreachable(t *testing.T) {
 	f, report, extra := newBandwidthFleet(t)
 	down, downAt := f.flaky(t, nil)
@@ -108,7 +110,27 @@ func TestRolloutBandwidthPeerUnreachable(t *testing.T) {
 		t.Errorf("first run: left drained %v, want %s", left, host)
 	}
 
+	// Second run, the peer back: the failed host goes first (wave 1) and
+	// is lost itself before its probe.
 	if err := os.Remove(filepath.Join(down, peer)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(f.hooksLog); err != nil {
+		t.Fatal(err)
+	}
+	downAt([][3]string{{"1", "Phase 3 | bandwidth server start", host}})
+	out, code = f.play(t, 3, extra)
+	if code != 2 || !strings.Contains(out, "Phase 4 | the report") {
+		t.Fatalf("second run: exit %d, want 2 after the report play\n%s", code, out)
+	}
+	r = f.report(t, report)
+	want = "unreachable: flaky_local: " + host + " is down"
+	if len(r.Failed) != 1 || r.Failed[0].Host != host || r.Failed[0].Gate != "bandwidth" || !strings.HasPrefix(r.Failed[0].Reason, want) {
+		t.Fatalf("second run: failed %+v, want %s at its bandwidth gate: %q\n%s", r.Failed, host, want, out)
+	}
+
+	// Third run, every host up: both left finish.
+	if err := os.Remove(filepath.Join(down, host)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(f.hooksLog); err != nil {
@@ -117,15 +139,15 @@ func TestRolloutBandwidthPeerUnreachable(t *testing.T) {
 	downAt(nil)
 	out, code = f.play(t, 3, extra)
 	if code != 0 {
-		t.Fatalf("second run: exit %d\n%s", code, out)
+		t.Fatalf("third run: exit %d\n%s", code, out)
 	}
 	r = f.report(t, report)
 	sort.Strings(r.Done)
 	if w := host + " " + f.names[2]; strings.Join(r.Done, " ") != w || len(r.Failed) != 0 {
-		t.Errorf("second run: done %v, failed %+v; want %s done", r.Done, r.Failed, w)
+		t.Errorf("third run: done %v, failed %+v; want %s done", r.Done, r.Failed, w)
 	}
 	if _, left := f.checkHooks(t, 1, 1); len(left) != 0 {
-		t.Errorf("second run: left drained %v", left)
+		t.Errorf("third run: left drained %v", left)
 	}
 	for _, h := range f.names {
 		rdmaform(t, 0, "--sim", f.dirs[h], "plan", "-f", f.rendered(t, h))

@@ -490,10 +490,10 @@ func (pp *perfPlan) fill(perf *Perf, rep *perfReport) error {
 	return nil
 }
 
-// gpu is the GPU perftest reported, found among the host's by its bus
-// and device (perftest prints no PCI domain: the first GPU of that bus
-// and device, in address order), with its relation to the probe's RDMA
-// device.
+// gpu is the GPU perftest reported, found among the host's NVIDIA GPUs
+// by its bus and device (perftest prints no PCI domain: the first GPU of
+// that bus and device, in address order), with its relation to the
+// probe's RDMA device.
 func (pp *perfPlan) gpu(c *cudaReport) *PerfGPU {
 	if c.picked == nil {
 		return nil
@@ -503,10 +503,10 @@ func (pp *perfPlan) gpu(c *cudaReport) *PerfGPU {
 		return g
 	}
 	for _, hg := range pp.gpus {
-		// "0000:8f:00.0": the bus and device are the text between the
-		// domain's colon and the dot.
+		// CUDA lists NVIDIA's GPUs only. "0000:8f:00.0": the bus and
+		// device are the text between the domain's colon and the dot.
 		i, j := strings.IndexByte(hg.PCI, ':'), strings.LastIndexByte(hg.PCI, '.')
-		if i < 0 || j < i || !strings.EqualFold(hg.PCI[i+1:j], g.PCIe) {
+		if hg.Vendor != "0x10de" || i < 0 || j < i || !strings.EqualFold(hg.PCI[i+1:j], g.PCIe) {
 			continue
 		}
 		g.PCI = hg.PCI

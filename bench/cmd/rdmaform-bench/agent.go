@@ -353,7 +353,7 @@ func (r *report) agentProcess(ctx context.Context, dir string, b *agentLab, sec 
 	defer p.Stop()
 	reconciles := func() (float64, error) {
 		if p.Exited() {
-			return 0, fmt.Errorf("rdmaform-agent exited:\n%s", p.Log())
+			return 0, fmt.Errorf("rdmaform-agent exited:\n%s", p.Tail())
 		}
 		return agentReconciles(ctx, metricsURL)
 	}
@@ -363,7 +363,7 @@ func (r *report) agentProcess(ctx context.Context, dir string, b *agentLab, sec 
 		return err
 	}
 	if _, err := b.waitInSync(ctx, cfg, []string{name}, 2*time.Minute); err != nil {
-		return fmt.Errorf("%w\n%s", err, p.Log())
+		return fmt.Errorf("%w\n%s", err, p.Tail())
 	}
 	// Idle: nothing changes for a minute; the interval is 5 minutes.
 	time.Sleep(5 * time.Second)
@@ -446,7 +446,7 @@ func (r *report) agentProcess(ctx context.Context, dir string, b *agentLab, sec 
 		}
 		got, err := b.waitInSync(ctx, cfg, []string{name}, 2*time.Minute)
 		if err != nil {
-			return fmt.Errorf("%w\n%s", err, p.Log())
+			return fmt.Errorf("%w\n%s", err, p.Tail())
 		}
 		walls = append(walls, got[name].Sub(start))
 	}

@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rdmaform/rdmaform/internal/testlab/kubelab"
@@ -45,67 +43,12 @@ func FreePort() (int, error) {
 }
 
 // Proc is a program started by Start, running until Stop.
-type Proc struct {
-	PID  int
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  string
-}
+type Proc = kubelab.Proc
 
 // Start starts argv with env, its output in the file logFile; the
-// process gets SIGKILL if this one dies first.
-//
-// Equivalent to: ARGV >LOG 2>&1 &
+// process gets SIGKILL if this one dies first (kubelab.StartProc).
 func Start(argv, env []string, logFile string) (*Proc, error) {
-	f, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", argv[0], err)
-	}
-	p := &Proc{PID: cmd.Process.Pid, cmd: cmd, done: make(chan struct{}), log: logFile}
-	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
-	return p, nil
-}
-
-// Exited says whether the process has ended.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Log is the end of the process's output.
-func (p *Proc) Log() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
-}
-
-// Stop sends SIGTERM to the process (by its PID), SIGKILL after 10 s,
-// and waits for it.
-func (p *Proc) Stop() {
-	if p.Exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	return kubelab.StartProc(argv, env, logFile)
 }
 
 // Usage is a process's memory and CPU time at one moment.

@@ -87,7 +87,7 @@ type Lab struct {
 	Started time.Duration
 
 	adminToken string
-	procs      []*proc
+	procs      []*Proc
 }
 
 // Binaries returns the directory of a complete lab, or why there is none.
@@ -378,13 +378,15 @@ current-context: kubelab
 // SIGKILL after 10 s). It may be called more than once.
 func (l *Lab) Stop() {
 	for i := len(l.procs) - 1; i >= 0; i-- {
-		l.procs[i].stop()
+		l.procs[i].Stop()
 	}
 	l.procs = nil
 }
 
-// proc is one process of the lab.
-type proc struct {
+// Proc is one process of the lab (or of a benchmark: benchlab starts
+// its programs so too).
+type Proc struct {
+	PID  int
 	name string
 	cmd  *exec.Cmd
 	log  string
@@ -392,24 +394,27 @@ type proc struct {
 	err  error // Wait's result, once done is closed
 }
 
-// startProc starts bin with args, its output in logFile. The process
-// gets SIGKILL if the test binary dies first (Pdeathsig), so a test
-// killed by its timeout leaves nothing running. Pdeathsig is tied to the
-// thread that started the child, so that thread is locked to the
-// goroutine that waits for the process and lives as long as it does.
-func startProc(bin, logFile string, args ...string) (*proc, error) {
+// StartProc starts argv with env (nil: this process's), its output in
+// logFile. The process gets SIGKILL if this one dies first (Pdeathsig),
+// so a test killed by its timeout leaves nothing running. Pdeathsig is
+// tied to the thread that started the child, so that thread is locked to
+// the goroutine that waits for the process and lives as long as it does.
+//
+// Equivalent to: ARGV >LOG 2>&1 &
+func StartProc(argv, env []string, logFile string) (*Proc, error) {
 	f, err := os.Create(logFile)
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: filepath.Base(bin), log: logFile, done: make(chan struct{})}
+	p := &Proc{name: filepath.Base(argv[0]), log: logFile, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		// Never unlocked: the thread ends with this goroutine, after the
 		// process has.
 		defer f.Close()
-		p.cmd = exec.Command(bin, args...)
+		p.cmd = exec.Command(argv[0], argv[1:]...)
+		p.cmd.Env = env
 		p.cmd.Stdout = f
 		p.cmd.Stderr = f
 		p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -417,17 +422,23 @@ func startProc(bin, logFile string, args ...string) (*proc, error) {
 			started <- err
 			return
 		}
+		p.PID = p.cmd.Process.Pid
 		started <- nil
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	return p, nil
 }
 
-func (p *proc) exited() bool {
+func startProc(bin, logFile string, args ...string) (*Proc, error) {
+	return StartProc(append([]string{bin}, args...), nil, logFile)
+}
+
+// Exited says whether the process has ended.
+func (p *Proc) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -436,8 +447,10 @@ func (p *proc) exited() bool {
 	}
 }
 
-func (p *proc) stop() {
-	if p.exited() {
+// Stop sends SIGTERM to the process (by its PID), SIGKILL after 10 s,
+// and waits for it.
+func (p *Proc) Stop() {
+	if p.Exited() {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -449,8 +462,8 @@ func (p *proc) stop() {
 	}
 }
 
-// tail is the end of the process's log, for an error message.
-func (p *proc) tail() string {
+// Tail is the end of the process's log, for an error message.
+func (p *Proc) Tail() string {
 	b, _ := os.ReadFile(p.log)
 	if len(b) > 3000 {
 		b = b[len(b)-3000:]
@@ -460,14 +473,14 @@ func (p *proc) tail() string {
 
 // waitHTTP polls url until it answers 200, the process exits, or
 // StartTimeout passes.
-func waitHTTP(p *proc, tlsConf *tls.Config, url, token string) error {
+func waitHTTP(p *Proc, tlsConf *tls.Config, url, token string) error {
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf}}
 	defer c.CloseIdleConnections()
 	deadline := time.Now().Add(StartTimeout)
 	var last string
 	for {
-		if p.exited() {
-			t := p.tail()
+		if p.Exited() {
+			t := p.Tail()
 			if strings.Contains(t, "address already in use") {
 				return fmt.Errorf("%s: %w: %s", p.name, errPortTaken, t)
 			}
@@ -490,7 +503,7 @@ func waitHTTP(p *proc, tlsConf *tls.Config, url, token string) error {
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer %s within %s (last: %s); its log %s ends:\n%s", p.name, url, StartTimeout, last, p.log, p.tail())
+			return fmt.Errorf("%s did not answer %s within %s (last: %s); its log %s ends:\n%s", p.name, url, StartTimeout, last, p.log, p.Tail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
